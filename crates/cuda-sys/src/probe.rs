@@ -1,0 +1,224 @@
+//! Can CUDA be used here, and if not, why not?
+//!
+//! cudarc loads libcuda and libnvrtc on first use and panics when it cannot.
+//! The probe `dlopen`s the same candidate names cudarc will try, checks the
+//! symbols the upper layers need, and only then asks the driver how many
+//! devices there are. Every failure becomes a reason string.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// Environment variable that replaces the driver library's search list with
+/// one path. Tests point it at a file that does not exist to simulate a
+/// machine without libcuda; it only affects the probe.
+pub const DRIVER_LIB_OVERRIDE_ENV: &str = "UNIGPU_TEST_CUDA_DRIVER_LIB";
+/// Same as [`DRIVER_LIB_OVERRIDE_ENV`], for libnvrtc.
+pub const NVRTC_LIB_OVERRIDE_ENV: &str = "UNIGPU_TEST_NVRTC_LIB";
+
+/// Driver entry points the safe layer calls. cudarc resolves each symbol
+/// lazily and panics on a missing one, so an old driver is caught here.
+const REQUIRED_DRIVER_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxSetCurrent",
+    "cuMemGetInfo_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuStreamCreate",
+    "cuStreamQuery",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuLaunchHostFunc",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuEventElapsedTime_v2",
+];
+
+const REQUIRED_NVRTC_SYMBOLS: &[&str] = &["nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"];
+
+/// Whether one shared library can be loaded, and from where or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryStatus {
+    /// Short name: `"libcuda"` or `"libnvrtc"`.
+    pub name: &'static str,
+    /// The name or path that loaded, when one did.
+    pub loaded_from: Option<String>,
+    /// Why it is unusable, when it is.
+    pub reason: Option<String>,
+}
+
+impl LibraryStatus {
+    /// True when the library loaded and has every symbol unigpu needs.
+    pub fn is_usable(&self) -> bool {
+        self.reason.is_none()
+    }
+}
+
+impl fmt::Display for LibraryStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.loaded_from, &self.reason) {
+            (_, Some(reason)) => write!(f, "{}: unusable: {reason}", self.name),
+            (Some(from), None) => write!(f, "{}: loaded from {from}", self.name),
+            (None, None) => write!(f, "{}: loaded", self.name),
+        }
+    }
+}
+
+/// What the probe found. Built once per process by [`probe()`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub driver: LibraryStatus,
+    pub nvrtc: LibraryStatus,
+    /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0, when the driver loaded.
+    pub driver_version: Option<i32>,
+    /// Number of CUDA devices, or why it could not be counted.
+    pub device_count: Result<usize, String>,
+}
+
+impl Probe {
+    /// True when the driver loads, initialises, and sees at least one device.
+    pub fn cuda_usable(&self) -> bool {
+        matches!(self.device_count, Ok(n) if n > 0)
+    }
+
+    /// One sentence on why CUDA cannot be used, or `None` when it can.
+    pub fn unusable_reason(&self) -> Option<String> {
+        if let Some(reason) = &self.driver.reason {
+            return Some(format!("libcuda: {reason}"));
+        }
+        match &self.device_count {
+            Ok(0) => Some("the CUDA driver loaded but reports no devices".to_string()),
+            Ok(_) => None,
+            Err(reason) => Some(reason.clone()),
+        }
+    }
+}
+
+/// The probe result for this process, computed on first call.
+pub fn probe() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(probe_uncached)
+}
+
+/// Runs the probe again, ignoring the cached result.
+pub fn probe_uncached() -> Probe {
+    let driver = check_library(
+        "libcuda",
+        "cuda",
+        DRIVER_LIB_OVERRIDE_ENV,
+        REQUIRED_DRIVER_SYMBOLS,
+    );
+    let nvrtc = check_library("libnvrtc", "nvrtc", NVRTC_LIB_OVERRIDE_ENV, REQUIRED_NVRTC_SYMBOLS);
+    let (driver_version, device_count) = if driver.is_usable() {
+        query_driver()
+    } else {
+        (None, Err("libcuda could not be loaded".to_string()))
+    };
+    Probe {
+        driver,
+        nvrtc,
+        driver_version,
+        device_count,
+    }
+}
+
+fn candidates(lib: &str, override_env: &str) -> Vec<String> {
+    match std::env::var(override_env) {
+        Ok(path) if !path.is_empty() => vec![path],
+        _ => cudarc::get_lib_name_candidates(lib),
+    }
+}
+
+fn check_library(
+    name: &'static str,
+    lib: &str,
+    override_env: &str,
+    symbols: &[&str],
+) -> LibraryStatus {
+    let choices = candidates(lib, override_env);
+    let mut first_error = None;
+    for choice in &choices {
+        // SAFETY: loading a CUDA library runs its initialisers, which have no
+        // preconditions; this is the same load cudarc performs on first use.
+        match unsafe { libloading::Library::new(choice) } {
+            Ok(library) => {
+                let missing: Vec<&str> = symbols
+                    .iter()
+                    .copied()
+                    // SAFETY: the symbol is only looked up, never called, so its
+                    // type does not matter.
+                    .filter(|sym| unsafe { library.get::<*const ()>(sym.as_bytes()) }.is_err())
+                    .collect();
+                let reason = (!missing.is_empty()).then(|| {
+                    format!(
+                        "{choice} is too old: it lacks {} (unigpu's bindings are for CUDA 13.0)",
+                        missing.join(", ")
+                    )
+                });
+                return LibraryStatus {
+                    name,
+                    loaded_from: Some(choice.clone()),
+                    reason,
+                };
+            }
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let reason = match (std::env::var(override_env), first_error) {
+        (Ok(path), Some(err)) if !path.is_empty() => {
+            format!("{override_env}={path} could not be loaded: {err}")
+        }
+        (_, err) => format!(
+            "not found (tried {}; first error: {}); install the NVIDIA driver or add its folder to LD_LIBRARY_PATH",
+            choices.join(", "),
+            err.unwrap_or_default()
+        ),
+    };
+    LibraryStatus {
+        name,
+        loaded_from: None,
+        reason: Some(reason),
+    }
+}
+
+/// Only called once the driver library is known to load with every symbol,
+/// so cudarc's lazy loader cannot panic.
+fn query_driver() -> (Option<i32>, Result<usize, String>) {
+    use cudarc::driver::{result, sys};
+    let mut version = 0i32;
+    // SAFETY: `version` is a valid out-pointer; cuDriverGetVersion needs no init.
+    let version = unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .ok()
+        .map(|()| version);
+    let count = result::init()
+        .and_then(|()| result::device::get_count())
+        .map(|n| n.max(0) as usize)
+        .map_err(|e| describe_driver_error("cuInit/cuDeviceGetCount", e));
+    (version, count)
+}
+
+/// `CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected`, from
+/// the driver's own name and description strings.
+pub fn describe_driver_error(call: &str, err: cudarc::driver::DriverError) -> String {
+    let name = err.error_name().map(|s| s.to_string_lossy().into_owned());
+    let text = err.error_string().map(|s| s.to_string_lossy().into_owned());
+    format!(
+        "{call} failed: {} ({}): {}",
+        name.unwrap_or_else(|_| format!("{:?}", err.0)),
+        err.0 as u32,
+        text.unwrap_or_else(|_| "no description".to_string())
+    )
+}

@@ -1,0 +1,82 @@
+//! The one error type of the safe layer.
+
+use cudarc::driver::DriverError;
+use cudarc::driver::sys::CUresult;
+
+/// What went wrong in a CUDA call, in terms the facade can map to its own
+/// error without parsing strings.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SafeError {
+    /// The CUDA driver cannot be used on this machine.
+    #[error("CUDA is unavailable: {reason}")]
+    Unavailable { reason: String },
+    /// A device ordinal past the end of the device list.
+    #[error("CUDA device {asked} does not exist ({available} available)")]
+    InvalidDevice { asked: usize, available: usize },
+    /// An allocation the device could not satisfy.
+    #[error("out of device memory: asked for {requested} bytes, {free} bytes free")]
+    OutOfMemory { requested: usize, free: usize },
+    /// Two buffers or a buffer and a host slice of different lengths.
+    #[error("size mismatch in {what}: expected {expected} elements, got {actual}")]
+    SizeMismatch {
+        what: &'static str,
+        expected: usize,
+        actual: usize,
+    },
+    /// Handles from two different devices were mixed in one call.
+    #[error("{what}: handles belong to different CUDA devices")]
+    DeviceMismatch { what: &'static str },
+    /// Any other driver status.
+    #[error("{call} failed: {name} ({code}): {message}")]
+    Driver {
+        call: &'static str,
+        code: u32,
+        name: String,
+        message: String,
+    },
+}
+
+/// Result with [`SafeError`].
+pub type Result<T, E = SafeError> = std::result::Result<T, E>;
+
+impl SafeError {
+    /// The raw `CUresult` when this is a driver error.
+    pub fn driver_code(&self) -> Option<u32> {
+        match self {
+            SafeError::Driver { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn driver(call: &'static str, err: DriverError) -> Self {
+        let name = err
+            .error_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("{:?}", err.0));
+        let message = err
+            .error_string()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "no description from the driver".into());
+        SafeError::Driver {
+            call,
+            code: err.0 as u32,
+            name,
+            message,
+        }
+    }
+
+    pub(crate) fn is_oom(err: &DriverError) -> bool {
+        err.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY
+    }
+}
+
+/// Adds the name of the failing call to a cudarc result.
+pub(crate) trait Context<T> {
+    fn call(self, call: &'static str) -> Result<T>;
+}
+
+impl<T> Context<T> for std::result::Result<T, DriverError> {
+    fn call(self, call: &'static str) -> Result<T> {
+        self.map_err(|e| SafeError::driver(call, e))
+    }
+}

@@ -1,0 +1,32 @@
+//! Owned, RAII handles over the CUDA driver for unigpu.
+//!
+//! # Rules of this layer
+//! - Every handle frees what it owns on `Drop`. Errors raised while freeing
+//!   cannot be returned from `Drop`; they are kept in the device's error slot
+//!   and returned by the next [`CudaDevice::check_err`] (the facade's `sync`).
+//! - Every handle keeps an `Arc` of the context it lives in, so a buffer,
+//!   stream or event never outlives its device.
+//! - Nothing here touches the driver before `unigpu_cuda_sys::probe()` has
+//!   said it loads: a machine without CUDA gets [`SafeError::Unavailable`],
+//!   never a panic.
+//! - `unsafe` is allowed here and in the -sys crates only. Each block says
+//!   why it is sound in a `// SAFETY:` line. The API this crate exports is
+//!   safe: no raw pointers cross it.
+//! - Send and Sync are decided per type, in the type's docs.
+//!
+//! The handles are built on cudarc's `driver::safe` types, which already own
+//! their resources; this crate adds the probe gate, typed errors (out of
+//! memory with the free byte count, invalid device ids), host callbacks on
+//! streams, stream queries and device properties.
+
+mod buffer;
+mod device;
+mod error;
+mod event;
+mod stream;
+
+pub use buffer::{DeviceBuffer, Element};
+pub use device::{CudaDevice, DeviceProperties, device_count};
+pub use error::{Result, SafeError};
+pub use event::CudaEventHandle;
+pub use stream::CudaStreamHandle;
