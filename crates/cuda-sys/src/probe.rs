@@ -112,13 +112,16 @@ pub fn probe() -> &'static Probe {
 
 /// Runs the probe again, ignoring the cached result.
 pub fn probe_uncached() -> Probe {
-    let driver = check_library(
-        "libcuda",
-        "cuda",
-        DRIVER_LIB_OVERRIDE_ENV,
-        REQUIRED_DRIVER_SYMBOLS,
-    );
-    let nvrtc = check_library("libnvrtc", "nvrtc", NVRTC_LIB_OVERRIDE_ENV, REQUIRED_NVRTC_SYMBOLS);
+    probe_candidates(
+        &candidates("cuda", DRIVER_LIB_OVERRIDE_ENV),
+        &candidates("nvrtc", NVRTC_LIB_OVERRIDE_ENV),
+    )
+}
+
+/// The probe over explicit lists of library names or paths to try.
+pub fn probe_candidates(driver_names: &[String], nvrtc_names: &[String]) -> Probe {
+    let driver = check_library("libcuda", driver_names, REQUIRED_DRIVER_SYMBOLS);
+    let nvrtc = check_library("libnvrtc", nvrtc_names, REQUIRED_NVRTC_SYMBOLS);
     let (driver_version, device_count) = if driver.is_usable() {
         query_driver()
     } else {
@@ -139,15 +142,9 @@ fn candidates(lib: &str, override_env: &str) -> Vec<String> {
     }
 }
 
-fn check_library(
-    name: &'static str,
-    lib: &str,
-    override_env: &str,
-    symbols: &[&str],
-) -> LibraryStatus {
-    let choices = candidates(lib, override_env);
+fn check_library(name: &'static str, choices: &[String], symbols: &[&str]) -> LibraryStatus {
     let mut first_error = None;
-    for choice in &choices {
+    for choice in choices {
         // SAFETY: loading a CUDA library runs its initialisers, which have no
         // preconditions; this is the same load cudarc performs on first use.
         match unsafe { libloading::Library::new(choice) } {
@@ -172,18 +169,17 @@ fn check_library(
                 };
             }
             Err(e) => {
-                first_error.get_or_insert_with(|| e.to_string());
+                first_error.get_or_insert_with(|| (choice.clone(), error_chain(&e)));
             }
         }
     }
-    let reason = match (std::env::var(override_env), first_error) {
-        (Ok(path), Some(err)) if !path.is_empty() => {
-            format!("{override_env}={path} could not be loaded: {err}")
-        }
-        (_, err) => format!(
-            "not found (tried {}; first error: {}); install the NVIDIA driver or add its folder to LD_LIBRARY_PATH",
-            choices.join(", "),
-            err.unwrap_or_default()
+    let (first, err) = first_error.unwrap_or_default();
+    let reason = match choices {
+        [only] => format!("{only} could not be loaded: {err}"),
+        _ => format!(
+            "not found: {err} (and {} other names tried, up to {}); install the NVIDIA driver or add its folder to LD_LIBRARY_PATH",
+            choices.len().saturating_sub(1),
+            choices.last().unwrap_or(&first)
         ),
     };
     LibraryStatus {
@@ -191,6 +187,17 @@ fn check_library(
         loaded_from: None,
         reason: Some(reason),
     }
+}
+
+/// libloading's message plus its source (dlerror's text).
+fn error_chain(e: &libloading::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
 }
 
 /// Only called once the driver library is known to load with every symbol,
@@ -221,4 +228,39 @@ pub fn describe_driver_error(call: &str, err: cudarc::driver::DriverError) -> St
         err.0 as u32,
         text.unwrap_or_else(|_| "no description".to_string())
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_is_a_reason_not_a_panic() {
+        let missing = vec!["/nonexistent/unigpu-test/libcuda.so".to_string()];
+        let found = probe_candidates(&missing, &missing);
+        assert!(!found.driver.is_usable());
+        assert!(!found.cuda_usable());
+        let reason = found.unusable_reason().expect("a reason");
+        assert!(reason.contains("/nonexistent/unigpu-test/libcuda.so"), "{reason}");
+        assert!(found.device_count.is_err());
+        assert_eq!(found.driver_version, None);
+    }
+
+    #[test]
+    fn a_library_without_cuda_symbols_is_reported_as_too_old() {
+        // libc loads everywhere but exports none of the driver's entry points.
+        let libc = vec!["libc.so.6".to_string()];
+        let found = probe_candidates(&libc, &libc);
+        let reason = found.driver.reason.clone().expect("libc is not a CUDA driver");
+        assert!(reason.contains("lacks cuInit"), "{reason}");
+        assert_eq!(found.driver.loaded_from.as_deref(), Some("libc.so.6"));
+        assert!(!found.cuda_usable());
+    }
+
+    #[test]
+    fn the_cached_probe_never_panics_and_agrees_with_itself() {
+        let first = probe();
+        assert_eq!(first, probe());
+        assert_eq!(first.cuda_usable(), first.unusable_reason().is_none());
+    }
 }

@@ -44,6 +44,12 @@ impl<T: Element> DeviceBuffer<T> {
     pub fn alloc(stream: &CudaStreamHandle, len: usize) -> Result<Self> {
         let device = stream.device();
         let cu = stream.cudarc_stream();
+        if len.checked_mul(std::mem::size_of::<T>()).is_none() {
+            return Err(SafeError::OutOfMemory {
+                requested: usize::MAX,
+                free: device.free_bytes(),
+            });
+        }
         let slice = if len == 0 {
             cu.null::<T>().call("cuMemAllocAsync")
         } else {

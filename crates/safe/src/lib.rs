@@ -30,3 +30,7 @@ pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use stream::CudaStreamHandle;
+
+/// The probe of the layer below, re-exported so the facade needs no direct
+/// dependency on the -sys crate.
+pub use unigpu_cuda_sys::probe::{LibraryStatus, Probe, probe};

@@ -1,1 +1,59 @@
+//! unigpu: one safe API for GPU work, on CUDA when there is a GPU and on a
+//! real CPU backend when there is not.
+//!
+//! ```no_run
+//! use unigpu::Context;
+//! # fn main() -> unigpu::Result<()> {
+//! let ctx = Context::default()?;            // config/env, then cuda, then cpu
+//! let x = ctx.upload(&[1.0f32, 2.0, 3.0])?;
+//! let mut y = ctx.zeros::<f32>(3)?;
+//! x.copy_to(&mut y)?;
+//! assert_eq!(y.download()?, vec![1.0, 2.0, 3.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Rules of this layer
+//! - Safe Rust only (`#![forbid(unsafe_code)]`): everything unsafe lives in
+//!   `unigpu-safe` and the -sys crates below it.
+//! - Every backend offers the same operations with the same ordering
+//!   semantics; a backend that cannot do something returns an error that
+//!   says so, never a panic.
+//! - User input (sizes, ids, config values) is validated here and turned
+//!   into a typed [`Error`] the caller can act on.
+//! - Handles are reference counted: [`Context`], [`Stream`] are cheap to
+//!   clone; arrays and events free their resources on `Drop`.
 
+#![forbid(unsafe_code)]
+
+mod array;
+mod backend;
+pub mod config;
+mod context;
+mod cpu;
+mod device;
+mod element;
+mod error;
+mod event;
+mod stream;
+
+pub use array::GpuArray;
+pub use backend::{Backend, BackendAttempt, Outcome};
+pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
+pub use context::Context;
+pub use device::{DeviceInfo, MemoryInfo, list_devices};
+pub use element::{DType, Element};
+pub use error::{Error, Result};
+pub use event::Event;
+pub use stream::Stream;
+
+/// Re-exported so users need not depend on `half` to name the types.
+pub use half::{bf16, f16};
+
+/// What the CUDA probe found: whether libcuda and libnvrtc load, the
+/// driver version and the device count, or why not. Never panics.
+pub fn cuda_probe() -> &'static unigpu_safe::Probe {
+    unigpu_safe::probe()
+}
+
+pub use unigpu_safe::{LibraryStatus, Probe};

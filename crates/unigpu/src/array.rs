@@ -1,0 +1,172 @@
+//! `GpuArray<T>`: a typed array in device memory (host memory on the CPU
+//! backend), freed on drop.
+
+use std::fmt;
+
+use unigpu_safe::DeviceBuffer;
+
+use crate::context::DeviceImpl;
+use crate::cpu::CpuBuffer;
+use crate::stream::{StreamImpl, check_len};
+use crate::{Context, DType, Element, Error, Result};
+
+/// `len` elements of `T` on the context's device.
+///
+/// Operations on an array go on the context's default stream; the
+/// `Stream` methods take arrays for work on other streams. Every use is
+/// ordered after the earlier uses it conflicts with, on any stream, so a
+/// download always sees the writes enqueued before it.
+///
+/// Send + Sync: `&GpuArray` only allows reads and `&mut GpuArray` is
+/// exclusive, so Rust's borrow rules keep writers apart across threads as
+/// they do for a `Vec`. Dropping an array with work still pending is fine:
+/// the memory is released after that work (stream-ordered free on CUDA,
+/// shared ownership on the CPU backend).
+pub struct GpuArray<T: Element> {
+    pub(crate) ctx: Context,
+    pub(crate) storage: Storage<T>,
+}
+
+pub(crate) enum Storage<T: Element> {
+    Cpu(CpuBuffer<T>),
+    Cuda(DeviceBuffer<T>),
+}
+
+impl<T: Element> fmt::Debug for GpuArray<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuArray")
+            .field("backend", &self.ctx.backend())
+            .field("device_id", &self.ctx.device_id())
+            .field("dtype", &T::DTYPE)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl<T: Element> GpuArray<T> {
+    pub(crate) fn zeros(ctx: &Context, len: usize) -> Result<Self> {
+        let storage = match ctx.device() {
+            DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
+            DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::zeros(ctx.cuda_stream()?, len)?),
+        };
+        Ok(GpuArray {
+            ctx: ctx.clone(),
+            storage,
+        })
+    }
+
+    pub(crate) fn uninit(ctx: &Context, len: usize) -> Result<Self> {
+        let storage = match ctx.device() {
+            // Host memory must be initialised to be safe Rust; zeroing it is
+            // the cheapest way.
+            DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
+            DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::alloc(ctx.cuda_stream()?, len)?),
+        };
+        Ok(GpuArray {
+            ctx: ctx.clone(),
+            storage,
+        })
+    }
+
+    pub(crate) fn from_host(ctx: &Context, host: &[T]) -> Result<Self> {
+        let storage = match ctx.device() {
+            DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::from_slice(host)?),
+            DeviceImpl::Cuda(_) => {
+                Storage::Cuda(DeviceBuffer::from_host(ctx.cuda_stream()?, host)?)
+            }
+        };
+        Ok(GpuArray {
+            ctx: ctx.clone(),
+            storage,
+        })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.storage {
+            Storage::Cpu(b) => b.len(),
+            Storage::Cuda(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of device memory the elements take.
+    pub fn size_bytes(&self) -> usize {
+        self.len() * std::mem::size_of::<T>()
+    }
+
+    /// The element type's runtime tag.
+    pub fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+
+    /// The context the array lives in.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Copies the array to a new host vector, after every pending write to
+    /// it (on any stream) has finished. Blocks.
+    pub fn download(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); self.len()];
+        self.download_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`GpuArray::download`], into a slice of the same length.
+    pub fn download_into(&self, host: &mut [T]) -> Result<()> {
+        check_len("GpuArray::download_into", self.len(), host.len())?;
+        match &self.storage {
+            Storage::Cpu(b) => {
+                b.read_into(host);
+                Ok(())
+            }
+            Storage::Cuda(b) => Ok(b.read_into(self.ctx.cuda_stream()?, host)?),
+        }
+    }
+
+    /// Overwrites the array with `host` (same length), after every pending
+    /// use of it has finished.
+    pub fn upload_from(&mut self, host: &[T]) -> Result<()> {
+        check_len("GpuArray::upload_from", self.len(), host.len())?;
+        match &mut self.storage {
+            Storage::Cpu(b) => {
+                b.write_from(host);
+                Ok(())
+            }
+            Storage::Cuda(b) => Ok(b.write_from(self.ctx.cuda_stream()?, host)?),
+        }
+    }
+
+    /// Device-to-device copy into `dst`, on the context's default stream.
+    /// Arrays of different lengths are an error.
+    pub fn copy_to(&self, dst: &mut GpuArray<T>) -> Result<()> {
+        if !self.ctx.same_device(&dst.ctx) {
+            return Err(Error::ContextMismatch {
+                what: "GpuArray::copy_to",
+            });
+        }
+        self.ctx.default_stream().copy(self, dst)
+    }
+
+    /// A new array with the same contents.
+    pub fn try_clone(&self) -> Result<GpuArray<T>> {
+        let mut out = GpuArray::uninit(&self.ctx, self.len())?;
+        self.copy_to(&mut out)?;
+        Ok(out)
+    }
+}
+
+impl Context {
+    fn cuda_stream(&self) -> Result<&unigpu_safe::CudaStreamHandle> {
+        match &self.default_stream().imp {
+            StreamImpl::Cuda(s) => Ok(s),
+            StreamImpl::Cpu(_) => Err(Error::ContextMismatch {
+                what: "a CUDA array in a CPU context",
+            }),
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Which backend a context runs on, and why the others were passed over.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A compute backend, in fallback order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// libtorch's CUDA tensors and c10 streams (needs the `torch` feature).
+    Torch,
+    /// The CUDA driver API, loaded at run time.
+    Cuda,
+    /// Host memory and worker-thread streams; always available.
+    Cpu,
+}
+
+impl Backend {
+    /// Every backend, in the order `Context::default()` tries them.
+    pub const FALLBACK_ORDER: [Backend; 3] = [Backend::Torch, Backend::Cuda, Backend::Cpu];
+
+    /// The lowercase name used in config files and `UNIGPU_BACKEND`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Torch => "torch",
+            Backend::Cuda => "cuda",
+            Backend::Cpu => "cpu",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Backend::FALLBACK_ORDER
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or(())
+    }
+}
+
+/// What happened to one backend while a context was being created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// This backend was picked.
+    Chosen,
+    /// Passed over, with the reason.
+    Skipped(String),
+    /// Not tried, because an earlier backend was chosen.
+    NotTried,
+}
+
+/// One row of the fallback chain that `unigpu info` prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendAttempt {
+    pub backend: Backend,
+    pub outcome: Outcome,
+}
+
+impl fmt::Display for BackendAttempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.outcome {
+            Outcome::Chosen => write!(f, "{:<6} chosen", self.backend),
+            Outcome::Skipped(reason) => write!(f, "{:<6} skipped: {reason}", self.backend),
+            Outcome::NotTried => write!(f, "{:<6} not tried (an earlier backend was chosen)", self.backend),
+        }
+    }
+}

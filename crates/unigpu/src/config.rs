@@ -1,0 +1,249 @@
+//! `unigpu.toml` and the `UNIGPU_*` environment variables.
+//!
+//! ```toml
+//! backend = "auto"    # "auto" | "torch" | "cuda" | "cpu"
+//! device  = "cuda:1"  # "cpu", "cuda" (= "cuda:0") or "cuda:N"
+//! dtype   = "f32"     # default element type for tools: f32 f64 f16 bf16 i32 u32 i64 u64 u8
+//! ```
+//! The file is `$UNIGPU_CONFIG` when set, else the first `unigpu.toml` in
+//! the working directory or one of its parents. `UNIGPU_BACKEND` and
+//! `UNIGPU_DEVICE` override the file's keys.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::{Backend, DType};
+
+/// File name searched for in the working directory and its parents.
+pub const CONFIG_FILE_NAME: &str = "unigpu.toml";
+/// Names a config file explicitly.
+pub const CONFIG_ENV: &str = "UNIGPU_CONFIG";
+/// Overrides the `backend` key.
+pub const BACKEND_ENV: &str = "UNIGPU_BACKEND";
+/// Overrides the `device` key.
+pub const DEVICE_ENV: &str = "UNIGPU_DEVICE";
+
+const BACKEND_VALUES: &str = "\"auto\", \"torch\", \"cuda\", \"cpu\"";
+const DEVICE_VALUES: &str = "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\" (N = 0, 1, ...)";
+const DTYPE_VALUES: &str = "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
+
+/// A configuration problem, naming where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A key holds a value outside its allowed set.
+    #[error("{origin}: key `{key}`: {value:?} is not allowed; allowed values: {allowed}")]
+    BadValue {
+        /// `path:line:column`, or the environment variable's name.
+        origin: String,
+        key: &'static str,
+        value: String,
+        allowed: &'static str,
+    },
+    /// Not valid TOML, an unknown key, or a value of the wrong type.
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    /// The file could not be read.
+    #[error("{path}: cannot read the config file: {message}")]
+    Read { path: PathBuf, message: String },
+    /// Two settings that cannot both hold.
+    #[error("{origin}: {message}")]
+    Conflict { origin: String, message: String },
+}
+
+/// Which backend to use: one by name, or the fallback chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// torch → cuda → cpu, first that works.
+    #[default]
+    Auto,
+    /// Exactly this backend, or an error.
+    Only(Backend),
+}
+
+/// A device named in the config: `cpu`, `cuda:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// `Backend::Cuda` for `cuda:N` (also used by the torch backend), or `Backend::Cpu`.
+    pub kind: Backend,
+    pub ordinal: usize,
+}
+
+impl fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.ordinal)
+    }
+}
+
+impl DeviceSpec {
+    fn parse(s: &str) -> Option<Self> {
+        let (kind, ordinal) = match s.split_once(':') {
+            Some((kind, n)) => (kind, n.parse().ok()?),
+            None => (s, 0),
+        };
+        match kind {
+            "cuda" => Some(DeviceSpec { kind: Backend::Cuda, ordinal }),
+            "cpu" if ordinal == 0 => Some(DeviceSpec { kind: Backend::Cpu, ordinal }),
+            _ => None,
+        }
+    }
+}
+
+/// The resolved settings: file values with environment overrides applied.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Config {
+    pub backend: BackendChoice,
+    /// `None`: device 0 of whichever backend is chosen.
+    pub device: Option<DeviceSpec>,
+    pub dtype: DType,
+    /// The file the settings came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    backend: Option<Spanned<String>>,
+    device: Option<Spanned<String>>,
+    dtype: Option<Spanned<String>>,
+}
+
+impl Config {
+    /// Reads `$UNIGPU_CONFIG` or the nearest `unigpu.toml`, then applies
+    /// `UNIGPU_BACKEND` / `UNIGPU_DEVICE`. No file is not an error.
+    pub fn load() -> Result<Config, ConfigError> {
+        let mut config = match std::env::var_os(CONFIG_ENV) {
+            Some(path) if !path.is_empty() => Config::from_file(Path::new(&path))?,
+            _ => match find_config_file() {
+                Some(path) => Config::from_file(&path)?,
+                None => Config::default(),
+            },
+        };
+        config.apply_env_overrides(
+            std::env::var(BACKEND_ENV).ok().as_deref(),
+            std::env::var(DEVICE_ENV).ok().as_deref(),
+        )?;
+        Ok(config)
+    }
+
+    /// Reads one file, without environment overrides.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let mut config = Config::parse(&text, &path.display().to_string())?;
+        config.source = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parses TOML text; `origin` names it in errors (usually a path).
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: match e.span() {
+                Some(span) => format!("{origin}:{}", line_col(text, span.start)),
+                None => origin.to_string(),
+            },
+            message: e.message().trim().to_string(),
+        })?;
+        let at = |span: std::ops::Range<usize>| format!("{origin}:{}", line_col(text, span.start));
+        let mut config = Config::default();
+        if let Some(v) = raw.backend {
+            config.backend = parse_backend(v.get_ref(), || at(v.span()))?;
+        }
+        if let Some(v) = raw.device {
+            config.device = Some(parse_device(v.get_ref(), || at(v.span()))?);
+        }
+        if let Some(v) = raw.dtype {
+            config.dtype = v.get_ref().parse().map_err(|()| ConfigError::BadValue {
+                origin: at(v.span()),
+                key: "dtype",
+                value: v.get_ref().clone(),
+                allowed: DTYPE_VALUES,
+            })?;
+        }
+        config.check_consistent(origin)?;
+        Ok(config)
+    }
+
+    /// Applies the values of `UNIGPU_BACKEND` and `UNIGPU_DEVICE` (passed
+    /// in, so callers and tests need not touch the process environment).
+    pub fn apply_env_overrides(
+        &mut self,
+        backend: Option<&str>,
+        device: Option<&str>,
+    ) -> Result<(), ConfigError> {
+        if let Some(v) = backend.filter(|v| !v.is_empty()) {
+            self.backend = parse_backend(v, || format!("environment variable {BACKEND_ENV}"))?;
+        }
+        if let Some(v) = device.filter(|v| !v.is_empty()) {
+            self.device = Some(parse_device(v, || format!("environment variable {DEVICE_ENV}"))?);
+        }
+        let origin = match &self.source {
+            Some(path) => format!("{} with the UNIGPU_* environment overrides", path.display()),
+            None => "the UNIGPU_* environment variables".to_string(),
+        };
+        self.check_consistent(&origin)
+    }
+
+    fn check_consistent(&self, origin: &str) -> Result<(), ConfigError> {
+        match (self.backend, self.device) {
+            (BackendChoice::Only(Backend::Cpu), Some(d)) if d.kind != Backend::Cpu => {
+                Err(ConfigError::Conflict {
+                    origin: origin.to_string(),
+                    message: format!("backend \"cpu\" cannot use device \"{d}\""),
+                })
+            }
+            (BackendChoice::Only(b @ (Backend::Cuda | Backend::Torch)), Some(d))
+                if d.kind == Backend::Cpu =>
+            {
+                Err(ConfigError::Conflict {
+                    origin: origin.to_string(),
+                    message: format!("backend \"{b}\" cannot use device \"cpu\"; use \"cuda:N\""),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn parse_backend(v: &str, origin: impl FnOnce() -> String) -> Result<BackendChoice, ConfigError> {
+    if v == "auto" {
+        return Ok(BackendChoice::Auto);
+    }
+    v.parse()
+        .map(BackendChoice::Only)
+        .map_err(|()| ConfigError::BadValue {
+            origin: origin(),
+            key: "backend",
+            value: v.to_string(),
+            allowed: BACKEND_VALUES,
+        })
+}
+
+fn parse_device(v: &str, origin: impl FnOnce() -> String) -> Result<DeviceSpec, ConfigError> {
+    DeviceSpec::parse(v).ok_or_else(|| ConfigError::BadValue {
+        origin: origin(),
+        key: "device",
+        value: v.to_string(),
+        allowed: DEVICE_VALUES,
+    })
+}
+
+/// `line:column`, both 1-based, of a byte offset.
+fn line_col(text: &str, offset: usize) -> String {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("{line}:{column}")
+}
+
+/// The nearest `unigpu.toml` in the working directory or its parents.
+pub fn find_config_file() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
+        .map(|dir| dir.join(CONFIG_FILE_NAME))
+        .find(|p| p.is_file())
+}

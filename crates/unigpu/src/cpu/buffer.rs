@@ -1,0 +1,128 @@
+//! Host memory standing in for device memory, with the same ordering rules
+//! cudarc applies to device buffers: work that writes a buffer waits for
+//! every earlier use of it, work that reads waits for the last write.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::fence::{Fence, lock};
+use super::memory::try_alloc_vec;
+use super::stream::CpuStream;
+use crate::{Element, Result};
+
+#[derive(Debug, Default)]
+struct Uses {
+    last_write: Option<Fence>,
+    reads_since: Vec<Fence>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tracker(Arc<Mutex<Uses>>);
+
+impl Tracker {
+    fn pending_write(&self) -> Option<Fence> {
+        lock(&self.0).last_write.clone()
+    }
+
+    fn pending_all(&self) -> Vec<Fence> {
+        let uses = lock(&self.0);
+        uses.last_write
+            .iter()
+            .chain(uses.reads_since.iter())
+            .cloned()
+            .collect()
+    }
+
+    /// Blocks until no enqueued work writes the buffer.
+    pub(crate) fn wait_writes(&self) {
+        if let Some(f) = self.pending_write() {
+            f.wait();
+        }
+    }
+
+    /// Blocks until no enqueued work uses the buffer.
+    pub(crate) fn wait_all(&self) {
+        for f in self.pending_all() {
+            f.wait();
+        }
+    }
+}
+
+/// Enqueues `work` on `stream` after the uses of `reads` and `writes` it
+/// must follow, and records it as their latest use. Returns the fence
+/// the work signals when it is done.
+pub(crate) fn submit(
+    stream: &CpuStream,
+    reads: &[&Tracker],
+    writes: &[&Tracker],
+    work: impl FnOnce() -> Result<()> + Send + 'static,
+) -> Result<Fence> {
+    let mut deps: Vec<Fence> = reads.iter().filter_map(|t| t.pending_write()).collect();
+    deps.extend(writes.iter().flat_map(|t| t.pending_all()));
+    let done = Fence::default();
+    let signal = done.clone();
+    stream.enqueue(Box::new(move || {
+        for d in &deps {
+            d.wait();
+        }
+        let outcome = work();
+        // Signalled even on failure, so later work is never stuck.
+        signal.signal();
+        outcome
+    }))?;
+    for t in reads {
+        let mut uses = lock(&t.0);
+        uses.reads_since.retain(|f| f.done_at().is_none());
+        uses.reads_since.push(done.clone());
+    }
+    for t in writes {
+        let mut uses = lock(&t.0);
+        uses.last_write = Some(done.clone());
+        uses.reads_since.clear();
+    }
+    Ok(done)
+}
+
+/// A CPU-backend array's storage.
+#[derive(Debug)]
+pub(crate) struct CpuBuffer<T> {
+    pub(crate) data: Arc<RwLock<Vec<T>>>,
+    pub(crate) uses: Tracker,
+}
+
+impl<T: Element> CpuBuffer<T> {
+    pub(crate) fn zeros(len: usize) -> Result<Self> {
+        Ok(Self::from_vec(try_alloc_vec(len)?))
+    }
+
+    pub(crate) fn from_slice(host: &[T]) -> Result<Self> {
+        let mut v = try_alloc_vec(host.len())?;
+        v.copy_from_slice(host);
+        Ok(Self::from_vec(v))
+    }
+
+    fn from_vec(v: Vec<T>) -> Self {
+        CpuBuffer {
+            data: Arc::new(RwLock::new(v)),
+            uses: Tracker::default(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.data.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Copies out after pending writes finish.
+    pub(crate) fn read_into(&self, host: &mut [T]) {
+        self.uses.wait_writes();
+        host.copy_from_slice(&self.data.read().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// Copies in after every pending use finishes.
+    pub(crate) fn write_from(&self, host: &[T]) {
+        self.uses.wait_all();
+        self.data
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .copy_from_slice(host);
+    }
+}

@@ -1,0 +1,59 @@
+//! CPU events: a fence that the recording stream signals when it gets there.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::fence::{Fence, lock};
+use super::stream::CpuStream;
+use crate::{Error, Result};
+
+#[derive(Debug, Default)]
+pub(crate) struct CpuEvent {
+    /// The fence of the latest `record`; `None` before the first.
+    recorded: Mutex<Option<Fence>>,
+}
+
+impl CpuEvent {
+    pub(crate) fn record(&self, stream: &CpuStream) -> Result<()> {
+        let fence = Fence::default();
+        let signal = fence.clone();
+        stream.enqueue(Box::new(move || {
+            signal.signal();
+            Ok(())
+        }))?;
+        *lock(&self.recorded) = Some(fence);
+        Ok(())
+    }
+
+    pub(crate) fn fence(&self) -> Option<Fence> {
+        lock(&self.recorded).clone()
+    }
+
+    pub(crate) fn synchronize(&self) {
+        if let Some(f) = self.fence() {
+            f.wait();
+        }
+    }
+
+    /// Like cuEventQuery: true when never recorded or when reached.
+    pub(crate) fn query(&self) -> bool {
+        self.fence().is_none_or(|f| f.done_at().is_some())
+    }
+
+    fn timestamp(&self, which: &str) -> Result<Instant> {
+        self.fence().map(|f| f.wait()).ok_or_else(|| Error::StreamWork {
+            message: format!("elapsed_ms: the {which} event was never recorded"),
+        })
+    }
+
+    pub(crate) fn elapsed_ms(&self, end: &CpuEvent) -> Result<f32> {
+        let start = self.timestamp("start")?;
+        let stop = end.timestamp("end")?;
+        let ms = if stop >= start {
+            (stop - start).as_secs_f64() * 1e3
+        } else {
+            -((start - stop).as_secs_f64() * 1e3)
+        };
+        Ok(ms as f32)
+    }
+}

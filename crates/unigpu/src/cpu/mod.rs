@@ -1,0 +1,15 @@
+//! The CPU backend: a real backend, not a stub. Arrays live in host memory,
+//! each stream is a worker thread with an ordered queue, events are fences
+//! the streams signal, and buffers track their pending uses so work on
+//! different streams is ordered the way CUDA orders it.
+
+mod buffer;
+mod event;
+mod fence;
+pub(crate) mod memory;
+mod stream;
+
+pub(crate) use buffer::{CpuBuffer, submit};
+pub(crate) use event::CpuEvent;
+pub(crate) use fence::lock;
+pub(crate) use stream::CpuStream;

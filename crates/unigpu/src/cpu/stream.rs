@@ -1,0 +1,128 @@
+//! A CPU stream: one worker thread draining an ordered queue of jobs.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use super::fence::lock;
+use crate::{Error, Result};
+
+pub(crate) type Job = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
+
+#[derive(Debug, Default)]
+struct Progress {
+    submitted: u64,
+    completed: u64,
+    /// First failure since the last sync; returned (and cleared) by it.
+    error: Option<Error>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    progress: Mutex<Progress>,
+    cv: Condvar,
+}
+
+/// Jobs run one at a time, in the order they were enqueued, on this
+/// stream's own thread, so two streams run their work concurrently.
+#[derive(Debug)]
+pub(crate) struct CpuStream {
+    queue: Mutex<Option<Sender<Job>>>,
+    shared: Arc<Shared>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CpuStream {
+    pub(crate) fn new() -> Result<Self> {
+        static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+        let (tx, rx) = mpsc::channel::<Job>();
+        let shared = Arc::new(Shared::default());
+        let for_worker = shared.clone();
+        let name = format!("unigpu-cpu-stream-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        let worker = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                for job in rx {
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(job))
+                        .unwrap_or_else(|panic| Err(Error::StreamWork {
+                            message: panic_message(panic.as_ref()),
+                        }));
+                    let mut p = lock(&for_worker.progress);
+                    p.completed += 1;
+                    if let Err(e) = outcome {
+                        p.error.get_or_insert(e);
+                    }
+                    for_worker.cv.notify_all();
+                }
+            })
+            .map_err(|e| Error::BackendUnavailable {
+                backend: crate::Backend::Cpu,
+                reason: format!("cannot start a stream worker thread: {e}"),
+            })?;
+        Ok(CpuStream {
+            queue: Mutex::new(Some(tx)),
+            shared,
+            worker: Mutex::new(Some(worker)),
+        })
+    }
+
+    pub(crate) fn enqueue(&self, job: Job) -> Result<()> {
+        let queue = lock(&self.queue);
+        let Some(tx) = queue.as_ref() else {
+            return Err(Error::StreamWork {
+                message: "the stream is shutting down".into(),
+            });
+        };
+        lock(&self.shared.progress).submitted += 1;
+        tx.send(job).map_err(|_| {
+            lock(&self.shared.progress).submitted -= 1;
+            Error::StreamWork {
+                message: "the stream's worker thread has exited".into(),
+            }
+        })
+    }
+
+    /// Blocks until every job enqueued so far has run; returns (and
+    /// clears) the first error among them.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        let mut p = lock(&self.shared.progress);
+        let target = p.submitted;
+        while p.completed < target {
+            p = self.shared.cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        match p.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        let p = lock(&self.shared.progress);
+        p.completed == p.submitted
+    }
+}
+
+impl Drop for CpuStream {
+    fn drop(&mut self) {
+        // Closing the queue lets the worker finish what is queued, as
+        // cuStreamDestroy lets pending work complete.
+        lock(&self.queue).take();
+        if let Some(worker) = lock(&self.worker).take() {
+            // A job that drops the last handle to its own stream must not
+            // join itself; its thread ends once the queue is drained.
+            if worker.thread().id() != std::thread::current().id() {
+                let _ = worker.join();
+            }
+        }
+    }
+}
+
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| format!("a job panicked: {s}"))
+        .or_else(|| panic.downcast_ref::<String>().map(|s| format!("a job panicked: {s}")))
+        .unwrap_or_else(|| "a job panicked".into())
+}

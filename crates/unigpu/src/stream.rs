@@ -1,0 +1,187 @@
+//! Streams: ordered queues of device work. Work on different streams may
+//! run at the same time; events order it.
+
+use std::sync::{Arc, Mutex};
+
+use unigpu_safe::{CudaEventHandle, CudaStreamHandle};
+
+use crate::array::Storage;
+use crate::cpu::{self, CpuEvent, CpuStream};
+use crate::event::{Event, EventImpl};
+use crate::{Element, Error, GpuArray, Result};
+
+/// An ordered queue of work. On CUDA it is a non-blocking CUDA stream; on
+/// the CPU backend it is a worker thread with its own queue, so the same
+/// program overlaps work the same way on both.
+///
+/// `Clone` shares the queue. Send + Sync: work may be enqueued from any
+/// thread; calls from different threads are ordered as they happen. The
+/// stream is destroyed when the last clone is dropped, after its pending
+/// work completes.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    pub(crate) imp: StreamImpl,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum StreamImpl {
+    Cpu(Arc<CpuStream>),
+    Cuda(CudaStreamHandle),
+}
+
+impl Stream {
+    /// Blocks until all work enqueued so far is done. Returns the first
+    /// error any of it raised (a panicking host function, a failed launch).
+    pub fn sync(&self) -> Result<()> {
+        match &self.imp {
+            StreamImpl::Cpu(s) => s.synchronize(),
+            StreamImpl::Cuda(s) => Ok(s.synchronize()?),
+        }
+    }
+
+    /// Same as [`Stream::sync`].
+    pub fn synchronize(&self) -> Result<()> {
+        self.sync()
+    }
+
+    /// True when all enqueued work is done. Never blocks.
+    pub fn is_idle(&self) -> Result<bool> {
+        match &self.imp {
+            StreamImpl::Cpu(s) => Ok(s.is_idle()),
+            StreamImpl::Cuda(s) => Ok(s.query()?),
+        }
+    }
+
+    /// Same as [`Stream::is_idle`], under CUDA's name.
+    pub fn query(&self) -> Result<bool> {
+        self.is_idle()
+    }
+
+    /// Work enqueued on this stream after this call waits for `event`.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        match (&self.imp, &event.imp) {
+            (StreamImpl::Cpu(s), EventImpl::Cpu(ev)) => match ev.fence() {
+                Some(fence) => s.enqueue(Box::new(move || {
+                    fence.wait();
+                    Ok(())
+                })),
+                None => Ok(()),
+            },
+            (StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => Ok(s.wait(ev)?),
+            _ => Err(Error::ContextMismatch { what: "Stream::wait" }),
+        }
+    }
+
+    /// A new event that captures the work enqueued so far.
+    pub fn record(&self) -> Result<Event> {
+        let event = self.new_event()?;
+        event.record(self)?;
+        Ok(event)
+    }
+
+    pub(crate) fn new_event(&self) -> Result<Event> {
+        let imp = match &self.imp {
+            StreamImpl::Cpu(_) => EventImpl::Cpu(Arc::new(CpuEvent::default())),
+            StreamImpl::Cuda(s) => EventImpl::Cuda(CudaEventHandle::new(s.device())?),
+        };
+        Ok(Event { imp })
+    }
+
+    /// Runs `f` on the host once the work before it on this stream is done;
+    /// later work on the stream waits for it. `f` must not call back into
+    /// unigpu (on CUDA it runs on a driver thread). A panic in `f` is
+    /// caught and returned by the next [`Stream::sync`].
+    pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
+        match &self.imp {
+            StreamImpl::Cpu(s) => s.enqueue(Box::new(move || {
+                f();
+                Ok(())
+            })),
+            StreamImpl::Cuda(s) => Ok(s.host_fn(f)?),
+        }
+    }
+
+    /// Copies `host` into `dst`, ordered on this stream. Returns once `host`
+    /// may be reused; the copy itself may still be pending.
+    pub fn upload<T: Element>(&self, host: &[T], dst: &mut GpuArray<T>) -> Result<()> {
+        check_len("Stream::upload", dst.len(), host.len())?;
+        match (&self.imp, &mut dst.storage) {
+            (StreamImpl::Cpu(s), Storage::Cpu(d)) => {
+                let owned = host.to_vec();
+                let data = d.data.clone();
+                cpu::submit(s, &[], &[&d.uses], move || {
+                    write(&data).copy_from_slice(&owned);
+                    Ok(())
+                })
+                .map(drop)
+            }
+            (StreamImpl::Cuda(s), Storage::Cuda(d)) => Ok(d.write_from(s, host)?),
+            _ => Err(Error::ContextMismatch { what: "Stream::upload" }),
+        }
+    }
+
+    /// Copies `src` into a new vector after the work before it on this
+    /// stream (and any work that writes `src`); blocks until it is done.
+    pub fn download<T: Element>(&self, src: &GpuArray<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); src.len()];
+        self.download_into(src, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`Stream::download`], into an existing slice of the same length.
+    pub fn download_into<T: Element>(&self, src: &GpuArray<T>, host: &mut [T]) -> Result<()> {
+        check_len("Stream::download_into", src.len(), host.len())?;
+        match (&self.imp, &src.storage) {
+            (StreamImpl::Cpu(s), Storage::Cpu(b)) => {
+                let staged: Arc<Mutex<Vec<T>>> = Arc::default();
+                let (data, out) = (b.data.clone(), staged.clone());
+                let done = cpu::submit(s, &[&b.uses], &[], move || {
+                    *out.lock().unwrap_or_else(|e| e.into_inner()) = read(&data).clone();
+                    Ok(())
+                })?;
+                done.wait();
+                host.copy_from_slice(&staged.lock().unwrap_or_else(|e| e.into_inner()));
+                Ok(())
+            }
+            (StreamImpl::Cuda(s), Storage::Cuda(b)) => Ok(b.read_into(s, host)?),
+            _ => Err(Error::ContextMismatch { what: "Stream::download" }),
+        }
+    }
+
+    /// Device-to-device copy of `src` into `dst`, ordered on this stream.
+    pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
+        check_len("Stream::copy", dst.len(), src.len())?;
+        match (&self.imp, &src.storage, &mut dst.storage) {
+            (StreamImpl::Cpu(s), Storage::Cpu(a), Storage::Cpu(b)) => {
+                let (from, to) = (a.data.clone(), b.data.clone());
+                cpu::submit(s, &[&a.uses], &[&b.uses], move || {
+                    write(&to).copy_from_slice(&read(&from));
+                    Ok(())
+                })
+                .map(drop)
+            }
+            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Ok(a.copy_to(s, b)?),
+            _ => Err(Error::ContextMismatch { what: "Stream::copy" }),
+        }
+    }
+}
+
+pub(crate) fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(Error::SizeMismatch {
+            what,
+            expected,
+            actual,
+        })
+    }
+}
+
+fn read<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,127 @@
+//! Shared test harness: random data per element type, and a macro that
+//! runs one test body on the CPU backend (always) and on CUDA (ignored
+//! unless asked for; it fails, not skips, when no GPU is found).
+
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use rand::Rng;
+use unigpu::{Backend, Context, Element, bf16, f16};
+
+pub fn cpu_ctx() -> Context {
+    Context::new(Backend::Cpu, 0).expect("the CPU backend is always available")
+}
+
+pub fn cuda_ctx() -> Context {
+    match Context::new(Backend::Cuda, 0) {
+        Ok(ctx) => ctx,
+        Err(e) => panic!("this test needs a CUDA GPU and found none: {e}"),
+    }
+}
+
+/// Element types that can be drawn at random for tests.
+pub trait Random: Element {
+    fn random(rng: &mut impl Rng) -> Self;
+}
+
+macro_rules! random_int {
+    ($($t:ty),*) => {$(
+        impl Random for $t {
+            fn random(rng: &mut impl Rng) -> Self {
+                rng.random()
+            }
+        }
+    )*};
+}
+random_int!(i32, u32, i64, u64, u8);
+
+impl Random for f32 {
+    fn random(rng: &mut impl Rng) -> Self {
+        rng.random_range(-1e3..1e3)
+    }
+}
+impl Random for f64 {
+    fn random(rng: &mut impl Rng) -> Self {
+        rng.random_range(-1e6..1e6)
+    }
+}
+impl Random for f16 {
+    fn random(rng: &mut impl Rng) -> Self {
+        f16::from_f32(rng.random_range(-1e3..1e3))
+    }
+}
+impl Random for bf16 {
+    fn random(rng: &mut impl Rng) -> Self {
+        bf16::from_f32(rng.random_range(-1e3..1e3))
+    }
+}
+
+pub fn random_vec<T: Random>(len: usize) -> Vec<T> {
+    let mut rng = rand::rng();
+    (0..len).map(|_| T::random(&mut rng)).collect()
+}
+
+/// A random length in 1..=max, different every run.
+pub fn random_len(max: usize) -> usize {
+    rand::rng().random_range(1..=max)
+}
+
+/// Sizes worth checking: empty, one element, odd sizes around a typical
+/// block size, and a random one.
+pub fn sizes() -> Vec<usize> {
+    vec![0, 1, 255, 257, 4099, random_len(1 << 16)]
+}
+
+/// Compares element by element, reporting the first difference.
+#[track_caller]
+pub fn assert_same<T: Element>(expected: &[T], actual: &[T]) {
+    assert_eq!(expected.len(), actual.len(), "lengths differ");
+    if let Some(i) = (0..expected.len()).find(|&i| expected[i] != actual[i]) {
+        panic!(
+            "element {i} of {} differs: expected {:?}, got {:?}",
+            expected.len(),
+            expected[i],
+            actual[i]
+        );
+    }
+}
+
+/// `on_every_backend!(name, |ctx: &Context| { ... });` makes `name::cpu`
+/// and `name::cuda` tests from one body.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            fn cpu() {
+                let body: fn(&unigpu::Context) = $body;
+                body(&$crate::common::cpu_ctx());
+            }
+
+            #[test]
+            #[ignore = "needs a CUDA GPU"]
+            fn cuda() {
+                let body: fn(&unigpu::Context) = $body;
+                body(&$crate::common::cuda_ctx());
+            }
+        }
+    };
+}
+
+/// Runs a generic body for every element type.
+#[macro_export]
+macro_rules! for_every_type {
+    ($f:ident, $ctx:expr) => {{
+        $f::<f32>($ctx);
+        $f::<f64>($ctx);
+        $f::<i32>($ctx);
+        $f::<u32>($ctx);
+        $f::<i64>($ctx);
+        $f::<u64>($ctx);
+        $f::<u8>($ctx);
+        $f::<unigpu::f16>($ctx);
+        $f::<unigpu::bf16>($ctx);
+    }};
+}

@@ -1,0 +1,228 @@
+//! The config file and its environment overrides: every error names the
+//! file (or variable), the key, the bad value and what is allowed.
+
+mod common;
+
+use std::io::Write;
+
+use unigpu::config::{BackendChoice, Config, ConfigError, DeviceSpec};
+use unigpu::{Backend, Context, DType, Error};
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, "unigpu.toml")
+}
+
+#[test]
+fn every_key_parses() {
+    let c = parse("backend = \"cuda\"\ndevice = \"cuda:1\"\ndtype = \"bf16\"\n").unwrap();
+    assert_eq!(c.backend, BackendChoice::Only(Backend::Cuda));
+    assert_eq!(
+        c.device,
+        Some(DeviceSpec {
+            kind: Backend::Cuda,
+            ordinal: 1
+        })
+    );
+    assert_eq!(c.dtype, DType::BF16);
+    assert_eq!(parse("").unwrap(), Config::default());
+    assert_eq!(parse("backend = \"auto\"").unwrap().backend, BackendChoice::Auto);
+    assert_eq!(parse("device = \"cuda\"").unwrap().device.unwrap().ordinal, 0);
+    assert_eq!(parse("device = \"cpu\"").unwrap().device.unwrap().kind, Backend::Cpu);
+    for d in DType::ALL {
+        assert_eq!(parse(&format!("dtype = \"{d}\"")).unwrap().dtype, d);
+    }
+}
+
+fn bad_value(text: &str) -> (String, &'static str, String, &'static str) {
+    match parse(text).unwrap_err() {
+        ConfigError::BadValue {
+            origin,
+            key,
+            value,
+            allowed,
+        } => (origin, key, value, allowed),
+        other => panic!("expected BadValue for {text:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_bad_backend_names_file_line_key_value_and_choices() {
+    let (origin, key, value, allowed) = bad_value("# comment\nbackend = \"gpu\"\n");
+    assert_eq!(origin, "unigpu.toml:2:11");
+    assert_eq!(key, "backend");
+    assert_eq!(value, "gpu");
+    assert!(allowed.contains("\"cuda\"") && allowed.contains("\"auto\""));
+    let msg = parse("backend = \"gpu\"").unwrap_err().to_string();
+    assert!(
+        msg.contains("unigpu.toml:1:11") && msg.contains("`backend`") && msg.contains("\"gpu\""),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_bad_device_is_reported() {
+    for bad in ["gpu:0", "cuda:x", "cuda:-1", "cpu:1", "cuda:", ""] {
+        let (_, key, value, allowed) = bad_value(&format!("device = \"{bad}\""));
+        assert_eq!((key, value.as_str()), ("device", bad));
+        assert!(allowed.contains("cuda:N"));
+    }
+}
+
+#[test]
+fn a_bad_dtype_is_reported() {
+    let (origin, key, value, allowed) = bad_value("dtype = \"f128\"");
+    assert_eq!((origin.as_str(), key, value.as_str()), ("unigpu.toml:1:9", "dtype", "f128"));
+    assert!(allowed.contains("bf16"));
+}
+
+#[test]
+fn unknown_keys_wrong_types_and_bad_syntax_are_parse_errors() {
+    for (text, needle) in [
+        ("backnd = \"cuda\"", "backnd"),
+        ("backend = 3", "string"),
+        ("backend = \"cuda", "unigpu.toml:1"),
+        ("[backend]\nx = 1", "string"),
+    ] {
+        match parse(text) {
+            Err(ConfigError::Parse { origin, message }) => {
+                assert!(origin.starts_with("unigpu.toml"), "{origin}");
+                let all = format!("{origin}: {message}");
+                assert!(all.contains(needle), "{text:?} gave {all}");
+            }
+            other => panic!("{text:?}: expected a parse error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn contradictory_settings_are_refused() {
+    for text in [
+        "backend = \"cpu\"\ndevice = \"cuda:1\"",
+        "backend = \"cuda\"\ndevice = \"cpu\"",
+    ] {
+        assert!(
+            matches!(parse(text), Err(ConfigError::Conflict { .. })),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn environment_overrides_win_and_are_validated() {
+    let mut c = parse("backend = \"cuda\"\ndevice = \"cuda:1\"").unwrap();
+    c.apply_env_overrides(Some("cpu"), Some("cpu")).unwrap();
+    assert_eq!(c.backend, BackendChoice::Only(Backend::Cpu));
+    assert_eq!(c.device.unwrap().kind, Backend::Cpu);
+
+    let mut c = Config::default();
+    match c.apply_env_overrides(Some("vulkan"), None).unwrap_err() {
+        ConfigError::BadValue { origin, key, value, .. } => {
+            assert_eq!(origin, "environment variable UNIGPU_BACKEND");
+            assert_eq!((key, value.as_str()), ("backend", "vulkan"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut c = Config::default();
+    match c.apply_env_overrides(None, Some("cuda:one")).unwrap_err() {
+        ConfigError::BadValue { origin, key, .. } => {
+            assert_eq!(origin, "environment variable UNIGPU_DEVICE");
+            assert_eq!(key, "device");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Empty variables are ignored, like unset ones.
+    let mut c = Config::default();
+    c.apply_env_overrides(Some(""), Some("")).unwrap();
+    assert_eq!(c, Config::default());
+}
+
+#[test]
+fn files_are_read_and_errors_name_their_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unigpu.toml");
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(b"backend = \"cpu\"\ndtype = \"f64\"\n")
+        .unwrap();
+    let ctx = Context::from_config_file(&path).unwrap();
+    assert_eq!(ctx.backend(), Backend::Cpu);
+    assert_eq!(ctx.dtype(), DType::F64);
+    assert_eq!(ctx.config().source.as_deref(), Some(path.as_path()));
+
+    std::fs::write(&path, "device = \"tpu:0\"\n").unwrap();
+    let err = Context::from_config_file(&path).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Config(ConfigError::BadValue { .. })));
+    assert!(msg.contains(&format!("{}:1:10", path.display())), "{msg}");
+    assert!(msg.contains("\"tpu:0\""), "{msg}");
+
+    let missing = dir.path().join("nope.toml");
+    match Context::from_config_file(&missing).unwrap_err() {
+        Error::Config(ConfigError::Read { path, .. }) => assert_eq!(path, missing),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn backend_cpu_in_a_config_selects_the_cpu_and_records_why() {
+    let ctx = Context::from_config(parse("backend = \"cpu\"").unwrap()).unwrap();
+    assert_eq!(ctx.backend(), Backend::Cpu);
+    for attempt in &ctx.fallback_chain()[..2] {
+        assert!(
+            matches!(&attempt.outcome, unigpu::Outcome::Skipped(r) if r.contains("\"cpu\" was requested")),
+            "{attempt}"
+        );
+    }
+}
+
+#[test]
+fn a_named_backend_that_is_missing_is_an_error_not_a_fallback() {
+    if unigpu::cuda_probe().cuda_usable() {
+        return; // on a GPU machine cuda opens; covered by the cuda tests
+    }
+    match Context::from_config(parse("backend = \"cuda\"").unwrap()) {
+        Err(Error::BackendUnavailable { backend, reason }) => {
+            assert_eq!(backend, Backend::Cuda);
+            assert!(!reason.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_cuda_n_selects_that_gpu() {
+    let devices = unigpu::list_devices(Backend::Cuda).expect("this test needs a CUDA GPU");
+    assert!(!devices.is_empty(), "this test needs a CUDA GPU");
+    for d in &devices {
+        let ctx = Context::from_config(parse(&format!("device = \"cuda:{}\"", d.ordinal)).unwrap())
+            .unwrap();
+        assert_eq!((ctx.backend(), ctx.device_id()), (Backend::Cuda, d.ordinal));
+        assert_eq!(ctx.device_info().unwrap().name, d.name);
+        let host = common::random_vec::<f32>(common::random_len(1 << 16));
+        common::assert_same(&host, &ctx.upload(&host).unwrap().download().unwrap());
+    }
+    let past_end = devices.len();
+    match Context::from_config(parse(&format!("device = \"cuda:{past_end}\"")).unwrap()) {
+        Err(Error::InvalidDevice { asked, available, .. }) => {
+            assert_eq!((asked, available), (past_end, devices.len()))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn device_cuda_1_selects_the_second_gpu() {
+    let n = unigpu::list_devices(Backend::Cuda).map_or(0, |d| d.len());
+    assert!(n >= 2, "this test needs two CUDA GPUs, found {n}");
+    let ctx = Context::from_config(parse("device = \"cuda:1\"").unwrap()).unwrap();
+    assert_eq!(ctx.device_id(), 1);
+    let host = common::random_vec::<f64>(common::random_len(1 << 16));
+    let a = ctx.upload(&host).unwrap();
+    let first = Context::new(Backend::Cuda, 0).unwrap();
+    let mut on_first = first.zeros::<f64>(host.len()).unwrap();
+    // Arrays of different devices do not mix silently.
+    assert!(matches!(a.copy_to(&mut on_first), Err(Error::ContextMismatch { .. })));
+    common::assert_same(&host, &a.download().unwrap());
+}

@@ -1,0 +1,153 @@
+//! Context: identity, sharing across threads, invalid devices, and out of
+//! memory with recovery, on every backend.
+
+mod common;
+
+use common::{assert_same, random_len, random_vec};
+use unigpu::{Backend, Context, Error, Event, GpuArray, Outcome, Stream};
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Context>();
+    send_sync::<GpuArray<f32>>();
+    send_sync::<GpuArray<unigpu::bf16>>();
+    send_sync::<Stream>();
+    send_sync::<Event>();
+}
+
+on_every_backend!(identity, |ctx| {
+    assert_eq!(ctx.backend_name(), ctx.backend().name());
+    assert_eq!(ctx.device_id(), 0);
+    let info = ctx.device_info().unwrap();
+    assert_eq!(info.backend, ctx.backend());
+    assert_eq!(info.ordinal, 0);
+    assert!(!info.name.is_empty());
+    assert_eq!(ctx.device_name().unwrap(), info.name);
+    assert_eq!(info.compute_capability.is_some(), ctx.backend() == Backend::Cuda);
+    let mem = ctx.memory_info().unwrap();
+    assert!(mem.total > 0 && mem.free <= mem.total, "{mem:?}");
+    let chosen: Vec<_> = ctx
+        .fallback_chain()
+        .iter()
+        .filter(|a| a.outcome == Outcome::Chosen)
+        .map(|a| a.backend)
+        .collect();
+    assert_eq!(chosen, vec![ctx.backend()]);
+});
+
+on_every_backend!(one_context_from_many_threads, |ctx| {
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let ctx = ctx.clone();
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    let host = random_vec::<f64>(random_len(5000));
+                    let a = ctx.upload(&host).unwrap();
+                    let s = ctx.create_stream().unwrap();
+                    let mut b = ctx.alloc::<f64>(host.len()).unwrap();
+                    s.copy(&a, &mut b).unwrap();
+                    assert_same(&host, &s.download(&b).unwrap());
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a worker thread failed");
+    }
+    ctx.sync().unwrap();
+});
+
+on_every_backend!(out_of_memory_is_an_error_and_the_context_survives, |ctx| {
+    let total = ctx.memory_info().unwrap().total;
+    let asked = total + (1 << 30);
+    let err = ctx.alloc::<u8>(asked).unwrap_err();
+    match err {
+        Error::OutOfMemory { requested, free } => {
+            assert_eq!(requested, asked);
+            assert!(free <= total, "free {free} > total {total}");
+        }
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+    // An element count whose byte size overflows is refused the same way.
+    assert!(matches!(
+        ctx.alloc_zeros::<f64>(usize::MAX / 4),
+        Err(Error::OutOfMemory { .. })
+    ));
+    // Still usable afterwards.
+    ctx.sync().unwrap();
+    let host = random_vec::<f32>(random_len(100_000));
+    let a = ctx.upload(&host).unwrap();
+    assert_same(&host, &a.download().unwrap());
+});
+
+#[test]
+fn cpu_device_ids_other_than_zero_are_invalid() {
+    let err = Context::new(Backend::Cpu, 1).unwrap_err();
+    assert_eq!(
+        err,
+        Error::InvalidDevice {
+            backend: Backend::Cpu,
+            asked: 1,
+            available: 1
+        }
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_device_ids_past_the_end_are_invalid() {
+    let available = unigpu::list_devices(Backend::Cuda)
+        .expect("this test needs a CUDA GPU")
+        .len();
+    assert!(available > 0, "this test needs a CUDA GPU");
+    let err = Context::new(Backend::Cuda, available + 3).unwrap_err();
+    assert_eq!(
+        err,
+        Error::InvalidDevice {
+            backend: Backend::Cuda,
+            asked: available + 3,
+            available
+        }
+    );
+}
+
+#[test]
+fn torch_without_the_feature_is_unavailable_with_a_reason() {
+    match Context::new(Backend::Torch, 0) {
+        Err(Error::BackendUnavailable { backend, reason }) => {
+            assert_eq!(backend, Backend::Torch);
+            assert!(reason.contains("torch"), "{reason}");
+        }
+        other => panic!("expected BackendUnavailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_default_context_records_why_each_backend_was_skipped() {
+    let ctx = Context::from_config(unigpu::Config::default()).unwrap();
+    let chain = ctx.fallback_chain();
+    assert_eq!(
+        chain.iter().map(|a| a.backend).collect::<Vec<_>>(),
+        Backend::FALLBACK_ORDER.to_vec()
+    );
+    let torch = &chain[0];
+    assert!(matches!(&torch.outcome, Outcome::Skipped(r) if r.contains("torch")));
+    let cuda_usable = unigpu::cuda_probe().cuda_usable();
+    match (&chain[1].outcome, cuda_usable) {
+        (Outcome::Chosen, true) => assert_eq!(ctx.backend(), Backend::Cuda),
+        (Outcome::Skipped(reason), false) => {
+            assert!(!reason.is_empty());
+            assert_eq!(ctx.backend(), Backend::Cpu);
+            assert_eq!(chain[2].outcome, Outcome::Chosen);
+        }
+        (outcome, usable) => panic!("cuda outcome {outcome:?} with cuda usable = {usable}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_default_context_picks_cuda_when_a_gpu_is_present() {
+    let ctx = Context::from_config(unigpu::Config::default()).unwrap();
+    assert_eq!(ctx.backend(), Backend::Cuda, "chain: {:?}", ctx.fallback_chain());
+}

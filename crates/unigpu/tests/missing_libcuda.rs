@@ -1,0 +1,61 @@
+//! A machine without libcuda: the probe's test-only override points the
+//! loader at a file that does not exist. The override is read once per
+//! process, so the test re-runs itself in a child process with it set.
+
+use std::process::Command;
+
+use unigpu::{Backend, Context, Error, Outcome};
+
+const OVERRIDE: &str = "UNIGPU_TEST_CUDA_DRIVER_LIB";
+const MISSING: &str = "/nonexistent/unigpu-test/libcuda.so.1";
+const CHILD_MARKER: &str = "missing-libcuda-checks-ran";
+
+#[test]
+fn without_libcuda_everything_falls_back_to_cpu_without_panicking() {
+    if std::env::var(OVERRIDE).as_deref() == Ok(MISSING) {
+        run_checks_in_child();
+        return;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "without_libcuda_everything_falls_back_to_cpu_without_panicking",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(OVERRIDE, MISSING)
+        .output()
+        .expect("re-running the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(CHILD_MARKER), "the child did not run the checks:\n{stdout}");
+}
+
+fn run_checks_in_child() {
+    let probe = unigpu::cuda_probe();
+    assert!(!probe.cuda_usable());
+    let reason = probe.unusable_reason().unwrap();
+    assert!(reason.contains(MISSING), "{reason}");
+
+    let ctx = Context::from_config(unigpu::Config::default()).unwrap();
+    assert_eq!(ctx.backend(), Backend::Cpu);
+    match &ctx.fallback_chain()[1].outcome {
+        Outcome::Skipped(r) => assert!(r.contains(MISSING), "{r}"),
+        other => panic!("cuda should be skipped, got {other:?}"),
+    }
+    match Context::new(Backend::Cuda, 0) {
+        Err(Error::BackendUnavailable { backend, reason }) => {
+            assert_eq!(backend, Backend::Cuda);
+            assert!(reason.contains(MISSING), "{reason}");
+        }
+        other => panic!("expected BackendUnavailable, got {other:?}"),
+    }
+    assert!(matches!(
+        unigpu::list_devices(Backend::Cuda),
+        Err(Error::BackendUnavailable { .. })
+    ));
+    let host: Vec<f32> = (0..1000).map(|i| (i as f32).sin()).collect();
+    assert_eq!(ctx.upload(&host).unwrap().download().unwrap(), host);
+    println!("{CHILD_MARKER}");
+}
