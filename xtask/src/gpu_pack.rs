@@ -24,11 +24,26 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     fs::create_dir_all(pack.join("bin"))?;
 
     let mut tests = Vec::new();
-    for exe in build(&root, &["test", "--workspace", "--release", "--no-run"], args)? {
+    for exe in build(
+        &root,
+        &["test", "--workspace", "--release", "--no-run"],
+        args,
+    )? {
         tests.push(copy_into(&pack, &exe)?);
     }
     let mut tools = Vec::new();
-    for exe in build(&root, &["build", "--release", "-p", "unigpu-cli", "--bins", "--examples"], args)? {
+    for exe in build(
+        &root,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "unigpu-cli",
+            "--bins",
+            "--examples",
+        ],
+        args,
+    )? {
         tools.push(copy_into(&pack, &exe)?);
     }
     if tests.is_empty() {

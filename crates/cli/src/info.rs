@@ -28,7 +28,11 @@ pub fn run() -> anyhow::Result<()> {
     for attempt in ctx.fallback_chain() {
         println!("  {attempt}");
     }
-    println!("chosen backend: {} (device {})", ctx.backend(), ctx.device_id());
+    println!(
+        "chosen backend: {} (device {})",
+        ctx.backend(),
+        ctx.device_id()
+    );
 
     println!("devices:");
     for backend in [Backend::Cuda, Backend::Cpu] {
@@ -43,7 +47,9 @@ pub fn run() -> anyhow::Result<()> {
 fn print_device(d: &DeviceInfo) {
     let cc = d
         .compute_capability
-        .map_or("n/a".to_string(), |(major, minor)| format!("{major}.{minor}"));
+        .map_or("n/a".to_string(), |(major, minor)| {
+            format!("{major}.{minor}")
+        });
     println!(
         "  {}:{}  {}  compute capability {}  memory {:.1} GiB total, {:.1} GiB free",
         d.backend,

@@ -7,7 +7,9 @@ fn unigpu(args: &[&str], env: &[(&str, &str)]) -> Output {
     // tree (the GPU machine, through `cargo xtask gpu-pack`).
     let bin = std::env::var("UNIGPU_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_unigpu").into());
     let mut cmd = Command::new(bin);
-    cmd.args(args).env_remove("UNIGPU_BACKEND").env_remove("UNIGPU_DEVICE");
+    cmd.args(args)
+        .env_remove("UNIGPU_BACKEND")
+        .env_remove("UNIGPU_DEVICE");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -27,7 +29,14 @@ fn info_prints_the_chain_the_choice_and_the_devices() {
     let out = unigpu(&["info"], &[]);
     let t = text(&out);
     assert!(out.status.success(), "{t}");
-    for needle in ["CUDA probe:", "fallback chain:", "torch", "chosen backend:", "devices:", "cpu:0"] {
+    for needle in [
+        "CUDA probe:",
+        "fallback chain:",
+        "torch",
+        "chosen backend:",
+        "devices:",
+        "cpu:0",
+    ] {
         assert!(t.contains(needle), "missing {needle:?} in:\n{t}");
     }
     assert!(t.contains("memory") && t.contains("GiB total"), "{t}");
@@ -52,7 +61,10 @@ fn a_bad_environment_value_is_a_clear_error() {
     let out = unigpu(&["info"], &[("UNIGPU_BACKEND", "gpu")]);
     let t = text(&out);
     assert!(!out.status.success());
-    assert!(t.contains("UNIGPU_BACKEND") && t.contains("\"gpu\"") && t.contains("\"cuda\""), "{t}");
+    assert!(
+        t.contains("UNIGPU_BACKEND") && t.contains("\"gpu\"") && t.contains("\"cuda\""),
+        "{t}"
+    );
     assert!(!t.contains("panicked"), "{t}");
 }
 

@@ -44,7 +44,8 @@ const REQUIRED_DRIVER_SYMBOLS: &[&str] = &[
     "cuEventElapsedTime_v2",
 ];
 
-const REQUIRED_NVRTC_SYMBOLS: &[&str] = &["nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"];
+const REQUIRED_NVRTC_SYMBOLS: &[&str] =
+    &["nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"];
 
 /// Whether one shared library can be loaded, and from where or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,7 +242,10 @@ mod tests {
         assert!(!found.driver.is_usable());
         assert!(!found.cuda_usable());
         let reason = found.unusable_reason().expect("a reason");
-        assert!(reason.contains("/nonexistent/unigpu-test/libcuda.so"), "{reason}");
+        assert!(
+            reason.contains("/nonexistent/unigpu-test/libcuda.so"),
+            "{reason}"
+        );
         assert!(found.device_count.is_err());
         assert_eq!(found.driver_version, None);
     }
@@ -251,7 +255,11 @@ mod tests {
         // libc loads everywhere but exports none of the driver's entry points.
         let libc = vec!["libc.so.6".to_string()];
         let found = probe_candidates(&libc, &libc);
-        let reason = found.driver.reason.clone().expect("libc is not a CUDA driver");
+        let reason = found
+            .driver
+            .reason
+            .clone()
+            .expect("libc is not a CUDA driver");
         assert!(reason.contains("lacks cuInit"), "{reason}");
         assert_eq!(found.driver.loaded_from.as_deref(), Some("libc.so.6"));
         assert!(!found.cuda_usable());

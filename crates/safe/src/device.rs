@@ -69,10 +69,7 @@ impl CudaDevice {
         Ok(DeviceProperties {
             ordinal: self.ordinal(),
             name: self.ctx.name().call("cuDeviceGetName")?,
-            compute_capability: self
-                .ctx
-                .compute_capability()
-                .call("cuDeviceGetAttribute")?,
+            compute_capability: self.ctx.compute_capability().call("cuDeviceGetAttribute")?,
             total_memory: self.ctx.total_mem().call("cuDeviceTotalMem")?,
             multiprocessors: self
                 .ctx

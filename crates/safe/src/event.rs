@@ -48,9 +48,7 @@ impl CudaEventHandle {
     /// Milliseconds from `self` to `end`; waits for both.
     pub fn elapsed_ms(&self, end: &CudaEventHandle) -> Result<f32> {
         if self.device != end.device {
-            return Err(crate::SafeError::DeviceMismatch {
-                what: "elapsed_ms",
-            });
+            return Err(crate::SafeError::DeviceMismatch { what: "elapsed_ms" });
         }
         self.event.elapsed_ms(&end.event).call("cuEventElapsedTime")
     }

@@ -117,7 +117,10 @@ impl CudaStreamHandle {
     }
 
     fn take_panic(&self) -> Option<String> {
-        self.panics.lock().map(|mut slot| slot.take()).unwrap_or(None)
+        self.panics
+            .lock()
+            .map(|mut slot| slot.take())
+            .unwrap_or(None)
     }
 }
 

@@ -67,7 +67,11 @@ impl fmt::Display for BackendAttempt {
         match &self.outcome {
             Outcome::Chosen => write!(f, "{:<6} chosen", self.backend),
             Outcome::Skipped(reason) => write!(f, "{:<6} skipped: {reason}", self.backend),
-            Outcome::NotTried => write!(f, "{:<6} not tried (an earlier backend was chosen)", self.backend),
+            Outcome::NotTried => write!(
+                f,
+                "{:<6} not tried (an earlier backend was chosen)",
+                self.backend
+            ),
         }
     }
 }

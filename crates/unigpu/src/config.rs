@@ -28,7 +28,8 @@ pub const DEVICE_ENV: &str = "UNIGPU_DEVICE";
 
 const BACKEND_VALUES: &str = "\"auto\", \"torch\", \"cuda\", \"cpu\"";
 const DEVICE_VALUES: &str = "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\" (N = 0, 1, ...)";
-const DTYPE_VALUES: &str = "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
+const DTYPE_VALUES: &str =
+    "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
 
 /// A configuration problem, naming where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,8 +85,14 @@ impl DeviceSpec {
             None => (s, 0),
         };
         match kind {
-            "cuda" => Some(DeviceSpec { kind: Backend::Cuda, ordinal }),
-            "cpu" if ordinal == 0 => Some(DeviceSpec { kind: Backend::Cpu, ordinal }),
+            "cuda" => Some(DeviceSpec {
+                kind: Backend::Cuda,
+                ordinal,
+            }),
+            "cpu" if ordinal == 0 => Some(DeviceSpec {
+                kind: Backend::Cpu,
+                ordinal,
+            }),
             _ => None,
         }
     }
@@ -179,7 +186,9 @@ impl Config {
             self.backend = parse_backend(v, || format!("environment variable {BACKEND_ENV}"))?;
         }
         if let Some(v) = device.filter(|v| !v.is_empty()) {
-            self.device = Some(parse_device(v, || format!("environment variable {DEVICE_ENV}"))?);
+            self.device = Some(parse_device(v, || {
+                format!("environment variable {DEVICE_ENV}")
+            })?);
         }
         let origin = match &self.source {
             Some(path) => format!("{} with the UNIGPU_* environment overrides", path.display()),

@@ -99,16 +99,25 @@ impl Context {
         let mut chosen = None;
         for backend in Backend::FALLBACK_ORDER {
             if chosen.is_some() {
-                chain.push(BackendAttempt { backend, outcome: Outcome::NotTried });
+                chain.push(BackendAttempt {
+                    backend,
+                    outcome: Outcome::NotTried,
+                });
                 continue;
             }
             if let Some(reason) = excluded_by_config(&config, backend) {
-                chain.push(BackendAttempt { backend, outcome: Outcome::Skipped(reason) });
+                chain.push(BackendAttempt {
+                    backend,
+                    outcome: Outcome::Skipped(reason),
+                });
                 continue;
             }
             match open(backend, ordinal) {
                 Ok(device) => {
-                    chain.push(BackendAttempt { backend, outcome: Outcome::Chosen });
+                    chain.push(BackendAttempt {
+                        backend,
+                        outcome: Outcome::Chosen,
+                    });
                     chosen = Some((backend, device));
                 }
                 // Asked for by name: the user wants this backend or an error.
@@ -297,7 +306,9 @@ impl Context {
 /// Why the config rules `backend` out before it is tried, if it does.
 fn excluded_by_config(config: &Config, backend: Backend) -> Option<String> {
     match (config.backend, config.device) {
-        (BackendChoice::Only(b), _) if b != backend => Some(format!("backend = \"{b}\" was requested")),
+        (BackendChoice::Only(b), _) if b != backend => {
+            Some(format!("backend = \"{b}\" was requested"))
+        }
         (BackendChoice::Auto, Some(d)) if d.kind == Backend::Cpu && backend != Backend::Cpu => {
             Some("device = \"cpu\" was requested".into())
         }

@@ -33,7 +33,9 @@ impl Event {
         match (&self.imp, &stream.imp) {
             (EventImpl::Cpu(ev), StreamImpl::Cpu(s)) => ev.record(s),
             (EventImpl::Cuda(ev), StreamImpl::Cuda(s)) => Ok(ev.record(s)?),
-            _ => Err(Error::ContextMismatch { what: "Event::record" }),
+            _ => Err(Error::ContextMismatch {
+                what: "Event::record",
+            }),
         }
     }
 
@@ -66,7 +68,9 @@ impl Event {
         match (&self.imp, &end.imp) {
             (EventImpl::Cpu(a), EventImpl::Cpu(b)) => a.elapsed_ms(b),
             (EventImpl::Cuda(a), EventImpl::Cuda(b)) => Ok(a.elapsed_ms(b)?),
-            _ => Err(Error::ContextMismatch { what: "Event::elapsed_ms" }),
+            _ => Err(Error::ContextMismatch {
+                what: "Event::elapsed_ms",
+            }),
         }
     }
 }

@@ -68,7 +68,9 @@ impl Stream {
                 None => Ok(()),
             },
             (StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => Ok(s.wait(ev)?),
-            _ => Err(Error::ContextMismatch { what: "Stream::wait" }),
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::wait",
+            }),
         }
     }
 
@@ -116,7 +118,9 @@ impl Stream {
                 .map(drop)
             }
             (StreamImpl::Cuda(s), Storage::Cuda(d)) => Ok(d.write_from(s, host)?),
-            _ => Err(Error::ContextMismatch { what: "Stream::upload" }),
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::upload",
+            }),
         }
     }
 
@@ -144,7 +148,9 @@ impl Stream {
                 Ok(())
             }
             (StreamImpl::Cuda(s), Storage::Cuda(b)) => Ok(b.read_into(s, host)?),
-            _ => Err(Error::ContextMismatch { what: "Stream::download" }),
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::download",
+            }),
         }
     }
 
@@ -161,7 +167,9 @@ impl Stream {
                 .map(drop)
             }
             (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Ok(a.copy_to(s, b)?),
-            _ => Err(Error::ContextMismatch { what: "Stream::copy" }),
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::copy",
+            }),
         }
     }
 }

@@ -34,7 +34,10 @@ fn zeros_are_zero<T: Random>(ctx: &Context) {
         assert_same(&vec![T::default(); n], &z.download().unwrap());
     }
 }
-on_every_backend!(alloc_zeros_every_type, |ctx| for_every_type!(zeros_are_zero, ctx));
+on_every_backend!(alloc_zeros_every_type, |ctx| for_every_type!(
+    zeros_are_zero,
+    ctx
+));
 
 fn alloc_then_overwrite<T: Random>(ctx: &Context) {
     for n in sizes() {

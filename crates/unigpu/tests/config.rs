@@ -25,9 +25,18 @@ fn every_key_parses() {
     );
     assert_eq!(c.dtype, DType::BF16);
     assert_eq!(parse("").unwrap(), Config::default());
-    assert_eq!(parse("backend = \"auto\"").unwrap().backend, BackendChoice::Auto);
-    assert_eq!(parse("device = \"cuda\"").unwrap().device.unwrap().ordinal, 0);
-    assert_eq!(parse("device = \"cpu\"").unwrap().device.unwrap().kind, Backend::Cpu);
+    assert_eq!(
+        parse("backend = \"auto\"").unwrap().backend,
+        BackendChoice::Auto
+    );
+    assert_eq!(
+        parse("device = \"cuda\"").unwrap().device.unwrap().ordinal,
+        0
+    );
+    assert_eq!(
+        parse("device = \"cpu\"").unwrap().device.unwrap().kind,
+        Backend::Cpu
+    );
     for d in DType::ALL {
         assert_eq!(parse(&format!("dtype = \"{d}\"")).unwrap().dtype, d);
     }
@@ -71,7 +80,10 @@ fn a_bad_device_is_reported() {
 #[test]
 fn a_bad_dtype_is_reported() {
     let (origin, key, value, allowed) = bad_value("dtype = \"f128\"");
-    assert_eq!((origin.as_str(), key, value.as_str()), ("unigpu.toml:1:9", "dtype", "f128"));
+    assert_eq!(
+        (origin.as_str(), key, value.as_str()),
+        ("unigpu.toml:1:9", "dtype", "f128")
+    );
     assert!(allowed.contains("bf16"));
 }
 
@@ -116,7 +128,9 @@ fn environment_overrides_win_and_are_validated() {
 
     let mut c = Config::default();
     match c.apply_env_overrides(Some("vulkan"), None).unwrap_err() {
-        ConfigError::BadValue { origin, key, value, .. } => {
+        ConfigError::BadValue {
+            origin, key, value, ..
+        } => {
             assert_eq!(origin, "environment variable UNIGPU_BACKEND");
             assert_eq!((key, value.as_str()), ("backend", "vulkan"));
         }
@@ -204,7 +218,9 @@ fn device_cuda_n_selects_that_gpu() {
     }
     let past_end = devices.len();
     match Context::from_config(parse(&format!("device = \"cuda:{past_end}\"")).unwrap()) {
-        Err(Error::InvalidDevice { asked, available, .. }) => {
+        Err(Error::InvalidDevice {
+            asked, available, ..
+        }) => {
             assert_eq!((asked, available), (past_end, devices.len()))
         }
         other => panic!("{other:?}"),
@@ -223,6 +239,9 @@ fn device_cuda_1_selects_the_second_gpu() {
     let first = Context::new(Backend::Cuda, 0).unwrap();
     let mut on_first = first.zeros::<f64>(host.len()).unwrap();
     // Arrays of different devices do not mix silently.
-    assert!(matches!(a.copy_to(&mut on_first), Err(Error::ContextMismatch { .. })));
+    assert!(matches!(
+        a.copy_to(&mut on_first),
+        Err(Error::ContextMismatch { .. })
+    ));
     common::assert_same(&host, &a.download().unwrap());
 }

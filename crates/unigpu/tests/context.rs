@@ -24,7 +24,10 @@ on_every_backend!(identity, |ctx| {
     assert_eq!(info.ordinal, 0);
     assert!(!info.name.is_empty());
     assert_eq!(ctx.device_name().unwrap(), info.name);
-    assert_eq!(info.compute_capability.is_some(), ctx.backend() == Backend::Cuda);
+    assert_eq!(
+        info.compute_capability.is_some(),
+        ctx.backend() == Backend::Cuda
+    );
     let mem = ctx.memory_info().unwrap();
     assert!(mem.total > 0 && mem.free <= mem.total, "{mem:?}");
     let chosen: Vec<_> = ctx
@@ -149,5 +152,10 @@ fn the_default_context_records_why_each_backend_was_skipped() {
 #[ignore = "needs a CUDA GPU"]
 fn the_default_context_picks_cuda_when_a_gpu_is_present() {
     let ctx = Context::from_config(unigpu::Config::default()).unwrap();
-    assert_eq!(ctx.backend(), Backend::Cuda, "chain: {:?}", ctx.fallback_chain());
+    assert_eq!(
+        ctx.backend(),
+        Backend::Cuda,
+        "chain: {:?}",
+        ctx.fallback_chain()
+    );
 }

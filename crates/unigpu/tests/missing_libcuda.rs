@@ -29,7 +29,10 @@ fn without_libcuda_everything_falls_back_to_cpu_without_panicking() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains(CHILD_MARKER), "the child did not run the checks:\n{stdout}");
+    assert!(
+        stdout.contains(CHILD_MARKER),
+        "the child did not run the checks:\n{stdout}"
+    );
 }
 
 fn run_checks_in_child() {

@@ -33,7 +33,10 @@ on_every_backend!(stream_copy_length_mismatch, |ctx| {
     let n = random_len(100);
     let a = ctx.upload(&random_vec::<i64>(n)).unwrap();
     let mut b = ctx.zeros::<i64>(n + 1).unwrap();
-    assert!(matches!(s.copy(&a, &mut b), Err(Error::SizeMismatch { .. })));
+    assert!(matches!(
+        s.copy(&a, &mut b),
+        Err(Error::SizeMismatch { .. })
+    ));
     assert!(matches!(
         s.upload(&random_vec::<i64>(n), &mut b),
         Err(Error::SizeMismatch { .. })
@@ -79,21 +82,31 @@ on_every_backend!(events_order_work_across_streams, |ctx| {
         .host_fn(move || *out.lock().unwrap() = Some(read.load(Ordering::SeqCst)))
         .unwrap();
     consumer.sync().unwrap();
-    assert_eq!(*seen.lock().unwrap(), Some(true), "the consumer ran before the event");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(true),
+        "the consumer ran before the event"
+    );
     assert!(done.query().unwrap());
 });
 
 on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
     let s = ctx.create_stream().unwrap();
     let fresh = ctx.create_event().unwrap();
-    assert!(fresh.query().unwrap(), "an unrecorded event counts as complete");
+    assert!(
+        fresh.query().unwrap(),
+        "an unrecorded event counts as complete"
+    );
     let (tx, rx) = mpsc::channel::<()>();
     s.host_fn(move || {
         let _ = rx.recv_timeout(Duration::from_secs(10));
     })
     .unwrap();
     let ev = s.record().unwrap();
-    assert!(!s.is_idle().unwrap(), "the stream is blocked, it cannot be idle");
+    assert!(
+        !s.is_idle().unwrap(),
+        "the stream is blocked, it cannot be idle"
+    );
     assert!(!s.query().unwrap());
     assert!(!ev.query().unwrap(), "the event is behind blocked work");
     tx.send(()).unwrap();
@@ -157,7 +170,10 @@ on_every_backend!(events_and_streams_of_other_backends_are_refused, |ctx| {
     };
     let s = ctx.create_stream().unwrap();
     let foreign = other.create_stream().unwrap().record().unwrap();
-    assert!(matches!(s.wait(&foreign), Err(Error::ContextMismatch { .. })));
+    assert!(matches!(
+        s.wait(&foreign),
+        Err(Error::ContextMismatch { .. })
+    ));
     let a = other.upload(&[1.0f32]).unwrap();
     assert!(matches!(s.download(&a), Err(Error::ContextMismatch { .. })));
 });
@@ -187,7 +203,10 @@ fn cpu_streams_really_run_at_the_same_time() {
     .unwrap();
     a.sync().unwrap();
     b.sync().unwrap();
-    assert!(met.load(Ordering::SeqCst), "the two streams did not overlap");
+    assert!(
+        met.load(Ordering::SeqCst),
+        "the two streams did not overlap"
+    );
 }
 
 #[test]
@@ -205,4 +224,3 @@ fn a_stream_dropped_with_pending_work_finishes_it() {
     }
     assert!(done.load(Ordering::SeqCst));
 }
-

@@ -41,9 +41,11 @@ impl CpuEvent {
     }
 
     fn timestamp(&self, which: &str) -> Result<Instant> {
-        self.fence().map(|f| f.wait()).ok_or_else(|| Error::StreamWork {
-            message: format!("elapsed_ms: the {which} event was never recorded"),
-        })
+        self.fence()
+            .map(|f| f.wait())
+            .ok_or_else(|| Error::StreamWork {
+                message: format!("elapsed_ms: the {which} event was never recorded"),
+            })
     }
 
     pub(crate) fn elapsed_ms(&self, end: &CpuEvent) -> Result<f32> {

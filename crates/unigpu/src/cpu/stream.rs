@@ -40,15 +40,20 @@ impl CpuStream {
         let (tx, rx) = mpsc::channel::<Job>();
         let shared = Arc::new(Shared::default());
         let for_worker = shared.clone();
-        let name = format!("unigpu-cpu-stream-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        let name = format!(
+            "unigpu-cpu-stream-{}",
+            NEXT_ID.fetch_add(1, Ordering::Relaxed)
+        );
         let worker = std::thread::Builder::new()
             .name(name)
             .spawn(move || {
                 for job in rx {
-                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(job))
-                        .unwrap_or_else(|panic| Err(Error::StreamWork {
-                            message: panic_message(panic.as_ref()),
-                        }));
+                    let outcome =
+                        std::panic::catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|panic| {
+                            Err(Error::StreamWork {
+                                message: panic_message(panic.as_ref()),
+                            })
+                        });
                     let mut p = lock(&for_worker.progress);
                     p.completed += 1;
                     if let Err(e) = outcome {
@@ -123,6 +128,10 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| format!("a job panicked: {s}"))
-        .or_else(|| panic.downcast_ref::<String>().map(|s| format!("a job panicked: {s}")))
+        .or_else(|| {
+            panic
+                .downcast_ref::<String>()
+                .map(|s| format!("a job panicked: {s}"))
+        })
         .unwrap_or_else(|| "a job panicked".into())
 }
