@@ -18,9 +18,17 @@ fn main() -> unigpu::Result<()> {
     x.copy_to(&mut y)?;
     let back = y.download()?;
     assert_eq!(back, host);
-    println!("{} elements ({} bytes) went up and came back intact", y.len(), y.size_bytes());
+    println!(
+        "{} elements ({} bytes) went up and came back intact",
+        y.len(),
+        y.size_bytes()
+    );
 
     let mem = ctx.memory_info()?;
-    println!("memory: {} MiB free of {} MiB", mem.free >> 20, mem.total >> 20);
+    println!(
+        "memory: {} MiB free of {} MiB",
+        mem.free >> 20,
+        mem.total >> 20
+    );
     Ok(())
 }

@@ -13,7 +13,12 @@ fn main() {
     match ctx {
         Ok(ctx) => {
             println!("config file: {:?}", ctx.config().source);
-            println!("backend {} device {} dtype {}", ctx.backend(), ctx.device_id(), ctx.dtype());
+            println!(
+                "backend {} device {} dtype {}",
+                ctx.backend(),
+                ctx.device_id(),
+                ctx.dtype()
+            );
         }
         // Config errors name the file, line, key, value and allowed values.
         Err(e) => {
