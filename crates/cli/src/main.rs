@@ -1,5 +1,6 @@
 //! `unigpu`: inspect the backends on this machine and run the demo job.
 
+mod bench;
 mod demo;
 mod info;
 
@@ -22,11 +23,18 @@ enum Command {
         #[arg(long, default_value_t = 1 << 20)]
         n: usize,
     },
+    /// Measure launch, compile, axpy and matmul; prints `key value` lines.
+    Bench {
+        /// Only the compile figures (used to time the disk cache from a new process).
+        #[arg(long)]
+        compile_only: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Info => info::run(),
         Command::Demo { n } => demo::run(n),
+        Command::Bench { compile_only } => bench::run(compile_only),
     }
 }

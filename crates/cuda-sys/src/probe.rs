@@ -47,6 +47,28 @@ const REQUIRED_DRIVER_SYMBOLS: &[&str] = &[
 const REQUIRED_NVRTC_SYMBOLS: &[&str] =
     &["nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"];
 
+const REQUIRED_CUBLAS_SYMBOLS: &[&str] = &[
+    "cublasCreate_v2",
+    "cublasSetStream_v2",
+    "cublasSgemm_v2",
+    "cublasDgemm_v2",
+    "cublasGemmEx",
+];
+
+/// Whether libcublas loads with the symbols unigpu's matmul uses. Checked
+/// on first use of matmul, not by [`probe()`], since most programs never
+/// need it. Cached per process.
+pub fn cublas_status() -> &'static LibraryStatus {
+    static STATUS: OnceLock<LibraryStatus> = OnceLock::new();
+    STATUS.get_or_init(|| {
+        check_library(
+            "libcublas",
+            &cudarc::get_lib_name_candidates("cublas"),
+            REQUIRED_CUBLAS_SYMBOLS,
+        )
+    })
+}
+
 /// Whether one shared library can be loaded, and from where or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LibraryStatus {

@@ -26,6 +26,9 @@ pub enum SafeError {
     /// Handles from two different devices were mixed in one call.
     #[error("{what}: handles belong to different CUDA devices")]
     DeviceMismatch { what: &'static str },
+    /// NVRTC rejected the source; `log` is its diagnostic output.
+    #[error("CUDA compilation failed:\n{log}")]
+    Compile { log: String },
     /// Any other driver status.
     #[error("{call} failed: {name} ({code}): {message}")]
     Driver {

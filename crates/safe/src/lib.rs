@@ -19,16 +19,23 @@
 //! memory with the free byte count, invalid device ids), host callbacks on
 //! streams, stream queries and device properties.
 
+mod blas;
 mod buffer;
 mod device;
 mod error;
 mod event;
+mod kernel;
+pub mod nvrtc;
 mod stream;
 
+pub use blas::{BlasHandle, GemmElement};
 pub use buffer::{DeviceBuffer, Element};
 pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
+pub use kernel::{
+    BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
+};
 pub use stream::CudaStreamHandle;
 
 /// The probe of the layer below, re-exported so the facade needs no direct

@@ -1,8 +1,9 @@
 //! `Context`: the entry point. Picks a backend, owns the device and its
 //! default stream, and hands out arrays, streams and events.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use unigpu_safe::{CudaDevice, CudaStreamHandle};
 
@@ -37,6 +38,14 @@ struct Inner {
     /// CPU streams made from this context, so `sync` can wait for them all
     /// as `cuCtxSynchronize` does on CUDA.
     cpu_streams: Mutex<Vec<Weak<CpuStream>>>,
+    /// Modules compiled in this context, by cache key.
+    modules: Mutex<HashMap<crate::kernel::cache::Key, crate::kernel::Module>>,
+    /// The device's compute capability, read once.
+    arch: OnceLock<(i32, i32)>,
+    /// Kernels of the built-in ops, looked up once each.
+    builtin: Mutex<HashMap<String, crate::kernel::Kernel>>,
+    /// The cuBLAS handle, created on the first matmul.
+    blas: Mutex<Option<Arc<unigpu_safe::BlasHandle>>>,
 }
 
 #[derive(Debug)]
@@ -141,6 +150,10 @@ impl Context {
                 chain,
                 config,
                 cpu_streams: Mutex::new(Vec::new()),
+                modules: Mutex::default(),
+                arch: OnceLock::new(),
+                builtin: Mutex::default(),
+                blas: Mutex::default(),
             }),
         };
         ctx.track(&default_stream);
@@ -258,7 +271,8 @@ impl Context {
     pub fn sync(&self) -> Result<()> {
         match &self.inner.device {
             DeviceImpl::Cuda(d) => {
-                d.synchronize()?;
+                d.synchronize()
+                    .map_err(|e| self.inner.default_stream.blame_last_kernel(e.into()))?;
                 self.inner.default_stream.sync()
             }
             DeviceImpl::Cpu => {
@@ -282,6 +296,51 @@ impl Context {
     /// Same as [`Context::sync`].
     pub fn synchronize(&self) -> Result<()> {
         self.sync()
+    }
+
+    pub(crate) fn module_cache(
+        &self,
+    ) -> &Mutex<HashMap<crate::kernel::cache::Key, crate::kernel::Module>> {
+        &self.inner.modules
+    }
+
+    /// A kernel of the built-in ops (compiled on first use).
+    pub(crate) fn builtin_kernel(&self, name: &str) -> Result<crate::kernel::Kernel> {
+        if let Some(k) = crate::cpu::lock(&self.inner.builtin).get(name) {
+            return Ok(k.clone());
+        }
+        let kernel = self.compile(crate::ops::cuda_src::SOURCE)?.kernel(name)?;
+        crate::cpu::lock(&self.inner.builtin).insert(name.to_string(), kernel.clone());
+        Ok(kernel)
+    }
+
+    /// The context's cuBLAS handle, created on first use.
+    pub(crate) fn blas(&self) -> Result<Arc<unigpu_safe::BlasHandle>> {
+        let mut slot = crate::cpu::lock(&self.inner.blas);
+        if let Some(b) = slot.as_ref() {
+            return Ok(b.clone());
+        }
+        let StreamImpl::Cuda(s) = &self.inner.default_stream.imp else {
+            return Err(Error::Unsupported {
+                backend: self.backend(),
+                what: "cuBLAS".into(),
+            });
+        };
+        let handle = Arc::new(unigpu_safe::BlasHandle::new(s)?);
+        *slot = Some(handle.clone());
+        Ok(handle)
+    }
+
+    /// The compute capability kernels are compiled for by default.
+    pub(crate) fn device_arch(&self) -> Result<(i32, i32)> {
+        if let Some(a) = self.inner.arch.get() {
+            return Ok(*a);
+        }
+        let arch = match &self.inner.device {
+            DeviceImpl::Cuda(d) => d.properties()?.compute_capability,
+            DeviceImpl::Cpu => (0, 0),
+        };
+        Ok(*self.inner.arch.get_or_init(|| arch))
     }
 
     pub(crate) fn device(&self) -> &DeviceImpl {
@@ -351,5 +410,5 @@ fn new_stream(device: &DeviceImpl) -> Result<Stream> {
         DeviceImpl::Cpu => StreamImpl::Cpu(Arc::new(CpuStream::new()?)),
         DeviceImpl::Cuda(d) => StreamImpl::Cuda(CudaStreamHandle::new(d)?),
     };
-    Ok(Stream { imp })
+    Ok(Stream::from_impl(imp))
 }

@@ -23,6 +23,13 @@ pub enum Error {
     /// Kernel source that did not compile, with the compiler's log.
     #[error("compilation failed:\n{log}")]
     Compile { log: String },
+    /// Launch arguments that do not fit the kernel's declaration.
+    #[error("kernel `{kernel}`: {message}")]
+    KernelArgs { kernel: String, message: String },
+    /// The backend cannot do this (for example a kernel without a CPU
+    /// implementation on the CPU backend).
+    #[error("not supported on the {backend} backend: {what}")]
+    Unsupported { backend: Backend, what: String },
     /// Two operands of different lengths.
     #[error("size mismatch in {what}: expected {expected} elements, got {actual}")]
     SizeMismatch {
@@ -76,6 +83,7 @@ impl From<unigpu_safe::SafeError> for Error {
                 actual,
             },
             S::DeviceMismatch { what } => Error::ContextMismatch { what },
+            S::Compile { log } => Error::Compile { log },
             S::Driver {
                 call,
                 code,

@@ -35,6 +35,8 @@ mod device;
 mod element;
 mod error;
 mod event;
+pub mod kernel;
+pub mod ops;
 mod stream;
 
 pub use array::GpuArray;
@@ -45,6 +47,8 @@ pub use device::{DeviceInfo, MemoryInfo, list_devices};
 pub use element::{DType, Element};
 pub use error::{Error, Result};
 pub use event::Event;
+pub use kernel::{CompileOptions, CpuArgs, Grid, Kernel, Module};
+pub use ops::{Float, Ops};
 pub use stream::Stream;
 
 /// Re-exported so users need not depend on `half` to name the types.

@@ -21,6 +21,8 @@ use crate::{Element, Error, GpuArray, Result};
 #[derive(Debug, Clone)]
 pub struct Stream {
     pub(crate) imp: StreamImpl,
+    /// The last kernel launched here, named in errors found at sync time.
+    last_kernel: Arc<Mutex<Option<String>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -30,12 +32,50 @@ pub(crate) enum StreamImpl {
 }
 
 impl Stream {
+    pub(crate) fn from_impl(imp: StreamImpl) -> Stream {
+        Stream {
+            imp,
+            last_kernel: Arc::default(),
+        }
+    }
+
+    pub(crate) fn note_launch(&self, kernel: &str) {
+        let mut last = crate::cpu::lock(&self.last_kernel);
+        if last.as_deref() != Some(kernel) {
+            *last = Some(kernel.to_string());
+        }
+    }
+
+    /// Adds the last launched kernel's name to a fault found at sync time.
+    pub(crate) fn blame_last_kernel(&self, e: Error) -> Error {
+        match (e, crate::cpu::lock(&self.last_kernel).as_deref()) {
+            (
+                Error::Driver {
+                    call,
+                    code,
+                    name,
+                    message,
+                },
+                Some(kernel),
+            ) => Error::Driver {
+                call: format!("{call} (after kernel `{kernel}`, the last launched on this stream)"),
+                code,
+                name,
+                message,
+            },
+            (e, _) => e,
+        }
+    }
+
     /// Blocks until all work enqueued so far is done. Returns the first
-    /// error any of it raised (a panicking host function, a failed launch).
+    /// error any of it raised (a panicking host function, a failed launch,
+    /// a fault in a kernel, which names the last kernel launched here).
     pub fn sync(&self) -> Result<()> {
         match &self.imp {
             StreamImpl::Cpu(s) => s.synchronize(),
-            StreamImpl::Cuda(s) => Ok(s.synchronize()?),
+            StreamImpl::Cuda(s) => s
+                .synchronize()
+                .map_err(|e| self.blame_last_kernel(e.into())),
         }
     }
 

@@ -16,7 +16,8 @@ struct Uses {
 }
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Tracker(Arc<Mutex<Uses>>);
+/// Pending uses of one CPU buffer (unnameable outside the crate).
+pub struct Tracker(Arc<Mutex<Uses>>);
 
 impl Tracker {
     fn pending_write(&self) -> Option<Fence> {

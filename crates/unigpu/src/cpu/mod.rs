@@ -9,7 +9,7 @@ mod fence;
 pub(crate) mod memory;
 mod stream;
 
-pub(crate) use buffer::{CpuBuffer, submit};
+pub(crate) use buffer::{CpuBuffer, Tracker, submit};
 pub(crate) use event::CpuEvent;
 pub(crate) use fence::lock;
-pub(crate) use stream::CpuStream;
+pub(crate) use stream::{CpuStream, panic_message};

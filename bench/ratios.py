@@ -1,0 +1,34 @@
+"""Reads the `key value` lines of one GPU run and prints unigpu's figures as
+ratios to the anchors measured in the same run."""
+import sys
+
+vals = {}
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) == 2:
+        try:
+            vals[parts[0]] = float(parts[1])
+        except ValueError:
+            vals[parts[0]] = parts[1]
+
+rows = [
+    ("empty launch submit (us), vs raw driver floor", "unigpu_empty_launch_submit_us", "raw_driver_launch_submit_us", "lower"),
+    ("empty launch submit (us), vs raw runtime <<<>>>", "unigpu_empty_launch_submit_us", "raw_runtime_launch_submit_us", "lower"),
+    ("empty launch submit (us), vs CuPy", "unigpu_empty_launch_submit_us", "cupy_empty_launch_submit_us", "lower"),
+    ("empty launch submit (us), vs torch small op", "unigpu_empty_launch_submit_us", "torch_small_op_submit_us", "lower"),
+    ("launch+sync round trip (us), vs raw", "unigpu_launch_sync_roundtrip_us_median", "raw_launch_sync_roundtrip_us_median", "lower"),
+    ("cached compile (ms), vs CuPy compile+load median", "unigpu_compile_cached_ms_median", "cupy_nvrtc_compile_load_ms_median", "lower"),
+    ("axpy f32 2^26 (GB/s), vs torch add_", "unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "higher"),
+    ("matmul f32 4096 (TFLOP/s), vs torch", "unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
+    ("matmul bf16 4096 (TFLOP/s), vs torch", "unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "higher"),
+]
+print(f"{'figure':52} {'unigpu':>10} {'anchor':>10} {'ratio':>7}")
+for label, ours, anchor, better in rows:
+    if ours in vals and anchor in vals:
+        r = vals[ours] / vals[anchor]
+        print(f"{label:52} {vals[ours]:>10.4g} {vals[anchor]:>10.4g} {r:>6.3f}x ({better} is better)")
+    else:
+        print(f"{label:52} missing: {ours if ours not in vals else anchor}")
+for k in ("unigpu_compile_first_origin", "unigpu_compile_first_ms", "disk_compile_first_origin", "disk_compile_first_ms"):
+    if k in vals:
+        print(f"{k} {vals[k]}")

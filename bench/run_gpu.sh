@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One GPU-machine run of the benchmark with its anchors, all in the same
+# call: raw CUDA floor, torch/CuPy baseline, torch axpy/matmul, then
+# `unigpu bench` twice (cold compile, then from the disk cache in a new
+# process). Needs `cargo xtask gpu-pack` first (for .gpu-pack/bin/unigpu).
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
+out="${OUT:-/tmp/unigpu-bench}"; mkdir -p "$out"
+log="$out/bench.txt"; : >"$log"
+export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
+nvcc -O2 -o /tmp/floor "$here/anchors/floor.cu" -lcuda && /tmp/floor | tee -a "$log"
+python3 "$here/anchors/torch_cupy_baseline.py" 2>&1 | tee -a "$log"
+python3 "$here/torch_ops.py" 2>&1 | tee -a "$log"
+cache="$(mktemp -d)"
+UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench 2>&1 | tee -a "$log"
+UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench --compile-only 2>&1 \
+  | sed -n 's/^unigpu_compile_first_/disk_compile_first_/p' | tee -a "$log"
+python3 "$here/ratios.py" "$log" | tee "$out/ratios.txt"

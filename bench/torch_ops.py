@@ -1,0 +1,40 @@
+"""torch's numbers for the same axpy and matmul sizes `unigpu bench` uses."""
+import torch
+
+dev = "cuda"
+
+
+def out(k, v):
+    print(f"{k} {v}", flush=True)
+
+
+def timed(fn, reps):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(reps):
+        fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) / reps
+
+
+n = 1 << 26
+x = torch.rand(n, device=dev)
+y = torch.zeros(n, device=dev)
+y.add_(x, alpha=2.0)
+torch.cuda.synchronize()
+ms = timed(lambda: y.add_(x, alpha=2.0), 20)
+out("torch_axpy_f32_ms", f"{ms:.4f}")
+out("torch_axpy_f32_GBps", f"{3 * 4 * n / (ms * 1e-3) / 1e9:.1f}")
+
+assert not torch.backends.cuda.matmul.allow_tf32, "compare plain fp32 with plain fp32"
+for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+    m = 4096
+    a = (torch.rand(m, m, device=dev) - 0.5).to(dtype)
+    b = (torch.rand(m, m, device=dev) - 0.5).to(dtype)
+    c = torch.empty(m, m, device=dev, dtype=dtype)
+    for _ in range(3):
+        torch.matmul(a, b, out=c)
+    ms = timed(lambda: torch.matmul(a, b, out=c), 10)
+    out(f"torch_matmul_{name}_ms", f"{ms:.4f}")
+    out(f"torch_matmul_{name}_TFLOPs", f"{2 * m**3 / (ms * 1e-3) / 1e12:.2f}")

@@ -1,0 +1,170 @@
+//! `unigpu bench`: the numbers the benchmark report compares with the
+//! anchors (raw CUDA, CuPy, torch) measured in the same run. Prints one
+//! `key value` line per figure, like the anchor scripts.
+
+use std::time::Instant;
+
+use anyhow::ensure;
+use unigpu::{Context, Grid};
+
+const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
+
+/// A fixed source, so a second process finds it in the disk cache.
+const COMPILE_SRC: &str = r#"
+extern "C" __global__ void bench_saxpy(float a, const float* x, float* y, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+fn out(key: &str, value: impl std::fmt::Display) {
+    println!("{key} {value}");
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+pub fn run(compile_only: bool) -> anyhow::Result<()> {
+    let ctx = Context::default()?;
+    out("unigpu_backend", ctx.backend());
+    out("unigpu_device", ctx.device_name()?.replace(' ', "_"));
+    compile(&ctx)?;
+    if compile_only {
+        return Ok(());
+    }
+    launch(&ctx)?;
+    axpy(&ctx)?;
+    matmul::<f32>(&ctx, "f32")?;
+    matmul::<unigpu::bf16>(&ctx, "bf16")?;
+    Ok(())
+}
+
+fn compile(ctx: &Context) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let m = ctx.compile(COMPILE_SRC)?;
+    out(
+        "unigpu_compile_first_ms",
+        format!("{:.3}", t.elapsed().as_secs_f64() * 1e3),
+    );
+    out("unigpu_compile_first_origin", format!("{:?}", m.origin()));
+    let mut times = Vec::with_capacity(1000);
+    for _ in 0..1000 {
+        let t = Instant::now();
+        let again = ctx.compile(COMPILE_SRC)?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        let cached = again.same_as(&m) || m.origin() == unigpu::kernel::Origin::NotCompiled;
+        ensure!(cached, "the second compile was not served from the cache");
+    }
+    out(
+        "unigpu_compile_cached_ms_median",
+        format!("{:.5}", median(times)),
+    );
+    Ok(())
+}
+
+fn launch(ctx: &Context) -> anyhow::Result<()> {
+    let k = ctx
+        .compile(EMPTY_SRC)?
+        .kernel("empty")?
+        .with_cpu(|_| Ok(()));
+    let s = ctx.create_stream()?;
+    let g = Grid::new((1, 1, 1), (1, 1, 1));
+    for _ in 0..1000 {
+        s.launch(&k, g, ())?;
+    }
+    s.sync()?;
+    const N: usize = 20_000;
+    let t = Instant::now();
+    for _ in 0..N {
+        s.launch(&k, g, ())?;
+    }
+    let submit = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+    s.sync()?;
+    let total = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+    out("unigpu_empty_launch_submit_us", format!("{submit:.3}"));
+    out("unigpu_empty_launch_throughput_us", format!("{total:.3}"));
+    let mut rt = Vec::new();
+    for _ in 0..2000 {
+        let t = Instant::now();
+        s.launch(&k, g, ())?;
+        s.sync()?;
+        rt.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    out(
+        "unigpu_launch_sync_roundtrip_us_median",
+        format!("{:.3}", median(rt)),
+    );
+    Ok(())
+}
+
+fn axpy(ctx: &Context) -> anyhow::Result<()> {
+    let n = if ctx.backend() == unigpu::Backend::Cpu {
+        1 << 22
+    } else {
+        1 << 26
+    };
+    let hx: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3).collect();
+    let x = ctx.upload(&hx)?;
+    let mut y = ctx.zeros::<f32>(n)?;
+    let ops = ctx.ops();
+    ops.axpy(2.0, &x, &mut y)?;
+    let check = y.download()?;
+    ensure!(
+        check.iter().zip(&hx).all(|(y, x)| *y == 2.0 * x),
+        "axpy gave a wrong result"
+    );
+    const REPS: usize = 20;
+    let s = ctx.default_stream();
+    let start = s.record()?;
+    for _ in 0..REPS {
+        ops.axpy(2.0, &x, &mut y)?;
+    }
+    let end = s.record()?;
+    let ms = start.elapsed_ms(&end)? as f64 / REPS as f64;
+    // Reads x and y, writes y.
+    let gbps = 3.0 * 4.0 * n as f64 / (ms * 1e-3) / 1e9;
+    out("unigpu_axpy_f32_n", n);
+    out("unigpu_axpy_f32_ms", format!("{ms:.4}"));
+    out("unigpu_axpy_f32_GBps", format!("{gbps:.1}"));
+    Ok(())
+}
+
+fn matmul<T: unigpu::Float>(ctx: &Context, name: &str) -> anyhow::Result<()> {
+    let n = if ctx.backend() == unigpu::Backend::Cpu {
+        256
+    } else {
+        4096
+    };
+    let host: Vec<T> = (0..n * n)
+        .map(|i| {
+            T::from_acc(
+                num_traits::cast(((i * 7919) % 1000) as f64 * 1e-3 - 0.5).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let a = ctx.upload(&host)?;
+    let b = ctx.upload(&host)?;
+    let mut c = ctx.zeros::<T>(n * n)?;
+    let ops = ctx.ops();
+    for _ in 0..3 {
+        ops.matmul(&a, &b, &mut c, (n, n, n))?;
+    }
+    const REPS: usize = 10;
+    let s = ctx.default_stream();
+    let start = s.record()?;
+    for _ in 0..REPS {
+        ops.matmul(&a, &b, &mut c, (n, n, n))?;
+    }
+    let end = s.record()?;
+    let ms = start.elapsed_ms(&end)? as f64 / REPS as f64;
+    let tflops = 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
+    out(&format!("unigpu_matmul_{name}_n"), n);
+    out(&format!("unigpu_matmul_{name}_ms"), format!("{ms:.4}"));
+    out(
+        &format!("unigpu_matmul_{name}_TFLOPs"),
+        format!("{tflops:.2}"),
+    );
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Loaded modules, their functions, and kernel launches.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule, LaunchArgs, LaunchConfig, PushKernelArg};
+
+use crate::error::{Context as _, Result, SafeError};
+use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
+
+/// A module loaded on one device. Unloaded when the last function from it
+/// and the handle itself are gone. Send + Sync: modules are read-only.
+#[derive(Debug, Clone)]
+pub struct CudaModuleHandle {
+    module: Arc<CudaModule>,
+    device: CudaDevice,
+}
+
+impl CudaModuleHandle {
+    /// Loads a CUBIN (or PTX) image.
+    pub fn load(device: &CudaDevice, image: &[u8]) -> Result<Self> {
+        let module = device
+            .cudarc_context()
+            .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
+            .call("cuModuleLoadData")?;
+        Ok(CudaModuleHandle {
+            module,
+            device: device.clone(),
+        })
+    }
+
+    /// The kernel whose (lowered) symbol is `symbol`.
+    pub fn function(&self, symbol: &str) -> Result<CudaFunctionHandle> {
+        let func = self
+            .module
+            .load_function(symbol)
+            .call("cuModuleGetFunction")?;
+        Ok(CudaFunctionHandle {
+            func,
+            device: self.device.clone(),
+        })
+    }
+}
+
+/// One kernel of a loaded module. Send + Sync: launching is thread-safe.
+#[derive(Debug, Clone)]
+pub struct CudaFunctionHandle {
+    func: CudaFunction,
+    device: CudaDevice,
+}
+
+impl CudaFunctionHandle {
+    pub fn device(&self) -> &CudaDevice {
+        &self.device
+    }
+
+    /// Most threads a block of this kernel may have.
+    pub fn max_threads_per_block(&self) -> Result<i32> {
+        self.func.max_threads_per_block().call("cuFuncGetAttribute")
+    }
+}
+
+/// A buffer of any element type, as a kernel argument.
+pub trait BufferArg: Send + Sync {
+    #[doc(hidden)]
+    fn push_read<'a>(&'a self, args: &mut LaunchArgs<'a>);
+    #[doc(hidden)]
+    fn push_write<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
+    fn buffer_device(&self) -> &CudaDevice;
+}
+
+impl<T: Element> BufferArg for DeviceBuffer<T> {
+    fn push_read<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        args.arg(self.as_cudarc());
+    }
+    fn push_write<'a>(&'a mut self, args: &mut LaunchArgs<'a>) {
+        args.arg(self.as_cudarc_mut());
+    }
+    fn buffer_device(&self) -> &CudaDevice {
+        self.device()
+    }
+}
+
+/// One kernel argument: a plain value, or a buffer read or written.
+#[derive(Debug)]
+pub enum KernelParam<'a> {
+    F32(f32),
+    F64(f64),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    U8(u8),
+    F16(half::f16),
+    BF16(half::bf16),
+    Buffer(&'a dyn BufferArg),
+    BufferMut(&'a mut dyn BufferArg),
+}
+
+impl std::fmt::Debug for dyn BufferArg + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<device buffer>")
+    }
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+pub type LaunchDims = LaunchConfig;
+
+/// Enqueues `func` on `stream`. Buffers are ordered against their other
+/// uses on any stream (cudarc's read/write events).
+pub fn launch(
+    stream: &CudaStreamHandle,
+    func: &CudaFunctionHandle,
+    dims: LaunchDims,
+    params: &mut [KernelParam<'_>],
+) -> Result<()> {
+    for p in params.iter() {
+        let device = match p {
+            KernelParam::Buffer(b) => b.buffer_device(),
+            KernelParam::BufferMut(b) => b.buffer_device(),
+            _ => continue,
+        };
+        if device != stream.device() {
+            return Err(SafeError::DeviceMismatch { what: "launch" });
+        }
+    }
+    let mut builder = stream.cudarc_stream().launch_builder(&func.func);
+    for p in params.iter_mut() {
+        match p {
+            KernelParam::F32(v) => builder.arg(&*v),
+            KernelParam::F64(v) => builder.arg(&*v),
+            KernelParam::I32(v) => builder.arg(&*v),
+            KernelParam::U32(v) => builder.arg(&*v),
+            KernelParam::I64(v) => builder.arg(&*v),
+            KernelParam::U64(v) => builder.arg(&*v),
+            KernelParam::U8(v) => builder.arg(&*v),
+            KernelParam::F16(v) => builder.arg(&*v),
+            KernelParam::BF16(v) => builder.arg(&*v),
+            KernelParam::Buffer(b) => {
+                b.push_read(&mut builder);
+                &mut builder
+            }
+            KernelParam::BufferMut(b) => {
+                b.push_write(&mut builder);
+                &mut builder
+            }
+        };
+    }
+    // SAFETY: every parameter is a plain value or the device address of a
+    // buffer borrowed for this call (and kept alive past the kernel by
+    // cudarc's stream-ordered free). A kernel only reaches device memory,
+    // which the host sees only through copies into `Pod` element types, so
+    // a wrong kernel can produce wrong numbers or a device fault (reported
+    // at the next sync), never host memory unsafety.
+    unsafe { builder.launch(dims) }.call("cuLaunchKernel")?;
+    Ok(())
+}

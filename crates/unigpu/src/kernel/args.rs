@@ -1,0 +1,309 @@
+//! Typed kernel arguments: scalars, `&GpuArray` (read) and `&mut GpuArray`
+//! (written), packed from a tuple.
+
+use std::any::Any;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use unigpu_safe::KernelParam;
+
+use crate::array::Storage;
+use crate::cpu::Tracker;
+use crate::{DType, Element, Error, GpuArray, Result};
+
+/// A plain value passed to a kernel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scalar {
+    dtype: DType,
+    bits: [u8; 8],
+}
+
+impl Scalar {
+    pub fn new<T: Element>(value: T) -> Self {
+        let mut bits = [0u8; 8];
+        bits[..std::mem::size_of::<T>()].copy_from_slice(bytemuck::bytes_of(&value));
+        Scalar {
+            dtype: T::DTYPE,
+            bits,
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: Element>(&self) -> Option<T> {
+        (self.dtype == T::DTYPE)
+            .then(|| bytemuck::pod_read_unaligned(&self.bits[..std::mem::size_of::<T>()]))
+    }
+
+    pub(crate) fn to_param<'p>(self) -> KernelParam<'p> {
+        match self.dtype {
+            DType::F32 => KernelParam::F32(self.get().unwrap_or_default()),
+            DType::F64 => KernelParam::F64(self.get().unwrap_or_default()),
+            DType::I32 => KernelParam::I32(self.get().unwrap_or_default()),
+            DType::U32 => KernelParam::U32(self.get().unwrap_or_default()),
+            DType::I64 => KernelParam::I64(self.get().unwrap_or_default()),
+            DType::U64 => KernelParam::U64(self.get().unwrap_or_default()),
+            DType::U8 => KernelParam::U8(self.get().unwrap_or_default()),
+            DType::F16 => KernelParam::F16(self.get().unwrap_or_default()),
+            DType::BF16 => KernelParam::BF16(self.get().unwrap_or_default()),
+        }
+    }
+}
+
+/// An array of any element type, as a kernel argument. Implemented by
+/// `GpuArray<T>` only (sealed).
+pub trait ArrayArg: Send + Sync + sealed::Storage {
+    fn dtype(&self) -> DType;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// How a launch reaches an array's memory on each backend.
+    pub trait Storage {
+        fn cuda_param(&self) -> Option<KernelParam<'_>>;
+        fn cuda_param_mut(&mut self) -> Option<KernelParam<'_>>;
+        fn cpu_slot(&self) -> Option<(Arc<dyn Any + Send + Sync>, Tracker)>;
+    }
+}
+
+impl<T: Element> ArrayArg for GpuArray<T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        GpuArray::len(self)
+    }
+}
+
+impl<T: Element> sealed::Storage for GpuArray<T> {
+    fn cuda_param(&self) -> Option<KernelParam<'_>> {
+        match &self.storage {
+            Storage::Cuda(b) => Some(KernelParam::Buffer(b)),
+            Storage::Cpu(_) => None,
+        }
+    }
+    fn cuda_param_mut(&mut self) -> Option<KernelParam<'_>> {
+        match &mut self.storage {
+            Storage::Cuda(b) => Some(KernelParam::BufferMut(b)),
+            Storage::Cpu(_) => None,
+        }
+    }
+    fn cpu_slot(&self) -> Option<(Arc<dyn Any + Send + Sync>, Tracker)> {
+        match &self.storage {
+            Storage::Cpu(b) => Some((b.data.clone(), b.uses.clone())),
+            Storage::Cuda(_) => None,
+        }
+    }
+}
+
+/// One argument of a launch.
+pub enum Arg<'a> {
+    Scalar(Scalar),
+    /// Read by the kernel.
+    Array(&'a dyn ArrayArg),
+    /// Written (and possibly read) by the kernel.
+    ArrayMut(&'a mut dyn ArrayArg),
+}
+
+impl std::fmt::Debug for Arg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arg::Scalar(s) => write!(f, "Scalar({:?})", s.dtype()),
+            Arg::Array(a) => write!(f, "Array({}, len {})", a.dtype(), a.len()),
+            Arg::ArrayMut(a) => write!(f, "ArrayMut({}, len {})", a.dtype(), a.len()),
+        }
+    }
+}
+
+/// Anything that can be one kernel argument.
+pub trait KernelArg<'a> {
+    fn into_arg(self) -> Arg<'a>;
+}
+
+macro_rules! scalar_arg {
+    ($($t:ty),*) => {$(
+        impl<'a> KernelArg<'a> for $t {
+            fn into_arg(self) -> Arg<'a> {
+                Arg::Scalar(Scalar::new(self))
+            }
+        }
+    )*};
+}
+scalar_arg!(f32, f64, i32, u32, i64, u64, u8, half::f16, half::bf16);
+
+impl<'a, T: Element> KernelArg<'a> for &'a GpuArray<T> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Array(self)
+    }
+}
+
+impl<'a, T: Element> KernelArg<'a> for &'a mut GpuArray<T> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::ArrayMut(self)
+    }
+}
+
+impl<'a> KernelArg<'a> for Arg<'a> {
+    fn into_arg(self) -> Arg<'a> {
+        self
+    }
+}
+
+/// A whole argument list: a tuple of [`KernelArg`]s (up to 12), or a
+/// `Vec<Arg>` built at run time.
+pub trait KernelArgs<'a> {
+    fn into_args(self) -> Vec<Arg<'a>>;
+}
+
+impl<'a> KernelArgs<'a> for Vec<Arg<'a>> {
+    fn into_args(self) -> Vec<Arg<'a>> {
+        self
+    }
+}
+
+macro_rules! tuple_args {
+    ($($name:ident),*) => {
+        impl<'a, $($name: KernelArg<'a>),*> KernelArgs<'a> for ($($name,)*) {
+            #[allow(non_snake_case)]
+            fn into_args(self) -> Vec<Arg<'a>> {
+                let ($($name,)*) = self;
+                vec![$($name.into_arg()),*]
+            }
+        }
+    };
+}
+impl<'a> KernelArgs<'a> for () {
+    fn into_args(self) -> Vec<Arg<'a>> {
+        Vec::new()
+    }
+}
+tuple_args!(A);
+tuple_args!(A, B);
+tuple_args!(A, B, C);
+tuple_args!(A, B, C, D);
+tuple_args!(A, B, C, D, E);
+tuple_args!(A, B, C, D, E, F);
+tuple_args!(A, B, C, D, E, F, G);
+tuple_args!(A, B, C, D, E, F, G, H);
+tuple_args!(A, B, C, D, E, F, G, H, I);
+tuple_args!(A, B, C, D, E, F, G, H, I, J);
+tuple_args!(A, B, C, D, E, F, G, H, I, J, K);
+tuple_args!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+/// What a CPU implementation of a kernel sees: the launch's arguments by
+/// position, with arrays as locked host slices.
+pub struct CpuArgs {
+    pub(crate) values: Vec<CpuValue>,
+    pub(crate) grid: crate::kernel::Grid,
+}
+
+pub(crate) enum CpuValue {
+    Scalar(Scalar),
+    Array {
+        data: Arc<dyn Any + Send + Sync>,
+        dtype: DType,
+        writable: bool,
+    },
+}
+
+impl std::fmt::Debug for CpuArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuArgs")
+            .field("len", &self.values.len())
+            .field("grid", &self.grid)
+            .finish()
+    }
+}
+
+impl CpuArgs {
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The launch's grid, for implementations that use it.
+    pub fn grid(&self) -> crate::kernel::Grid {
+        self.grid
+    }
+
+    /// Argument `i` as a plain value of type `T`.
+    pub fn scalar<T: Element>(&self, i: usize) -> Result<T> {
+        match self.values.get(i) {
+            Some(CpuValue::Scalar(s)) => s
+                .get()
+                .ok_or_else(|| arg_error(i, format!("is a {} value, not {}", s.dtype(), T::DTYPE))),
+            Some(CpuValue::Array { dtype, .. }) => Err(arg_error(
+                i,
+                format!("is a GpuArray<{dtype}>, not a {} value", T::DTYPE),
+            )),
+            None => Err(arg_error(
+                i,
+                format!("does not exist ({} arguments)", self.len()),
+            )),
+        }
+    }
+
+    /// Argument `i`, an array, for reading.
+    pub fn input<T: Element>(&self, i: usize) -> Result<RwLockReadGuard<'_, Vec<T>>> {
+        Ok(self
+            .array::<T>(i)?
+            .read()
+            .unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Argument `i`, an array passed as `&mut`, for writing.
+    pub fn output<T: Element>(&self, i: usize) -> Result<RwLockWriteGuard<'_, Vec<T>>> {
+        if let Some(CpuValue::Array {
+            writable: false, ..
+        }) = self.values.get(i)
+        {
+            return Err(arg_error(
+                i,
+                "was passed as &GpuArray; pass &mut to write it".into(),
+            ));
+        }
+        Ok(self
+            .array::<T>(i)?
+            .write()
+            .unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn array<T: Element>(&self, i: usize) -> Result<&RwLock<Vec<T>>> {
+        match self.values.get(i) {
+            Some(CpuValue::Array { data, dtype, .. }) => {
+                data.downcast_ref::<RwLock<Vec<T>>>().ok_or_else(|| {
+                    arg_error(
+                        i,
+                        format!("is a GpuArray<{dtype}>, not GpuArray<{}>", T::DTYPE),
+                    )
+                })
+            }
+            Some(CpuValue::Scalar(s)) => Err(arg_error(
+                i,
+                format!("is a {} value, not an array", s.dtype()),
+            )),
+            None => Err(arg_error(
+                i,
+                format!("does not exist ({} arguments)", self.len()),
+            )),
+        }
+    }
+}
+
+fn arg_error(i: usize, what: String) -> Error {
+    Error::KernelArgs {
+        kernel: "(CPU implementation)".into(),
+        message: format!("argument {i} {what}"),
+    }
+}

@@ -1,0 +1,185 @@
+//! Kernels: CUDA C++ compiled at run time by NVRTC (cached in memory and on
+//! disk), launched with typed, checked arguments; on the CPU backend, the
+//! Rust implementation a kernel carries runs instead.
+
+mod args;
+pub mod cache;
+mod compile;
+mod grid;
+mod launch;
+mod signature;
+
+use std::sync::Arc;
+
+use unigpu_safe::{CudaFunctionHandle, CudaModuleHandle};
+
+pub use args::{Arg, ArrayArg, CpuArgs, KernelArg, KernelArgs, Scalar};
+pub use cache::{CACHE_DIR_ENV, disk_dir};
+pub use compile::CompileOptions;
+pub use grid::Grid;
+pub use signature::{KernelDecl, ParamKind, parse_kernels};
+
+use crate::{Backend, Error, Result};
+
+/// A CPU implementation of a kernel: gets the launch's arguments by
+/// position and does the kernel's work over host slices.
+pub type CpuKernelFn = Arc<dyn Fn(&CpuArgs) -> Result<()> + Send + Sync>;
+
+/// A compiled program. `Clone` is cheap; Send + Sync.
+#[derive(Debug, Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+/// Where a compiled module came from: the answer to "did the cache work?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// NVRTC compiled it now.
+    Compiled,
+    /// This process had compiled the same program before.
+    MemoryCache,
+    /// Loaded from the on-disk cache.
+    DiskCache,
+    /// The CPU backend: nothing to compile.
+    NotCompiled,
+}
+
+#[derive(Debug)]
+struct ModuleInner {
+    backend: Backend,
+    origin: Origin,
+    decls: Vec<KernelDecl>,
+    /// The loaded module and (name, lowered symbol) pairs; `None` on CPU.
+    cuda: Option<(CudaModuleHandle, Vec<(String, String)>)>,
+    log: String,
+}
+
+impl Module {
+    /// The kernel called `name` (its source name, not the mangled one).
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let decl = self.inner.decls.iter().find(|d| d.name == name);
+        let cuda = match &self.inner.cuda {
+            Some((module, lowered)) => {
+                let symbol = lowered
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(name, |(_, l)| l.as_str());
+                Some(module.function(symbol).map_err(|e| match Error::from(e) {
+                    Error::Driver { .. } => self.no_such_kernel(name),
+                    other => other,
+                })?)
+            }
+            None if decl.is_none() => return Err(self.no_such_kernel(name)),
+            None => None,
+        };
+        Ok(Kernel {
+            inner: Arc::new(KernelInner {
+                name: name.to_string(),
+                params: decl.and_then(|d| d.params.clone()),
+                cuda,
+                cpu: None,
+            }),
+        })
+    }
+
+    /// The `__global__` functions found in the source.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.inner.decls.iter().map(|d| d.name.as_str()).collect()
+    }
+
+    /// Where this module's machine code came from when it was loaded.
+    pub fn origin(&self) -> Origin {
+        self.inner.origin
+    }
+
+    /// True when both handles are the same compiled module (a cache hit).
+    pub fn same_as(&self, other: &Module) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Compiler warnings, if any.
+    pub fn log(&self) -> &str {
+        &self.inner.log
+    }
+
+    fn no_such_kernel(&self, name: &str) -> Error {
+        Error::KernelArgs {
+            kernel: name.to_string(),
+            message: format!(
+                "no such kernel in this module (found: {}); on {} a kernel needs `extern \"C\"` or a plain `__global__` declaration",
+                self.kernel_names().join(", "),
+                self.inner.backend
+            ),
+        }
+    }
+}
+
+/// One kernel, ready to launch with `ctx.launch` or `stream.launch`.
+/// `Clone` is cheap; Send + Sync.
+#[derive(Clone)]
+pub struct Kernel {
+    inner: Arc<KernelInner>,
+}
+
+struct KernelInner {
+    name: String,
+    params: Option<Vec<ParamKind>>,
+    cuda: Option<CudaFunctionHandle>,
+    cpu: Option<CpuKernelFn>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .field("params", &self.inner.params)
+            .field("cuda", &self.inner.cuda.is_some())
+            .field("cpu", &self.inner.cpu.is_some())
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// A kernel with only a CPU implementation (no CUDA source), for code
+    /// that runs on the CPU backend alone. `params`, when given, is checked
+    /// at every launch like a parsed declaration.
+    pub fn cpu_only(
+        name: &str,
+        params: Option<Vec<ParamKind>>,
+        f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel {
+            inner: Arc::new(KernelInner {
+                name: name.to_string(),
+                params,
+                cuda: None,
+                cpu: Some(Arc::new(f)),
+            }),
+        }
+    }
+
+    /// The same kernel with a CPU implementation, used on the CPU backend.
+    pub fn with_cpu(self, f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static) -> Kernel {
+        Kernel {
+            inner: Arc::new(KernelInner {
+                name: self.inner.name.clone(),
+                params: self.inner.params.clone(),
+                cuda: self.inner.cuda.clone(),
+                cpu: Some(Arc::new(f)),
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The parameter types read from the declaration, when readable.
+    pub fn params(&self) -> Option<&[ParamKind]> {
+        self.inner.params.as_deref()
+    }
+
+    pub fn has_cpu_impl(&self) -> bool {
+        self.inner.cpu.is_some()
+    }
+}

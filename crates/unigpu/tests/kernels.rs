@@ -1,0 +1,313 @@
+//! User kernels: compile, typed launches, CPU implementations, caches.
+
+mod common;
+
+use common::{assert_same, random_len, random_vec, sizes};
+use unigpu::kernel::ParamKind;
+use unigpu::{Backend, CompileOptions, Context, CpuArgs, DType, Error, Grid, Kernel};
+
+const SAXPY: &str = r#"
+extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+fn saxpy_cpu(args: &CpuArgs) -> unigpu::Result<()> {
+    let a: f32 = args.scalar(0)?;
+    let n: u32 = args.scalar(3)?;
+    let x = args.input::<f32>(1)?;
+    let mut y = args.output::<f32>(2)?;
+    for i in 0..n as usize {
+        y[i] = a.mul_add(x[i], y[i]);
+    }
+    Ok(())
+}
+
+fn saxpy(ctx: &Context) -> Kernel {
+    ctx.compile(SAXPY)
+        .unwrap()
+        .kernel("saxpy")
+        .unwrap()
+        .with_cpu(saxpy_cpu)
+}
+
+on_every_backend!(saxpy_matches_the_host, |ctx| {
+    let k = saxpy(ctx);
+    assert_eq!(
+        k.params().unwrap(),
+        &[
+            ParamKind::Scalar(DType::F32),
+            ParamKind::Pointer {
+                dtype: Some(DType::F32),
+                writable: false
+            },
+            ParamKind::Pointer {
+                dtype: Some(DType::F32),
+                writable: true
+            },
+            ParamKind::Scalar(DType::U32),
+        ]
+    );
+    for n in sizes() {
+        let (hx, hy) = (random_vec::<f32>(n), random_vec::<f32>(n));
+        let a = random_vec::<f32>(1)[0];
+        let x = ctx.upload(&hx).unwrap();
+        let mut y = ctx.upload(&hy).unwrap();
+        ctx.launch(&k, Grid::for_elems(n), (a, &x, &mut y, n as u32))
+            .unwrap();
+        let want: Vec<f32> = hx.iter().zip(&hy).map(|(x, y)| a.mul_add(*x, *y)).collect();
+        assert_same(&want, &y.download().unwrap());
+    }
+});
+
+on_every_backend!(launches_on_a_stream_are_ordered_with_other_streams, |ctx| {
+    let k = saxpy(ctx);
+    let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+    let n = random_len(1 << 18);
+    let hx = random_vec::<f32>(n);
+    let mut x = ctx.zeros::<f32>(n).unwrap();
+    let mut y = ctx.zeros::<f32>(n).unwrap();
+    s1.upload(&hx, &mut x).unwrap();
+    s2.launch(&k, Grid::for_elems(n), (3.0f32, &x, &mut y, n as u32))
+        .unwrap();
+    let want: Vec<f32> = hx.iter().map(|v| 3.0f32.mul_add(*v, 0.0)).collect();
+    assert_same(&want, &s2.download(&y).unwrap());
+});
+
+on_every_backend!(arguments_are_checked_against_the_declaration, |ctx| {
+    let k = saxpy(ctx);
+    let n = 16;
+    let x = ctx.upload(&random_vec::<f32>(n)).unwrap();
+    let mut y = ctx.zeros::<f32>(n).unwrap();
+    let xd = ctx.upload(&random_vec::<f64>(n)).unwrap();
+    let g = Grid::for_elems(n);
+    let msg = |r: unigpu::Result<()>| match r {
+        Err(Error::KernelArgs { kernel, message }) => {
+            assert_eq!(kernel, "saxpy");
+            message
+        }
+        other => panic!("expected KernelArgs, got {other:?}"),
+    };
+    assert!(msg(ctx.launch(&k, g, (1.0f32, &x, &mut y))).contains("4 parameters"));
+    assert!(msg(ctx.launch(&k, g, (1.0f64, &x, &mut y, n as u32))).contains("parameter 0"));
+    assert!(msg(ctx.launch(&k, g, (1.0f32, &xd, &mut y, n as u32))).contains("GpuArray<f64>"));
+    assert!(msg(ctx.launch(&k, g, (1.0f32, &x, &mut y, n as i32))).contains("parameter 3"));
+    assert!(msg(ctx.launch(&k, g, (&x, 1.0f32, &mut y, n as u32))).contains("parameter 0"));
+    assert_same(&vec![0.0f32; n], &y.download().unwrap());
+});
+
+on_every_backend!(a_missing_kernel_name_is_an_error, |ctx| {
+    let m = ctx.compile(SAXPY).unwrap();
+    assert_eq!(m.kernel_names(), vec!["saxpy"]);
+    assert!(matches!(m.kernel("nope"), Err(Error::KernelArgs { .. })));
+});
+
+on_every_backend!(cpu_implementations_can_use_the_grid_and_any_type, |ctx| {
+    const SRC: &str = r#"
+extern "C" __global__ void iota(long long* out, long long start, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = start + (long long)i;
+}"#;
+    let k = ctx
+        .compile(SRC)
+        .unwrap()
+        .kernel("iota")
+        .unwrap()
+        .with_cpu(|a| {
+            let start: i64 = a.scalar(1)?;
+            let n: u64 = a.scalar(2)?;
+            assert!(a.grid().threads() >= n);
+            let mut out = a.output::<i64>(0)?;
+            for (i, v) in out.iter_mut().enumerate().take(n as usize) {
+                *v = start + i as i64;
+            }
+            Ok(())
+        });
+    let n = random_len(100_000);
+    let start = random_vec::<i64>(1)[0] / 4;
+    let mut out = ctx.zeros::<i64>(n).unwrap();
+    ctx.launch(
+        &k,
+        Grid::for_elems_with_block(n, 128),
+        (&mut out, start, n as u64),
+    )
+    .unwrap();
+    let want: Vec<i64> = (0..n as i64).map(|i| start + i).collect();
+    assert_same(&want, &out.download().unwrap());
+});
+
+#[test]
+fn on_the_cpu_a_kernel_without_a_cpu_implementation_says_so() {
+    let ctx = common::cpu_ctx();
+    let k = ctx.compile(SAXPY).unwrap().kernel("saxpy").unwrap();
+    assert!(!k.has_cpu_impl());
+    let x = ctx.zeros::<f32>(4).unwrap();
+    let mut y = ctx.zeros::<f32>(4).unwrap();
+    match ctx.launch(&k, Grid::for_elems(4), (1.0f32, &x, &mut y, 4u32)) {
+        Err(Error::Unsupported { backend, what }) => {
+            assert_eq!(backend, Backend::Cpu);
+            assert!(
+                what.contains("saxpy") && what.contains("with_cpu"),
+                "{what}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cpu_kernel_errors_and_panics_come_back_at_sync_with_the_kernel_name() {
+    let ctx = common::cpu_ctx();
+    let bad = Kernel::cpu_only("reads_wrong_type", None, |a| {
+        let _guard = a.input::<f64>(0)?;
+        Ok(())
+    });
+    let x = ctx.zeros::<f32>(4).unwrap();
+    ctx.launch(&bad, Grid::for_elems(4), (&x,)).unwrap();
+    let err = ctx.sync().unwrap_err();
+    assert!(
+        err.to_string().contains("reads_wrong_type") && err.to_string().contains("GpuArray<f32>"),
+        "{err}"
+    );
+    let panics = Kernel::cpu_only("panics", None, |_| panic!("kernel panic"));
+    ctx.launch(&panics, Grid::for_elems(1), ()).unwrap();
+    let err = ctx.sync().unwrap_err();
+    assert!(
+        err.to_string().contains("panics") && err.to_string().contains("kernel panic"),
+        "{err}"
+    );
+    ctx.sync().unwrap();
+}
+
+#[test]
+fn grid_helpers() {
+    assert_eq!(Grid::for_elems(0).grid, (1, 1, 1));
+    assert_eq!(Grid::for_elems(1).grid, (1, 1, 1));
+    assert_eq!(Grid::for_elems(256).grid, (1, 1, 1));
+    assert_eq!(Grid::for_elems(257).grid, (2, 1, 1));
+    let n = random_len(1 << 30);
+    let g = Grid::for_elems(n);
+    assert!(g.threads() >= n as u64 && g.threads() < n as u64 + 256);
+    assert_eq!(Grid::for_elems_with_block(1000, 100).grid, (10, 1, 1));
+    assert_eq!(
+        Grid::new((2, 3, 4), (8, 8, 1))
+            .with_shared_mem(4096)
+            .shared_mem_bytes,
+        4096
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compile_errors_carry_the_nvrtc_log_with_line_numbers() {
+    let ctx = common::cuda_ctx();
+    let src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n";
+    match ctx.compile(src) {
+        Err(Error::Compile { log }) => {
+            assert!(log.contains("undefined_name"), "{log}");
+            assert!(log.contains("(2)"), "the log names line 2: {log}");
+        }
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compile_options_defines_includes_and_arch() {
+    let ctx = common::cuda_ctx();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("scale.h"), "#define SCALE_BY 3.0f\n").unwrap();
+    let src = r#"
+#include "scale.h"
+extern "C" __global__ void scaled(float* y, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = y[i] * SCALE_BY + OFFSET;
+}"#;
+    let info = ctx.device_info().unwrap();
+    let (major, minor) = info.compute_capability.unwrap();
+    let opts = CompileOptions::default()
+        .include(dir.path())
+        .define("OFFSET", Some("1.0f"))
+        .arch(major, minor);
+    let k = ctx
+        .compile_with(src, &opts)
+        .unwrap()
+        .kernel("scaled")
+        .unwrap();
+    let n = random_len(10_000);
+    let hy = random_vec::<f32>(n);
+    let mut y = ctx.upload(&hy).unwrap();
+    ctx.launch(&k, Grid::for_elems(n), (&mut y, n as u32))
+        .unwrap();
+    let want: Vec<f32> = hy.iter().map(|v| v.mul_add(3.0, 1.0)).collect();
+    assert_same(&want, &y.download().unwrap());
+    // Without the define the source does not compile.
+    assert!(matches!(
+        ctx.compile_with(src, &CompileOptions::default().include(dir.path())),
+        Err(Error::Compile { .. })
+    ));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dynamic_shared_memory_and_cpp_kernels() {
+    let ctx = common::cuda_ctx();
+    // Not extern "C": found through NVRTC's lowered (mangled) name.
+    let src = r#"
+__global__ void reverse_block(const int* in, int* out) {
+    extern __shared__ int tile[];
+    unsigned t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    tile[t] = in[base + t];
+    __syncthreads();
+    out[base + t] = tile[blockDim.x - 1 - t];
+}"#;
+    let k = ctx.compile(src).unwrap().kernel("reverse_block").unwrap();
+    let (blocks, block) = (random_len(64), 128usize);
+    let hin = random_vec::<i32>(blocks * block);
+    let input = ctx.upload(&hin).unwrap();
+    let mut out = ctx.zeros::<i32>(hin.len()).unwrap();
+    let grid =
+        Grid::new((blocks as u32, 1, 1), (block as u32, 1, 1)).with_shared_mem((block * 4) as u32);
+    ctx.launch(&k, grid, (&input, &mut out)).unwrap();
+    let want: Vec<i32> = hin
+        .chunks(block)
+        .flat_map(|c| c.iter().rev().copied())
+        .collect();
+    assert_same(&want, &out.download().unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_second_compile_is_a_cache_hit() {
+    let ctx = common::cuda_ctx();
+    let src = format!("{SAXPY}\n// unique {}\n", random_vec::<u64>(1)[0]);
+    let first = ctx.compile(&src).unwrap();
+    let second = ctx.compile(&src).unwrap();
+    assert!(first.same_as(&second));
+    let other = ctx
+        .compile_with(&src, &CompileOptions::default().define("X", None))
+        .unwrap();
+    assert!(
+        !other.same_as(&first),
+        "different options are a different key"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_invalid_launch_configuration_is_an_error_naming_the_kernel() {
+    let ctx = common::cuda_ctx();
+    let k = saxpy(&ctx);
+    let x = ctx.zeros::<f32>(8).unwrap();
+    let mut y = ctx.zeros::<f32>(8).unwrap();
+    let too_big = Grid::new((1, 1, 1), (4096, 1, 1));
+    let err = ctx
+        .launch(&k, too_big, (1.0f32, &x, &mut y, 8u32))
+        .unwrap_err();
+    assert!(err.to_string().contains("saxpy"), "{err}");
+    // The context is still fine afterwards.
+    ctx.launch(&k, Grid::for_elems(8), (1.0f32, &x, &mut y, 8u32))
+        .unwrap();
+    ctx.sync().unwrap();
+}
