@@ -1,1 +1,43 @@
-fn main() {}
+//! Project automation: `cargo xtask <command>`.
+//!
+//! Commands:
+//! - `gen [SPEC…] [--check]`: generate the FFI tiers from YAML wrapper specs
+//!   (see docs/generator.md).
+//! - `gpu-pack`: package GPU test binaries for the device machine.
+
+#[path = "gen/mod.rs"]
+mod generator; // `gen` is a reserved keyword in edition 2024
+mod gpu_pack;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match command.as_str() {
+        "gen" => generator::run(rest),
+        "gpu-pack" => gpu_pack::run(rest),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(anyhow::anyhow!("unknown command `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  gen [SPEC...] [--check]   generate FFI tiers from specs/*.yaml (or the given specs);
+                            --check writes nothing and fails naming each stale file
+  gpu-pack                  package GPU test binaries for the device machine";
