@@ -58,19 +58,29 @@ pub fn run(args: &[String]) -> Result<()> {
             path => specs.push(PathBuf::from(path)),
         }
     }
-    let root = repo_root();
+    run_in(&repo_root(), specs, check)
+}
+
+/// `gen` with an explicit repository root (tests use a temporary one). With
+/// no `specs`, every `specs/*.yaml` under `root` is generated and generated
+/// files no spec produces any more are reported (`--check`) or removed.
+pub fn run_in(root: &Path, mut specs: Vec<PathBuf>, check: bool) -> Result<()> {
     let all = specs.is_empty();
     if all {
-        specs = discover(&root)?;
+        specs = discover(root)?;
         if specs.is_empty() {
             bail!("no specs found in {}", root.join("specs").display());
         }
     }
-    let files = generate(&root, &specs)?;
+    let files = generate(root, &specs)?;
     if check {
-        let mut stale = output::stale(&root, &files)?;
+        let mut stale = output::stale(root, &files)?;
         if all {
-            stale.extend(output::orphans(&root, &files)?);
+            stale.extend(
+                output::orphans(root, &files)?
+                    .into_iter()
+                    .map(|o| format!("{o} (no spec generates it any more)")),
+            );
         }
         if stale.is_empty() {
             println!(
@@ -83,13 +93,14 @@ pub fn run(args: &[String]) -> Result<()> {
             eprintln!("stale: {s}");
         }
         bail!(
-            "{} generated file(s) are stale; run `cargo xtask gen` and commit the result",
-            stale.len()
+            "{} generated file(s) are stale: {}; run `cargo xtask gen` and commit the result",
+            stale.len(),
+            stale.join(", ")
         );
     }
-    let written = output::write_all(&root, &files)?;
+    let written = output::write_all(root, &files)?;
     let removed = if all {
-        output::remove_orphans(&root, &files)?
+        output::remove_orphans(root, &files)?
     } else {
         Vec::new()
     };

@@ -51,7 +51,9 @@ pub struct RawFunction {
     pub params: Vec<Spanned<RawParam>>,
     #[serde(rename = "return")]
     pub ret: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "nullable")]
     pub cpp_fn: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "nullable")]
     pub cpp_body: Option<Spanned<String>>,
 }
 
@@ -66,7 +68,9 @@ pub struct RawMethod {
     pub params: Vec<Spanned<RawParam>>,
     #[serde(rename = "return")]
     pub ret: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "nullable")]
     pub cpp_method: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "nullable")]
     pub cpp_body: Option<Spanned<String>>,
     #[serde(rename = "const")]
     pub is_const: Option<Spanned<bool>>,
@@ -105,6 +109,41 @@ impl<'de> Deserialize<'de> for RawParam {
         }
         deserializer.deserialize_map(ParamVisitor)
     }
+}
+
+/// A string that may be written as YAML null (`cpp_method:` with no value):
+/// null reads as the empty string, so that validation can report the field
+/// as empty at its own position instead of as missing.
+struct NullableString(String);
+
+impl<'de> Deserialize<'de> for NullableString {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = NullableString;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<NullableString, E> {
+                Ok(NullableString(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<NullableString, E> {
+                Ok(NullableString(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<NullableString, E> {
+                Ok(NullableString(String::new()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<NullableString, E> {
+                Ok(NullableString(String::new()))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+fn nullable<'de, D: de::Deserializer<'de>>(d: D) -> Result<Option<Spanned<String>>, D::Error> {
+    let s = Spanned::<NullableString>::deserialize(d)?;
+    Ok(Some(Spanned::new(s.value.0, s.referenced, s.defined)))
 }
 
 /// Parses spec text. `file` names the spec in error messages.

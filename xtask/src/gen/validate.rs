@@ -290,8 +290,10 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
                 format!("duplicate name: {what} `{name}` is already defined at line {}:{}", first.line, first.column),
                 "rename one of them (C symbols get the prefix once, so `cuda_x` and `x` collide under prefix `rt_cuda`)",
             );
+            false
         } else {
             table.insert(name, at);
+            true
         }
     };
     for fixed in ["last_error_message", "string_free", "status"] {
@@ -316,9 +318,12 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
             at,
             "add `cpp_type: ns::Class`: the C++ type the handle owns",
         );
-        let (Some((name, npos)), Some((cpp_type, _))) = (name, cpp_type) else {
+        let Some((name, npos)) = name else {
             continue;
         };
+        // A missing cpp_type is reported above; the handle is still declared
+        // so that its uses cause no follow-up errors.
+        let cpp_type = cpp_type.map(|(t, _)| t).unwrap_or_default();
         if !names::is_camel_ident(&name) {
             cx.err(
                 npos,
@@ -337,21 +342,21 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
         }
         let snake = names::snake_case(&name);
         let c_name = names::join_prefix(&prefix_s, &snake);
-        claim(&mut cx, &mut c_symbols, c_name.clone(), npos, "C type");
-        claim(
-            &mut cx,
-            &mut c_symbols,
-            format!("{c_name}_free"),
-            npos,
-            "C function",
-        );
-        claim(
-            &mut cx,
-            &mut bridge_names,
-            name.clone(),
-            npos,
-            "bridge type",
-        );
+        let _ = claim(&mut cx, &mut c_symbols, c_name.clone(), npos, "C type")
+            && claim(
+                &mut cx,
+                &mut c_symbols,
+                format!("{c_name}_free"),
+                npos,
+                "C function",
+            )
+            && claim(
+                &mut cx,
+                &mut bridge_names,
+                name.clone(),
+                npos,
+                "bridge type",
+            );
         handle_index.insert(name.clone(), handles.len());
         handles.push(Handle {
             name,
@@ -365,18 +370,18 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
     let mut functions = Vec::new();
     for f in &raw.functions {
         if let Some(func) = function(&mut cx, f, &prefix_s, &handle_index) {
-            claim(
+            let at = name_pos(&f.value.name, pos(f));
+            let _ = claim(
                 &mut cx,
                 &mut c_symbols,
                 func.c_name.clone(),
-                name_pos(&f.value.name, pos(f)),
+                at,
                 "C function",
-            );
-            claim(
+            ) && claim(
                 &mut cx,
                 &mut bridge_names,
                 func.bridge_name.clone(),
-                name_pos(&f.value.name, pos(f)),
+                at,
                 "function",
             );
             functions.push(func);
@@ -387,14 +392,13 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
     for m in &raw.methods {
         if let Some(func) = method(&mut cx, m, &prefix_s, &handle_index, &handles) {
             let at = name_pos(&m.value.name, pos(m));
-            claim(
+            let _ = claim(
                 &mut cx,
                 &mut c_symbols,
                 func.c_name.clone(),
                 at,
                 "C function",
-            );
-            claim(
+            ) && claim(
                 &mut cx,
                 &mut bridge_names,
                 func.bridge_name.clone(),
