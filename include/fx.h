@@ -125,7 +125,7 @@ fx_status fx_mix(int8_t a, int16_t b, int32_t c, uint8_t d, uint16_t e, uint32_t
 /**
  * `count` copies of `byte`.
  *
- * On success *out_ptr/*out_len receive an array; free it with fx_u8_array_free(ptr, len).
+ * On success *out_ptr and *out_len receive an array; free it with fx_u8_array_free(ptr, len).
  */
 fx_status fx_repeat_byte(uint8_t byte, size_t count, uint8_t** out_ptr, size_t* out_len);
 
@@ -177,7 +177,7 @@ fx_status fx_counter_add_all(fx_counter* self, const int64_t* values, size_t val
 /**
  * Every value the counter has had, oldest first.
  *
- * On success *out_ptr/*out_len receive an array; free it with fx_i64_array_free(ptr, len).
+ * On success *out_ptr and *out_len receive an array; free it with fx_i64_array_free(ptr, len).
  */
 fx_status fx_counter_history(const fx_counter* self, int64_t** out_ptr, size_t* out_len);
 

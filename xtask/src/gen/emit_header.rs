@@ -8,8 +8,8 @@ use super::out::{Out, w};
 fn c_doc(o: &mut Out, doc: &str) {
     w!(o, "/**");
     for l in doc.lines() {
-        // `*/` inside a doc would end the comment early.
-        let l = l.trim_end().replace("*/", "* /");
+        // `*/` inside a doc would end the comment early; `/*` trips -Wcomment.
+        let l = l.trim_end().replace("*/", "* /").replace("/*", "/ *");
         if l.is_empty() {
             w!(o, " *");
         } else {
@@ -28,7 +28,7 @@ fn return_note(spec: &Spec, ty: Ty) -> Option<String> {
             spec.string_free_fn()
         )),
         Ty::Vec(n) => Some(format!(
-            "On success *out_ptr/*out_len receive an array; free it with {}(ptr, len).",
+            "On success *out_ptr and *out_len receive an array; free it with {}(ptr, len).",
             spec.array_free_fn(n)
         )),
         Ty::HandleOwned(h) => Some(format!(
