@@ -112,10 +112,8 @@ fn c_abi_rejects_null_pointers_before_calling_cuda() {
     unsafe { capi::rt_cuda_stream_free(std::ptr::null_mut()) };
     let mut v = 0;
     // SAFETY: `v` is valid for writes.
-    assert_eq!(
-        unsafe { capi::rt_cuda_runtime_version(&mut v) },
-        capi::Status::Ok
-    );
+    let result = unsafe { capi::rt_cuda_runtime_version(&mut v) };
+    assert_eq!(result, capi::Status::Ok);
     assert!((13000..14000).contains(&v));
     assert_eq!(last_error(), "", "success clears the message");
 }

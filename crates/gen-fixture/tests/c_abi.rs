@@ -23,10 +23,8 @@ fn make(name: &str, start: i64) -> *mut Counter {
     let name = CString::new(name).expect("no NUL");
     let mut out: *mut Counter = std::ptr::null_mut();
     // SAFETY: `name` is NUL-terminated and `out` valid for writes.
-    assert_eq!(
-        unsafe { capi::fx_make_counter(name.as_ptr(), start, &mut out) },
-        Status::Ok
-    );
+    let result = unsafe { capi::fx_make_counter(name.as_ptr(), start, &mut out) };
+    assert_eq!(result, Status::Ok);
     assert!(!out.is_null());
     out
 }
@@ -46,10 +44,8 @@ fn failure_writes_no_out_param_and_sets_the_message() {
     let sentinel: i64 = rng.random();
     let mut out = sentinel;
     // SAFETY: live handle, valid out pointer.
-    assert_eq!(
-        unsafe { capi::fx_counter_divide(c, 0, &mut out) },
-        Status::Exception
-    );
+    let result = unsafe { capi::fx_counter_divide(c, 0, &mut out) };
+    assert_eq!(result, Status::Exception);
     assert_eq!(out, sentinel);
     assert_eq!(
         last_error(),
@@ -60,23 +56,17 @@ fn failure_writes_no_out_param_and_sets_the_message() {
 
     // Truncation and the length query behave like snprintf.
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { capi::fx_counter_divide(c, 0, &mut out) },
-        Status::Exception
-    );
+    let result = unsafe { capi::fx_counter_divide(c, 0, &mut out) };
+    assert_eq!(result, Status::Exception);
     // SAFETY: NULL buffer is allowed.
     let full = unsafe { capi::fx_last_error_message(std::ptr::null_mut(), 0) };
     let mut small = [0x7f as c_char; 8];
     // SAFETY: `small` is valid for 8 writes.
-    assert_eq!(
-        unsafe { capi::fx_last_error_message(small.as_mut_ptr(), small.len()) },
-        full
-    );
+    let result = unsafe { capi::fx_last_error_message(small.as_mut_ptr(), small.len()) };
+    assert_eq!(result, full);
     // SAFETY: NUL-terminated within `small`.
-    assert_eq!(
-        unsafe { CStr::from_ptr(small.as_ptr()) }.to_bytes(),
-        b"fixture"
-    );
+    let truncated = unsafe { CStr::from_ptr(small.as_ptr()) };
+    assert_eq!(truncated.to_bytes(), b"fixture");
     // SAFETY: `c` is live and not used afterwards.
     unsafe { capi::fx_counter_free(c) };
 }
@@ -145,19 +135,15 @@ fn strings_arrays_and_handles_come_out_owned() {
         .collect();
     let mut v = 0;
     // SAFETY: live handle; `deltas` valid for its length; `v` valid for writes.
-    assert_eq!(
-        unsafe { capi::fx_counter_add_all(c, deltas.as_ptr(), deltas.len(), &mut v) },
-        Status::Ok
-    );
+    let result = unsafe { capi::fx_counter_add_all(c, deltas.as_ptr(), deltas.len(), &mut v) };
+    assert_eq!(result, Status::Ok);
     assert_eq!(v, start + deltas.iter().sum::<i64>());
 
     let mut ptr: *mut i64 = std::ptr::null_mut();
     let mut len = 0usize;
     // SAFETY: live handle; out pointers valid for writes.
-    assert_eq!(
-        unsafe { capi::fx_counter_history(c, &mut ptr, &mut len) },
-        Status::Ok
-    );
+    let result = unsafe { capi::fx_counter_history(c, &mut ptr, &mut len) };
+    assert_eq!(result, Status::Ok);
     assert_eq!(len, deltas.len() + 1);
     // SAFETY: the library returned `len` elements at `ptr`.
     let hist = unsafe { std::slice::from_raw_parts(ptr, len) };
@@ -174,20 +160,16 @@ fn strings_arrays_and_handles_come_out_owned() {
     // SAFETY: live handle; `name` valid for writes.
     assert_eq!(unsafe { capi::fx_counter_name(c, &mut name) }, Status::Ok);
     // SAFETY: a NUL-terminated string from the library.
-    assert_eq!(
-        unsafe { CStr::from_ptr(name) }.to_str().expect("utf8"),
-        "héllo wörld"
-    );
+    let got = unsafe { CStr::from_ptr(name) };
+    assert_eq!(got.to_str().expect("utf8"), "héllo wörld");
     // SAFETY: returned by the library, freed once.
     unsafe { capi::fx_string_free(name) };
 
     let new_name = CString::new("twin").expect("no NUL");
     let mut twin: *mut Counter = std::ptr::null_mut();
     // SAFETY: live handle, NUL-terminated string, valid out pointer.
-    assert_eq!(
-        unsafe { capi::fx_counter_renamed_copy(c, new_name.as_ptr(), &mut twin) },
-        Status::Ok
-    );
+    let result = unsafe { capi::fx_counter_renamed_copy(c, new_name.as_ptr(), &mut twin) };
+    assert_eq!(result, Status::Ok);
     assert_eq!(value(twin), v);
     // SAFETY: both handles live and distinct.
     assert_eq!(unsafe { capi::fx_counter_absorb(c, twin) }, Status::Ok);
@@ -205,52 +187,41 @@ fn malformed_arguments_are_rejected_not_undefined() {
     let c = make("m", 3);
     let mut v = 0i64;
     // SAFETY: `c` is live; passing it twice is what is being rejected.
-    assert_eq!(
-        unsafe { capi::fx_counter_absorb(c, c) },
-        Status::InvalidArgument
-    );
+    let result = unsafe { capi::fx_counter_absorb(c, c) };
+    assert_eq!(result, Status::InvalidArgument);
     assert!(last_error().contains("same handle"));
     assert_eq!(value(c), 3);
 
     let bad = [0xffu8, 0xfe, 0];
     let mut s: *mut c_char = std::ptr::null_mut();
     // SAFETY: NUL-terminated (invalid UTF-8) string, valid out pointer.
-    assert_eq!(
-        unsafe { capi::fx_upper(bad.as_ptr().cast(), &mut s) },
-        Status::InvalidUtf8
-    );
+    let result = unsafe { capi::fx_upper(bad.as_ptr().cast(), &mut s) };
+    assert_eq!(result, Status::InvalidUtf8);
     assert!(s.is_null());
 
     let mut buf = vec![1.0f32; 64];
     let p = buf.as_mut_ptr();
     // SAFETY: both ranges lie inside `buf`; their overlap is what is being rejected.
-    assert_eq!(
-        unsafe { capi::fx_scale_into(p, 32, p.wrapping_add(16), 32, 2.0) },
-        Status::InvalidArgument
-    );
+    let result = unsafe { capi::fx_scale_into(p, 32, p.wrapping_add(16), 32, 2.0) };
+    assert_eq!(result, Status::InvalidArgument);
     assert!(last_error().contains("overlap"));
     assert!(buf.iter().all(|&x| x == 1.0), "nothing written");
     // Disjoint halves are fine.
     // SAFETY: two disjoint ranges inside `buf`.
-    assert_eq!(
-        unsafe { capi::fx_scale_into(p, 32, p.wrapping_add(32), 32, 2.0) },
-        Status::Ok
-    );
+    let result = unsafe { capi::fx_scale_into(p, 32, p.wrapping_add(32), 32, 2.0) };
+    assert_eq!(result, Status::Ok);
     assert!(buf[32..].iter().all(|&x| x == 2.0));
 
     let words = [0u64; 4];
     let misaligned = words.as_ptr().cast::<u8>().wrapping_add(1).cast::<i64>();
     // SAFETY: the pointer is in bounds but misaligned, which is what is being rejected.
-    assert_eq!(
-        unsafe { capi::fx_counter_add_all(c, misaligned, 2, &mut v) },
-        Status::InvalidArgument
-    );
+    let result = unsafe { capi::fx_counter_add_all(c, misaligned, 2, &mut v) };
+    assert_eq!(result, Status::InvalidArgument);
     assert!(last_error().contains("misaligned"));
     // SAFETY: the length overflows; rejected before any access.
-    assert_eq!(
-        unsafe { capi::fx_counter_add_all(c, words.as_ptr().cast(), usize::MAX / 2, &mut v) },
-        Status::InvalidArgument
-    );
+    let result =
+        unsafe { capi::fx_counter_add_all(c, words.as_ptr().cast(), usize::MAX / 2, &mut v) };
+    assert_eq!(result, Status::InvalidArgument);
     assert_eq!(value(c), 3);
     // SAFETY: live handle, freed once.
     unsafe { capi::fx_counter_free(c) };
@@ -261,10 +232,8 @@ fn the_last_error_is_per_thread() {
     let c = make("t", 1) as usize;
     let mut out = 0i64;
     // SAFETY: live handle, valid out pointer.
-    assert_eq!(
-        unsafe { capi::fx_counter_divide(c as *mut Counter, 0, &mut out) },
-        Status::Exception
-    );
+    let result = unsafe { capi::fx_counter_divide(c as *mut Counter, 0, &mut out) };
+    assert_eq!(result, Status::Exception);
     let other = std::thread::spawn(last_error).join().expect("thread");
     assert_eq!(other, "", "another thread has its own (empty) message");
     assert!(last_error().contains("division by zero"));
