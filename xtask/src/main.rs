@@ -12,14 +12,16 @@ mod gpu_pack;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((command, rest)) = args.split_first() else {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, args)) = argv.split_first() else {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    // The arguments after the command.
+    let args = args.to_vec();
     let result = match command.as_str() {
-        "gen" => generator::run(rest),
-        "gpu-pack" => gpu_pack::run(rest),
+        "gen" => generator::run(&args),
+        "gpu-pack" => gpu_pack::run(&args),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())

@@ -257,9 +257,15 @@ pub fn header(spec: &Spec) -> String {
     o.finish()
 }
 
+/// A file name as a C string literal body (for `#line`).
+fn c_string(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
 /// Emits `bridge/<library>/<library>_bridge.cc`.
 pub fn source(spec: &Spec) -> String {
-    let out_path = spec.bridge_source_path();
+    let out_path = c_string(&spec.bridge_source_path());
+    let spec_path = c_string(&spec.file);
     let mut o = Out::new();
     w!(o, "// {}", do_not_edit(&spec.file));
     w!(o, "//");
@@ -286,7 +292,7 @@ pub fn source(spec: &Spec) -> String {
             CppImpl::Lambda(src) => {
                 let native = format!("gen_lambda_({})", call_args(f, true));
                 w!(o, "    auto gen_lambda_ =");
-                w!(o, "#line {} \"{}\"", src.line, spec.file);
+                w!(o, "#line {} \"{spec_path}\"", src.line);
                 w!(o, "{}", src.code);
                 let next = o.next_line() + 1;
                 w!(o, "#line {next} \"{out_path}\"");
@@ -300,7 +306,7 @@ pub fn source(spec: &Spec) -> String {
                     }
                 }
                 w!(o, "    auto gen_body_ = [&]() {{");
-                w!(o, "#line {} \"{}\"", src.line, spec.file);
+                w!(o, "#line {} \"{spec_path}\"", src.line);
                 w!(o, "{}", src.code);
                 let next = o.next_line() + 1;
                 w!(o, "#line {next} \"{out_path}\"");
