@@ -41,6 +41,7 @@ fn failure_writes_no_out_param_and_sets_the_message() {
     let mut rng = rand::rng();
     let start = rng.random_range(1..1_000_000);
     let c = make("c", start);
+    let other = make("other", 0);
     let sentinel: i64 = rng.random();
     let mut out = sentinel;
     // SAFETY: live handle, valid out pointer.
@@ -51,6 +52,10 @@ fn failure_writes_no_out_param_and_sets_the_message() {
         last_error(),
         "fixture: Counter::divide: Counter::divide_by: division by zero"
     );
+    // Freeing another handle (cleanup before reporting) keeps the message.
+    // SAFETY: `other` is live and not used afterwards.
+    unsafe { capi::fx_counter_free(other) };
+    assert!(last_error().contains("division by zero"));
     assert_eq!(value(c), start);
     assert_eq!(last_error(), "", "a successful call clears the message");
 

@@ -761,17 +761,27 @@ pub fn capi(spec: &Spec) -> String {
         w!(o, "    }}");
         w!(
             o,
-            "    // A panicking destructor is caught and recorded as the last error."
+            "    // Freeing leaves the last error message alone (C code often cleans up"
         );
-        w!(o, "    guard(|| {{");
+        w!(
+            o,
+            "    // before it reports); a panicking destructor is caught and recorded."
+        );
+        w!(o, "    let freed = catch_unwind(AssertUnwindSafe(|| {{");
         w!(
             o,
             "        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used"
         );
         w!(o, "        // again per the caller's guarantee.");
         w!(o, "        drop(unsafe {{ Box::from_raw(handle) }});");
-        w!(o, "        Ok(())");
-        w!(o, "    }});");
+        w!(o, "    }}));");
+        w!(o, "    if let Err(payload) = freed {{");
+        w!(
+            o,
+            "        set_last_error(&format!(\"a Rust panic was caught while freeing a {}: {{}}\", panic_message(payload.as_ref())));",
+            h.c_name
+        );
+        w!(o, "    }}");
         w!(o, "}}");
     }
     if spec.returns_str() {

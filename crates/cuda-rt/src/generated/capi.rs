@@ -205,13 +205,19 @@ pub unsafe extern "C" fn rt_cuda_device_buffer_free(handle: *mut safe::DeviceBuf
     if handle.is_null() {
         return;
     }
-    // A panicking destructor is caught and recorded as the last error.
-    guard(|| {
+    // Freeing leaves the last error message alone (C code often cleans up
+    // before it reports); a panicking destructor is caught and recorded.
+    let freed = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
         // again per the caller's guarantee.
         drop(unsafe { Box::from_raw(handle) });
-        Ok(())
-    });
+    }));
+    if let Err(payload) = freed {
+        set_last_error(&format!(
+            "a Rust panic was caught while freeing a rt_cuda_device_buffer: {}",
+            panic_message(payload.as_ref())
+        ));
+    }
 }
 
 /// Destroys a `rt_cuda_stream` handle (runs the C++ destructor). NULL is a no-op.
@@ -224,13 +230,19 @@ pub unsafe extern "C" fn rt_cuda_stream_free(handle: *mut safe::CudaStream) {
     if handle.is_null() {
         return;
     }
-    // A panicking destructor is caught and recorded as the last error.
-    guard(|| {
+    // Freeing leaves the last error message alone (C code often cleans up
+    // before it reports); a panicking destructor is caught and recorded.
+    let freed = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
         // again per the caller's guarantee.
         drop(unsafe { Box::from_raw(handle) });
-        Ok(())
-    });
+    }));
+    if let Err(payload) = freed {
+        set_last_error(&format!(
+            "a Rust panic was caught while freeing a rt_cuda_stream: {}",
+            panic_message(payload.as_ref())
+        ));
+    }
 }
 
 /// Frees a string returned by this library. NULL is a no-op.

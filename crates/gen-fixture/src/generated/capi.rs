@@ -259,13 +259,19 @@ pub unsafe extern "C" fn fx_counter_free(handle: *mut safe::Counter) {
     if handle.is_null() {
         return;
     }
-    // A panicking destructor is caught and recorded as the last error.
-    guard(|| {
+    // Freeing leaves the last error message alone (C code often cleans up
+    // before it reports); a panicking destructor is caught and recorded.
+    let freed = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
         // again per the caller's guarantee.
         drop(unsafe { Box::from_raw(handle) });
-        Ok(())
-    });
+    }));
+    if let Err(payload) = freed {
+        set_last_error(&format!(
+            "a Rust panic was caught while freeing a fx_counter: {}",
+            panic_message(payload.as_ref())
+        ));
+    }
 }
 
 /// Frees a string returned by this library. NULL is a no-op.
