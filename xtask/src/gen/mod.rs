@@ -10,6 +10,7 @@
 //!   only when every spec succeeded (`--check` compares instead).
 
 mod abi;
+mod capi_runtime;
 mod emit_capi;
 mod emit_cpp;
 mod emit_cxx;
