@@ -1,22 +1,46 @@
 //! Project automation: `cargo xtask <command>`.
 //!
-//! - `gpu-pack`: build every test binary and the CLI in release mode, copy
-//!   them into `.gpu-pack/` with a runner script, and print the device
-//!   command that runs them on the GPU machine.
+//! Commands:
+//! - `gen [SPEC…] [--check]`: generate the FFI tiers from YAML wrapper specs
+//!   (see docs/generator.md).
+//! - `gpu-pack`: package GPU test binaries for the device machine.
 
+#[path = "gen/mod.rs"]
+mod generator; // `gen` is a reserved keyword in edition 2024
 mod gpu_pack;
 
-use anyhow::bail;
+use std::process::ExitCode;
 
-fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("gpu-pack") => gpu_pack::run(&args[1..]),
-        Some(other) => bail!("unknown xtask command {other:?}\n\n{USAGE}"),
-        None => bail!("no command given\n\n{USAGE}"),
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, args)) = argv.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    // The arguments after the command.
+    let args = args.to_vec();
+    let result = match command.as_str() {
+        "gen" => generator::run(&args),
+        "gpu-pack" => gpu_pack::run(&args),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(anyhow::anyhow!("unknown command `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
 const USAGE: &str = "usage: cargo xtask <command>
+
 commands:
-  gpu-pack [--features F]   build GPU test binaries into .gpu-pack/ and print the device command";
+  gen [SPEC...] [--check]   generate FFI tiers from specs/*.yaml (or the given specs);
+                            --check writes nothing and fails naming each stale file
+  gpu-pack [CARGO ARGS]     build GPU test binaries and examples into .gpu-pack/ and print
+                            the device command that runs them";

@@ -1,0 +1,225 @@
+//! `cargo xtask gen [SPEC…] [--check]`: YAML wrapper specs to three FFI tiers.
+//!
+//! Pipeline (one job per file):
+//! - [`spec`]: the YAML model, parsed with serde-saphyr (with spans);
+//! - [`validate`]: checks and resolves it into [`model::Spec`], reporting
+//!   every problem as `file:line:column` with a hint ([`error`]);
+//! - emitters: [`emit_cpp`] + [`emit_cxx`] (tier 1), [`emit_capi`] +
+//!   [`emit_header`] (tier 2, sharing [`abi`]), [`emit_safe`] (tier 3);
+//! - [`output`]: everything is generated in memory first; files are written
+//!   only when every spec succeeded (`--check` compares instead).
+
+mod abi;
+mod capi_runtime;
+mod emit_capi;
+mod emit_cpp;
+mod emit_cxx;
+mod emit_header;
+mod emit_safe;
+pub mod error;
+pub mod model;
+mod names;
+mod out;
+pub mod output;
+pub mod spec;
+pub mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+
+use error::{SpecError, SpecErrors};
+use model::{Spec, do_not_edit};
+use output::GenFile;
+
+/// The repository root (the parent of xtask/).
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// Entry point of `cargo xtask gen`.
+pub fn run(args: &[String]) -> Result<()> {
+    let mut check = false;
+    let mut specs = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "--check" => check = true,
+            "-h" | "--help" => {
+                println!(
+                    "usage: cargo xtask gen [SPEC...] [--check]\n\nWith no SPEC, every specs/*.yaml is generated.\n--check writes nothing and fails naming each stale file."
+                );
+                return Ok(());
+            }
+            flag if flag.starts_with('-') => {
+                bail!("unknown flag `{flag}` (usage: cargo xtask gen [SPEC...] [--check])")
+            }
+            path => specs.push(PathBuf::from(path)),
+        }
+    }
+    run_in(&repo_root(), specs, check)
+}
+
+/// `gen` with an explicit repository root (tests use a temporary one). With
+/// no `specs`, every `specs/*.yaml` under `root` is generated and generated
+/// files no spec produces any more are reported (`--check`) or removed.
+pub fn run_in(root: &Path, mut specs: Vec<PathBuf>, check: bool) -> Result<()> {
+    let all = specs.is_empty();
+    if all {
+        specs = discover(root)?;
+        if specs.is_empty() {
+            bail!("no specs found in {}", root.join("specs").display());
+        }
+    }
+    let files = generate(root, &specs)?;
+    if check {
+        let mut stale = output::stale(root, &files)?;
+        if all {
+            stale.extend(
+                output::orphans(root, &files)?
+                    .into_iter()
+                    .map(|o| format!("{o} (no spec generates it any more)")),
+            );
+        }
+        if stale.is_empty() {
+            println!(
+                "gen --check: {} generated files are up to date",
+                files.len()
+            );
+            return Ok(());
+        }
+        for s in &stale {
+            eprintln!("stale: {s}");
+        }
+        bail!(
+            "{} generated file(s) are stale: {}; run `cargo xtask gen` and commit the result",
+            stale.len(),
+            stale.join(", ")
+        );
+    }
+    let written = output::write_all(root, &files)?;
+    let removed = if all {
+        output::remove_orphans(root, &files)?
+    } else {
+        Vec::new()
+    };
+    for w in &written {
+        println!("wrote {w}");
+    }
+    for r in &removed {
+        println!("removed {r}");
+    }
+    println!(
+        "gen: {} files from {} spec(s), {} changed, {} removed",
+        files.len(),
+        specs.len(),
+        written.len(),
+        removed.len()
+    );
+    Ok(())
+}
+
+/// `specs/*.yaml`, sorted.
+pub fn discover(root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join("specs");
+    let mut v = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = entry?.path();
+        if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            v.push(p);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// The spec path as shown in messages and generated files: relative to the
+/// repository root when inside it, with `/` separators.
+pub fn display_path(root: &Path, path: &Path) -> String {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    let abs = abs.canonicalize().unwrap_or(abs);
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let shown = abs
+        .strip_prefix(&root)
+        .map(Path::to_path_buf)
+        .unwrap_or(abs);
+    shown.to_string_lossy().replace('\\', "/")
+}
+
+/// Parses and validates one spec from text.
+pub fn load_str(file: &str, text: &str) -> std::result::Result<Spec, Vec<SpecError>> {
+    let raw = spec::parse(file, text).map_err(|e| vec![e])?;
+    validate::validate(file, text, &raw)
+}
+
+/// Generates every file of every spec in memory. Fails (with all spec
+/// errors) before anything is written.
+pub fn generate(root: &Path, specs: &[PathBuf]) -> Result<Vec<GenFile>> {
+    let mut errors = Vec::new();
+    let mut models = Vec::new();
+    for path in specs {
+        let shown = display_path(root, path);
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.push(SpecError {
+                    file: shown,
+                    line: 0,
+                    column: 0,
+                    message: format!("cannot read the spec: {e}"),
+                    hint: "check the path".into(),
+                });
+                continue;
+            }
+        };
+        match load_str(&shown, &text) {
+            Ok(spec) => models.push(spec),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(SpecErrors(errors).into());
+    }
+    let mut files = Vec::new();
+    for spec in &models {
+        files.extend(emit(spec)?);
+    }
+    output::check_unique(&files)?;
+    Ok(files)
+}
+
+/// All files of one spec.
+pub fn emit(spec: &Spec) -> Result<Vec<GenFile>> {
+    let mut mod_rs = format!("// {}\n\n", do_not_edit(&spec.file));
+    mod_rs.push_str(&format!(
+        "//! The generated tiers of `{}` (from {}).\n\n",
+        spec.library, spec.file
+    ));
+    mod_rs.push_str("pub mod bridge;\npub mod capi;\npub mod safe;\n");
+    Ok(vec![
+        GenFile::new(spec.bridge_header_path(), emit_cpp::header(spec)),
+        GenFile::new(spec.bridge_source_path(), emit_cpp::source(spec)),
+        GenFile::new(
+            spec.rust_path("bridge"),
+            output::rustfmt(&emit_cxx::bridge(spec))?,
+        ),
+        GenFile::new(
+            spec.rust_path("capi"),
+            output::rustfmt(&emit_capi::capi(spec))?,
+        ),
+        GenFile::new(
+            spec.rust_path("safe"),
+            output::rustfmt(&emit_safe::safe(spec))?,
+        ),
+        GenFile::new(spec.rust_path("mod"), output::rustfmt(&mod_rs)?),
+        GenFile::new(spec.c_header_path(), emit_header::header(spec)),
+    ])
+}
