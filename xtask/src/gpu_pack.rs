@@ -26,10 +26,42 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut tests = Vec::new();
     for exe in build(
         &root,
-        &["test", "--workspace", "--release", "--no-run"],
+        // The generator's own tests need rustfmt, cargo and gcc, which the
+        // GPU machine lacks; they run in CI instead.
+        &[
+            "test",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "unigpu-gen-fixture",
+            "--release",
+            "--no-run",
+        ],
         args,
     )? {
         tests.push(copy_into(&pack, &exe)?);
+    }
+    // The direct-CUDA tier (specs/cuda.yaml) builds against the CUDA headers
+    // from pip; `.ci/gen-tests.sh` installs them into .venv-cuda.
+    match cuda_wheel_home(&root) {
+        Some(home) => {
+            let features = [
+                "test",
+                "-p",
+                "unigpu-cuda-rt",
+                "--features",
+                "cuda",
+                "--release",
+                "--no-run",
+            ];
+            for exe in build_with_env(&root, &features, args, &[("UNIGPU_CUDA_HOME", &home)])? {
+                tests.push(copy_into(&pack, &exe)?);
+            }
+        }
+        None => println!(
+            "note: no .venv-cuda (run .ci/gen-tests.sh once): the cuda-rt GPU tests are not packed"
+        ),
     }
     let mut tools = Vec::new();
     for exe in build(
@@ -82,11 +114,35 @@ fn workspace_root() -> anyhow::Result<PathBuf> {
         .to_path_buf())
 }
 
+/// `.venv-cuda/lib/python*/site-packages/nvidia/cu13`, if installed.
+fn cuda_wheel_home(root: &Path) -> Option<String> {
+    let lib = root.join(".venv-cuda").join("lib");
+    fs::read_dir(lib)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .find_map(|e| {
+            let home = e.path().join("site-packages/nvidia/cu13");
+            home.join("include")
+                .is_dir()
+                .then(|| home.display().to_string())
+        })
+}
+
 /// Runs cargo with JSON messages and returns the executables it produced.
 fn build(root: &Path, cargo_args: &[&str], extra: &[String]) -> anyhow::Result<Vec<PathBuf>> {
+    build_with_env(root, cargo_args, extra, &[])
+}
+
+fn build_with_env(
+    root: &Path,
+    cargo_args: &[&str],
+    extra: &[String],
+    env: &[(&str, &str)],
+) -> anyhow::Result<Vec<PathBuf>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(root)
+        .envs(env.iter().copied())
         .args(cargo_args)
         .args(extra)
         .arg("--message-format=json-render-diagnostics")

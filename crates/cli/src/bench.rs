@@ -84,6 +84,15 @@ fn launch(ctx: &Context) -> anyhow::Result<()> {
     s.sync()?;
     let total = t.elapsed().as_secs_f64() * 1e6 / N as f64;
     out("unigpu_empty_launch_submit_us", format!("{submit:.3}"));
+    let t = Instant::now();
+    for _ in 0..N {
+        ctx.launch(&k, g, ())?;
+    }
+    out(
+        "unigpu_empty_launch_default_stream_submit_us",
+        format!("{:.3}", t.elapsed().as_secs_f64() * 1e6 / N as f64),
+    );
+    ctx.sync()?;
     out("unigpu_empty_launch_throughput_us", format!("{total:.3}"));
     let mut rt = Vec::new();
     for _ in 0..2000 {

@@ -1,6 +1,7 @@
 //! Streams: ordered queues of device work. Work on different streams may
 //! run at the same time; events order it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use unigpu_safe::{CudaEventHandle, CudaStreamHandle};
@@ -21,8 +22,9 @@ use crate::{Element, Error, GpuArray, Result};
 #[derive(Debug, Clone)]
 pub struct Stream {
     pub(crate) imp: StreamImpl,
-    /// The last kernel launched here, named in errors found at sync time.
-    last_kernel: Arc<Mutex<Option<String>>>,
+    /// Id of the last kernel launched here (0: none), named in errors
+    /// found at sync time. An atomic, so launching takes no lock.
+    last_kernel: Arc<AtomicUsize>,
 }
 
 #[derive(Debug, Clone)]
@@ -39,16 +41,14 @@ impl Stream {
         }
     }
 
-    pub(crate) fn note_launch(&self, kernel: &str) {
-        let mut last = crate::cpu::lock(&self.last_kernel);
-        if last.as_deref() != Some(kernel) {
-            *last = Some(kernel.to_string());
-        }
+    pub(crate) fn note_launch(&self, kernel_id: usize) {
+        self.last_kernel.store(kernel_id, Ordering::Relaxed);
     }
 
     /// Adds the last launched kernel's name to a fault found at sync time.
     pub(crate) fn blame_last_kernel(&self, e: Error) -> Error {
-        match (e, crate::cpu::lock(&self.last_kernel).as_deref()) {
+        let last = crate::kernel::name_of(self.last_kernel.load(Ordering::Relaxed));
+        match (e, last.as_deref()) {
             (
                 Error::Driver {
                     call,

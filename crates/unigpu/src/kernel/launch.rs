@@ -51,7 +51,7 @@ impl Stream {
                             .ok_or(Error::ContextMismatch { what: "launch" }),
                     })
                     .collect::<Result<Vec<KernelParam<'_>>>>()?;
-                self.note_launch(name);
+                self.note_launch(kernel.inner.id);
                 unigpu_safe::launch(s, func, grid.to_dims(), &mut params)
                     .map_err(|e| name_kernel(e.into(), name))
             }

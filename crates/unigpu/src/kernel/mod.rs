@@ -21,6 +21,24 @@ pub use signature::{KernelDecl, ParamKind, parse_kernels};
 
 use crate::{Backend, Error, Result};
 
+/// Kernel names by id (index + 1). Only read when an error is reported.
+static KERNEL_NAMES: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
+
+fn register(name: &str) -> usize {
+    let mut names = crate::cpu::lock(&KERNEL_NAMES);
+    if let Some(i) = names.iter().position(|n| &**n == name) {
+        return i + 1;
+    }
+    names.push(name.into());
+    names.len()
+}
+
+/// The name of kernel `id`, if it is one.
+pub(crate) fn name_of(id: usize) -> Option<Arc<str>> {
+    id.checked_sub(1)
+        .and_then(|i| crate::cpu::lock(&KERNEL_NAMES).get(i).cloned())
+}
+
 /// A CPU implementation of a kernel: gets the launch's arguments by
 /// position and does the kernel's work over host slices.
 pub type CpuKernelFn = Arc<dyn Fn(&CpuArgs) -> Result<()> + Send + Sync>;
@@ -74,6 +92,7 @@ impl Module {
         };
         Ok(Kernel {
             inner: Arc::new(KernelInner {
+                id: register(name),
                 name: name.to_string(),
                 params: decl.and_then(|d| d.params.clone()),
                 cuda,
@@ -122,6 +141,9 @@ pub struct Kernel {
 }
 
 struct KernelInner {
+    /// Process-wide id, so a stream can remember its last kernel with one
+    /// atomic store; see [`name_of`].
+    id: usize,
     name: String,
     params: Option<Vec<ParamKind>>,
     cuda: Option<CudaFunctionHandle>,
@@ -150,6 +172,7 @@ impl Kernel {
     ) -> Kernel {
         Kernel {
             inner: Arc::new(KernelInner {
+                id: register(name),
                 name: name.to_string(),
                 params,
                 cuda: None,
@@ -162,6 +185,7 @@ impl Kernel {
     pub fn with_cpu(self, f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static) -> Kernel {
         Kernel {
             inner: Arc::new(KernelInner {
+                id: self.inner.id,
                 name: self.inner.name.clone(),
                 params: self.inner.params.clone(),
                 cuda: self.inner.cuda.clone(),

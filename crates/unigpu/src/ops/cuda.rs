@@ -7,9 +7,8 @@ use crate::kernel::{Arg, Grid, KernelArg, Scalar};
 use crate::stream::StreamImpl;
 use crate::{Context, Element, Error, GpuArray, Result, Stream};
 
-/// Blocks for a grid-stride loop over `n` elements: enough to fill the
-/// GPU, few enough that each thread does several elements.
-const MAX_BLOCKS: usize = 8192;
+/// Most blocks of a grid-stride loop; past this, threads loop.
+const MAX_BLOCKS: usize = 1 << 20;
 /// Reductions use this many blocks at most, so the second pass is one block.
 const REDUCE_BLOCKS: usize = 1024;
 
@@ -17,6 +16,11 @@ fn grid(n: usize, max_blocks: usize) -> Grid {
     let mut g = Grid::for_elems(n);
     g.grid.0 = g.grid.0.min(max_blocks as u32);
     g
+}
+
+/// Threads an element-wise map needs: one per 16-byte vector.
+fn vectors<T>(n: usize) -> usize {
+    n.div_ceil(16 / std::mem::size_of::<T>())
 }
 
 fn launch(
@@ -91,7 +95,7 @@ pub(super) fn binary<T: Float>(
         ctx,
         stream,
         &name,
-        n,
+        vectors::<T>(n),
         MAX_BLOCKS,
         vec![
             a.into_arg(),
@@ -123,7 +127,7 @@ pub(super) fn unary<T: Float>(
         ctx,
         stream,
         &name,
-        n,
+        vectors::<T>(n),
         MAX_BLOCKS,
         vec![x.into_arg(), out.into_arg(), (n as u64).into_arg()],
     )
@@ -146,7 +150,7 @@ pub(super) fn axpy<T: Float>(
         ctx,
         stream,
         &name,
-        n,
+        vectors::<T>(n),
         MAX_BLOCKS,
         vec![alpha, x.into_arg(), y.into_arg(), (n as u64).into_arg()],
     )
@@ -168,7 +172,7 @@ pub(super) fn scale<T: Float>(
         ctx,
         stream,
         &name,
-        n,
+        vectors::<T>(n),
         MAX_BLOCKS,
         vec![alpha, x.into_arg(), (n as u64).into_arg()],
     )

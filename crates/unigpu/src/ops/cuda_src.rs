@@ -34,15 +34,53 @@ UG_FILL(b8, unsigned long long)
 #define UG_ADD(a, b) (m + o)
 #define UG_MAXF(a, b) (FMAX(m, o))
 
+/* Element-wise maps move 16 bytes per access (float4-wide) where the
+   whole vector is in range, then finish the tail one element at a time.
+   Arrays start at allocation boundaries, so vectors are aligned. */
+template <typename T> struct alignas(16) ug_vec { T v[16 / sizeof(T)]; };
+#define UG_TID (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x)
+#define UG_STRIDE ((unsigned long long)gridDim.x * blockDim.x)
+
+template <typename T, typename F>
+__device__ __forceinline__ void ug_map2(const T* a, const T* b, T* out, unsigned long long n, F f) {
+  constexpr int W = 16 / sizeof(T);
+  const unsigned long long nv = n / W;
+  const ug_vec<T>* av = reinterpret_cast<const ug_vec<T>*>(a);
+  const ug_vec<T>* bv = reinterpret_cast<const ug_vec<T>*>(b);
+  ug_vec<T>* ov = reinterpret_cast<ug_vec<T>*>(out);
+  for (unsigned long long i = UG_TID; i < nv; i += UG_STRIDE) {
+    ug_vec<T> x = av[i], y = bv[i], r;
+#pragma unroll
+    for (int k = 0; k < W; k++) r.v[k] = f(x.v[k], y.v[k]);
+    ov[i] = r;
+  }
+  for (unsigned long long i = nv * W + UG_TID; i < n; i += UG_STRIDE) out[i] = f(a[i], b[i]);
+}
+
+template <typename T, typename F>
+__device__ __forceinline__ void ug_map1(const T* a, T* out, unsigned long long n, F f) {
+  constexpr int W = 16 / sizeof(T);
+  const unsigned long long nv = n / W;
+  const ug_vec<T>* av = reinterpret_cast<const ug_vec<T>*>(a);
+  ug_vec<T>* ov = reinterpret_cast<ug_vec<T>*>(out);
+  for (unsigned long long i = UG_TID; i < nv; i += UG_STRIDE) {
+    ug_vec<T> x = av[i], r;
+#pragma unroll
+    for (int k = 0; k < W; k++) r.v[k] = f(x.v[k]);
+    ov[i] = r;
+  }
+  for (unsigned long long i = nv * W + UG_TID; i < n; i += UG_STRIDE) out[i] = f(a[i]);
+}
+
 #define UG_FLOAT_OPS(S, T, A, LD, ST, EXP, TANH, FMAX, NINF) \
-extern "C" __global__ void ug_add_##S(const T* a, const T* b, T* out, unsigned long long n) { UG_LOOP out[i] = ST(LD(a[i]) + LD(b[i])); } \
-extern "C" __global__ void ug_sub_##S(const T* a, const T* b, T* out, unsigned long long n) { UG_LOOP out[i] = ST(LD(a[i]) - LD(b[i])); } \
-extern "C" __global__ void ug_mul_##S(const T* a, const T* b, T* out, unsigned long long n) { UG_LOOP out[i] = ST(LD(a[i]) * LD(b[i])); } \
-extern "C" __global__ void ug_axpy_##S(A alpha, const T* x, T* y, unsigned long long n) { UG_LOOP y[i] = ST(alpha * LD(x[i]) + LD(y[i])); } \
-extern "C" __global__ void ug_scale_##S(A alpha, T* x, unsigned long long n) { UG_LOOP x[i] = ST(alpha * LD(x[i])); } \
-extern "C" __global__ void ug_relu_##S(const T* x, T* out, unsigned long long n) { UG_LOOP { A v = LD(x[i]); out[i] = ST(v > (A)0 ? v : (A)0); } } \
-extern "C" __global__ void ug_sigmoid_##S(const T* x, T* out, unsigned long long n) { UG_LOOP { A v = LD(x[i]); out[i] = ST((A)1 / ((A)1 + EXP(-v))); } } \
-extern "C" __global__ void ug_tanh_##S(const T* x, T* out, unsigned long long n) { UG_LOOP out[i] = ST(TANH(LD(x[i]))); } \
+extern "C" __global__ void ug_add_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) + LD(y)); }); } \
+extern "C" __global__ void ug_sub_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) - LD(y)); }); } \
+extern "C" __global__ void ug_mul_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) * LD(y)); }); } \
+extern "C" __global__ void ug_axpy_##S(A alpha, const T* x, T* y, unsigned long long n) { ug_map2(x, (const T*)y, y, n, [alpha](T a, T b) { return ST(alpha * LD(a) + LD(b)); }); } \
+extern "C" __global__ void ug_scale_##S(A alpha, T* x, unsigned long long n) { ug_map1((const T*)x, x, n, [alpha](T a) { return ST(alpha * LD(a)); }); } \
+extern "C" __global__ void ug_relu_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { A v = LD(a); return ST(v > (A)0 ? v : (A)0); }); } \
+extern "C" __global__ void ug_sigmoid_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { A v = LD(a); return ST((A)1 / ((A)1 + EXP(-v))); }); } \
+extern "C" __global__ void ug_tanh_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { return ST(TANH(LD(a))); }); } \
 extern "C" __global__ void ug_sum_##S(const T* x, A* partial, unsigned long long n) { \
   A acc = 0; UG_LOOP acc += LD(x[i]); \
   UG_BLOCK_REDUCE(A, acc, m + o) if (threadIdx.x == 0) partial[blockIdx.x] = ug_s[0]; } \
