@@ -18,7 +18,7 @@ rows = [
     ("empty launch submit (us), vs torch small op", "unigpu_empty_launch_submit_us", "torch_small_op_submit_us", "lower"),
     ("launch+sync round trip (us), vs raw", "unigpu_launch_sync_roundtrip_us_median", "raw_launch_sync_roundtrip_us_median", "lower"),
     ("cached compile, same process (ms), vs CuPy cached", "unigpu_compile_cached_ms_median", "cupy_compile_cached_ms_median", "lower"),
-    ("cold compile+load (ms), vs CuPy new-source compile", "unigpu_compile_first_ms", "cupy_nvrtc_compile_load_ms_median", "lower"),
+    ("new-source compile+load (ms), vs CuPy new-source", "unigpu_compile_new_source_ms_median", "cupy_nvrtc_compile_load_ms_median", "lower"),
     ("new process, disk cache (ms), vs our cold compile", "disk_compile_first_ms", "unigpu_compile_first_ms", "lower"),
     ("axpy f32 2^26 (GB/s), vs torch add_", "unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "higher"),
     ("matmul f32 4096 (TFLOP/s), vs torch", "unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
