@@ -73,6 +73,23 @@ pub(super) fn fill<T: Element>(
     )
 }
 
+/// Launches the element-wise kernel `ug_{op}_{T}` over `n` elements, with
+/// `args` followed by `n`.
+fn map<T: Float>(
+    ctx: &Context,
+    stream: &Stream,
+    op: &str,
+    n: usize,
+    mut args: Vec<Arg<'_>>,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    args.push((n as u64).into_arg());
+    let name = format!("ug_{op}_{}", T::SUFFIX);
+    launch(ctx, stream, &name, vectors::<T>(n), MAX_BLOCKS, args)
+}
+
 pub(super) fn binary<T: Float>(
     ctx: &Context,
     stream: &Stream,
@@ -81,28 +98,18 @@ pub(super) fn binary<T: Float>(
     b: &GpuArray<T>,
     out: &mut GpuArray<T>,
 ) -> Result<()> {
-    let n = out.len();
-    if n == 0 {
-        return Ok(());
-    }
     let op = match op {
         Binary::Add => "add",
         Binary::Sub => "sub",
         Binary::Mul => "mul",
     };
-    let name = format!("ug_{op}_{}", T::SUFFIX);
-    launch(
+    let n = out.len();
+    map::<T>(
         ctx,
         stream,
-        &name,
-        vectors::<T>(n),
-        MAX_BLOCKS,
-        vec![
-            a.into_arg(),
-            b.into_arg(),
-            out.into_arg(),
-            (n as u64).into_arg(),
-        ],
+        op,
+        n,
+        vec![a.into_arg(), b.into_arg(), out.into_arg()],
     )
 }
 
@@ -113,24 +120,13 @@ pub(super) fn unary<T: Float>(
     x: &GpuArray<T>,
     out: &mut GpuArray<T>,
 ) -> Result<()> {
-    let n = out.len();
-    if n == 0 {
-        return Ok(());
-    }
     let op = match op {
         Unary::Relu => "relu",
         Unary::Sigmoid => "sigmoid",
         Unary::Tanh => "tanh",
     };
-    let name = format!("ug_{op}_{}", T::SUFFIX);
-    launch(
-        ctx,
-        stream,
-        &name,
-        vectors::<T>(n),
-        MAX_BLOCKS,
-        vec![x.into_arg(), out.into_arg(), (n as u64).into_arg()],
-    )
+    let n = out.len();
+    map::<T>(ctx, stream, op, n, vec![x.into_arg(), out.into_arg()])
 }
 
 pub(super) fn axpy<T: Float>(
@@ -140,19 +136,14 @@ pub(super) fn axpy<T: Float>(
     x: &GpuArray<T>,
     y: &mut GpuArray<T>,
 ) -> Result<()> {
-    let n = y.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let name = format!("ug_axpy_{}", T::SUFFIX);
     let alpha = Arg::Scalar(Scalar::new(alpha.to_acc()));
-    launch(
+    let n = y.len();
+    map::<T>(
         ctx,
         stream,
-        &name,
-        vectors::<T>(n),
-        MAX_BLOCKS,
-        vec![alpha, x.into_arg(), y.into_arg(), (n as u64).into_arg()],
+        "axpy",
+        n,
+        vec![alpha, x.into_arg(), y.into_arg()],
     )
 }
 
@@ -162,20 +153,9 @@ pub(super) fn scale<T: Float>(
     alpha: T,
     x: &mut GpuArray<T>,
 ) -> Result<()> {
-    let n = x.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let name = format!("ug_scale_{}", T::SUFFIX);
     let alpha = Arg::Scalar(Scalar::new(alpha.to_acc()));
-    launch(
-        ctx,
-        stream,
-        &name,
-        vectors::<T>(n),
-        MAX_BLOCKS,
-        vec![alpha, x.into_arg(), (n as u64).into_arg()],
-    )
+    let n = x.len();
+    map::<T>(ctx, stream, "scale", n, vec![alpha, x.into_arg()])
 }
 
 pub(super) fn reduce<T: Float>(
