@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
 use crate::error::{Context as _, Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle};
@@ -50,13 +50,17 @@ impl<T: Element> DeviceBuffer<T> {
                 free: device.free_bytes(),
             });
         }
-        let slice = if len == 0 {
+        let mut slice = if len == 0 {
             cu.null::<T>().call("cuMemAllocAsync")
         } else {
             // SAFETY: `T: Element` is `Pod`: whatever bytes the allocation holds
             // form a valid `T`, so exposing them uninitialised is sound.
             unsafe { cu.alloc::<T>(len) }.map_err(|e| oom_or::<T>(device, len, e))
         }?;
+        // Count the stream-ordered allocation as a write on `stream`, so the
+        // first use on another stream waits for it (the pool may hand out
+        // memory that earlier work on `stream` is still freeing).
+        drop(slice.device_ptr_mut(cu));
         Ok(DeviceBuffer {
             slice,
             device: device.clone(),
