@@ -195,6 +195,7 @@ export UNIGPU_BIN="$here/bin/unigpu"
 out="${{OUT:-/tmp/unigpu-gpu-pack}}"; mkdir -p "$out"
 nvidia-smi -L || true
 "$here/bin/unigpu" info 2>&1 | tee "$out/info.txt"
+if "$here/bin/unigpu" demo >"$out/demo.txt" 2>&1; then echo "demo: ok"; tail -n 2 "$out/demo.txt"; else echo "demo: FAILED"; cat "$out/demo.txt"; demo_failed=1; fi
 failed=0; passed_total=0; failed_total=0
 for t in {list}; do
   log="$out/tests.log"; echo "=== $t" >>"$log"
@@ -210,6 +211,7 @@ for e in {example_list}; do
   if "$here/bin/$e" >>"$log" 2>&1; then echo "example $e: ok"; else echo "example $e: FAILED"; failed=1; fi
 done
 echo "GPU run: $passed_total passed, $failed_total failed"
+[ -n "${{demo_failed:-}}" ] && failed=1
 exit $failed
 "#
     )
