@@ -267,9 +267,11 @@ on_every_backend!(op_errors_are_typed, |ctx| {
         Err(Error::SizeMismatch { .. })
     ));
     assert_eq!(ctx.ops().sum(&empty).unwrap(), 0.0);
+    // 5 elements can never be a 2×3 matrix (a random length could be).
+    let five = ctx.zeros::<f32>(5).unwrap();
     let mut c = ctx.zeros::<f32>(4).unwrap();
     assert!(matches!(
-        ctx.ops().matmul(&a, &a, &mut c, (2, 3, 2)),
+        ctx.ops().matmul(&five, &five, &mut c, (2, 3, 2)),
         Err(Error::SizeMismatch { .. })
     ));
     // Nothing was written by the refused calls.
