@@ -63,6 +63,33 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "note: no .venv-cuda (run .ci/gen-tests.sh once): the cuda-rt GPU tests are not packed"
         ),
     }
+    // The torch tier builds against the libtorch in .venv-torch
+    // (`.ci/torch-tests.sh` installs it); the GPU machine has the same torch.
+    if root.join(".venv-torch/bin/python").is_file() {
+        let venv_bin = root.join(".venv-torch/bin");
+        let path = format!(
+            "{}:{}",
+            venv_bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let torch = [
+            "test",
+            "-p",
+            "unigpu-c10-bridge",
+            "--features",
+            "unigpu-c10-bridge/torch",
+            "--release",
+            "--no-run",
+        ];
+        let env = [("PATH", path.as_str()), ("LIBTORCH_USE_PYTORCH", "1")];
+        for exe in build_with_env(&root, &torch, args, &env)? {
+            tests.push(copy_into(&pack, &exe)?);
+        }
+    } else {
+        println!(
+            "note: no .venv-torch (run .ci/torch-tests.sh once): the torch tier's GPU tests are not packed"
+        );
+    }
     let mut tools = Vec::new();
     for exe in build(
         &root,

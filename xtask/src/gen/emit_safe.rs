@@ -208,7 +208,35 @@ pub fn safe(spec: &Spec) -> String {
             "/// Owns the C++ object (`{}`); dropping the handle destroys it.",
             h.cpp_type
         );
+        let needs_ref = spec
+            .methods
+            .iter()
+            .any(|m| m.receiver.is_some_and(|r| r.handle == i && r.is_const))
+            || spec.all_functions().any(|f| {
+                f.params.iter().any(|p| {
+                    p.ty == Ty::HandleRef {
+                        handle: i,
+                        mutable: false,
+                    }
+                })
+            });
+        let needs_mut = spec
+            .methods
+            .iter()
+            .any(|m| m.receiver.is_some_and(|r| r.handle == i && !r.is_const))
+            || spec.all_functions().any(|f| {
+                f.params.iter().any(|p| {
+                    p.ty == Ty::HandleRef {
+                        handle: i,
+                        mutable: true,
+                    }
+                })
+            });
         w!(o, "pub struct {} {{", h.name);
+        if !needs_ref && !needs_mut {
+            // A handle nothing takes (a guard) is held only for its Drop.
+            w!(o, "    #[allow(dead_code)]");
+        }
         w!(o, "    ptr: cxx::UniquePtr<ffi::{}>,", h.name);
         w!(o, "}}");
         w!(o);
@@ -240,30 +268,20 @@ pub fn safe(spec: &Spec) -> String {
         w!(o, "        }}");
         w!(o, "        Ok(Self {{ ptr }})");
         w!(o, "    }}");
-        w!(o);
-        w!(
-            o,
-            "    /// The C++ object. Never fails for a handle built by this module (it is never null)."
-        );
-        w!(o, "    fn cpp(&self) -> Result<&ffi::{}> {{", h.name);
-        w!(
-            o,
-            "        self.ptr.as_ref().ok_or_else(|| Error {{ context: \"{}\", message: \"null handle\".to_string() }})",
-            h.name
-        );
-        w!(o, "    }}");
-        let needs_mut = spec
-            .methods
-            .iter()
-            .any(|m| m.receiver.is_some_and(|r| r.handle == i && !r.is_const))
-            || spec.all_functions().any(|f| {
-                f.params.iter().any(|p| {
-                    p.ty == Ty::HandleRef {
-                        handle: i,
-                        mutable: true,
-                    }
-                })
-            });
+        if needs_ref {
+            w!(o);
+            w!(
+                o,
+                "    /// The C++ object. Never fails for a handle built by this module (it is never null)."
+            );
+            w!(o, "    fn cpp(&self) -> Result<&ffi::{}> {{", h.name);
+            w!(
+                o,
+                "        self.ptr.as_ref().ok_or_else(|| Error {{ context: \"{}\", message: \"null handle\".to_string() }})",
+                h.name
+            );
+            w!(o, "    }}");
+        }
         if needs_mut {
             w!(o);
             w!(

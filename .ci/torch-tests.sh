@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# CI for the torch tier (feature `torch`), on CPU: installs torch 2.11.0
+# from pip into .venv-torch (about 4.6 GB), builds unigpu-torch-sys (tch's
+# torch-sys) and the c10 bridge generated from specs/torch.yaml against it,
+# and runs their tests. Without a GPU they cover tensors, DLPack and the
+# error path of every CUDA call; the GPU tests run on the GPU machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV="$ROOT/.venv-torch"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "torch 2.11.0 into $VENV"
+python3 -c 'import venv, ensurepip' 2>/dev/null || {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv
+}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+start=$(date +%s)
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check torch==2.11.0 nvidia-cuda-crt==13.0.88
+echo "installed in $(( $(date +%s) - start ))s: $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
+
+# tch's torch-sys asks the first python on PATH where torch is.
+export PATH="$VENV/bin:$PATH" LIBTORCH_USE_PYTORCH=1
+TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+export LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+step "clippy (feature torch)"
+cargo clippy -p unigpu-torch-sys -p unigpu-c10-bridge \
+  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch --all-targets -- -D warnings
+
+step "tests (feature torch, CPU; GPU tests are ignored here)"
+UNIGPU_EXPECT_NO_GPU=1 cargo test -p unigpu-torch-sys -p unigpu-c10-bridge \
+  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch
