@@ -24,6 +24,13 @@ rows = [
     ("matmul f32 4096 (TFLOP/s), vs torch", "unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
     ("matmul bf16 4096 (TFLOP/s), vs torch", "unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "higher"),
 ]
+for mib in (64, 256):
+    rows += [
+        (f"bridge to_stream H2D pinned {mib}MiB (GB/s), vs torch copy_", f"unigpu_torch_to_stream_h2d_pinned_{mib}MiB_GBps", f"torch_h2d_pinned_{mib}MiB_GBps", "higher"),
+        (f"bridge copy_from H2D pinned {mib}MiB (GB/s), vs torch copy_", f"unigpu_torch_copy_h2d_pinned_{mib}MiB_GBps", f"torch_h2d_pinned_{mib}MiB_GBps", "higher"),
+        (f"bridge copy_from D2H pinned {mib}MiB (GB/s), vs torch copy_", f"unigpu_torch_copy_d2h_pinned_{mib}MiB_GBps", f"torch_d2h_pinned_{mib}MiB_GBps", "higher"),
+        (f"bridge to_stream D2H {mib}MiB (GB/s), vs torch pinned copy_", f"unigpu_torch_to_stream_d2h_{mib}MiB_GBps", f"torch_d2h_pinned_{mib}MiB_GBps", "higher"),
+    ]
 print(f"{'figure':52} {'unigpu':>10} {'anchor':>10} {'ratio':>7}")
 for label, ours, anchor, better in rows:
     if ours in vals and anchor in vals:

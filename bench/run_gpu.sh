@@ -16,4 +16,7 @@ cache="$(mktemp -d)"
 UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench 2>&1 | tee -a "$log"
 UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench --compile-only 2>&1 \
   | sed -n 's/^unigpu_compile_first_/disk_compile_first_/p' | tee -a "$log"
+if [ -x "$root/.gpu-pack/bin/torch_copy_bench" ]; then
+  "$root/.gpu-pack/bin/torch_copy_bench" 2>&1 | tee -a "$log"
+fi
 python3 "$here/ratios.py" "$log" | tee "$out/ratios.txt"

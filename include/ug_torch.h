@@ -182,6 +182,13 @@ ug_torch_status ug_torch_guard_stream(const ug_torch_stream* stream, ug_torch_st
 ug_torch_status ug_torch_tensor_from_f32(const float* data, size_t data_len, const int64_t* sizes, size_t sizes_len, ug_torch_tensor** out);
 
 /**
+ * A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
+ *
+ * On success *out receives a new handle; free it with ug_torch_tensor_free().
+ */
+ug_torch_status ug_torch_tensor_randn(const int64_t* sizes, size_t sizes_len, int64_t device, ug_torch_tensor** out);
+
+/**
  * Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
  *
  * On success *out receives a new handle; free it with ug_torch_dl_pack_free().
@@ -289,6 +296,13 @@ ug_torch_status ug_torch_tensor_copy_from(ug_torch_tensor* self, const ug_torch_
  * On success *out receives a new handle; free it with ug_torch_tensor_free().
  */
 ug_torch_status ug_torch_tensor_pin_memory(const ug_torch_tensor* self, ug_torch_tensor** out);
+
+/**
+ * The matrix product on the current stream.
+ *
+ * On success *out receives a new handle; free it with ug_torch_tensor_free().
+ */
+ug_torch_status ug_torch_tensor_matmul(const ug_torch_tensor* self, const ug_torch_tensor* other, ug_torch_tensor** out);
 
 /**
  * `relu` of specs/torch.yaml.

@@ -147,12 +147,27 @@ return t;
   }
 }
 
+::std::unique_ptr<Tensor> tensor_randn([[maybe_unused]] ::rust::Slice<const ::std::int64_t> sizes, [[maybe_unused]] ::std::int64_t device) {
+  try {
+    auto gen_body_ = [&]() {
+#line 130 "specs/torch.yaml"
+std::vector<std::int64_t> shape(sizes.begin(), sizes.end());
+at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("tensor_randn", device);
+return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
+#line 158 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_detail::into_unique<Tensor>(gen_body_());
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_randn");
+  }
+}
+
 ::std::unique_ptr<DlPack> tensor_to_dlpack([[maybe_unused]] const Tensor& tensor) {
   try {
     auto gen_body_ = [&]() {
-#line 129 "specs/torch.yaml"
+#line 140 "specs/torch.yaml"
 return ::unigpu_c10::DlPack(at::toDLPack(tensor));
-#line 156 "bridge/torch/torch_bridge.cc"
+#line 171 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
   } catch (...) {
@@ -163,9 +178,9 @@ return ::unigpu_c10::DlPack(at::toDLPack(tensor));
 ::std::unique_ptr<Tensor> tensor_from_dlpack([[maybe_unused]] DlPack& capsule) {
   try {
     auto gen_body_ = [&]() {
-#line 137 "specs/torch.yaml"
+#line 148 "specs/torch.yaml"
 return at::fromDLPack(capsule.take("tensor_from_dlpack"));
-#line 169 "bridge/torch/torch_bridge.cc"
+#line 184 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -176,9 +191,9 @@ return at::fromDLPack(capsule.take("tensor_from_dlpack"));
 void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 145 "specs/torch.yaml"
+#line 156 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize").synchronizeStream(self.inner);
-#line 182 "bridge/torch/torch_bridge.cc"
+#line 197 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -189,9 +204,9 @@ void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
 bool torch_stream_query([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 153 "specs/torch.yaml"
+#line 164 "specs/torch.yaml"
 return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
-#line 195 "bridge/torch/torch_bridge.cc"
+#line 210 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -202,10 +217,10 @@ return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
 void torch_stream_wait_event([[maybe_unused]] const TorchStream& self, [[maybe_unused]] const TorchEvent& event) {
   try {
     auto gen_body_ = [&]() {
-#line 162 "specs/torch.yaml"
+#line 173 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("wait_event");
 event.inner.block(self.inner);
-#line 209 "bridge/torch/torch_bridge.cc"
+#line 224 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -216,9 +231,9 @@ event.inner.block(self.inner);
 ::std::int64_t torch_stream_device_index([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 171 "specs/torch.yaml"
+#line 182 "specs/torch.yaml"
 return self.inner.device_index();
-#line 222 "bridge/torch/torch_bridge.cc"
+#line 237 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -229,9 +244,9 @@ return self.inner.device_index();
 ::std::int64_t torch_stream_id([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 179 "specs/torch.yaml"
+#line 190 "specs/torch.yaml"
 return self.inner.id();
-#line 235 "bridge/torch/torch_bridge.cc"
+#line 250 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -242,10 +257,10 @@ return self.inner.id();
 void torch_event_record([[maybe_unused]] TorchEvent& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 187 "specs/torch.yaml"
+#line 198 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("record");
 self.inner.record(stream.inner);
-#line 249 "bridge/torch/torch_bridge.cc"
+#line 264 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -256,10 +271,10 @@ self.inner.record(stream.inner);
 void torch_event_synchronize([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 195 "specs/torch.yaml"
+#line 206 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize");
 self.inner.synchronize();
-#line 263 "bridge/torch/torch_bridge.cc"
+#line 278 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -270,10 +285,10 @@ self.inner.synchronize();
 bool torch_event_query([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 204 "specs/torch.yaml"
+#line 215 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("query");
 return self.inner.query();
-#line 277 "bridge/torch/torch_bridge.cc"
+#line 292 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -284,10 +299,10 @@ return self.inner.query();
 double torch_event_elapsed_ms([[maybe_unused]] const TorchEvent& self, [[maybe_unused]] const TorchEvent& end) {
   try {
     auto gen_body_ = [&]() {
-#line 215 "specs/torch.yaml"
+#line 226 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("elapsed_ms");
 return self.inner.elapsedTime(end.inner);
-#line 291 "bridge/torch/torch_bridge.cc"
+#line 306 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -314,11 +329,11 @@ bool tensor_is_cuda(const Tensor& self) {
 ::rust::Vec<float> tensor_to_f32_vec([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 236 "specs/torch.yaml"
+#line 247 "specs/torch.yaml"
 auto host = self.to(at::kCPU).to(at::kFloat).contiguous();
 const float* p = host.data_ptr<float>();
 return std::vector<float>(p, p + host.numel());
-#line 322 "bridge/torch/torch_bridge.cc"
+#line 337 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::to_rust_vec<float>(gen_body_());
   } catch (...) {
@@ -329,12 +344,12 @@ return std::vector<float>(p, p + host.numel());
 ::std::unique_ptr<Tensor> tensor_to_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool non_blocking, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 250 "specs/torch.yaml"
+#line 261 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
-#line 338 "bridge/torch/torch_bridge.cc"
+#line 353 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -345,9 +360,9 @@ return self.to(target, non_blocking);
 void tensor_copy_from([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& src, [[maybe_unused]] bool non_blocking) {
   try {
     auto gen_body_ = [&]() {
-#line 262 "specs/torch.yaml"
+#line 273 "specs/torch.yaml"
 self.copy_(src, non_blocking);
-#line 351 "bridge/torch/torch_bridge.cc"
+#line 366 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -358,14 +373,27 @@ self.copy_(src, non_blocking);
 ::std::unique_ptr<Tensor> tensor_pin_memory([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 270 "specs/torch.yaml"
+#line 281 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("pin_memory");
 return self.pin_memory();
-#line 365 "bridge/torch/torch_bridge.cc"
+#line 380 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
     gen_detail::rethrow_as_std("torch::tensor_pin_memory");
+  }
+}
+
+::std::unique_ptr<Tensor> tensor_matmul([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
+  try {
+    auto gen_body_ = [&]() {
+#line 292 "specs/torch.yaml"
+return self.matmul(other);
+#line 393 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_detail::into_unique<Tensor>(gen_body_());
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_matmul");
   }
 }
 
@@ -388,10 +416,10 @@ return self.pin_memory();
 ::std::int32_t dl_pack_device_type([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 291 "specs/torch.yaml"
+#line 312 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("device_type: the capsule was consumed");
 return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
-#line 395 "bridge/torch/torch_bridge.cc"
+#line 423 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -402,10 +430,10 @@ return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
 ::std::int32_t dl_pack_ndim([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 299 "specs/torch.yaml"
+#line 320 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("ndim: the capsule was consumed");
 return self.ptr->dl_tensor.ndim;
-#line 409 "bridge/torch/torch_bridge.cc"
+#line 437 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -416,9 +444,9 @@ return self.ptr->dl_tensor.ndim;
 bool dl_pack_is_consumed([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 307 "specs/torch.yaml"
+#line 328 "specs/torch.yaml"
 return self.ptr == nullptr;
-#line 422 "bridge/torch/torch_bridge.cc"
+#line 450 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {

@@ -93,6 +93,8 @@ bool cuda_is_available();
 ::std::unique_ptr<StreamGuard> guard_stream(const TorchStream& stream);
 /// A new CPU float tensor of shape `sizes` holding a copy of `data` (lengths must agree).
 ::std::unique_ptr<Tensor> tensor_from_f32(::rust::Slice<const float> data, ::rust::Slice<const ::std::int64_t> sizes);
+/// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
+::std::unique_ptr<Tensor> tensor_randn(::rust::Slice<const ::std::int64_t> sizes, ::std::int64_t device);
 /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
 ::std::unique_ptr<DlPack> tensor_to_dlpack(const Tensor& tensor);
 /// Imports a DLPack capsule as a tensor sharing its memory (at::fromDLPack). The capsule is consumed.
@@ -125,6 +127,8 @@ bool tensor_is_cuda(const Tensor& self);
 void tensor_copy_from(Tensor& self, const Tensor& src, bool non_blocking);
 /// A copy in page-locked host memory, so copies from it can be non-blocking. Needs CUDA.
 ::std::unique_ptr<Tensor> tensor_pin_memory(const Tensor& self);
+/// The matrix product on the current stream.
+::std::unique_ptr<Tensor> tensor_matmul(const Tensor& self, const Tensor& other);
 ::std::unique_ptr<Tensor> tensor_relu(const Tensor& self);
 ::std::unique_ptr<Tensor> tensor_sigmoid(const Tensor& self);
 /// DLPack device type (1 CPU, 2 CUDA).

@@ -65,6 +65,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
     // The torch tier builds against the libtorch in .venv-torch
     // (`.ci/torch-tests.sh` installs it); the GPU machine has the same torch.
+    let mut torch_tools = Vec::new();
     if root.join(".venv-torch/bin/python").is_file() {
         let venv_bin = root.join(".venv-torch/bin");
         let path = format!(
@@ -84,6 +85,19 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let env = [("PATH", path.as_str()), ("LIBTORCH_USE_PYTORCH", "1")];
         for exe in build_with_env(&root, &torch, args, &env)? {
             tests.push(copy_into(&pack, &exe)?);
+        }
+        let torch_examples = [
+            "build",
+            "-p",
+            "unigpu-c10-bridge",
+            "--features",
+            "unigpu-c10-bridge/torch",
+            "--release",
+            "--examples",
+        ];
+        for exe in build_with_env(&root, &torch_examples, args, &env)? {
+            copy_into(&pack, &exe)?;
+            torch_tools.push(exe);
         }
     } else {
         println!(
@@ -110,11 +124,19 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     if tests.is_empty() {
         bail!("cargo built no test binaries");
     }
-    let examples: Vec<String> = tools
+    // Examples run as part of the GPU run; benchmarks run from bench/run_gpu.sh.
+    let mut examples: Vec<String> = tools
         .iter()
         .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
         .cloned()
         .collect();
+    examples.extend(
+        torch_tools
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str())
+            .filter(|n| !n.contains("bench"))
+            .map(str::to_string),
+    );
     fs::write(pack.join("run.sh"), runner_script(&tests, &examples))?;
 
     let size: u64 = fs::read_dir(pack.join("bin"))?

@@ -92,3 +92,77 @@ fn stream_waits_on_an_event_and_bad_devices_are_errors() {
     let back = c10::tensor_from_dlpack(&mut capsule).unwrap();
     assert_eq!(back.to_f32_vec().unwrap(), data);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_non_blocking_copy_returns_before_it_completes() {
+    require_gpu();
+    let s = c10::stream_from_pool(0, false).unwrap();
+    // 256 MiB from pinned memory: tens of milliseconds of copy-engine work.
+    let n = 64 << 20;
+    let host = c10::tensor_randn(&[n], -1).unwrap().pin_memory().unwrap();
+    let expected = host.to_f32_vec().unwrap();
+    let on_gpu = host.to_stream(0, true, &s).unwrap();
+    let pending = !s.query().unwrap();
+    s.synchronize().unwrap();
+    assert!(
+        pending,
+        "to_stream(non_blocking) returned after the copy had finished"
+    );
+    assert!(s.query().unwrap(), "the stream is idle after synchronize");
+    assert!(on_gpu.is_cuda().unwrap());
+    assert_eq!(on_gpu.to_f32_vec().unwrap(), expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_copy_and_kernels_on_two_streams_overlap_in_time() {
+    require_gpu();
+    let (copy_stream, compute_stream) = (
+        c10::stream_from_pool(0, false).unwrap(),
+        c10::stream_from_pool(0, false).unwrap(),
+    );
+    let host = c10::tensor_randn(&[64 << 20], -1)
+        .unwrap()
+        .pin_memory()
+        .unwrap();
+    let (a, b) = {
+        let _g = c10::guard_stream(&compute_stream).unwrap();
+        (
+            c10::tensor_randn(&[4096, 4096], 0).unwrap(),
+            c10::tensor_randn(&[4096, 4096], 0).unwrap(),
+        )
+    };
+    compute_stream.synchronize().unwrap();
+    // One clock for both streams: every event is timed from `origin`.
+    let mut origin = c10::event_new().unwrap();
+    let mut marks: Vec<c10::TorchEvent> = (0..4).map(|_| c10::event_new().unwrap()).collect();
+    origin.record(&copy_stream).unwrap();
+    compute_stream.wait_event(&origin).unwrap();
+    marks[0].record(&copy_stream).unwrap();
+    let copied = host.to_stream(0, true, &copy_stream).unwrap();
+    marks[1].record(&copy_stream).unwrap();
+    marks[2].record(&compute_stream).unwrap();
+    let mut results = Vec::new();
+    {
+        let _g = c10::guard_stream(&compute_stream).unwrap();
+        for _ in 0..8 {
+            results.push(a.matmul(&b).unwrap());
+        }
+    }
+    marks[3].record(&compute_stream).unwrap();
+    copy_stream.synchronize().unwrap();
+    compute_stream.synchronize().unwrap();
+    let t: Vec<f64> = marks
+        .iter()
+        .map(|m| origin.elapsed_ms(m).unwrap())
+        .collect();
+    let (copy, compute) = ((t[0], t[1]), (t[2], t[3]));
+    let overlap = copy.1.min(compute.1) - copy.0.max(compute.0);
+    let shorter = (copy.1 - copy.0).min(compute.1 - compute.0);
+    assert!(
+        overlap > 0.5 * shorter,
+        "copy {copy:?} ms and compute {compute:?} ms overlap by only {overlap:.3} ms"
+    );
+    assert!(copied.is_cuda().unwrap() && results.len() == 8);
+}

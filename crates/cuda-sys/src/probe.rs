@@ -185,6 +185,10 @@ fn check_library(name: &'static str, choices: &[String], symbols: &[&str]) -> Li
                         missing.join(", ")
                     )
                 });
+                // Kept loaded for the life of the process: cudarc loads the
+                // same library on first use, and a second dlopen of a loaded
+                // library is a reference count, not another multi-ms load.
+                std::mem::forget(library);
                 return LibraryStatus {
                     name,
                     loaded_from: Some(choice.clone()),

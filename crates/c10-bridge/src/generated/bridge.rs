@@ -54,6 +54,9 @@ pub mod ffi {
         /// A new CPU float tensor of shape `sizes` holding a copy of `data` (lengths must agree).
         fn tensor_from_f32(data: &[f32], sizes: &[i64]) -> Result<UniquePtr<Tensor>>;
 
+        /// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
+        fn tensor_randn(sizes: &[i64], device: i64) -> Result<UniquePtr<Tensor>>;
+
         /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
         fn tensor_to_dlpack(tensor: &Tensor) -> Result<UniquePtr<DlPack>>;
 
@@ -111,6 +114,9 @@ pub mod ffi {
 
         /// A copy in page-locked host memory, so copies from it can be non-blocking. Needs CUDA.
         fn tensor_pin_memory(self_: &Tensor) -> Result<UniquePtr<Tensor>>;
+
+        /// The matrix product on the current stream.
+        fn tensor_matmul(self_: &Tensor, other: &Tensor) -> Result<UniquePtr<Tensor>>;
 
         fn tensor_relu(self_: &Tensor) -> Result<UniquePtr<Tensor>>;
 

@@ -576,6 +576,35 @@ pub unsafe extern "C" fn ug_torch_tensor_from_f32(
     })
 }
 
+/// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_randn(
+    sizes: *const i64,
+    sizes_len: usize,
+    device: i64,
+    out: *mut *mut safe::Tensor,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes `sizes` valid for `sizes_len` reads (see # Safety).
+        let sizes = unsafe { slice_arg(sizes, sizes_len, "sizes") }?;
+        let value = safe::tensor_randn(sizes, device)?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        Ok(())
+    })
+}
+
 /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
 ///
 /// Returns `Status::Ok` and writes the out-parameters on success; on failure
@@ -1029,6 +1058,36 @@ pub unsafe extern "C" fn ug_torch_tensor_pin_memory(
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
         let this = unsafe { handle_ref(this, "self") }?;
         let value = this.pin_memory()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        Ok(())
+    })
+}
+
+/// The matrix product on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_matmul(
+    this: *const safe::Tensor,
+    other: *const safe::Tensor,
+    out: *mut *mut safe::Tensor,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let other = unsafe { handle_ref(other, "other") }?;
+        let value = this.matmul(other)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(Box::into_raw(Box::new(value))) };
         Ok(())

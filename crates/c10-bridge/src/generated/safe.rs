@@ -343,6 +343,19 @@ impl Tensor {
         )
     }
 
+    /// The matrix product on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::from_unique(
+            ffi::tensor_matmul(self.cpp()?, other.cpp()?)
+                .map_err(|e| Error::cpp("Tensor::matmul", &e))?,
+            "Tensor::matmul",
+        )
+    }
+
     /// Calls `relu` of specs/torch.yaml.
     ///
     /// # Errors
@@ -533,6 +546,18 @@ pub fn tensor_from_f32(data: &[f32], sizes: &[i64]) -> Result<Tensor> {
     Tensor::from_unique(
         ffi::tensor_from_f32(data, sizes).map_err(|e| Error::cpp("tensor_from_f32", &e))?,
         "tensor_from_f32",
+    )
+}
+
+/// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
+///
+/// # Errors
+///
+/// Returns the message of the C++ exception if the call throws.
+pub fn tensor_randn(sizes: &[i64], device: i64) -> Result<Tensor> {
+    Tensor::from_unique(
+        ffi::tensor_randn(sizes, device).map_err(|e| Error::cpp("tensor_randn", &e))?,
+        "tensor_randn",
     )
 }
 
