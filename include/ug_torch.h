@@ -189,6 +189,15 @@ ug_torch_status ug_torch_tensor_from_f32(const float* data, size_t data_len, con
 ug_torch_status ug_torch_tensor_randn(const int64_t* sizes, size_t sizes_len, int64_t device, ug_torch_tensor** out);
 
 /**
+ * Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
+ *
+ * On success *out receives a new handle; free it with ug_torch_tensor_free().
+ *
+ * Safety: `tch_ptr` is the `as_ptr()` of a tch tensor that stays alive for the duration of the call.
+ */
+ug_torch_status ug_torch_tensor_from_tch(uint64_t tch_ptr, ug_torch_tensor** out);
+
+/**
  * Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
  *
  * On success *out receives a new handle; free it with ug_torch_dl_pack_free().
@@ -284,6 +293,15 @@ ug_torch_status ug_torch_tensor_to_f32_vec(const ug_torch_tensor* self, float** 
  * On success *out receives a new handle; free it with ug_torch_tensor_free().
  */
 ug_torch_status ug_torch_tensor_to_stream(const ug_torch_tensor* self, int64_t device, bool non_blocking, const ug_torch_stream* stream, ug_torch_tensor** out);
+
+/**
+ * A new heap at::Tensor sharing this tensor's storage, for tch's `Tensor::from_ptr`.
+ *
+ * On success the result is written to *out.
+ *
+ * Safety: The returned pointer owns a new at::Tensor: give it to tch's `Tensor::from_ptr` exactly once (twice frees it twice; never leaks it).
+ */
+ug_torch_status ug_torch_tensor_new_tch_ptr(const ug_torch_tensor* self, uint64_t* out);
 
 /**
  * self.copy_(src, non_blocking) on the current stream.

@@ -162,12 +162,25 @@ return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
   }
 }
 
+::std::unique_ptr<Tensor> tensor_from_tch([[maybe_unused]] ::std::uint64_t tch_ptr) {
+  try {
+    auto gen_body_ = [&]() {
+#line 141 "specs/torch.yaml"
+return *reinterpret_cast<const at::Tensor*>(static_cast<std::uintptr_t>(tch_ptr));
+#line 171 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_detail::into_unique<Tensor>(gen_body_());
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_from_tch");
+  }
+}
+
 ::std::unique_ptr<DlPack> tensor_to_dlpack([[maybe_unused]] const Tensor& tensor) {
   try {
     auto gen_body_ = [&]() {
-#line 140 "specs/torch.yaml"
+#line 149 "specs/torch.yaml"
 return ::unigpu_c10::DlPack(at::toDLPack(tensor));
-#line 171 "bridge/torch/torch_bridge.cc"
+#line 184 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
   } catch (...) {
@@ -178,9 +191,9 @@ return ::unigpu_c10::DlPack(at::toDLPack(tensor));
 ::std::unique_ptr<Tensor> tensor_from_dlpack([[maybe_unused]] DlPack& capsule) {
   try {
     auto gen_body_ = [&]() {
-#line 148 "specs/torch.yaml"
+#line 157 "specs/torch.yaml"
 return at::fromDLPack(capsule.take("tensor_from_dlpack"));
-#line 184 "bridge/torch/torch_bridge.cc"
+#line 197 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -191,9 +204,9 @@ return at::fromDLPack(capsule.take("tensor_from_dlpack"));
 void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 156 "specs/torch.yaml"
+#line 165 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize").synchronizeStream(self.inner);
-#line 197 "bridge/torch/torch_bridge.cc"
+#line 210 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -204,9 +217,9 @@ void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
 bool torch_stream_query([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 164 "specs/torch.yaml"
+#line 173 "specs/torch.yaml"
 return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
-#line 210 "bridge/torch/torch_bridge.cc"
+#line 223 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -217,10 +230,10 @@ return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
 void torch_stream_wait_event([[maybe_unused]] const TorchStream& self, [[maybe_unused]] const TorchEvent& event) {
   try {
     auto gen_body_ = [&]() {
-#line 173 "specs/torch.yaml"
+#line 182 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("wait_event");
 event.inner.block(self.inner);
-#line 224 "bridge/torch/torch_bridge.cc"
+#line 237 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -231,9 +244,9 @@ event.inner.block(self.inner);
 ::std::int64_t torch_stream_device_index([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 182 "specs/torch.yaml"
+#line 191 "specs/torch.yaml"
 return self.inner.device_index();
-#line 237 "bridge/torch/torch_bridge.cc"
+#line 250 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -244,9 +257,9 @@ return self.inner.device_index();
 ::std::int64_t torch_stream_id([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 190 "specs/torch.yaml"
+#line 199 "specs/torch.yaml"
 return self.inner.id();
-#line 250 "bridge/torch/torch_bridge.cc"
+#line 263 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -257,10 +270,10 @@ return self.inner.id();
 void torch_event_record([[maybe_unused]] TorchEvent& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 198 "specs/torch.yaml"
+#line 207 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("record");
 self.inner.record(stream.inner);
-#line 264 "bridge/torch/torch_bridge.cc"
+#line 277 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -271,10 +284,10 @@ self.inner.record(stream.inner);
 void torch_event_synchronize([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 206 "specs/torch.yaml"
+#line 215 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize");
 self.inner.synchronize();
-#line 278 "bridge/torch/torch_bridge.cc"
+#line 291 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -285,10 +298,10 @@ self.inner.synchronize();
 bool torch_event_query([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 215 "specs/torch.yaml"
+#line 224 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("query");
 return self.inner.query();
-#line 292 "bridge/torch/torch_bridge.cc"
+#line 305 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -299,10 +312,10 @@ return self.inner.query();
 double torch_event_elapsed_ms([[maybe_unused]] const TorchEvent& self, [[maybe_unused]] const TorchEvent& end) {
   try {
     auto gen_body_ = [&]() {
-#line 226 "specs/torch.yaml"
+#line 235 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("elapsed_ms");
 return self.inner.elapsedTime(end.inner);
-#line 306 "bridge/torch/torch_bridge.cc"
+#line 319 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -329,11 +342,11 @@ bool tensor_is_cuda(const Tensor& self) {
 ::rust::Vec<float> tensor_to_f32_vec([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 247 "specs/torch.yaml"
+#line 256 "specs/torch.yaml"
 auto host = self.to(at::kCPU).to(at::kFloat).contiguous();
 const float* p = host.data_ptr<float>();
 return std::vector<float>(p, p + host.numel());
-#line 337 "bridge/torch/torch_bridge.cc"
+#line 350 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::to_rust_vec<float>(gen_body_());
   } catch (...) {
@@ -344,12 +357,12 @@ return std::vector<float>(p, p + host.numel());
 ::std::unique_ptr<Tensor> tensor_to_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool non_blocking, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 261 "specs/torch.yaml"
+#line 270 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
-#line 353 "bridge/torch/torch_bridge.cc"
+#line 366 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -357,12 +370,25 @@ return self.to(target, non_blocking);
   }
 }
 
+::std::uint64_t tensor_new_tch_ptr([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 282 "specs/torch.yaml"
+return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tensor(self)));
+#line 379 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_new_tch_ptr");
+  }
+}
+
 void tensor_copy_from([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& src, [[maybe_unused]] bool non_blocking) {
   try {
     auto gen_body_ = [&]() {
-#line 273 "specs/torch.yaml"
+#line 291 "specs/torch.yaml"
 self.copy_(src, non_blocking);
-#line 366 "bridge/torch/torch_bridge.cc"
+#line 392 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -373,10 +399,10 @@ self.copy_(src, non_blocking);
 ::std::unique_ptr<Tensor> tensor_pin_memory([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 281 "specs/torch.yaml"
+#line 299 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("pin_memory");
 return self.pin_memory();
-#line 380 "bridge/torch/torch_bridge.cc"
+#line 406 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -387,9 +413,9 @@ return self.pin_memory();
 ::std::unique_ptr<Tensor> tensor_matmul([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 292 "specs/torch.yaml"
+#line 310 "specs/torch.yaml"
 return self.matmul(other);
-#line 393 "bridge/torch/torch_bridge.cc"
+#line 419 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -416,10 +442,10 @@ return self.matmul(other);
 ::std::int32_t dl_pack_device_type([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 312 "specs/torch.yaml"
+#line 330 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("device_type: the capsule was consumed");
 return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
-#line 423 "bridge/torch/torch_bridge.cc"
+#line 449 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -430,10 +456,10 @@ return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
 ::std::int32_t dl_pack_ndim([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 320 "specs/torch.yaml"
+#line 338 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("ndim: the capsule was consumed");
 return self.ptr->dl_tensor.ndim;
-#line 437 "bridge/torch/torch_bridge.cc"
+#line 463 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -444,9 +470,9 @@ return self.ptr->dl_tensor.ndim;
 bool dl_pack_is_consumed([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 328 "specs/torch.yaml"
+#line 346 "specs/torch.yaml"
 return self.ptr == nullptr;
-#line 450 "bridge/torch/torch_bridge.cc"
+#line 476 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {

@@ -95,6 +95,8 @@ bool cuda_is_available();
 ::std::unique_ptr<Tensor> tensor_from_f32(::rust::Slice<const float> data, ::rust::Slice<const ::std::int64_t> sizes);
 /// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
 ::std::unique_ptr<Tensor> tensor_randn(::rust::Slice<const ::std::int64_t> sizes, ::std::int64_t device);
+/// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
+::std::unique_ptr<Tensor> tensor_from_tch(::std::uint64_t tch_ptr);
 /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
 ::std::unique_ptr<DlPack> tensor_to_dlpack(const Tensor& tensor);
 /// Imports a DLPack capsule as a tensor sharing its memory (at::fromDLPack). The capsule is consumed.
@@ -123,6 +125,8 @@ bool tensor_is_cuda(const Tensor& self);
 ::rust::Vec<float> tensor_to_f32_vec(const Tensor& self);
 /// tensor.to(device, non_blocking) enqueued on `stream`; `device` -1 is the CPU. A non-blocking copy from pinned memory returns before it completes.
 ::std::unique_ptr<Tensor> tensor_to_stream(const Tensor& self, ::std::int64_t device, bool non_blocking, const TorchStream& stream);
+/// A new heap at::Tensor sharing this tensor's storage, for tch's `Tensor::from_ptr`.
+::std::uint64_t tensor_new_tch_ptr(const Tensor& self);
 /// self.copy_(src, non_blocking) on the current stream.
 void tensor_copy_from(Tensor& self, const Tensor& src, bool non_blocking);
 /// A copy in page-locked host memory, so copies from it can be non-blocking. Needs CUDA.

@@ -14,9 +14,13 @@
 //! - `generated::safe` (tier 3, re-exported): RAII handles; every call
 //!   returns `Result`, never panics. No `unsafe`.
 //! - `generated::capi` (tier 2): the C ABI declared in include/ug_torch.h.
+//! - `Tensor::from_tch` / `Tensor::to_tch` (hand-written, over the spec's
+//!   two `unsafe` entry points): tch tensors in and out, sharing storage.
 
 #[cfg(feature = "torch")]
 pub mod generated;
+#[cfg(feature = "torch")]
+mod tch_interop;
 
 #[cfg(feature = "torch")]
 pub use generated::safe::*;

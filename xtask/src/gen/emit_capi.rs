@@ -260,10 +260,17 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
         args.push(n.clone());
     }
     // 3. The call through the safe tier.
-    let call = match f.receiver {
+    let mut call = match f.receiver {
         Some(_) => format!("this.{}({})", f.rust_name, args.join(", ")),
         None => format!("safe::{}({})", f.rust_name, args.join(", ")),
     };
+    if f.safety.is_some() {
+        w!(
+            o,
+            "        // SAFETY: the C caller upholds the contract in the header (`Safety:`)."
+        );
+        call = format!("unsafe {{ {call} }}");
+    }
     if f.ret == Ty::Void {
         w!(o, "        {call}?;");
     } else {

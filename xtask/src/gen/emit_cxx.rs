@@ -51,7 +51,8 @@ fn declaration(spec: &Spec, f: &Function) -> String {
         params.push(format!("{}: {}", p.name, param_type(spec, p.ty)));
     }
     format!(
-        "fn {}({}) -> Result<{}>;",
+        "{}fn {}({}) -> Result<{}>;",
+        if f.safety.is_some() { "unsafe " } else { "" },
         f.bridge_name,
         params.join(", "),
         return_type(spec, f.ret)
@@ -90,6 +91,13 @@ pub fn bridge(spec: &Spec) -> String {
         w!(o, "// The cxx shims mirror the spec's parameter lists.");
         w!(o, "#![allow(clippy::too_many_arguments)]");
     }
+    if spec.all_functions().any(|f| f.safety.is_some()) {
+        w!(
+            o,
+            "// cxx's expansion of an `unsafe fn` drops the `# Safety` section written above it."
+        );
+        w!(o, "#![allow(clippy::missing_safety_doc)]");
+    }
     w!(o);
     w!(o, "#[cxx::bridge(namespace = \"{}\")]", spec.namespace);
     w!(o, "pub mod ffi {{");
@@ -107,6 +115,12 @@ pub fn bridge(spec: &Spec) -> String {
         w!(o);
         if let Some(doc) = &f.doc {
             doc_lines(&mut o, "        ", "///", doc);
+        }
+        if let Some(safety) = &f.safety {
+            w!(o, "        ///");
+            w!(o, "        /// # Safety");
+            w!(o, "        ///");
+            doc_lines(&mut o, "        ", "///", safety);
         }
         w!(o, "        {}", declaration(spec, f));
     }

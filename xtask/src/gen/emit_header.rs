@@ -133,6 +133,10 @@ pub fn header(spec: &Spec) -> String {
             d.push_str("\n\n");
             d.push_str(&note);
         }
+        if let Some(safety) = &f.safety {
+            d.push_str("\n\nSafety: ");
+            d.push_str(safety);
+        }
         c_doc(&mut o, &d);
         let params: Vec<String> = abi::all_params(spec, f)
             .into_iter()

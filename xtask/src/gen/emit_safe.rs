@@ -72,6 +72,12 @@ fn emit_fn(o: &mut Out, spec: &Spec, f: &Function, indent: &str) {
         o,
         "{indent}/// Returns the message of the C++ exception if the call throws."
     );
+    if let Some(safety) = &f.safety {
+        w!(o, "{indent}///");
+        w!(o, "{indent}/// # Safety");
+        w!(o, "{indent}///");
+        doc_lines(o, indent, "///", safety);
+    }
     if params.len() > 7 {
         w!(
             o,
@@ -80,7 +86,8 @@ fn emit_fn(o: &mut Out, spec: &Spec, f: &Function, indent: &str) {
     }
     w!(
         o,
-        "{indent}pub fn {}({}) -> Result<{}> {{",
+        "{indent}pub {}fn {}({}) -> Result<{}> {{",
+        if f.safety.is_some() { "unsafe " } else { "" },
         f.rust_name,
         params.join(", "),
         return_type(spec, f.ret)
@@ -89,7 +96,14 @@ fn emit_fn(o: &mut Out, spec: &Spec, f: &Function, indent: &str) {
         Some(r) => format!("{}::{}", spec.handles[r.handle].name, f.rust_name),
         None => f.rust_name.clone(),
     };
-    let call = format!("ffi::{}({})", f.bridge_name, args.join(", "));
+    let mut call = format!("ffi::{}({})", f.bridge_name, args.join(", "));
+    if f.safety.is_some() {
+        w!(
+            o,
+            "{indent}    // SAFETY: forwarded from this function's `# Safety` contract."
+        );
+        call = format!("unsafe {{ {call} }}");
+    }
     let mapped = format!("{call}.map_err(|e| Error::cpp(\"{context}\", &e))");
     match f.ret {
         Ty::HandleOwned(h) => {

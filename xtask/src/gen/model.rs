@@ -168,6 +168,9 @@ pub struct Function {
     pub ret: Ty,
     pub imp: CppImpl,
     pub receiver: Option<Receiver>,
+    /// `Some`: the Rust tiers declare the call `unsafe`, with this as its
+    /// `# Safety` contract (raw pointers passed as integers, for example).
+    pub safety: Option<String>,
 }
 
 /// The handle a method is called on.

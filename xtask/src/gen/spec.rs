@@ -55,6 +55,9 @@ pub struct RawFunction {
     pub cpp_fn: Option<Spanned<String>>,
     #[serde(default, deserialize_with = "nullable")]
     pub cpp_body: Option<Spanned<String>>,
+    /// Makes the call `unsafe` in Rust; says what the caller guarantees.
+    #[serde(default, deserialize_with = "nullable")]
+    pub safety: Option<Spanned<String>>,
 }
 
 /// An entry of `methods`.
@@ -74,6 +77,9 @@ pub struct RawMethod {
     pub cpp_body: Option<Spanned<String>>,
     #[serde(rename = "const")]
     pub is_const: Option<Spanned<bool>>,
+    /// Makes the call `unsafe` in Rust; says what the caller guarantees.
+    #[serde(default, deserialize_with = "nullable")]
+    pub safety: Option<Spanned<String>>,
 }
 
 /// One parameter: a single-entry mapping `name: type`.

@@ -625,6 +625,7 @@ fn function(
         ret: ret?,
         imp: imp?,
         receiver: None,
+        safety: safety(cx, &raw.safety, &owner)?,
     })
 }
 
@@ -731,5 +732,23 @@ fn method(
             handle: hidx,
             is_const,
         }),
+        safety: safety(cx, &raw.safety, &owner)?,
     })
+}
+
+/// `safety:` text, which must say what the caller guarantees. `Some(None)`
+/// for a safe call; `None` after reporting an empty one.
+fn safety(cx: &mut Ctx<'_>, raw: &Option<Spanned<String>>, owner: &str) -> Option<Option<String>> {
+    match raw {
+        None => Some(None),
+        Some(s) if s.value.trim().is_empty() => {
+            cx.err(
+                pos(s),
+                format!("field `safety` of {owner} is empty"),
+                "say what the caller must guarantee, e.g. \"`ptr` points to a live at::Tensor\"",
+            );
+            None
+        }
+        Some(s) => Some(Some(s.value.trim().to_string())),
+    }
 }

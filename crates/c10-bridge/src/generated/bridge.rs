@@ -6,6 +6,8 @@
 
 // Opaque C++ types cannot implement Debug; the safe tier's handles do.
 #![allow(missing_debug_implementations)]
+// cxx's expansion of an `unsafe fn` drops the `# Safety` section written above it.
+#![allow(clippy::missing_safety_doc)]
 
 #[cxx::bridge(namespace = "unigpu_gen::torch")]
 pub mod ffi {
@@ -57,6 +59,13 @@ pub mod ffi {
         /// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
         fn tensor_randn(sizes: &[i64], device: i64) -> Result<UniquePtr<Tensor>>;
 
+        /// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
+        ///
+        /// # Safety
+        ///
+        /// `tch_ptr` is the `as_ptr()` of a tch tensor that stays alive for the duration of the call.
+        unsafe fn tensor_from_tch(tch_ptr: u64) -> Result<UniquePtr<Tensor>>;
+
         /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
         fn tensor_to_dlpack(tensor: &Tensor) -> Result<UniquePtr<DlPack>>;
 
@@ -104,6 +113,13 @@ pub mod ffi {
             non_blocking: bool,
             stream: &TorchStream,
         ) -> Result<UniquePtr<Tensor>>;
+
+        /// A new heap at::Tensor sharing this tensor's storage, for tch's `Tensor::from_ptr`.
+        ///
+        /// # Safety
+        ///
+        /// The returned pointer owns a new at::Tensor: give it to tch's `Tensor::from_ptr` exactly once (twice frees it twice; never leaks it).
+        unsafe fn tensor_new_tch_ptr(self_: &Tensor) -> Result<u64>;
 
         /// self.copy_(src, non_blocking) on the current stream.
         fn tensor_copy_from(

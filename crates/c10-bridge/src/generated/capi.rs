@@ -605,6 +605,32 @@ pub unsafe extern "C" fn ug_torch_tensor_randn(
     })
 }
 
+/// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_from_tch(
+    tch_ptr: u64,
+    out: *mut *mut safe::Tensor,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the C caller upholds the contract in the header (`Safety:`).
+        let value = unsafe { safe::tensor_from_tch(tch_ptr) }?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        Ok(())
+    })
+}
+
 /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
 ///
 /// Returns `Status::Ok` and writes the out-parameters on success; on failure
@@ -1005,6 +1031,34 @@ pub unsafe extern "C" fn ug_torch_tensor_to_stream(
         let value = this.to_stream(device, non_blocking, stream)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(Box::into_raw(Box::new(value))) };
+        Ok(())
+    })
+}
+
+/// A new heap at::Tensor sharing this tensor's storage, for tch's `Tensor::from_ptr`.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_new_tch_ptr(
+    this: *const safe::Tensor,
+    out: *mut u64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        // SAFETY: the C caller upholds the contract in the header (`Safety:`).
+        let value = unsafe { this.new_tch_ptr() }?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
         Ok(())
     })
 }

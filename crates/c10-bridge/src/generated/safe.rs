@@ -320,6 +320,21 @@ impl Tensor {
         )
     }
 
+    /// A new heap at::Tensor sharing this tensor's storage, for tch's `Tensor::from_ptr`.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    ///
+    /// # Safety
+    ///
+    /// The returned pointer owns a new at::Tensor: give it to tch's `Tensor::from_ptr` exactly once (twice frees it twice; never leaks it).
+    pub unsafe fn new_tch_ptr(&self) -> Result<u64> {
+        // SAFETY: forwarded from this function's `# Safety` contract.
+        unsafe { ffi::tensor_new_tch_ptr(self.cpp()?) }
+            .map_err(|e| Error::cpp("Tensor::new_tch_ptr", &e))
+    }
+
     /// self.copy_(src, non_blocking) on the current stream.
     ///
     /// # Errors
@@ -558,6 +573,23 @@ pub fn tensor_randn(sizes: &[i64], device: i64) -> Result<Tensor> {
     Tensor::from_unique(
         ffi::tensor_randn(sizes, device).map_err(|e| Error::cpp("tensor_randn", &e))?,
         "tensor_randn",
+    )
+}
+
+/// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
+///
+/// # Errors
+///
+/// Returns the message of the C++ exception if the call throws.
+///
+/// # Safety
+///
+/// `tch_ptr` is the `as_ptr()` of a tch tensor that stays alive for the duration of the call.
+pub unsafe fn tensor_from_tch(tch_ptr: u64) -> Result<Tensor> {
+    // SAFETY: forwarded from this function's `# Safety` contract.
+    Tensor::from_unique(
+        unsafe { ffi::tensor_from_tch(tch_ptr) }.map_err(|e| Error::cpp("tensor_from_tch", &e))?,
+        "tensor_from_tch",
     )
 }
 
