@@ -118,6 +118,19 @@ fn emit_fn(o: &mut Out, spec: &Spec, f: &Function, indent: &str) {
     w!(o, "{indent}}}");
 }
 
+/// Whether any method has handle `i` as its receiver, or any call takes it
+/// as a parameter, with this mutability: decides which accessors to emit.
+fn takes_handle(spec: &Spec, i: usize, mutable: bool) -> bool {
+    spec.methods.iter().any(|m| {
+        m.receiver
+            .is_some_and(|r| r.handle == i && r.is_const != mutable)
+    }) || spec.all_functions().any(|f| {
+        f.params
+            .iter()
+            .any(|p| p.ty == Ty::HandleRef { handle: i, mutable })
+    })
+}
+
 /// Emits `<rust_crate>/src/generated/safe.rs`.
 pub fn safe(spec: &Spec) -> String {
     let mut o = Out::new();
@@ -222,30 +235,7 @@ pub fn safe(spec: &Spec) -> String {
             "/// Owns the C++ object (`{}`); dropping the handle destroys it.",
             h.cpp_type
         );
-        let needs_ref = spec
-            .methods
-            .iter()
-            .any(|m| m.receiver.is_some_and(|r| r.handle == i && r.is_const))
-            || spec.all_functions().any(|f| {
-                f.params.iter().any(|p| {
-                    p.ty == Ty::HandleRef {
-                        handle: i,
-                        mutable: false,
-                    }
-                })
-            });
-        let needs_mut = spec
-            .methods
-            .iter()
-            .any(|m| m.receiver.is_some_and(|r| r.handle == i && !r.is_const))
-            || spec.all_functions().any(|f| {
-                f.params.iter().any(|p| {
-                    p.ty == Ty::HandleRef {
-                        handle: i,
-                        mutable: true,
-                    }
-                })
-            });
+        let (needs_ref, needs_mut) = (takes_handle(spec, i, false), takes_handle(spec, i, true));
         w!(o, "pub struct {} {{", h.name);
         if !needs_ref && !needs_mut {
             // A handle nothing takes (a guard) is held only for its Drop.
