@@ -26,9 +26,12 @@ TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.
 export LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 step "clippy (feature torch)"
-cargo clippy -p unigpu-torch-sys -p unigpu-c10-bridge \
-  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch --all-targets -- -D warnings
+cargo clippy -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
+  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch --all-targets -- -D warnings
 
 step "tests (feature torch, CPU; GPU tests are ignored here)"
-UNIGPU_EXPECT_NO_GPU=1 cargo test -p unigpu-torch-sys -p unigpu-c10-bridge \
-  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch
+UNIGPU_EXPECT_NO_GPU=1 cargo test -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
+  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch
+
+step "the torch backend example says why it cannot run here"
+cargo run -q -p unigpu --features torch --example 07_torch_backend

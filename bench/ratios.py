@@ -24,6 +24,13 @@ rows = [
     ("matmul f32 4096 (TFLOP/s), vs torch", "unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
     ("matmul bf16 4096 (TFLOP/s), vs torch", "unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "higher"),
 ]
+rows += [
+    ("torch backend axpy f32 2^26 (GB/s), vs torch add_", "unigpu_torchbe_axpy_f32_GBps", "torch_axpy_f32_GBps", "higher"),
+    ("torch backend matmul f32 4096 (TFLOP/s), vs torch", "unigpu_torchbe_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
+    ("torch backend matmul bf16 4096 (TFLOP/s), vs torch", "unigpu_torchbe_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "higher"),
+    ("torch backend tiny op submit (us), vs torch small op (Python)", "unigpu_torchbe_small_op_submit_us", "torch_small_op_submit_us", "lower"),
+    ("torch -> cuda move 256MiB (GB/s), vs torch clone", "unigpu_torchbe_to_cuda_256MiB_GBps", "torch_clone_256MiB_GBps", "higher"),
+]
 for mib in (64, 256):
     rows += [
         (f"bridge to_stream H2D pinned {mib}MiB (GB/s), vs torch copy_", f"unigpu_torch_to_stream_h2d_pinned_{mib}MiB_GBps", f"torch_h2d_pinned_{mib}MiB_GBps", "higher"),

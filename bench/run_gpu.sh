@@ -7,6 +7,7 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 out="${OUT:-/tmp/unigpu-bench}"; mkdir -p "$out"
 log="$out/bench.txt"; : >"$log"
+[ -d "$root/.gpu-pack/bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"
 export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
 nvcc -O2 -o /tmp/floor "$here/anchors/floor.cu" -lcuda && /tmp/floor | tee -a "$log"
@@ -18,5 +19,8 @@ UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench --compile-only 2>&1
   | sed -n 's/^unigpu_compile_first_/disk_compile_first_/p' | tee -a "$log"
 if [ -x "$root/.gpu-pack/bin/torch_copy_bench" ]; then
   "$root/.gpu-pack/bin/torch_copy_bench" 2>&1 | tee -a "$log"
+fi
+if [ -x "$root/.gpu-pack/bin/torch-torch_backend_bench" ]; then
+  "$root/.gpu-pack/bin/torch-torch_backend_bench" 2>&1 | tee -a "$log"
 fi
 python3 "$here/ratios.py" "$log" | tee "$out/ratios.txt"

@@ -27,6 +27,21 @@ ms = timed(lambda: y.add_(x, alpha=2.0), 20)
 out("torch_axpy_f32_ms", f"{ms:.4f}")
 out("torch_axpy_f32_GBps", f"{3 * 4 * n / (ms * 1e-3) / 1e9:.1f}")
 
+# A GPU-to-GPU copy of 256 MiB into a new tensor, as `to_context` does
+# (allocation from the warm caching allocator included).
+import time
+
+src = torch.zeros(64 << 20, device=dev)
+best = float("inf")
+for _ in range(5):
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    dst = src.clone()
+    torch.cuda.synchronize()
+    best = min(best, time.perf_counter() - t)
+    del dst
+out("torch_clone_256MiB_GBps", f"{2 * 256 * (1 << 20) / best / 1e9:.1f}")
+
 assert not torch.backends.cuda.matmul.allow_tf32, "compare plain fp32 with plain fp32"
 for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
     m = 4096

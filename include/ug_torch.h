@@ -189,6 +189,13 @@ ug_torch_status ug_torch_tensor_from_f32(const float* data, size_t data_len, con
 ug_torch_status ug_torch_tensor_randn(const int64_t* sizes, size_t sizes_len, int64_t device, ug_torch_tensor** out);
 
 /**
+ * A new uninitialised 1-D tensor of `numel` elements of unigpu element type `dtype` (the facade's DType order, 0 f32 … 8 u8), on CUDA device `device` (-1 for the CPU); CUDA memory comes from the caching allocator for the current stream.
+ *
+ * On success *out receives a new handle; free it with ug_torch_tensor_free().
+ */
+ug_torch_status ug_torch_tensor_empty(int64_t numel, int32_t dtype, int64_t device, ug_torch_tensor** out);
+
+/**
  * Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
  *
  * On success *out receives a new handle; free it with ug_torch_tensor_free().
@@ -236,6 +243,13 @@ ug_torch_status ug_torch_stream_wait_event(const ug_torch_stream* self, const ug
 ug_torch_status ug_torch_stream_device_index(const ug_torch_stream* self, int64_t* out);
 
 /**
+ * The raw cudaStream_t (0 for the legacy default stream), for ordering CUDA driver work with this stream.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_stream_native_handle(const ug_torch_stream* self, uint64_t* out);
+
+/**
  * c10's id of the stream (equal ids, same stream).
  *
  * On success the result is written to *out.
@@ -279,6 +293,120 @@ ug_torch_status ug_torch_tensor_numel(const ug_torch_tensor* self, int64_t* out)
  * On success the result is written to *out.
  */
 ug_torch_status ug_torch_tensor_is_cuda(const ug_torch_tensor* self, bool* out);
+
+/**
+ * `is_contiguous` of specs/torch.yaml.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_is_contiguous(const ug_torch_tensor* self, bool* out);
+
+/**
+ * The unigpu element type code of the tensor's dtype (see `tensor_empty`), or -1 for a dtype unigpu has no element type for.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_dtype_code(const ug_torch_tensor* self, int32_t* out);
+
+/**
+ * The CUDA device the tensor lives on, or -1 for any other device.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_device_index(const ug_torch_tensor* self, int64_t* out);
+
+/**
+ * The address of the first element (a device address for a CUDA tensor).
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_data_address(const ug_torch_tensor* self, uint64_t* out);
+
+/**
+ * Tells the caching allocator that `stream` uses the tensor, so its memory is not reused before that stream's work up to now is done.
+ */
+ug_torch_status ug_torch_tensor_record_stream(const ug_torch_tensor* self, const ug_torch_stream* stream);
+
+/**
+ * Overwrites a contiguous tensor with the raw bytes `host` (exactly its size), ordered on the current stream. Returns once `host` may be reused (CUDA stages pageable memory before an async copy returns), without waiting for earlier work on the stream.
+ */
+ug_torch_status ug_torch_tensor_write_bytes(ug_torch_tensor* self, const uint8_t* host, size_t host_len);
+
+/**
+ * Copies a contiguous tensor into `host` (exactly its size) as raw bytes, after the work before it on the current stream; returns once the copy is done.
+ */
+ug_torch_status ug_torch_tensor_read_bytes(const ug_torch_tensor* self, uint8_t* host, size_t host_len);
+
+/**
+ * Sets every element to the value whose little-endian bit pattern is the low bytes of `bits`, exactly, for every element type (the tensor is filled through a same-width integer view).
+ */
+ug_torch_status ug_torch_tensor_fill_bits(ug_torch_tensor* self, uint64_t bits);
+
+/**
+ * self = a + b, element-wise, on the current stream.
+ */
+ug_torch_status ug_torch_tensor_add_out(ug_torch_tensor* self, const ug_torch_tensor* a, const ug_torch_tensor* b);
+
+/**
+ * self = a - b, element-wise, on the current stream.
+ */
+ug_torch_status ug_torch_tensor_sub_out(ug_torch_tensor* self, const ug_torch_tensor* a, const ug_torch_tensor* b);
+
+/**
+ * self = a * b, element-wise, on the current stream.
+ */
+ug_torch_status ug_torch_tensor_mul_out(ug_torch_tensor* self, const ug_torch_tensor* a, const ug_torch_tensor* b);
+
+/**
+ * self += alpha * x (axpy), on the current stream.
+ */
+ug_torch_status ug_torch_tensor_add_scaled(ug_torch_tensor* self, const ug_torch_tensor* x, double alpha);
+
+/**
+ * self *= alpha, on the current stream.
+ */
+ug_torch_status ug_torch_tensor_scale(ug_torch_tensor* self, double alpha);
+
+/**
+ * self = max(x, 0), on the current stream (NaN stays NaN, as in torch.relu).
+ */
+ug_torch_status ug_torch_tensor_relu_out(ug_torch_tensor* self, const ug_torch_tensor* x);
+
+/**
+ * self = sigmoid(x), on the current stream.
+ */
+ug_torch_status ug_torch_tensor_sigmoid_out(ug_torch_tensor* self, const ug_torch_tensor* x);
+
+/**
+ * self = tanh(x), on the current stream.
+ */
+ug_torch_status ug_torch_tensor_tanh_out(ug_torch_tensor* self, const ug_torch_tensor* x);
+
+/**
+ * The sum of all elements, accumulated in float (double for a double tensor); waits for it on the current stream.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_sum_acc(const ug_torch_tensor* self, double* out);
+
+/**
+ * The largest element, ignoring NaNs unless every element is NaN; waits for it on the current stream. The tensor must not be empty.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_max_ignoring_nan(const ug_torch_tensor* self, double* out);
+
+/**
+ * sum(self * other) over two 1-D tensors (torch.dot); waits for it on the current stream.
+ *
+ * On success the result is written to *out.
+ */
+ug_torch_status ug_torch_tensor_dot_acc(const ug_torch_tensor* self, const ug_torch_tensor* other, double* out);
+
+/**
+ * self (m×n) = a (m×k) · b (k×n), all three 1-D contiguous tensors read as row-major matrices, on the current stream.
+ */
+ug_torch_status ug_torch_tensor_mm_out(ug_torch_tensor* self, const ug_torch_tensor* a, const ug_torch_tensor* b, int64_t m, int64_t k, int64_t n);
 
 /**
  * The elements as f32, copied to the host (waits for pending work on the current stream).

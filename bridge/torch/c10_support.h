@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -76,6 +77,73 @@ inline c10::Device cuda_device(const char* what, std::int64_t index) {
                             " available)");
   }
   return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+// unigpu's element type codes, in the facade's DType order.
+inline at::ScalarType scalar_type(std::int32_t code, const char* what) {
+  switch (code) {
+    case 0: return at::kFloat;
+    case 1: return at::kDouble;
+    case 2: return at::kHalf;
+    case 3: return at::kBFloat16;
+    case 4: return at::kInt;
+    case 5: return at::kUInt32;
+    case 6: return at::kLong;
+    case 7: return at::kUInt64;
+    case 8: return at::kByte;
+    default:
+      throw std::invalid_argument(std::string(what) + ": unknown element type code " +
+                                  std::to_string(code) + " (0..8)");
+  }
+}
+
+inline std::int32_t dtype_code(at::ScalarType t) {
+  for (std::int32_t code = 0; code <= 8; ++code) {
+    if (scalar_type(code, "dtype_code") == t) return code;
+  }
+  return -1;
+}
+
+// Raw byte copies need a contiguous tensor of exactly the host size.
+inline void check_bytes(const at::Tensor& t, std::size_t bytes, const char* what) {
+  if (!t.is_contiguous()) {
+    throw std::invalid_argument(std::string(what) + ": the tensor is not contiguous");
+  }
+  if (t.nbytes() != bytes) {
+    throw std::invalid_argument(std::string(what) + ": the tensor holds " +
+                                std::to_string(t.nbytes()) + " bytes, the host buffer " +
+                                std::to_string(bytes));
+  }
+}
+
+// Fills through a signed integer view of the same width, so every element
+// type (the unsigned ones torch has few kernels for, and the bit patterns
+// of floats) is set exactly.
+inline void fill_bits(at::Tensor& t, std::uint64_t bits) {
+  switch (t.element_size()) {
+    case 1: t.view(at::kByte).fill_(static_cast<std::int64_t>(bits & 0xff)); break;
+    case 2: t.view(at::kShort).fill_(static_cast<std::int16_t>(bits & 0xffff)); break;
+    case 4: t.view(at::kInt).fill_(static_cast<std::int32_t>(bits & 0xffffffffu)); break;
+    case 8: t.view(at::kLong).fill_(static_cast<std::int64_t>(bits)); break;
+    default: throw std::invalid_argument("fill_bits: unsupported element size");
+  }
+}
+
+// Reductions accumulate in float, or double for double tensors.
+inline at::ScalarType acc_type(const at::Tensor& t) {
+  return t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+inline double max_ignoring_nan(const at::Tensor& t) {
+  if (t.numel() == 0) throw std::invalid_argument("max of an empty tensor");
+  auto nan = t.isnan();
+  auto both = at::stack({t.masked_fill(nan, -std::numeric_limits<double>::infinity())
+                             .max()
+                             .to(at::kDouble),
+                         nan.all().to(at::kDouble)})
+                  .cpu();
+  const double* v = both.data_ptr<double>();
+  return v[1] != 0.0 ? std::numeric_limits<double>::quiet_NaN() : v[0];
 }
 
 // A c10 CUDA stream (from the pool, the current one, or the default one).

@@ -10,7 +10,7 @@ namespace unigpu_gen::torch {
 ::std::int64_t cuda_device_count() {
   try {
     auto gen_body_ = [&]() {
-#line 38 "specs/torch.yaml"
+#line 42 "specs/torch.yaml"
 return ::unigpu_c10::cuda_device_count();
 #line 16 "bridge/torch/torch_bridge.cc"
     };
@@ -23,7 +23,7 @@ return ::unigpu_c10::cuda_device_count();
 bool cuda_is_available() {
   try {
     auto gen_body_ = [&]() {
-#line 44 "specs/torch.yaml"
+#line 48 "specs/torch.yaml"
 return ::unigpu_c10::cuda_device_count() > 0;
 #line 29 "bridge/torch/torch_bridge.cc"
     };
@@ -36,7 +36,7 @@ return ::unigpu_c10::cuda_device_count() > 0;
 ::rust::String cuda_status() {
   try {
     auto gen_body_ = [&]() {
-#line 50 "specs/torch.yaml"
+#line 54 "specs/torch.yaml"
 try {
   ::unigpu_c10::require_cuda("torch CUDA");
   return std::string();
@@ -54,7 +54,7 @@ try {
 ::std::unique_ptr<TorchStream> stream_from_pool([[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool high_priority) {
   try {
     auto gen_body_ = [&]() {
-#line 64 "specs/torch.yaml"
+#line 68 "specs/torch.yaml"
 auto dev = ::unigpu_c10::cuda_device("stream_from_pool", device);
 const auto& impl = ::unigpu_c10::require_cuda("stream_from_pool");
 return ::unigpu_c10::Stream{impl.getStreamFromGlobalPool(dev, high_priority)};
@@ -69,7 +69,7 @@ return ::unigpu_c10::Stream{impl.getStreamFromGlobalPool(dev, high_priority)};
 ::std::unique_ptr<TorchStream> current_stream([[maybe_unused]] ::std::int64_t device) {
   try {
     auto gen_body_ = [&]() {
-#line 74 "specs/torch.yaml"
+#line 78 "specs/torch.yaml"
 auto dev = ::unigpu_c10::cuda_device("current_stream", device);
 return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("current_stream").getStream(dev)};
 #line 76 "bridge/torch/torch_bridge.cc"
@@ -83,7 +83,7 @@ return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("current_stream").getStre
 ::std::unique_ptr<TorchStream> default_stream([[maybe_unused]] ::std::int64_t device) {
   try {
     auto gen_body_ = [&]() {
-#line 83 "specs/torch.yaml"
+#line 87 "specs/torch.yaml"
 auto dev = ::unigpu_c10::cuda_device("default_stream", device);
 return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("default_stream").getDefaultStream(dev)};
 #line 90 "bridge/torch/torch_bridge.cc"
@@ -97,7 +97,7 @@ return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("default_stream").getDefa
 ::std::unique_ptr<TorchEvent> event_new() {
   try {
     auto gen_body_ = [&]() {
-#line 90 "specs/torch.yaml"
+#line 94 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("event_new");
 return std::make_unique<::unigpu_c10::Event>();
 #line 104 "bridge/torch/torch_bridge.cc"
@@ -111,7 +111,7 @@ return std::make_unique<::unigpu_c10::Event>();
 ::std::unique_ptr<StreamGuard> guard_stream([[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 99 "specs/torch.yaml"
+#line 103 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("guard_stream");
 return std::make_unique<::unigpu_c10::Guard>(stream);
 #line 118 "bridge/torch/torch_bridge.cc"
@@ -125,7 +125,7 @@ return std::make_unique<::unigpu_c10::Guard>(stream);
 ::std::unique_ptr<Tensor> tensor_from_f32([[maybe_unused]] ::rust::Slice<const float> data, [[maybe_unused]] ::rust::Slice<const ::std::int64_t> sizes) {
   try {
     auto gen_body_ = [&]() {
-#line 109 "specs/torch.yaml"
+#line 113 "specs/torch.yaml"
 std::vector<std::int64_t> shape(sizes.begin(), sizes.end());
 std::int64_t numel = 1;
 for (auto s : shape) {
@@ -150,7 +150,7 @@ return t;
 ::std::unique_ptr<Tensor> tensor_randn([[maybe_unused]] ::rust::Slice<const ::std::int64_t> sizes, [[maybe_unused]] ::std::int64_t device) {
   try {
     auto gen_body_ = [&]() {
-#line 130 "specs/torch.yaml"
+#line 134 "specs/torch.yaml"
 std::vector<std::int64_t> shape(sizes.begin(), sizes.end());
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("tensor_randn", device);
 return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
@@ -162,12 +162,27 @@ return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
   }
 }
 
+::std::unique_ptr<Tensor> tensor_empty([[maybe_unused]] ::std::int64_t numel, [[maybe_unused]] ::std::int32_t dtype, [[maybe_unused]] ::std::int64_t device) {
+  try {
+    auto gen_body_ = [&]() {
+#line 146 "specs/torch.yaml"
+if (numel < 0) throw std::invalid_argument("tensor_empty: negative numel " + std::to_string(numel));
+at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("tensor_empty", device);
+return at::empty({numel}, at::TensorOptions().dtype(::unigpu_c10::scalar_type(dtype, "tensor_empty")).device(target));
+#line 173 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_detail::into_unique<Tensor>(gen_body_());
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_empty");
+  }
+}
+
 ::std::unique_ptr<Tensor> tensor_from_tch([[maybe_unused]] ::std::uint64_t tch_ptr) {
   try {
     auto gen_body_ = [&]() {
-#line 141 "specs/torch.yaml"
+#line 157 "specs/torch.yaml"
 return *reinterpret_cast<const at::Tensor*>(static_cast<std::uintptr_t>(tch_ptr));
-#line 171 "bridge/torch/torch_bridge.cc"
+#line 186 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -178,9 +193,9 @@ return *reinterpret_cast<const at::Tensor*>(static_cast<std::uintptr_t>(tch_ptr)
 ::std::unique_ptr<DlPack> tensor_to_dlpack([[maybe_unused]] const Tensor& tensor) {
   try {
     auto gen_body_ = [&]() {
-#line 149 "specs/torch.yaml"
+#line 165 "specs/torch.yaml"
 return ::unigpu_c10::DlPack(at::toDLPack(tensor));
-#line 184 "bridge/torch/torch_bridge.cc"
+#line 199 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
   } catch (...) {
@@ -191,9 +206,9 @@ return ::unigpu_c10::DlPack(at::toDLPack(tensor));
 ::std::unique_ptr<Tensor> tensor_from_dlpack([[maybe_unused]] DlPack& capsule) {
   try {
     auto gen_body_ = [&]() {
-#line 157 "specs/torch.yaml"
+#line 173 "specs/torch.yaml"
 return at::fromDLPack(capsule.take("tensor_from_dlpack"));
-#line 197 "bridge/torch/torch_bridge.cc"
+#line 212 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -204,9 +219,9 @@ return at::fromDLPack(capsule.take("tensor_from_dlpack"));
 void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 165 "specs/torch.yaml"
+#line 181 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize").synchronizeStream(self.inner);
-#line 210 "bridge/torch/torch_bridge.cc"
+#line 225 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -217,9 +232,9 @@ void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
 bool torch_stream_query([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 173 "specs/torch.yaml"
+#line 189 "specs/torch.yaml"
 return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
-#line 223 "bridge/torch/torch_bridge.cc"
+#line 238 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -230,10 +245,10 @@ return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
 void torch_stream_wait_event([[maybe_unused]] const TorchStream& self, [[maybe_unused]] const TorchEvent& event) {
   try {
     auto gen_body_ = [&]() {
-#line 182 "specs/torch.yaml"
+#line 198 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("wait_event");
 event.inner.block(self.inner);
-#line 237 "bridge/torch/torch_bridge.cc"
+#line 252 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -244,9 +259,9 @@ event.inner.block(self.inner);
 ::std::int64_t torch_stream_device_index([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 191 "specs/torch.yaml"
+#line 207 "specs/torch.yaml"
 return self.inner.device_index();
-#line 250 "bridge/torch/torch_bridge.cc"
+#line 265 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -254,12 +269,26 @@ return self.inner.device_index();
   }
 }
 
+::std::uint64_t torch_stream_native_handle([[maybe_unused]] const TorchStream& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 215 "specs/torch.yaml"
+::unigpu_c10::require_cuda("native_handle");
+return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.inner.native_handle()));
+#line 279 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::torch_stream_native_handle");
+  }
+}
+
 ::std::int64_t torch_stream_id([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 199 "specs/torch.yaml"
+#line 224 "specs/torch.yaml"
 return self.inner.id();
-#line 263 "bridge/torch/torch_bridge.cc"
+#line 292 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -270,10 +299,10 @@ return self.inner.id();
 void torch_event_record([[maybe_unused]] TorchEvent& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 207 "specs/torch.yaml"
+#line 232 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("record");
 self.inner.record(stream.inner);
-#line 277 "bridge/torch/torch_bridge.cc"
+#line 306 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -284,10 +313,10 @@ self.inner.record(stream.inner);
 void torch_event_synchronize([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 215 "specs/torch.yaml"
+#line 240 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize");
 self.inner.synchronize();
-#line 291 "bridge/torch/torch_bridge.cc"
+#line 320 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -298,10 +327,10 @@ self.inner.synchronize();
 bool torch_event_query([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 224 "specs/torch.yaml"
+#line 249 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("query");
 return self.inner.query();
-#line 305 "bridge/torch/torch_bridge.cc"
+#line 334 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -312,10 +341,10 @@ return self.inner.query();
 double torch_event_elapsed_ms([[maybe_unused]] const TorchEvent& self, [[maybe_unused]] const TorchEvent& end) {
   try {
     auto gen_body_ = [&]() {
-#line 235 "specs/torch.yaml"
+#line 260 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("elapsed_ms");
 return self.inner.elapsedTime(end.inner);
-#line 319 "bridge/torch/torch_bridge.cc"
+#line 348 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -339,14 +368,283 @@ bool tensor_is_cuda(const Tensor& self) {
   }
 }
 
+bool tensor_is_contiguous([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 280 "specs/torch.yaml"
+return self.is_contiguous();
+#line 377 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_is_contiguous");
+  }
+}
+
+::std::int32_t tensor_dtype_code([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 288 "specs/torch.yaml"
+return ::unigpu_c10::dtype_code(self.scalar_type());
+#line 390 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_dtype_code");
+  }
+}
+
+::std::int64_t tensor_device_index([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 296 "specs/torch.yaml"
+return self.is_cuda() ? static_cast<std::int64_t>(self.device().index()) : -1;
+#line 403 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_device_index");
+  }
+}
+
+::std::uint64_t tensor_data_address([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 304 "specs/torch.yaml"
+return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.data_ptr()));
+#line 416 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_data_address");
+  }
+}
+
+void tensor_record_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] const TorchStream& stream) {
+  try {
+    auto gen_body_ = [&]() {
+#line 313 "specs/torch.yaml"
+::unigpu_c10::require_cuda("record_stream");
+self.record_stream(stream.inner);
+#line 430 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_record_stream");
+  }
+}
+
+void tensor_write_bytes([[maybe_unused]] Tensor& self, [[maybe_unused]] ::rust::Slice<const ::std::uint8_t> host) {
+  try {
+    auto gen_body_ = [&]() {
+#line 322 "specs/torch.yaml"
+::unigpu_c10::check_bytes(self, host.size(), "write_bytes");
+auto src = at::from_blob(const_cast<std::uint8_t*>(host.data()), {self.numel()},
+                         at::TensorOptions().dtype(self.scalar_type()));
+// Blocking would synchronize the whole stream; a pageable source
+// is staged by cudaMemcpyAsync before it returns either way.
+self.copy_(src, /*non_blocking=*/self.is_cuda());
+#line 448 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_write_bytes");
+  }
+}
+
+void tensor_read_bytes([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::rust::Slice<::std::uint8_t> host) {
+  try {
+    auto gen_body_ = [&]() {
+#line 336 "specs/torch.yaml"
+::unigpu_c10::check_bytes(self, host.size(), "read_bytes");
+auto dst = at::from_blob(host.data(), {self.numel()}, at::TensorOptions().dtype(self.scalar_type()));
+dst.copy_(self, /*non_blocking=*/false);
+#line 463 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_read_bytes");
+  }
+}
+
+void tensor_fill_bits([[maybe_unused]] Tensor& self, [[maybe_unused]] ::std::uint64_t bits) {
+  try {
+    auto gen_body_ = [&]() {
+#line 346 "specs/torch.yaml"
+::unigpu_c10::fill_bits(self, bits);
+#line 476 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_fill_bits");
+  }
+}
+
+void tensor_add_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
+  try {
+    auto gen_body_ = [&]() {
+#line 355 "specs/torch.yaml"
+at::add_out(self, a, b);
+#line 489 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_add_out");
+  }
+}
+
+void tensor_sub_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
+  try {
+    auto gen_body_ = [&]() {
+#line 364 "specs/torch.yaml"
+at::sub_out(self, a, b);
+#line 502 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_sub_out");
+  }
+}
+
+void tensor_mul_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
+  try {
+    auto gen_body_ = [&]() {
+#line 373 "specs/torch.yaml"
+at::mul_out(self, a, b);
+#line 515 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_mul_out");
+  }
+}
+
+void tensor_add_scaled([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x, [[maybe_unused]] double alpha) {
+  try {
+    auto gen_body_ = [&]() {
+#line 382 "specs/torch.yaml"
+self.add_(x, alpha);
+#line 528 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_add_scaled");
+  }
+}
+
+void tensor_scale([[maybe_unused]] Tensor& self, [[maybe_unused]] double alpha) {
+  try {
+    auto gen_body_ = [&]() {
+#line 390 "specs/torch.yaml"
+self.mul_(alpha);
+#line 541 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_scale");
+  }
+}
+
+void tensor_relu_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
+  try {
+    auto gen_body_ = [&]() {
+#line 398 "specs/torch.yaml"
+at::clamp_min_out(self, x, 0);
+#line 554 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_relu_out");
+  }
+}
+
+void tensor_sigmoid_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
+  try {
+    auto gen_body_ = [&]() {
+#line 406 "specs/torch.yaml"
+at::sigmoid_out(self, x);
+#line 567 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_sigmoid_out");
+  }
+}
+
+void tensor_tanh_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
+  try {
+    auto gen_body_ = [&]() {
+#line 414 "specs/torch.yaml"
+at::tanh_out(self, x);
+#line 580 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_tanh_out");
+  }
+}
+
+double tensor_sum_acc([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 422 "specs/torch.yaml"
+return self.sum(::unigpu_c10::acc_type(self)).item<double>();
+#line 593 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_sum_acc");
+  }
+}
+
+double tensor_max_ignoring_nan([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 430 "specs/torch.yaml"
+return ::unigpu_c10::max_ignoring_nan(self);
+#line 606 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_max_ignoring_nan");
+  }
+}
+
+double tensor_dot_acc([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
+  try {
+    auto gen_body_ = [&]() {
+#line 440 "specs/torch.yaml"
+return at::dot(self, other).item<double>();
+#line 619 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_dot_acc");
+  }
+}
+
+void tensor_mm_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b, [[maybe_unused]] ::std::int64_t m, [[maybe_unused]] ::std::int64_t k, [[maybe_unused]] ::std::int64_t n) {
+  try {
+    auto gen_body_ = [&]() {
+#line 452 "specs/torch.yaml"
+auto c = self.view({m, n});
+at::mm_out(c, a.view({m, k}), b.view({k, n}));
+#line 633 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_mm_out");
+  }
+}
+
 ::rust::Vec<float> tensor_to_f32_vec([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 256 "specs/torch.yaml"
+#line 461 "specs/torch.yaml"
 auto host = self.to(at::kCPU).to(at::kFloat).contiguous();
 const float* p = host.data_ptr<float>();
 return std::vector<float>(p, p + host.numel());
-#line 350 "bridge/torch/torch_bridge.cc"
+#line 648 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::to_rust_vec<float>(gen_body_());
   } catch (...) {
@@ -357,12 +655,12 @@ return std::vector<float>(p, p + host.numel());
 ::std::unique_ptr<Tensor> tensor_to_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool non_blocking, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 270 "specs/torch.yaml"
+#line 475 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
-#line 366 "bridge/torch/torch_bridge.cc"
+#line 664 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -373,9 +671,9 @@ return self.to(target, non_blocking);
 ::std::uint64_t tensor_new_tch_ptr([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 282 "specs/torch.yaml"
+#line 487 "specs/torch.yaml"
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tensor(self)));
-#line 379 "bridge/torch/torch_bridge.cc"
+#line 677 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -386,9 +684,9 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tenso
 void tensor_copy_from([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& src, [[maybe_unused]] bool non_blocking) {
   try {
     auto gen_body_ = [&]() {
-#line 291 "specs/torch.yaml"
+#line 496 "specs/torch.yaml"
 self.copy_(src, non_blocking);
-#line 392 "bridge/torch/torch_bridge.cc"
+#line 690 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -399,10 +697,10 @@ self.copy_(src, non_blocking);
 ::std::unique_ptr<Tensor> tensor_pin_memory([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 299 "specs/torch.yaml"
+#line 504 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("pin_memory");
 return self.pin_memory();
-#line 406 "bridge/torch/torch_bridge.cc"
+#line 704 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -413,9 +711,9 @@ return self.pin_memory();
 ::std::unique_ptr<Tensor> tensor_matmul([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 310 "specs/torch.yaml"
+#line 515 "specs/torch.yaml"
 return self.matmul(other);
-#line 419 "bridge/torch/torch_bridge.cc"
+#line 717 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -442,10 +740,10 @@ return self.matmul(other);
 ::std::int32_t dl_pack_device_type([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 330 "specs/torch.yaml"
+#line 535 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("device_type: the capsule was consumed");
 return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
-#line 449 "bridge/torch/torch_bridge.cc"
+#line 747 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -456,10 +754,10 @@ return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
 ::std::int32_t dl_pack_ndim([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 338 "specs/torch.yaml"
+#line 543 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("ndim: the capsule was consumed");
 return self.ptr->dl_tensor.ndim;
-#line 463 "bridge/torch/torch_bridge.cc"
+#line 761 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -470,9 +768,9 @@ return self.ptr->dl_tensor.ndim;
 bool dl_pack_is_consumed([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 346 "specs/torch.yaml"
+#line 551 "specs/torch.yaml"
 return self.ptr == nullptr;
-#line 476 "bridge/torch/torch_bridge.cc"
+#line 774 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {

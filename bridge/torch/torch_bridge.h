@@ -95,6 +95,8 @@ bool cuda_is_available();
 ::std::unique_ptr<Tensor> tensor_from_f32(::rust::Slice<const float> data, ::rust::Slice<const ::std::int64_t> sizes);
 /// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
 ::std::unique_ptr<Tensor> tensor_randn(::rust::Slice<const ::std::int64_t> sizes, ::std::int64_t device);
+/// A new uninitialised 1-D tensor of `numel` elements of unigpu element type `dtype` (the facade's DType order, 0 f32 … 8 u8), on CUDA device `device` (-1 for the CPU); CUDA memory comes from the caching allocator for the current stream.
+::std::unique_ptr<Tensor> tensor_empty(::std::int64_t numel, ::std::int32_t dtype, ::std::int64_t device);
 /// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
 ::std::unique_ptr<Tensor> tensor_from_tch(::std::uint64_t tch_ptr);
 /// Exports `tensor` as a DLPack capsule sharing its memory (at::toDLPack).
@@ -109,6 +111,8 @@ bool torch_stream_query(const TorchStream& self);
 void torch_stream_wait_event(const TorchStream& self, const TorchEvent& event);
 /// The stream's CUDA device.
 ::std::int64_t torch_stream_device_index(const TorchStream& self);
+/// The raw cudaStream_t (0 for the legacy default stream), for ordering CUDA driver work with this stream.
+::std::uint64_t torch_stream_native_handle(const TorchStream& self);
 /// c10's id of the stream (equal ids, same stream).
 ::std::int64_t torch_stream_id(const TorchStream& self);
 /// Captures the work enqueued on `stream` so far.
@@ -121,6 +125,45 @@ bool torch_event_query(const TorchEvent& self);
 double torch_event_elapsed_ms(const TorchEvent& self, const TorchEvent& end);
 ::std::int64_t tensor_numel(const Tensor& self);
 bool tensor_is_cuda(const Tensor& self);
+bool tensor_is_contiguous(const Tensor& self);
+/// The unigpu element type code of the tensor's dtype (see `tensor_empty`), or -1 for a dtype unigpu has no element type for.
+::std::int32_t tensor_dtype_code(const Tensor& self);
+/// The CUDA device the tensor lives on, or -1 for any other device.
+::std::int64_t tensor_device_index(const Tensor& self);
+/// The address of the first element (a device address for a CUDA tensor).
+::std::uint64_t tensor_data_address(const Tensor& self);
+/// Tells the caching allocator that `stream` uses the tensor, so its memory is not reused before that stream's work up to now is done.
+void tensor_record_stream(const Tensor& self, const TorchStream& stream);
+/// Overwrites a contiguous tensor with the raw bytes `host` (exactly its size), ordered on the current stream. Returns once `host` may be reused (CUDA stages pageable memory before an async copy returns), without waiting for earlier work on the stream.
+void tensor_write_bytes(Tensor& self, ::rust::Slice<const ::std::uint8_t> host);
+/// Copies a contiguous tensor into `host` (exactly its size) as raw bytes, after the work before it on the current stream; returns once the copy is done.
+void tensor_read_bytes(const Tensor& self, ::rust::Slice<::std::uint8_t> host);
+/// Sets every element to the value whose little-endian bit pattern is the low bytes of `bits`, exactly, for every element type (the tensor is filled through a same-width integer view).
+void tensor_fill_bits(Tensor& self, ::std::uint64_t bits);
+/// self = a + b, element-wise, on the current stream.
+void tensor_add_out(Tensor& self, const Tensor& a, const Tensor& b);
+/// self = a - b, element-wise, on the current stream.
+void tensor_sub_out(Tensor& self, const Tensor& a, const Tensor& b);
+/// self = a * b, element-wise, on the current stream.
+void tensor_mul_out(Tensor& self, const Tensor& a, const Tensor& b);
+/// self += alpha * x (axpy), on the current stream.
+void tensor_add_scaled(Tensor& self, const Tensor& x, double alpha);
+/// self *= alpha, on the current stream.
+void tensor_scale(Tensor& self, double alpha);
+/// self = max(x, 0), on the current stream (NaN stays NaN, as in torch.relu).
+void tensor_relu_out(Tensor& self, const Tensor& x);
+/// self = sigmoid(x), on the current stream.
+void tensor_sigmoid_out(Tensor& self, const Tensor& x);
+/// self = tanh(x), on the current stream.
+void tensor_tanh_out(Tensor& self, const Tensor& x);
+/// The sum of all elements, accumulated in float (double for a double tensor); waits for it on the current stream.
+double tensor_sum_acc(const Tensor& self);
+/// The largest element, ignoring NaNs unless every element is NaN; waits for it on the current stream. The tensor must not be empty.
+double tensor_max_ignoring_nan(const Tensor& self);
+/// sum(self * other) over two 1-D tensors (torch.dot); waits for it on the current stream.
+double tensor_dot_acc(const Tensor& self, const Tensor& other);
+/// self (m×n) = a (m×k) · b (k×n), all three 1-D contiguous tensors read as row-major matrices, on the current stream.
+void tensor_mm_out(Tensor& self, const Tensor& a, const Tensor& b, ::std::int64_t m, ::std::int64_t k, ::std::int64_t n);
 /// The elements as f32, copied to the host (waits for pending work on the current stream).
 ::rust::Vec<float> tensor_to_f32_vec(const Tensor& self);
 /// tensor.to(device, non_blocking) enqueued on `stream`; `device` -1 is the CPU. A non-blocking copy from pinned memory returns before it completes.

@@ -16,7 +16,12 @@
 //! - `generated::capi` (tier 2): the C ABI declared in include/ug_torch.h.
 //! - `Tensor::from_tch` / `Tensor::to_tch` (hand-written, over the spec's
 //!   two `unsafe` entry points): tch tensors in and out, sharing storage.
+//! - [`cuda_interop`] (hand-written): a c10 stream as a CUDA driver stream,
+//!   and GPU-to-GPU copies between tensors and unigpu-safe buffers ordered
+//!   on both sides' streams by events.
 
+#[cfg(feature = "torch")]
+pub mod cuda_interop;
 #[cfg(feature = "torch")]
 pub mod generated;
 #[cfg(feature = "torch")]

@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use cudarc::driver::{CudaSlice, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
 use crate::error::{Context as _, Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle};
@@ -55,7 +55,16 @@ impl<T: Element> DeviceBuffer<T> {
         } else {
             // SAFETY: `T: Element` is `Pod`: whatever bytes the allocation holds
             // form a valid `T`, so exposing them uninitialised is sound.
-            unsafe { cu.alloc::<T>(len) }.map_err(|e| oom_or::<T>(device, len, e))
+            match unsafe { cu.alloc::<T>(len) } {
+                // The pool keeps freed memory (see `CudaDevice::open`): give it
+                // back and try once more before calling it out of memory.
+                Err(e) if SafeError::is_oom(&e) => {
+                    device.trim_pool();
+                    // SAFETY: as above.
+                    unsafe { cu.alloc::<T>(len) }.map_err(|e| oom_or::<T>(device, len, e))
+                }
+                other => other.map_err(|e| oom_or::<T>(device, len, e)),
+            }
         }?;
         // Count the stream-ordered allocation as a write on `stream`, so the
         // first use on another stream waits for it (the pool may hand out
@@ -143,6 +152,47 @@ impl<T: Element> DeviceBuffer<T> {
         stream
             .cudarc_stream()
             .memcpy_dtod(&self.slice, &mut dst.slice)
+            .call("cuMemcpyDtoDAsync")
+    }
+
+    /// Copies the whole buffer to the raw device address `dst` on `stream`,
+    /// after the buffer's pending writes on any stream.
+    ///
+    /// # Safety
+    /// `dst` is `self.num_bytes()` bytes of device memory in this buffer's
+    /// context that nothing else uses until the copy completes on `stream`,
+    /// and that stays allocated until then.
+    pub unsafe fn copy_to_raw(&self, stream: &CudaStreamHandle, dst: u64) -> Result<()> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let cu = stream.cudarc_stream();
+        let (src, _read) = self.slice.device_ptr(cu);
+        // SAFETY: `src` is this buffer (read tracked by `_read`); `dst` per the
+        // caller's contract; both in the stream's context.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(dst, src, self.num_bytes(), cu.cu_stream())
+        }
+        .call("cuMemcpyDtoDAsync")
+    }
+
+    /// Overwrites the whole buffer from the raw device address `src` on
+    /// `stream`, after the buffer's pending uses on any stream.
+    ///
+    /// # Safety
+    /// `src` is `self.num_bytes()` bytes of device memory in this buffer's
+    /// context that nothing writes until the copy completes on `stream`, and
+    /// that stays allocated until then.
+    pub unsafe fn copy_from_raw(&mut self, stream: &CudaStreamHandle, src: u64) -> Result<()> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let bytes = self.num_bytes();
+        let cu = stream.cudarc_stream();
+        let (dst, _write) = self.slice.device_ptr_mut(cu);
+        // SAFETY: `dst` is this buffer (write tracked by `_write`); `src` per
+        // the caller's contract; both in the stream's context.
+        unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, cu.cu_stream()) }
             .call("cuMemcpyDtoDAsync")
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream, sys::CUdevice_attribute};
+use cudarc::driver::{CudaContext, CudaStream, sys, sys::CUdevice_attribute};
 use unigpu_cuda_sys::probe;
 
 use crate::error::{Context as _, Result, SafeError};
@@ -44,6 +44,9 @@ pub struct DeviceProperties {
 pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// The device's default memory pool (stream-ordered allocations come
+    /// from it), as an integer so the type stays Send + Sync.
+    pool: usize,
 }
 
 impl CudaDevice {
@@ -58,7 +61,18 @@ impl CudaDevice {
         }
         let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
         let stream = ctx.new_stream().call("cuStreamCreate")?;
-        Ok(CudaDevice { ctx, stream })
+        let pool = keep_freed_memory(&ctx)?;
+        Ok(CudaDevice { ctx, stream, pool })
+    }
+
+    /// Gives the memory the pool keeps but no allocation uses back to the
+    /// device, so an allocation that failed can be retried (and other
+    /// allocators in the process, torch's, can have it).
+    pub(crate) fn trim_pool(&self) {
+        // SAFETY: `pool` is the device's default pool, which lives as long as
+        // the primary context `self.ctx` retains. A failed trim only means
+        // the retry fails too, so its status is ignored.
+        let _ = unsafe { sys::cuMemPoolTrimTo(self.pool as sys::CUmemoryPool, 0) };
     }
 
     pub fn ordinal(&self) -> usize {
@@ -115,4 +129,47 @@ impl PartialEq for CudaDevice {
     fn eq(&self, other: &Self) -> bool {
         self.ctx == other.ctx
     }
+}
+
+/// Sets the device pool's release threshold to "never", so memory freed by
+/// one stream-ordered free is reused by the next allocation instead of
+/// being unmapped at every synchronize (the default threshold is 0, which
+/// made each large allocation after a sync pay for mapping fresh memory).
+/// Returns the pool.
+fn keep_freed_memory(ctx: &CudaContext) -> Result<usize> {
+    ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `pool` is a valid out-pointer and the device handle comes from
+    // a live context.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .call("cuDeviceGetDefaultMemPool")?;
+    let mut threshold = u64::MAX;
+    // SAFETY: the release threshold attribute takes a pointer to a u64.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()
+    .call("cuMemPoolSetAttribute")?;
+    // A pool that keeps memory would otherwise hand a block freed on a
+    // stream still behind pending work to an allocation on another stream,
+    // silently making that stream wait for the first: hidden serialisation
+    // that defeats overlap. Blocks are still reused once their free has
+    // completed, and always on the same stream.
+    let mut allow: i32 = 0;
+    // SAFETY: this attribute takes a pointer to an int.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            (&mut allow as *mut i32).cast(),
+        )
+    }
+    .result()
+    .call("cuMemPoolSetAttribute")?;
+    Ok(pool as usize)
 }

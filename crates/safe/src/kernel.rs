@@ -53,6 +53,10 @@ impl CudaFunctionHandle {
         &self.device
     }
 
+    pub(crate) fn cu_function(&self) -> cudarc::driver::sys::CUfunction {
+        self.func.cu_function()
+    }
+
     /// Most threads a block of this kernel may have.
     pub fn max_threads_per_block(&self) -> Result<i32> {
         self.func.max_threads_per_block().call("cuFuncGetAttribute")

@@ -11,7 +11,10 @@
 //!   never a panic.
 //! - `unsafe` is allowed here and in the -sys crates only. Each block says
 //!   why it is sound in a `// SAFETY:` line. The API this crate exports is
-//!   safe: no raw pointers cross it.
+//!   safe, except the few `unsafe fn`s that take memory or streams owned by
+//!   another library by raw handle ([`ForeignStream::from_raw`],
+//!   [`DeviceBuffer::copy_to_raw`], [`DeviceBuffer::copy_from_raw`]); the
+//!   bridge crate that knows the owner calls them and states why it may.
 //! - Send and Sync are decided per type, in the type's docs.
 //!
 //! The handles are built on cudarc's `driver::safe` types, which already own
@@ -24,6 +27,7 @@ mod buffer;
 mod device;
 mod error;
 mod event;
+mod foreign;
 mod kernel;
 pub mod nvrtc;
 mod stream;
@@ -33,6 +37,7 @@ pub use buffer::{DeviceBuffer, Element};
 pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
+pub use foreign::ForeignStream;
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };

@@ -9,11 +9,11 @@ use cudarc::driver::{CudaStream, result, sys};
 use crate::error::{Context as _, Result, SafeError};
 use crate::{CudaDevice, CudaEventHandle};
 
-type HostFn = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
 /// Where a panicking host callback leaves its message for the next sync:
 /// the callback runs on a driver thread, where a panic may not unwind.
-type PanicSlot = Arc<Mutex<Option<String>>>;
+pub(crate) type PanicSlot = Arc<Mutex<Option<String>>>;
 
 /// A CUDA stream (created non-blocking). Destroyed on `Drop` once every
 /// clone is gone; cudarc synchronizes it first.
@@ -60,12 +60,7 @@ impl CudaStreamHandle {
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().call("cuStreamSynchronize")?;
         if let Some(message) = self.take_panic() {
-            return Err(SafeError::Driver {
-                call: "host callback",
-                code: sys::CUresult::CUDA_ERROR_UNKNOWN as u32,
-                name: "HOST_CALLBACK_PANICKED".into(),
-                message,
-            });
+            return Err(panic_error(message));
         }
         self.device.check_err()
     }
@@ -96,32 +91,63 @@ impl CudaStreamHandle {
     /// is done; later work waits for `f`. `f` must not call CUDA. A panic in
     /// `f` is caught and returned by the next [`Self::synchronize`].
     pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
-        let payload: Box<(HostFn, PanicSlot)> = Box::new((Box::new(f), self.panics.clone()));
-        let raw = Box::into_raw(payload).cast::<c_void>();
-        self.device
-            .cudarc_context()
-            .bind_to_thread()
-            .call("cuCtxSetCurrent")?;
-        // SAFETY: `trampoline` takes back ownership of `raw` exactly once,
-        // when the driver calls it; the stream is alive for this call.
-        let launched = unsafe {
-            result::stream::launch_host_function(self.stream.cu_stream(), trampoline, raw)
-        };
-        if let Err(e) = launched {
-            // SAFETY: the driver refused the callback, so it will never run
-            // and `raw` is still ours to free.
-            drop(unsafe { Box::from_raw(raw.cast::<(HostFn, PanicSlot)>()) });
-            return Err(e).call("cuLaunchHostFunc");
+        // SAFETY: the stream is alive for as long as `self.stream`.
+        unsafe {
+            launch_host_fn(
+                &self.device,
+                self.stream.cu_stream(),
+                &self.panics,
+                Box::new(f),
+            )
         }
-        Ok(())
     }
 
     fn take_panic(&self) -> Option<String> {
-        self.panics
-            .lock()
-            .map(|mut slot| slot.take())
-            .unwrap_or(None)
+        take_panic(&self.panics)
     }
+}
+
+pub(crate) fn take_panic(slot: &PanicSlot) -> Option<String> {
+    slot.lock().map(|mut slot| slot.take()).unwrap_or(None)
+}
+
+/// The error a panicking host callback leaves for the next sync.
+pub(crate) fn panic_error(message: String) -> SafeError {
+    SafeError::Driver {
+        call: "host callback",
+        code: sys::CUresult::CUDA_ERROR_UNKNOWN as u32,
+        name: "HOST_CALLBACK_PANICKED".into(),
+        message,
+    }
+}
+
+/// Enqueues `f` on the raw stream `stream` of `device`'s context.
+///
+/// # Safety
+/// `stream` is a live stream of `device`'s context (or null, the legacy
+/// default stream) for the duration of the call.
+pub(crate) unsafe fn launch_host_fn(
+    device: &CudaDevice,
+    stream: sys::CUstream,
+    panics: &PanicSlot,
+    f: HostFn,
+) -> Result<()> {
+    let payload: Box<(HostFn, PanicSlot)> = Box::new((f, panics.clone()));
+    let raw = Box::into_raw(payload).cast::<c_void>();
+    device
+        .cudarc_context()
+        .bind_to_thread()
+        .call("cuCtxSetCurrent")?;
+    // SAFETY: `trampoline` takes back ownership of `raw` exactly once, when
+    // the driver calls it; the caller keeps the stream alive for this call.
+    let launched = unsafe { result::stream::launch_host_function(stream, trampoline, raw) };
+    if let Err(e) = launched {
+        // SAFETY: the driver refused the callback, so it will never run and
+        // `raw` is still ours to free.
+        drop(unsafe { Box::from_raw(raw.cast::<(HostFn, PanicSlot)>()) });
+        return Err(e).call("cuLaunchHostFunc");
+    }
+    Ok(())
 }
 
 unsafe extern "C" fn trampoline(arg: *mut c_void) {

@@ -30,6 +30,8 @@ pub struct GpuArray<T: Element> {
 pub(crate) enum Storage<T: Element> {
     Cpu(CpuBuffer<T>),
     Cuda(DeviceBuffer<T>),
+    #[cfg(feature = "torch")]
+    Torch(crate::torch::TorchBuffer),
 }
 
 impl<T: Element> fmt::Debug for GpuArray<T> {
@@ -48,6 +50,12 @@ impl<T: Element> GpuArray<T> {
         let storage = match ctx.device() {
             DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
             DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::zeros(ctx.cuda_stream()?, len)?),
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(_) => {
+                let mut a = GpuArray::uninit(ctx, len)?;
+                ctx.ops().fill(&mut a, T::default())?;
+                return Ok(a);
+            }
         };
         Ok(GpuArray {
             ctx: ctx.clone(),
@@ -61,6 +69,11 @@ impl<T: Element> GpuArray<T> {
             // the cheapest way.
             DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
             DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::alloc(ctx.cuda_stream()?, len)?),
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(_) => Storage::Torch(crate::torch::TorchBuffer::uninit::<T>(
+                crate::torch::ops::stream_of(ctx.default_stream(), "alloc")?,
+                len,
+            )?),
         };
         Ok(GpuArray {
             ctx: ctx.clone(),
@@ -74,6 +87,12 @@ impl<T: Element> GpuArray<T> {
             DeviceImpl::Cuda(_) => {
                 Storage::Cuda(DeviceBuffer::from_host(ctx.cuda_stream()?, host)?)
             }
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(_) => {
+                let mut a = GpuArray::uninit(ctx, host.len())?;
+                a.upload_from(host)?;
+                return Ok(a);
+            }
         };
         Ok(GpuArray {
             ctx: ctx.clone(),
@@ -86,6 +105,8 @@ impl<T: Element> GpuArray<T> {
         match &self.storage {
             Storage::Cpu(b) => b.len(),
             Storage::Cuda(b) => b.len(),
+            #[cfg(feature = "torch")]
+            Storage::Torch(b) => b.len(),
         }
     }
 
@@ -125,6 +146,8 @@ impl<T: Element> GpuArray<T> {
                 Ok(())
             }
             Storage::Cuda(b) => Ok(b.read_into(self.ctx.cuda_stream()?, host)?),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => self.ctx.default_stream().download_into(self, host),
         }
     }
 
@@ -132,12 +155,15 @@ impl<T: Element> GpuArray<T> {
     /// use of it has finished.
     pub fn upload_from(&mut self, host: &[T]) -> Result<()> {
         check_len("GpuArray::upload_from", self.len(), host.len())?;
+        let ctx = self.ctx.clone();
         match &mut self.storage {
             Storage::Cpu(b) => {
                 b.write_from(host);
                 Ok(())
             }
-            Storage::Cuda(b) => Ok(b.write_from(self.ctx.cuda_stream()?, host)?),
+            Storage::Cuda(b) => Ok(b.write_from(ctx.cuda_stream()?, host)?),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => ctx.default_stream().upload(host, self),
         }
     }
 
@@ -152,6 +178,29 @@ impl<T: Element> GpuArray<T> {
         self.ctx.default_stream().copy(self, dst)
     }
 
+    /// A copy of this array in `ctx`, which may be a context of another
+    /// backend. Between the torch and cuda backends on the same GPU the copy
+    /// stays on the GPU, ordered after the array's pending writes and before
+    /// later work on both sides. A move that involves the CPU backend, or two
+    /// different GPUs, goes through host memory.
+    pub fn to_context(&self, ctx: &Context) -> Result<GpuArray<T>> {
+        if self.ctx.same_device(ctx) {
+            let mut out = GpuArray::uninit(ctx, self.len())?;
+            self.copy_to(&mut out)?;
+            return Ok(out);
+        }
+        #[cfg(feature = "torch")]
+        if self.ctx.device_id() == ctx.device_id() {
+            use crate::Backend;
+            match (self.ctx.backend(), ctx.backend()) {
+                (Backend::Cuda, Backend::Torch) => return crate::torch::cuda_to_torch(self, ctx),
+                (Backend::Torch, Backend::Cuda) => return crate::torch::torch_to_cuda(self, ctx),
+                _ => {}
+            }
+        }
+        ctx.upload(&self.download()?)
+    }
+
     /// A new array with the same contents.
     pub fn try_clone(&self) -> Result<GpuArray<T>> {
         let mut out = GpuArray::uninit(&self.ctx, self.len())?;
@@ -164,8 +213,8 @@ impl Context {
     fn cuda_stream(&self) -> Result<&unigpu_safe::CudaStreamHandle> {
         match &self.default_stream().imp {
             StreamImpl::Cuda(s) => Ok(s),
-            StreamImpl::Cpu(_) => Err(Error::ContextMismatch {
-                what: "a CUDA array in a CPU context",
+            _ => Err(Error::ContextMismatch {
+                what: "a CUDA array in a context of another backend",
             }),
         }
     }

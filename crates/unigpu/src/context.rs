@@ -15,6 +15,7 @@ use crate::event::Event;
 use crate::stream::{Stream, StreamImpl};
 use crate::{Backend, DType, Element, Error, GpuArray, Result};
 
+#[cfg(not(feature = "torch"))]
 pub(crate) const TORCH_UNAVAILABLE: &str =
     "unigpu was built without the `torch` feature (the torch tier is not in this build)";
 
@@ -52,6 +53,8 @@ struct Inner {
 pub(crate) enum DeviceImpl {
     Cpu,
     Cuda(CudaDevice),
+    #[cfg(feature = "torch")]
+    Torch(crate::torch::TorchDevice),
 }
 
 impl Context {
@@ -141,7 +144,7 @@ impl Context {
             backend: Backend::Cpu,
             reason: "no backend could be opened".into(),
         })?;
-        let default_stream = new_stream(&device)?;
+        let default_stream = default_stream(&device)?;
         let ctx = Context {
             inner: Arc::new(Inner {
                 device,
@@ -165,6 +168,8 @@ impl Context {
         match self.inner.device {
             DeviceImpl::Cpu => Backend::Cpu,
             DeviceImpl::Cuda(_) => Backend::Cuda,
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(_) => Backend::Torch,
         }
     }
 
@@ -199,6 +204,11 @@ impl Context {
         match &self.inner.device {
             DeviceImpl::Cpu => Ok(cpu_device_info()),
             DeviceImpl::Cuda(d) => cuda_device_info(d),
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => Ok(DeviceInfo {
+                backend: Backend::Torch,
+                ..cuda_device_info(&d.cuda)?
+            }),
         }
     }
 
@@ -213,6 +223,13 @@ impl Context {
             DeviceImpl::Cpu => Ok(cpu_device_info().memory),
             DeviceImpl::Cuda(d) => {
                 let (free, total) = d.memory_info()?;
+                Ok(MemoryInfo { free, total })
+            }
+            // The driver's figure: memory torch's caching allocator holds
+            // counts as used.
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => {
+                let (free, total) = d.cuda.memory_info()?;
                 Ok(MemoryInfo { free, total })
             }
         }
@@ -273,6 +290,13 @@ impl Context {
             DeviceImpl::Cuda(d) => {
                 d.synchronize()
                     .map_err(|e| self.inner.default_stream.blame_last_kernel(e.into()))?;
+                self.inner.default_stream.sync()
+            }
+            // torch's work and ours share the primary context, so one
+            // context-wide sync waits for every stream.
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => {
+                d.cuda.synchronize()?;
                 self.inner.default_stream.sync()
             }
             DeviceImpl::Cpu => {
@@ -338,6 +362,8 @@ impl Context {
         }
         let arch = match &self.inner.device {
             DeviceImpl::Cuda(d) => d.properties()?.compute_capability,
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => d.cuda.properties()?.compute_capability,
             DeviceImpl::Cpu => (0, 0),
         };
         Ok(*self.inner.arch.get_or_init(|| arch))
@@ -351,6 +377,8 @@ impl Context {
         match (&self.inner.device, &other.inner.device) {
             (DeviceImpl::Cpu, DeviceImpl::Cpu) => true,
             (DeviceImpl::Cuda(a), DeviceImpl::Cuda(b)) => a == b,
+            #[cfg(feature = "torch")]
+            (DeviceImpl::Torch(a), DeviceImpl::Torch(b)) => a.ordinal == b.ordinal,
             _ => false,
         }
     }
@@ -398,6 +426,9 @@ fn open(backend: Backend, ordinal: usize) -> Result<DeviceImpl> {
             available: 1,
         }),
         Backend::Cuda => Ok(DeviceImpl::Cuda(CudaDevice::open(ordinal)?)),
+        #[cfg(feature = "torch")]
+        Backend::Torch => Ok(DeviceImpl::Torch(crate::torch::open(ordinal)?)),
+        #[cfg(not(feature = "torch"))]
         Backend::Torch => Err(Error::BackendUnavailable {
             backend,
             reason: TORCH_UNAVAILABLE.into(),
@@ -409,6 +440,23 @@ fn new_stream(device: &DeviceImpl) -> Result<Stream> {
     let imp = match device {
         DeviceImpl::Cpu => StreamImpl::Cpu(Arc::new(CpuStream::new()?)),
         DeviceImpl::Cuda(d) => StreamImpl::Cuda(CudaStreamHandle::new(d)?),
+        #[cfg(feature = "torch")]
+        DeviceImpl::Torch(d) => {
+            StreamImpl::Torch(Arc::new(crate::torch::TorchStream::from_pool(&d.cuda)?))
+        }
     };
     Ok(Stream::from_impl(imp))
+}
+
+/// The stream a new context's array operations use: a fresh stream on
+/// CUDA, and on torch the stream torch code would use now (usually c10's
+/// default stream), so unigpu's work is ordered with the caller's torch work.
+fn default_stream(device: &DeviceImpl) -> Result<Stream> {
+    match device {
+        #[cfg(feature = "torch")]
+        DeviceImpl::Torch(d) => Ok(Stream::from_impl(StreamImpl::Torch(Arc::new(
+            crate::torch::TorchStream::current(&d.cuda)?,
+        )))),
+        _ => new_stream(device),
+    }
 }

@@ -1,7 +1,7 @@
 //! What a device is: name, capability, memory.
 
 use crate::cpu::memory;
-use crate::{Backend, Error, Result};
+use crate::{Backend, Result};
 
 /// Free and total memory of a device, in bytes. For the CPU backend this is
 /// system RAM (available and total).
@@ -33,7 +33,18 @@ pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
                 .map(|ordinal| cuda_device_info(&unigpu_safe::CudaDevice::open(ordinal)?))
                 .collect()
         }
-        Backend::Torch => Err(Error::BackendUnavailable {
+        #[cfg(feature = "torch")]
+        Backend::Torch => (0..crate::torch::device_count()?)
+            .map(|ordinal| {
+                let d = crate::torch::open(ordinal)?;
+                Ok(DeviceInfo {
+                    backend,
+                    ..cuda_device_info(&d.cuda)?
+                })
+            })
+            .collect(),
+        #[cfg(not(feature = "torch"))]
+        Backend::Torch => Err(crate::Error::BackendUnavailable {
             backend,
             reason: crate::context::TORCH_UNAVAILABLE.into(),
         }),

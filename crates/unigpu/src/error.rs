@@ -46,6 +46,9 @@ pub enum Error {
     /// Work enqueued on a stream failed; reported by the next sync.
     #[error("work on a stream failed: {message}")]
     StreamWork { message: String },
+    /// A C++ exception from torch not covered above (torch backend).
+    #[error("torch error in {call}: {message}")]
+    Torch { call: String, message: String },
     /// A status from the CUDA driver not covered above.
     #[error("CUDA driver error in {call}: {name} ({code}): {message}")]
     Driver {

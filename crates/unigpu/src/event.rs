@@ -24,6 +24,8 @@ pub struct Event {
 pub(crate) enum EventImpl {
     Cpu(Arc<CpuEvent>),
     Cuda(CudaEventHandle),
+    #[cfg(feature = "torch")]
+    Torch(crate::torch::TorchEvent),
 }
 
 impl Event {
@@ -33,6 +35,8 @@ impl Event {
         match (&self.imp, &stream.imp) {
             (EventImpl::Cpu(ev), StreamImpl::Cpu(s)) => ev.record(s),
             (EventImpl::Cuda(ev), StreamImpl::Cuda(s)) => Ok(ev.record(s)?),
+            #[cfg(feature = "torch")]
+            (EventImpl::Torch(ev), StreamImpl::Torch(s)) => ev.record(s),
             _ => Err(Error::ContextMismatch {
                 what: "Event::record",
             }),
@@ -47,6 +51,8 @@ impl Event {
                 Ok(())
             }
             EventImpl::Cuda(ev) => Ok(ev.synchronize()?),
+            #[cfg(feature = "torch")]
+            EventImpl::Torch(ev) => Ok(ev.read().synchronize()?),
         }
     }
 
@@ -60,6 +66,8 @@ impl Event {
         match &self.imp {
             EventImpl::Cpu(ev) => Ok(ev.query()),
             EventImpl::Cuda(ev) => Ok(ev.query()?),
+            #[cfg(feature = "torch")]
+            EventImpl::Torch(ev) => Ok(ev.read().query()?),
         }
     }
 
@@ -68,6 +76,14 @@ impl Event {
         match (&self.imp, &end.imp) {
             (EventImpl::Cpu(a), EventImpl::Cpu(b)) => a.elapsed_ms(b),
             (EventImpl::Cuda(a), EventImpl::Cuda(b)) => Ok(a.elapsed_ms(b)?),
+            #[cfg(feature = "torch")]
+            // c10 refuses to time events that are still pending.
+            (EventImpl::Torch(a), EventImpl::Torch(b)) => {
+                let (a, b) = (a.read(), b.read());
+                a.synchronize()?;
+                b.synchronize()?;
+                Ok(a.elapsed_ms(&b)? as f32)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Event::elapsed_ms",
             }),

@@ -38,6 +38,8 @@ mod event;
 pub mod kernel;
 pub mod ops;
 mod stream;
+#[cfg(feature = "torch")]
+mod torch;
 
 pub use array::GpuArray;
 pub use backend::{Backend, BackendAttempt, Outcome};

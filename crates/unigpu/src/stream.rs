@@ -31,6 +31,8 @@ pub struct Stream {
 pub(crate) enum StreamImpl {
     Cpu(Arc<CpuStream>),
     Cuda(CudaStreamHandle),
+    #[cfg(feature = "torch")]
+    Torch(Arc<crate::torch::TorchStream>),
 }
 
 impl Stream {
@@ -76,6 +78,8 @@ impl Stream {
             StreamImpl::Cuda(s) => s
                 .synchronize()
                 .map_err(|e| self.blame_last_kernel(e.into())),
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(s) => s.sync(),
         }
     }
 
@@ -89,6 +93,8 @@ impl Stream {
         match &self.imp {
             StreamImpl::Cpu(s) => Ok(s.is_idle()),
             StreamImpl::Cuda(s) => Ok(s.query()?),
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(s) => Ok(s.inner.query()?),
         }
     }
 
@@ -108,6 +114,8 @@ impl Stream {
                 None => Ok(()),
             },
             (StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => Ok(s.wait(ev)?),
+            #[cfg(feature = "torch")]
+            (StreamImpl::Torch(s), EventImpl::Torch(ev)) => Ok(s.inner.wait_event(&ev.read())?),
             _ => Err(Error::ContextMismatch {
                 what: "Stream::wait",
             }),
@@ -125,6 +133,8 @@ impl Stream {
         let imp = match &self.imp {
             StreamImpl::Cpu(_) => EventImpl::Cpu(Arc::new(CpuEvent::default())),
             StreamImpl::Cuda(s) => EventImpl::Cuda(CudaEventHandle::new(s.device())?),
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(_) => EventImpl::Torch(crate::torch::TorchEvent::new()?),
         };
         Ok(Event { imp })
     }
@@ -140,6 +150,8 @@ impl Stream {
                 Ok(())
             })),
             StreamImpl::Cuda(s) => Ok(s.host_fn(f)?),
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(s) => Ok(s.foreign.host_fn(f)?),
         }
     }
 
@@ -158,6 +170,8 @@ impl Stream {
                 .map(drop)
             }
             (StreamImpl::Cuda(s), Storage::Cuda(d)) => Ok(d.write_from(s, host)?),
+            #[cfg(feature = "torch")]
+            (StreamImpl::Torch(_), Storage::Torch(_)) => crate::torch::ops::upload(self, host, dst),
             _ => Err(Error::ContextMismatch {
                 what: "Stream::upload",
             }),
@@ -188,6 +202,10 @@ impl Stream {
                 Ok(())
             }
             (StreamImpl::Cuda(s), Storage::Cuda(b)) => Ok(b.read_into(s, host)?),
+            #[cfg(feature = "torch")]
+            (StreamImpl::Torch(_), Storage::Torch(_)) => {
+                crate::torch::ops::download_into(self, src, host)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::download",
             }),
@@ -207,6 +225,10 @@ impl Stream {
                 .map(drop)
             }
             (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Ok(a.copy_to(s, b)?),
+            #[cfg(feature = "torch")]
+            (StreamImpl::Torch(_), Storage::Torch(_), Storage::Torch(_)) => {
+                crate::torch::ops::copy(self, src, dst)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::copy",
             }),

@@ -45,6 +45,7 @@ on_every_backend!(stream_copy_length_mismatch, |ctx| {
 });
 
 on_every_backend!(writes_on_one_stream_are_seen_by_reads_on_another, |ctx| {
+    let _parked = common::park_lock();
     // No explicit event: arrays remember their pending writes.
     let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
     let n = random_len(1 << 18);
@@ -91,6 +92,7 @@ on_every_backend!(events_order_work_across_streams, |ctx| {
 });
 
 on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
+    let _parked = common::park_lock();
     let s = ctx.create_stream().unwrap();
     let fresh = ctx.create_event().unwrap();
     assert!(

@@ -126,5 +126,15 @@ pub fn bridge(spec: &Spec) -> String {
     }
     w!(o, "    }}");
     w!(o, "}}");
+    for h in &spec.handles {
+        if let Some(reason) = &h.thread_safe {
+            let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+            for tr in ["Send", "Sync"] {
+                w!(o);
+                w!(o, "// SAFETY: {reason}");
+                w!(o, "unsafe impl {tr} for ffi::{} {{}}", h.name);
+            }
+        }
+    }
     o.finish()
 }

@@ -235,6 +235,10 @@ pub fn safe(spec: &Spec) -> String {
             "/// Owns the C++ object (`{}`); dropping the handle destroys it.",
             h.cpp_type
         );
+        if let Some(reason) = &h.thread_safe {
+            w!(o, "///");
+            doc_lines(&mut o, "", "///", &format!("Send + Sync: {reason}"));
+        }
         let (needs_ref, needs_mut) = (takes_handle(spec, i, false), takes_handle(spec, i, true));
         w!(o, "pub struct {} {{", h.name);
         if !needs_ref && !needs_mut {

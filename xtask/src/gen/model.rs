@@ -131,6 +131,9 @@ pub struct Handle {
     /// The C++ type it stands for.
     pub cpp_type: String,
     pub doc: Option<String>,
+    /// Why the C++ type may be used from several threads at once; the handle
+    /// is Send + Sync when set.
+    pub thread_safe: Option<String>,
 }
 
 /// Where a piece of C++ came from, for `#line` directives.

@@ -39,6 +39,9 @@ pub struct RawHandle {
     pub name: Option<Spanned<String>>,
     pub cpp_type: Option<Spanned<String>>,
     pub doc: Option<Spanned<String>>,
+    /// Makes the handle Send + Sync; says why the C++ type allows it.
+    #[serde(default, deserialize_with = "nullable")]
+    pub thread_safe: Option<Spanned<String>>,
 }
 
 /// An entry of `functions`.

@@ -357,6 +357,16 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
                 npos,
                 "bridge type",
             );
+        let owner = format!("handle type `{name}`");
+        let Some(thread_safe) = contract(
+            &mut cx,
+            &h.value.thread_safe,
+            "thread_safe",
+            &owner,
+            "say why the C++ type may be used from several threads, e.g. \"c10::Stream is an immutable value\"",
+        ) else {
+            continue;
+        };
         handle_index.insert(name.clone(), handles.len());
         handles.push(Handle {
             name,
@@ -364,6 +374,7 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
             c_name,
             cpp_type,
             doc: h.value.doc.as_ref().map(|d| d.value.trim().to_string()),
+            thread_safe,
         });
     }
 
@@ -625,7 +636,13 @@ fn function(
         ret: ret?,
         imp: imp?,
         receiver: None,
-        safety: safety(cx, &raw.safety, &owner)?,
+        safety: contract(
+            cx,
+            &raw.safety,
+            "safety",
+            &owner,
+            "say what the caller must guarantee, e.g. \"`ptr` points to a live at::Tensor\"",
+        )?,
     })
 }
 
@@ -732,21 +749,29 @@ fn method(
             handle: hidx,
             is_const,
         }),
-        safety: safety(cx, &raw.safety, &owner)?,
+        safety: contract(
+            cx,
+            &raw.safety,
+            "safety",
+            &owner,
+            "say what the caller must guarantee, e.g. \"`ptr` points to a live at::Tensor\"",
+        )?,
     })
 }
 
-/// `safety:` text, which must say what the caller guarantees. `Some(None)`
-/// for a safe call; `None` after reporting an empty one.
-fn safety(cx: &mut Ctx<'_>, raw: &Option<Spanned<String>>, owner: &str) -> Option<Option<String>> {
+/// A justification field (`safety:`, `thread_safe:`), which must not be
+/// empty. `Some(None)` when absent; `None` after reporting an empty one.
+fn contract(
+    cx: &mut Ctx<'_>,
+    raw: &Option<Spanned<String>>,
+    field: &str,
+    owner: &str,
+    hint: &str,
+) -> Option<Option<String>> {
     match raw {
         None => Some(None),
         Some(s) if s.value.trim().is_empty() => {
-            cx.err(
-                pos(s),
-                format!("field `safety` of {owner} is empty"),
-                "say what the caller must guarantee, e.g. \"`ptr` points to a live at::Tensor\"",
-            );
+            cx.err(pos(s), format!("field `{field}` of {owner} is empty"), hint);
             None
         }
         Some(s) => Some(Some(s.value.trim().to_string())),

@@ -59,6 +59,9 @@ pub mod ffi {
         /// A new float tensor of shape `sizes` with standard-normal values, on CUDA device `device` (-1 for the CPU), created on the current stream.
         fn tensor_randn(sizes: &[i64], device: i64) -> Result<UniquePtr<Tensor>>;
 
+        /// A new uninitialised 1-D tensor of `numel` elements of unigpu element type `dtype` (the facade's DType order, 0 f32 … 8 u8), on CUDA device `device` (-1 for the CPU); CUDA memory comes from the caching allocator for the current stream.
+        fn tensor_empty(numel: i64, dtype: i32, device: i64) -> Result<UniquePtr<Tensor>>;
+
         /// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
         ///
         /// # Safety
@@ -84,6 +87,9 @@ pub mod ffi {
         /// The stream's CUDA device.
         fn torch_stream_device_index(self_: &TorchStream) -> Result<i64>;
 
+        /// The raw cudaStream_t (0 for the legacy default stream), for ordering CUDA driver work with this stream.
+        fn torch_stream_native_handle(self_: &TorchStream) -> Result<u64>;
+
         /// c10's id of the stream (equal ids, same stream).
         fn torch_stream_id(self_: &TorchStream) -> Result<i64>;
 
@@ -102,6 +108,72 @@ pub mod ffi {
         fn tensor_numel(self_: &Tensor) -> Result<i64>;
 
         fn tensor_is_cuda(self_: &Tensor) -> Result<bool>;
+
+        fn tensor_is_contiguous(self_: &Tensor) -> Result<bool>;
+
+        /// The unigpu element type code of the tensor's dtype (see `tensor_empty`), or -1 for a dtype unigpu has no element type for.
+        fn tensor_dtype_code(self_: &Tensor) -> Result<i32>;
+
+        /// The CUDA device the tensor lives on, or -1 for any other device.
+        fn tensor_device_index(self_: &Tensor) -> Result<i64>;
+
+        /// The address of the first element (a device address for a CUDA tensor).
+        fn tensor_data_address(self_: &Tensor) -> Result<u64>;
+
+        /// Tells the caching allocator that `stream` uses the tensor, so its memory is not reused before that stream's work up to now is done.
+        fn tensor_record_stream(self_: &Tensor, stream: &TorchStream) -> Result<()>;
+
+        /// Overwrites a contiguous tensor with the raw bytes `host` (exactly its size), ordered on the current stream. Returns once `host` may be reused (CUDA stages pageable memory before an async copy returns), without waiting for earlier work on the stream.
+        fn tensor_write_bytes(self_: Pin<&mut Tensor>, host: &[u8]) -> Result<()>;
+
+        /// Copies a contiguous tensor into `host` (exactly its size) as raw bytes, after the work before it on the current stream; returns once the copy is done.
+        fn tensor_read_bytes(self_: &Tensor, host: &mut [u8]) -> Result<()>;
+
+        /// Sets every element to the value whose little-endian bit pattern is the low bytes of `bits`, exactly, for every element type (the tensor is filled through a same-width integer view).
+        fn tensor_fill_bits(self_: Pin<&mut Tensor>, bits: u64) -> Result<()>;
+
+        /// self = a + b, element-wise, on the current stream.
+        fn tensor_add_out(self_: Pin<&mut Tensor>, a: &Tensor, b: &Tensor) -> Result<()>;
+
+        /// self = a - b, element-wise, on the current stream.
+        fn tensor_sub_out(self_: Pin<&mut Tensor>, a: &Tensor, b: &Tensor) -> Result<()>;
+
+        /// self = a * b, element-wise, on the current stream.
+        fn tensor_mul_out(self_: Pin<&mut Tensor>, a: &Tensor, b: &Tensor) -> Result<()>;
+
+        /// self += alpha * x (axpy), on the current stream.
+        fn tensor_add_scaled(self_: Pin<&mut Tensor>, x: &Tensor, alpha: f64) -> Result<()>;
+
+        /// self *= alpha, on the current stream.
+        fn tensor_scale(self_: Pin<&mut Tensor>, alpha: f64) -> Result<()>;
+
+        /// self = max(x, 0), on the current stream (NaN stays NaN, as in torch.relu).
+        fn tensor_relu_out(self_: Pin<&mut Tensor>, x: &Tensor) -> Result<()>;
+
+        /// self = sigmoid(x), on the current stream.
+        fn tensor_sigmoid_out(self_: Pin<&mut Tensor>, x: &Tensor) -> Result<()>;
+
+        /// self = tanh(x), on the current stream.
+        fn tensor_tanh_out(self_: Pin<&mut Tensor>, x: &Tensor) -> Result<()>;
+
+        /// The sum of all elements, accumulated in float (double for a double tensor); waits for it on the current stream.
+        fn tensor_sum_acc(self_: &Tensor) -> Result<f64>;
+
+        /// The largest element, ignoring NaNs unless every element is NaN; waits for it on the current stream. The tensor must not be empty.
+        fn tensor_max_ignoring_nan(self_: &Tensor) -> Result<f64>;
+
+        /// sum(self * other) over two 1-D tensors (torch.dot); waits for it on the current stream.
+        fn tensor_dot_acc(self_: &Tensor, other: &Tensor) -> Result<f64>;
+
+        /// self (m×n) = a (m×k) · b (k×n), all three 1-D contiguous tensors read as row-major matrices, on the current stream.
+        fn tensor_mm_out(
+            self_: Pin<&mut Tensor>,
+            a: &Tensor,
+            b: &Tensor,
+            m: i64,
+            k: i64,
+            n: i64,
+        ) -> Result<()>;
 
         /// The elements as f32, copied to the host (waits for pending work on the current stream).
         fn tensor_to_f32_vec(self_: &Tensor) -> Result<Vec<f32>>;
@@ -146,3 +218,27 @@ pub mod ffi {
         fn dl_pack_is_consumed(self_: &DlPack) -> Result<bool>;
     }
 }
+
+// SAFETY: c10::Stream is an immutable value (device and stream id), and c10's stream calls are thread-safe.
+unsafe impl Send for ffi::TorchStream {}
+
+// SAFETY: c10::Stream is an immutable value (device and stream id), and c10's stream calls are thread-safe.
+unsafe impl Sync for ffi::TorchStream {}
+
+// SAFETY: Recording needs `&mut`; the `&self` calls (query, synchronize, elapsed_ms, waits) are CUDA event calls, which are thread-safe.
+unsafe impl Send for ffi::TorchEvent {}
+
+// SAFETY: Recording needs `&mut`; the `&self` calls (query, synchronize, elapsed_ms, waits) are CUDA event calls, which are thread-safe.
+unsafe impl Sync for ffi::TorchEvent {}
+
+// SAFETY: at::Tensor's reference count is atomic and the `&self` calls only read the tensor or enqueue reads; writes need `&mut`. As with tch's Tensor, two handles that share storage are not kept from racing on it, so keep one writer per storage.
+unsafe impl Send for ffi::Tensor {}
+
+// SAFETY: at::Tensor's reference count is atomic and the `&self` calls only read the tensor or enqueue reads; writes need `&mut`. As with tch's Tensor, two handles that share storage are not kept from racing on it, so keep one writer per storage.
+unsafe impl Sync for ffi::Tensor {}
+
+// SAFETY: The capsule is a plain owned pointer; `&self` calls only read its fields, and consuming it needs `&mut`.
+unsafe impl Send for ffi::DlPack {}
+
+// SAFETY: The capsule is a plain owned pointer; `&self` calls only read its fields, and consuming it needs `&mut`.
+unsafe impl Sync for ffi::DlPack {}

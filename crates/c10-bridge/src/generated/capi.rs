@@ -157,6 +157,18 @@ unsafe fn slice_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
+/// # Safety
+/// Unless `len` is 0, `p` is NULL or valid for `len` writes of `T` during `'a`,
+/// and not otherwise accessed meanwhile.
+unsafe fn slice_mut_arg<'a, T>(p: *mut T, len: usize, what: &str) -> Result<&'a mut [T], Failure> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    check_buffer(p, len, what)?;
+    // SAFETY: non-NULL, aligned, size in range (checked); valid and unaliased per the caller.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+}
+
 fn distinct<T>(a: *const T, b: *const T, a_name: &str, b_name: &str) -> Result<(), Failure> {
     if !a.is_null() && std::ptr::eq(a, b) {
         return Err(Failure::new(
@@ -605,6 +617,33 @@ pub unsafe extern "C" fn ug_torch_tensor_randn(
     })
 }
 
+/// A new uninitialised 1-D tensor of `numel` elements of unigpu element type `dtype` (the facade's DType order, 0 f32 … 8 u8), on CUDA device `device` (-1 for the CPU); CUDA memory comes from the caching allocator for the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_empty(
+    numel: i64,
+    dtype: i32,
+    device: i64,
+    out: *mut *mut safe::Tensor,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        let value = safe::tensor_empty(numel, dtype, device)?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        Ok(())
+    })
+}
+
 /// Borrows a tch tensor without copying its data or taking ownership of it. The returned handle is a new at::Tensor reference sharing the storage (tch's `Tensor::as_ptr()` is an `at::Tensor*`).
 ///
 /// Returns `Status::Ok` and writes the out-parameters on success; on failure
@@ -780,6 +819,33 @@ pub unsafe extern "C" fn ug_torch_stream_device_index(
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
         let this = unsafe { handle_ref(this, "self") }?;
         let value = this.device_index()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// The raw cudaStream_t (0 for the legacy default stream), for ordering CUDA driver work with this stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_stream_native_handle(
+    this: *const safe::TorchStream,
+    out: *mut u64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.native_handle()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
         Ok(())
@@ -964,6 +1030,556 @@ pub unsafe extern "C" fn ug_torch_tensor_is_cuda(
         let value = this.is_cuda()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// `is_contiguous` of specs/torch.yaml.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_is_contiguous(
+    this: *const safe::Tensor,
+    out: *mut bool,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.is_contiguous()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// The unigpu element type code of the tensor's dtype (see `tensor_empty`), or -1 for a dtype unigpu has no element type for.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_dtype_code(
+    this: *const safe::Tensor,
+    out: *mut i32,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.dtype_code()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// The CUDA device the tensor lives on, or -1 for any other device.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_device_index(
+    this: *const safe::Tensor,
+    out: *mut i64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.device_index()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// The address of the first element (a device address for a CUDA tensor).
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_data_address(
+    this: *const safe::Tensor,
+    out: *mut u64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.data_address()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// Tells the caching allocator that `stream` uses the tensor, so its memory is not reused before that stream's work up to now is done.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_record_stream(
+    this: *const safe::Tensor,
+    stream: *const safe::TorchStream,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let stream = unsafe { handle_ref(stream, "stream") }?;
+        this.record_stream(stream)?;
+        Ok(())
+    })
+}
+
+/// Overwrites a contiguous tensor with the raw bytes `host` (exactly its size), ordered on the current stream. Returns once `host` may be reused (CUDA stages pageable memory before an async copy returns), without waiting for earlier work on the stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_write_bytes(
+    this: *mut safe::Tensor,
+    host: *const u8,
+    host_len: usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes `host` valid for `host_len` reads (see # Safety).
+        let host = unsafe { slice_arg(host, host_len, "host") }?;
+        this.write_bytes(host)?;
+        Ok(())
+    })
+}
+
+/// Copies a contiguous tensor into `host` (exactly its size) as raw bytes, after the work before it on the current stream; returns once the copy is done.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_read_bytes(
+    this: *const safe::Tensor,
+    host: *mut u8,
+    host_len: usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        // SAFETY: `host` is valid for `host_len` writes (see # Safety) and overlaps no other slice (checked above).
+        let host = unsafe { slice_mut_arg(host, host_len, "host") }?;
+        this.read_bytes(host)?;
+        Ok(())
+    })
+}
+
+/// Sets every element to the value whose little-endian bit pattern is the low bytes of `bits`, exactly, for every element type (the tensor is filled through a same-width integer view).
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_fill_bits(this: *mut safe::Tensor, bits: u64) -> Status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        this.fill_bits(bits)?;
+        Ok(())
+    })
+}
+
+/// self = a + b, element-wise, on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_add_out(
+    this: *mut safe::Tensor,
+    a: *const safe::Tensor,
+    b: *const safe::Tensor,
+) -> Status {
+    guard(|| {
+        distinct(this, a, "self", "a")?;
+        distinct(this, b, "self", "b")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let a = unsafe { handle_ref(a, "a") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let b = unsafe { handle_ref(b, "b") }?;
+        this.add_out(a, b)?;
+        Ok(())
+    })
+}
+
+/// self = a - b, element-wise, on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_sub_out(
+    this: *mut safe::Tensor,
+    a: *const safe::Tensor,
+    b: *const safe::Tensor,
+) -> Status {
+    guard(|| {
+        distinct(this, a, "self", "a")?;
+        distinct(this, b, "self", "b")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let a = unsafe { handle_ref(a, "a") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let b = unsafe { handle_ref(b, "b") }?;
+        this.sub_out(a, b)?;
+        Ok(())
+    })
+}
+
+/// self = a * b, element-wise, on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_mul_out(
+    this: *mut safe::Tensor,
+    a: *const safe::Tensor,
+    b: *const safe::Tensor,
+) -> Status {
+    guard(|| {
+        distinct(this, a, "self", "a")?;
+        distinct(this, b, "self", "b")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let a = unsafe { handle_ref(a, "a") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let b = unsafe { handle_ref(b, "b") }?;
+        this.mul_out(a, b)?;
+        Ok(())
+    })
+}
+
+/// self += alpha * x (axpy), on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_add_scaled(
+    this: *mut safe::Tensor,
+    x: *const safe::Tensor,
+    alpha: f64,
+) -> Status {
+    guard(|| {
+        distinct(this, x, "self", "x")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let x = unsafe { handle_ref(x, "x") }?;
+        this.add_scaled(x, alpha)?;
+        Ok(())
+    })
+}
+
+/// self *= alpha, on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_scale(this: *mut safe::Tensor, alpha: f64) -> Status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        this.scale(alpha)?;
+        Ok(())
+    })
+}
+
+/// self = max(x, 0), on the current stream (NaN stays NaN, as in torch.relu).
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_relu_out(
+    this: *mut safe::Tensor,
+    x: *const safe::Tensor,
+) -> Status {
+    guard(|| {
+        distinct(this, x, "self", "x")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let x = unsafe { handle_ref(x, "x") }?;
+        this.relu_out(x)?;
+        Ok(())
+    })
+}
+
+/// self = sigmoid(x), on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_sigmoid_out(
+    this: *mut safe::Tensor,
+    x: *const safe::Tensor,
+) -> Status {
+    guard(|| {
+        distinct(this, x, "self", "x")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let x = unsafe { handle_ref(x, "x") }?;
+        this.sigmoid_out(x)?;
+        Ok(())
+    })
+}
+
+/// self = tanh(x), on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_tanh_out(
+    this: *mut safe::Tensor,
+    x: *const safe::Tensor,
+) -> Status {
+    guard(|| {
+        distinct(this, x, "self", "x")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let x = unsafe { handle_ref(x, "x") }?;
+        this.tanh_out(x)?;
+        Ok(())
+    })
+}
+
+/// The sum of all elements, accumulated in float (double for a double tensor); waits for it on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_sum_acc(
+    this: *const safe::Tensor,
+    out: *mut f64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.sum_acc()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// The largest element, ignoring NaNs unless every element is NaN; waits for it on the current stream. The tensor must not be empty.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_max_ignoring_nan(
+    this: *const safe::Tensor,
+    out: *mut f64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        let value = this.max_ignoring_nan()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// sum(self * other) over two 1-D tensors (torch.dot); waits for it on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_dot_acc(
+    this: *const safe::Tensor,
+    other: *const safe::Tensor,
+    out: *mut f64,
+) -> Status {
+    guard(|| {
+        let out = out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { handle_ref(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let other = unsafe { handle_ref(other, "other") }?;
+        let value = this.dot_acc(other)?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// self (m×n) = a (m×k) · b (k×n), all three 1-D contiguous tensors read as row-major matrices, on the current stream.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_mm_out(
+    this: *mut safe::Tensor,
+    a: *const safe::Tensor,
+    b: *const safe::Tensor,
+    m: i64,
+    k: i64,
+    n: i64,
+) -> Status {
+    guard(|| {
+        distinct(this, a, "self", "a")?;
+        distinct(this, b, "self", "b")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let a = unsafe { handle_ref(a, "a") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let b = unsafe { handle_ref(b, "b") }?;
+        this.mm_out(a, b, m, k, n)?;
         Ok(())
     })
 }

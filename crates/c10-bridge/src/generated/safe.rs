@@ -51,6 +51,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A c10 CUDA stream. Pool streams are recycled by c10; dropping the handle never destroys the CUDA stream.
 ///
 /// Owns the C++ object (`::unigpu_c10::Stream`); dropping the handle destroys it.
+///
+/// Send + Sync: c10::Stream is an immutable value (device and stream id), and c10's stream calls are thread-safe.
 pub struct TorchStream {
     ptr: cxx::UniquePtr<ffi::TorchStream>,
 }
@@ -119,6 +121,16 @@ impl TorchStream {
             .map_err(|e| Error::cpp("TorchStream::device_index", &e))
     }
 
+    /// The raw cudaStream_t (0 for the legacy default stream), for ordering CUDA driver work with this stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn native_handle(&self) -> Result<u64> {
+        ffi::torch_stream_native_handle(self.cpp()?)
+            .map_err(|e| Error::cpp("TorchStream::native_handle", &e))
+    }
+
     /// c10's id of the stream (equal ids, same stream).
     ///
     /// # Errors
@@ -132,6 +144,8 @@ impl TorchStream {
 /// A CUDA event with timing enabled, created lazily by its first record.
 ///
 /// Owns the C++ object (`::unigpu_c10::Event`); dropping the handle destroys it.
+///
+/// Send + Sync: Recording needs `&mut`; the `&self` calls (query, synchronize, elapsed_ms, waits) are CUDA event calls, which are thread-safe.
 pub struct TorchEvent {
     ptr: cxx::UniquePtr<ffi::TorchEvent>,
 }
@@ -238,6 +252,8 @@ impl StreamGuard {
 /// An at::Tensor. Copying the handle shares storage, as at::Tensor does.
 ///
 /// Owns the C++ object (`::at::Tensor`); dropping the handle destroys it.
+///
+/// Send + Sync: at::Tensor's reference count is atomic and the `&self` calls only read the tensor or enqueue reads; writes need `&mut`. As with tch's Tensor, two handles that share storage are not kept from racing on it, so keep one writer per storage.
 pub struct Tensor {
     ptr: cxx::UniquePtr<ffi::Tensor>,
 }
@@ -291,6 +307,199 @@ impl Tensor {
     /// Returns the message of the C++ exception if the call throws.
     pub fn is_cuda(&self) -> Result<bool> {
         ffi::tensor_is_cuda(self.cpp()?).map_err(|e| Error::cpp("Tensor::is_cuda", &e))
+    }
+
+    /// Calls `is_contiguous` of specs/torch.yaml.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn is_contiguous(&self) -> Result<bool> {
+        ffi::tensor_is_contiguous(self.cpp()?).map_err(|e| Error::cpp("Tensor::is_contiguous", &e))
+    }
+
+    /// The unigpu element type code of the tensor's dtype (see `tensor_empty`), or -1 for a dtype unigpu has no element type for.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn dtype_code(&self) -> Result<i32> {
+        ffi::tensor_dtype_code(self.cpp()?).map_err(|e| Error::cpp("Tensor::dtype_code", &e))
+    }
+
+    /// The CUDA device the tensor lives on, or -1 for any other device.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn device_index(&self) -> Result<i64> {
+        ffi::tensor_device_index(self.cpp()?).map_err(|e| Error::cpp("Tensor::device_index", &e))
+    }
+
+    /// The address of the first element (a device address for a CUDA tensor).
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn data_address(&self) -> Result<u64> {
+        ffi::tensor_data_address(self.cpp()?).map_err(|e| Error::cpp("Tensor::data_address", &e))
+    }
+
+    /// Tells the caching allocator that `stream` uses the tensor, so its memory is not reused before that stream's work up to now is done.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn record_stream(&self, stream: &TorchStream) -> Result<()> {
+        ffi::tensor_record_stream(self.cpp()?, stream.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::record_stream", &e))
+    }
+
+    /// Overwrites a contiguous tensor with the raw bytes `host` (exactly its size), ordered on the current stream. Returns once `host` may be reused (CUDA stages pageable memory before an async copy returns), without waiting for earlier work on the stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn write_bytes(&mut self, host: &[u8]) -> Result<()> {
+        ffi::tensor_write_bytes(self.cpp_mut()?, host)
+            .map_err(|e| Error::cpp("Tensor::write_bytes", &e))
+    }
+
+    /// Copies a contiguous tensor into `host` (exactly its size) as raw bytes, after the work before it on the current stream; returns once the copy is done.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn read_bytes(&self, host: &mut [u8]) -> Result<()> {
+        ffi::tensor_read_bytes(self.cpp()?, host).map_err(|e| Error::cpp("Tensor::read_bytes", &e))
+    }
+
+    /// Sets every element to the value whose little-endian bit pattern is the low bytes of `bits`, exactly, for every element type (the tensor is filled through a same-width integer view).
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn fill_bits(&mut self, bits: u64) -> Result<()> {
+        ffi::tensor_fill_bits(self.cpp_mut()?, bits)
+            .map_err(|e| Error::cpp("Tensor::fill_bits", &e))
+    }
+
+    /// self = a + b, element-wise, on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn add_out(&mut self, a: &Tensor, b: &Tensor) -> Result<()> {
+        ffi::tensor_add_out(self.cpp_mut()?, a.cpp()?, b.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::add_out", &e))
+    }
+
+    /// self = a - b, element-wise, on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn sub_out(&mut self, a: &Tensor, b: &Tensor) -> Result<()> {
+        ffi::tensor_sub_out(self.cpp_mut()?, a.cpp()?, b.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::sub_out", &e))
+    }
+
+    /// self = a * b, element-wise, on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn mul_out(&mut self, a: &Tensor, b: &Tensor) -> Result<()> {
+        ffi::tensor_mul_out(self.cpp_mut()?, a.cpp()?, b.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::mul_out", &e))
+    }
+
+    /// self += alpha * x (axpy), on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn add_scaled(&mut self, x: &Tensor, alpha: f64) -> Result<()> {
+        ffi::tensor_add_scaled(self.cpp_mut()?, x.cpp()?, alpha)
+            .map_err(|e| Error::cpp("Tensor::add_scaled", &e))
+    }
+
+    /// self *= alpha, on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn scale(&mut self, alpha: f64) -> Result<()> {
+        ffi::tensor_scale(self.cpp_mut()?, alpha).map_err(|e| Error::cpp("Tensor::scale", &e))
+    }
+
+    /// self = max(x, 0), on the current stream (NaN stays NaN, as in torch.relu).
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn relu_out(&mut self, x: &Tensor) -> Result<()> {
+        ffi::tensor_relu_out(self.cpp_mut()?, x.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::relu_out", &e))
+    }
+
+    /// self = sigmoid(x), on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn sigmoid_out(&mut self, x: &Tensor) -> Result<()> {
+        ffi::tensor_sigmoid_out(self.cpp_mut()?, x.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::sigmoid_out", &e))
+    }
+
+    /// self = tanh(x), on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn tanh_out(&mut self, x: &Tensor) -> Result<()> {
+        ffi::tensor_tanh_out(self.cpp_mut()?, x.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::tanh_out", &e))
+    }
+
+    /// The sum of all elements, accumulated in float (double for a double tensor); waits for it on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn sum_acc(&self) -> Result<f64> {
+        ffi::tensor_sum_acc(self.cpp()?).map_err(|e| Error::cpp("Tensor::sum_acc", &e))
+    }
+
+    /// The largest element, ignoring NaNs unless every element is NaN; waits for it on the current stream. The tensor must not be empty.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn max_ignoring_nan(&self) -> Result<f64> {
+        ffi::tensor_max_ignoring_nan(self.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::max_ignoring_nan", &e))
+    }
+
+    /// sum(self * other) over two 1-D tensors (torch.dot); waits for it on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn dot_acc(&self, other: &Tensor) -> Result<f64> {
+        ffi::tensor_dot_acc(self.cpp()?, other.cpp()?)
+            .map_err(|e| Error::cpp("Tensor::dot_acc", &e))
+    }
+
+    /// self (m×n) = a (m×k) · b (k×n), all three 1-D contiguous tensors read as row-major matrices, on the current stream.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn mm_out(&mut self, a: &Tensor, b: &Tensor, m: i64, k: i64, n: i64) -> Result<()> {
+        ffi::tensor_mm_out(self.cpp_mut()?, a.cpp()?, b.cpp()?, m, k, n)
+            .map_err(|e| Error::cpp("Tensor::mm_out", &e))
     }
 
     /// The elements as f32, copied to the host (waits for pending work on the current stream).
@@ -399,6 +608,8 @@ impl Tensor {
 /// A DLPack capsule (DLManagedTensor) owning its tensor until imported or dropped.
 ///
 /// Owns the C++ object (`::unigpu_c10::DlPack`); dropping the handle destroys it.
+///
+/// Send + Sync: The capsule is a plain owned pointer; `&self` calls only read its fields, and consuming it needs `&mut`.
 pub struct DlPack {
     ptr: cxx::UniquePtr<ffi::DlPack>,
 }
@@ -573,6 +784,18 @@ pub fn tensor_randn(sizes: &[i64], device: i64) -> Result<Tensor> {
     Tensor::from_unique(
         ffi::tensor_randn(sizes, device).map_err(|e| Error::cpp("tensor_randn", &e))?,
         "tensor_randn",
+    )
+}
+
+/// A new uninitialised 1-D tensor of `numel` elements of unigpu element type `dtype` (the facade's DType order, 0 f32 … 8 u8), on CUDA device `device` (-1 for the CPU); CUDA memory comes from the caching allocator for the current stream.
+///
+/// # Errors
+///
+/// Returns the message of the C++ exception if the call throws.
+pub fn tensor_empty(numel: i64, dtype: i32, device: i64) -> Result<Tensor> {
+    Tensor::from_unique(
+        ffi::tensor_empty(numel, dtype, device).map_err(|e| Error::cpp("tensor_empty", &e))?,
+        "tensor_empty",
     )
 }
 

@@ -70,6 +70,8 @@ pub(crate) mod sealed {
         fn cuda_param(&self) -> Option<KernelParam<'_>>;
         fn cuda_param_mut(&mut self) -> Option<KernelParam<'_>>;
         fn cpu_slot(&self) -> Option<(Arc<dyn Any + Send + Sync>, Tracker)>;
+        #[cfg(feature = "torch")]
+        fn torch_buffer(&self) -> Option<&crate::torch::TorchBuffer>;
     }
 }
 
@@ -86,19 +88,26 @@ impl<T: Element> sealed::Storage for GpuArray<T> {
     fn cuda_param(&self) -> Option<KernelParam<'_>> {
         match &self.storage {
             Storage::Cuda(b) => Some(KernelParam::Buffer(b)),
-            Storage::Cpu(_) => None,
+            _ => None,
         }
     }
     fn cuda_param_mut(&mut self) -> Option<KernelParam<'_>> {
         match &mut self.storage {
             Storage::Cuda(b) => Some(KernelParam::BufferMut(b)),
-            Storage::Cpu(_) => None,
+            _ => None,
         }
     }
     fn cpu_slot(&self) -> Option<(Arc<dyn Any + Send + Sync>, Tracker)> {
         match &self.storage {
             Storage::Cpu(b) => Some((b.data.clone(), b.uses.clone())),
-            Storage::Cuda(_) => None,
+            _ => None,
+        }
+    }
+    #[cfg(feature = "torch")]
+    fn torch_buffer(&self) -> Option<&crate::torch::TorchBuffer> {
+        match &self.storage {
+            Storage::Torch(b) => Some(b),
+            _ => None,
         }
     }
 }

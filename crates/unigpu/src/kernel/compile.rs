@@ -94,6 +94,9 @@ impl Context {
                 });
             }
             DeviceImpl::Cuda(d) => d,
+            // torch shares the device's primary context with the driver API.
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => &d.cuda,
         };
         let arch = match options.arch {
             Some(a) => a,

@@ -29,16 +29,7 @@ impl Stream {
         let name = kernel.name();
         match &self.imp {
             StreamImpl::Cuda(s) => {
-                let func = kernel
-                    .inner
-                    .cuda
-                    .as_ref()
-                    .ok_or_else(|| Error::Unsupported {
-                        backend: Backend::Cuda,
-                        what: format!(
-                            "kernel `{name}` has no CUDA code (it was made with Kernel::cpu_only)"
-                        ),
-                    })?;
+                let func = cuda_function(kernel)?;
                 let mut params = args
                     .iter_mut()
                     .map(|a| match a {
@@ -53,6 +44,30 @@ impl Stream {
                     .collect::<Result<Vec<KernelParam<'_>>>>()?;
                 self.note_launch(kernel.inner.id);
                 unigpu_safe::launch(s, func, grid.to_dims(), &mut params)
+                    .map_err(|e| name_kernel(e.into(), name))
+            }
+            // A torch array goes in as its device address, after its
+            // earlier uses on other c10 streams (the buffer's bookkeeping).
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(s) => {
+                let func = cuda_function(kernel)?;
+                let mut params = Vec::with_capacity(args.len());
+                for a in &args {
+                    let (array, write) = match a {
+                        Arg::Scalar(v) => {
+                            params.push(v.to_param());
+                            continue;
+                        }
+                        Arg::Array(a) => (a.torch_buffer(), false),
+                        Arg::ArrayMut(a) => (a.torch_buffer(), true),
+                    };
+                    let buffer = array.ok_or(Error::ContextMismatch { what: "launch" })?;
+                    buffer.order(s, write)?;
+                    params.push(KernelParam::U64(buffer.tensor.data_address()?));
+                }
+                self.note_launch(kernel.inner.id);
+                s.foreign
+                    .launch(func, grid.to_dims(), &params)
                     .map_err(|e| name_kernel(e.into(), name))
             }
             StreamImpl::Cpu(s) => {
@@ -176,4 +191,19 @@ fn name_kernel(e: Error, name: &str) -> Error {
         },
         other => other,
     }
+}
+
+/// The kernel's CUDA function, or why it has none.
+fn cuda_function(kernel: &Kernel) -> Result<&unigpu_safe::CudaFunctionHandle> {
+    kernel
+        .inner
+        .cuda
+        .as_ref()
+        .ok_or_else(|| Error::Unsupported {
+            backend: Backend::Cuda,
+            what: format!(
+                "kernel `{}` has no CUDA code (it was made with Kernel::cpu_only)",
+                kernel.name()
+            ),
+        })
 }

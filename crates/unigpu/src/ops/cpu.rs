@@ -15,8 +15,8 @@ use crate::{Element, Error, GpuArray, Result, Stream};
 fn stream(s: &Stream) -> Result<&Arc<CpuStream>> {
     match &s.imp {
         StreamImpl::Cpu(s) => Ok(s),
-        StreamImpl::Cuda(_) => Err(Error::ContextMismatch {
-            what: "a CPU op on a CUDA stream",
+        _ => Err(Error::ContextMismatch {
+            what: "a CPU op on a GPU stream",
         }),
     }
 }
@@ -24,8 +24,8 @@ fn stream(s: &Stream) -> Result<&Arc<CpuStream>> {
 fn buf<T: Element>(a: &GpuArray<T>) -> Result<&CpuBuffer<T>> {
     match &a.storage {
         Storage::Cpu(b) => Ok(b),
-        Storage::Cuda(_) => Err(Error::ContextMismatch {
-            what: "a CUDA array in a CPU op",
+        _ => Err(Error::ContextMismatch {
+            what: "a GPU array in a CPU op",
         }),
     }
 }

@@ -105,6 +105,8 @@ impl Ops<'_> {
         match &x.storage {
             Storage::Cpu(_) => cpu::fill(self.stream, x, value),
             Storage::Cuda(_) => cuda::fill(self.ctx, self.stream, x, value),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::fill(self.stream, x, value),
         }
     }
 
@@ -151,6 +153,8 @@ impl Ops<'_> {
         match &x.storage {
             Storage::Cpu(_) => cpu::axpy(self.stream, alpha, x, y),
             Storage::Cuda(_) => cuda::axpy(self.ctx, self.stream, alpha, x, y),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::axpy(self.stream, alpha, x, y),
         }
     }
 
@@ -160,6 +164,8 @@ impl Ops<'_> {
         match &x.storage {
             Storage::Cpu(_) => cpu::scale(self.stream, alpha, x),
             Storage::Cuda(_) => cuda::scale(self.ctx, self.stream, alpha, x),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::scale(self.stream, alpha, x),
         }
     }
 
@@ -225,6 +231,8 @@ impl Ops<'_> {
         match &a.storage {
             Storage::Cpu(_) => cpu::matmul(self.stream, a, b, c, (m, k, n)),
             Storage::Cuda(_) => cuda::matmul(self.ctx, self.stream, a, b, c, (m, k, n)),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::matmul(self.stream, a, b, c, (m, k, n)),
         }
     }
 
@@ -243,6 +251,8 @@ impl Ops<'_> {
         match &a.storage {
             Storage::Cpu(_) => cpu::binary(self.stream, op, a, b, out),
             Storage::Cuda(_) => cuda::binary(self.ctx, self.stream, op, a, b, out),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::binary(self.stream, op, a, b, out),
         }
     }
 
@@ -253,6 +263,8 @@ impl Ops<'_> {
         match &x.storage {
             Storage::Cpu(_) => cpu::unary(self.stream, op, x, out),
             Storage::Cuda(_) => cuda::unary(self.ctx, self.stream, op, x, out),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::unary(self.stream, op, x, out),
         }
     }
 
@@ -264,6 +276,8 @@ impl Ops<'_> {
         match &x.storage {
             Storage::Cpu(_) => cpu::reduce(self.stream, op, x, y),
             Storage::Cuda(_) => cuda::reduce(self.ctx, self.stream, op, x, y),
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::ops::reduce(self.stream, op, x, y),
         }
     }
 

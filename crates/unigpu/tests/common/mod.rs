@@ -1,6 +1,7 @@
 //! Shared test harness: random data per element type, and a macro that
-//! runs one test body on the CPU backend (always) and on CUDA (ignored
-//! unless asked for; it fails, not skips, when no GPU is found).
+//! runs one test body on the CPU backend (always), on CUDA and, with the
+//! `torch` feature, on torch (both ignored unless asked for; they fail, not
+//! skip, when no GPU is found).
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
@@ -16,6 +17,25 @@ pub fn cuda_ctx() -> Context {
         Ok(ctx) => ctx,
         Err(e) => panic!("this test needs a CUDA GPU and found none: {e}"),
     }
+}
+
+#[cfg(feature = "torch")]
+pub fn torch_ctx() -> Context {
+    match Context::new(Backend::Torch, 0) {
+        Ok(ctx) => ctx,
+        Err(e) => panic!("this test needs a CUDA GPU usable through torch and found none: {e}"),
+    }
+}
+
+/// Held by tests that park a stream behind a host function waiting for the
+/// test thread. CUDA runs all host functions of a process on one driver
+/// thread, and c10's pool hands the same few streams to every caller, so
+/// two such tests running at once in one process can wait on each other
+/// until their timeouts (seen with the torch variants; never with one
+/// parked test at a time).
+pub fn park_lock() -> std::sync::MutexGuard<'static, ()> {
+    static PARKED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    PARKED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Element types that can be drawn at random for tests.
@@ -85,8 +105,9 @@ pub fn assert_same<T: Element>(expected: &[T], actual: &[T]) {
     }
 }
 
-/// `on_every_backend!(name, |ctx: &Context| { ... });` makes `name::cpu`
-/// and `name::cuda` tests from one body.
+/// `on_every_backend!(name, |ctx: &Context| { ... });` makes `name::cpu`,
+/// `name::cuda` and (with the `torch` feature) `name::torch` tests from one
+/// body.
 #[macro_export]
 macro_rules! on_every_backend {
     ($name:ident, $body:expr) => {
@@ -105,6 +126,14 @@ macro_rules! on_every_backend {
             fn cuda() {
                 let body: fn(&unigpu::Context) = $body;
                 body(&$crate::common::cuda_ctx());
+            }
+
+            #[cfg(feature = "torch")]
+            #[test]
+            #[ignore = "needs a CUDA GPU"]
+            fn torch() {
+                let body: fn(&unigpu::Context) = $body;
+                body(&$crate::common::torch_ctx());
             }
         }
     };

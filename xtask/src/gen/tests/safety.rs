@@ -48,3 +48,49 @@ fn an_empty_safety_contract_is_an_error() {
         "{errors:?}"
     );
 }
+
+fn with_thread_safe(reason: &str) -> String {
+    MINI.replacen(
+        "    cpp_type: ",
+        &format!("    thread_safe: {reason}\n    cpp_type: "),
+        1,
+    )
+}
+
+#[test]
+fn a_thread_safe_handle_is_send_and_sync_with_its_reason() {
+    let text = with_thread_safe("\"the object is immutable\"");
+    let files = emit_text(&text);
+    let bridge = file(&files, "generated/bridge.rs");
+    for tr in ["Send", "Sync"] {
+        assert!(
+            bridge.contains(&format!(
+                "// SAFETY: the object is immutable\nunsafe impl {tr} for ffi::"
+            )),
+            "{bridge}"
+        );
+    }
+    let safe = file(&files, "generated/safe.rs");
+    assert!(
+        safe.contains("/// Send + Sync: the object is immutable"),
+        "{safe}"
+    );
+}
+
+#[test]
+fn a_handle_without_thread_safe_is_neither_send_nor_sync() {
+    let files = emit_text(MINI);
+    let bridge = file(&files, "generated/bridge.rs");
+    assert!(!bridge.contains("unsafe impl"), "{bridge}");
+}
+
+#[test]
+fn an_empty_thread_safe_reason_is_an_error() {
+    let errors = load_err(&with_thread_safe("\"\""));
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.to_string().contains("field `thread_safe` of handle type")),
+        "{errors:?}"
+    );
+}

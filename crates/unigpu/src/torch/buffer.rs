@@ -1,0 +1,108 @@
+//! A torch tensor as the storage of a `GpuArray`, with the bookkeeping that
+//! orders its uses across streams.
+
+use std::sync::{Arc, Mutex};
+
+use unigpu_c10_bridge as bridge;
+
+use super::TorchStream;
+use crate::{Element, Error, Result};
+
+/// A contiguous 1-D CUDA tensor of `len` elements. (`pub` only because the
+/// sealed kernel-argument trait names it; the module is private.)
+///
+/// torch leaves cross-stream ordering to the caller; unigpu promises it, so
+/// each buffer remembers the streams that last used it. A use on another
+/// stream first makes that stream wait for them (an event recorded then,
+/// which covers at least the conflicting work), and tells the caching
+/// allocator about the new stream so the memory outlives its work.
+#[derive(Debug)]
+pub struct TorchBuffer {
+    pub(crate) tensor: bridge::Tensor,
+    len: usize,
+    /// c10 id of the stream the memory was allocated for.
+    home: i64,
+    uses: Mutex<Uses>,
+}
+
+#[derive(Debug, Default)]
+struct Uses {
+    writer: Option<Arc<TorchStream>>,
+    readers: Vec<Arc<TorchStream>>,
+}
+
+impl TorchBuffer {
+    /// `len` elements of `T` with arbitrary contents, allocated for `stream`.
+    pub(crate) fn uninit<T: Element>(stream: &Arc<TorchStream>, len: usize) -> Result<TorchBuffer> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>());
+        let numel = i64::try_from(len).ok().filter(|_| bytes.is_some());
+        let Some(numel) = numel else {
+            return Err(Error::OutOfMemory {
+                requested: usize::MAX,
+                free: free_bytes(stream),
+            });
+        };
+        let _current = stream.enter()?;
+        let device = stream.inner.device_index()?;
+        let tensor = bridge::tensor_empty(numel, T::DTYPE as i32, device).map_err(|e| {
+            if e.message().contains("out of memory") {
+                Error::OutOfMemory {
+                    requested: bytes.unwrap_or(usize::MAX),
+                    free: free_bytes(stream),
+                }
+            } else {
+                e.into()
+            }
+        })?;
+        Ok(TorchBuffer {
+            tensor,
+            len,
+            home: stream.id,
+            uses: Mutex::new(Uses {
+                writer: Some(stream.clone()),
+                readers: Vec::new(),
+            }),
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Orders a use of the buffer on `stream` (which must be current) after
+    /// the earlier uses it conflicts with: a read after the last write, a
+    /// write after every earlier use.
+    pub(crate) fn order(&self, stream: &Arc<TorchStream>, write: bool) -> Result<()> {
+        let mut uses = self.uses.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = &uses.writer {
+            stream.wait_for(w)?;
+        }
+        if write {
+            for r in &uses.readers {
+                stream.wait_for(r)?;
+            }
+        }
+        if stream.id != self.home {
+            self.tensor.record_stream(&stream.inner)?;
+        }
+        if write {
+            uses.writer = Some(stream.clone());
+            uses.readers.clear();
+        } else if !uses.readers.iter().any(|r| r.id == stream.id) {
+            uses.readers.push(stream.clone());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn tensor_mut(&mut self) -> &mut bridge::Tensor {
+        &mut self.tensor
+    }
+}
+
+fn free_bytes(stream: &TorchStream) -> usize {
+    stream
+        .foreign
+        .device()
+        .memory_info()
+        .map_or(0, |(free, _)| free)
+}

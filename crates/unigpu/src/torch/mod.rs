@@ -1,0 +1,49 @@
+//! The torch backend (feature `torch`): arrays are 1-D torch tensors on a
+//! CUDA device, streams and events are c10's, and the built-in ops are
+//! torch ops, all through the generated c10 bridge. The CUDA driver is
+//! opened beside torch on the same GPU (torch uses its primary context),
+//! for device queries, host callbacks on c10 streams and copies to and from
+//! the cuda backend.
+
+mod buffer;
+mod device;
+pub(crate) mod ops;
+mod stream;
+mod transfer;
+
+pub(crate) use buffer::TorchBuffer;
+pub(crate) use device::{TorchDevice, device_count, open};
+pub(crate) use stream::{TorchEvent, TorchStream};
+pub(crate) use transfer::{cuda_to_torch, torch_to_cuda};
+
+use unigpu_c10_bridge as bridge;
+
+use crate::{Backend, Error};
+
+/// A C++ exception from torch, as the facade's error.
+pub(crate) fn torch_error(e: bridge::Error) -> Error {
+    Error::Torch {
+        call: e.context().to_string(),
+        message: e.message().to_string(),
+    }
+}
+
+impl From<bridge::Error> for Error {
+    fn from(e: bridge::Error) -> Self {
+        torch_error(e)
+    }
+}
+
+impl From<bridge::cuda_interop::InteropError> for Error {
+    fn from(e: bridge::cuda_interop::InteropError) -> Self {
+        use bridge::cuda_interop::InteropError as I;
+        match e {
+            I::Torch(e) => torch_error(e),
+            I::Cuda(e) => e.into(),
+            I::Mismatch(what) => Error::Unsupported {
+                backend: Backend::Torch,
+                what,
+            },
+        }
+    }
+}
