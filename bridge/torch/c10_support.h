@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -29,9 +30,13 @@ namespace unigpu_c10 {
 // tch links libtorch with --as-needed, which drops libtorch_cuda: without
 // it CUDA looks absent and c10::cuda calls abort. Loading it by name (the
 // dynamic linker's path, then the rpath of the process) registers CUDA.
+// UNIGPU_TEST_TORCH_CUDA_LIB names another file instead: tests point it at
+// nothing to act out a CPU-only libtorch (libtorch_cpu and c10 only).
 inline const std::string& cuda_load_error() {
   static const std::string error = [] {
-    if (dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_GLOBAL) != nullptr) {
+    const char* name = std::getenv("UNIGPU_TEST_TORCH_CUDA_LIB");
+    if (name == nullptr || *name == '\0') name = "libtorch_cuda.so";
+    if (dlopen(name, RTLD_NOW | RTLD_GLOBAL) != nullptr) {
       return std::string();
     }
     const char* e = dlerror();

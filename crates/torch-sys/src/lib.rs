@@ -32,10 +32,14 @@ mod with_torch {
 
     fn load() -> Result<(), String> {
         use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
-        let candidates = [
-            "libtorch_cuda.so".to_string(),
-            format!("{LIBTORCH_LIB_AT_BUILD}/libtorch_cuda.so"),
-        ];
+        // Tests act out a CPU-only libtorch by pointing this at nothing.
+        let candidates = match std::env::var("UNIGPU_TEST_TORCH_CUDA_LIB") {
+            Ok(name) if !name.is_empty() => vec![name],
+            _ => vec![
+                "libtorch_cuda.so".to_string(),
+                format!("{LIBTORCH_LIB_AT_BUILD}/libtorch_cuda.so"),
+            ],
+        };
         let mut errors = Vec::new();
         for name in &candidates {
             // SAFETY: loading libtorch_cuda runs its static initialisers,

@@ -209,3 +209,49 @@ fn host_functions_run_in_stream_order_and_panics_reach_sync() {
     assert!(err.to_string().contains("boom in a host fn"), "{err}");
     s.sync().unwrap();
 }
+
+const TORCH_CUDA_OVERRIDE: &str = "UNIGPU_TEST_TORCH_CUDA_LIB";
+const MISSING_TORCH_CUDA: &str = "/nonexistent/unigpu-test/libtorch_cuda.so";
+
+/// A CPU-only libtorch (libtorch_cuda's load pointed at nothing, in a child
+/// process): torch is skipped with that reason and the default context
+/// falls back to the next backend, with or without a GPU.
+#[test]
+fn with_a_cpu_only_libtorch_the_default_context_falls_back() {
+    if std::env::var(TORCH_CUDA_OVERRIDE).as_deref() == Ok(MISSING_TORCH_CUDA) {
+        match Context::new(Backend::Torch, 0) {
+            Err(Error::BackendUnavailable { backend, reason }) => {
+                assert_eq!(backend, Backend::Torch);
+                assert!(reason.contains("libtorch_cuda"), "{reason}");
+            }
+            other => panic!("expected BackendUnavailable, got {other:?}"),
+        }
+        let ctx = Context::default().unwrap();
+        assert_ne!(ctx.backend(), Backend::Torch);
+        let host = random_vec::<f32>(random_len(10_000));
+        assert_same(&host, &ctx.upload(&host).unwrap().download().unwrap());
+        println!("cpu-only-libtorch-facade-checks-ran");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "with_a_cpu_only_libtorch_the_default_context_falls_back",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(TORCH_CUDA_OVERRIDE, MISSING_TORCH_CUDA)
+        .output()
+        .expect("re-running the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("cpu-only-libtorch-facade-checks-ran"),
+        "{stdout}"
+    );
+}
