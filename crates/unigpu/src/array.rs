@@ -210,7 +210,8 @@ impl<T: Element> GpuArray<T> {
 }
 
 impl Context {
-    fn cuda_stream(&self) -> Result<&unigpu_safe::CudaStreamHandle> {
+    /// The default stream of a cuda context, or the error for another backend.
+    pub(crate) fn cuda_stream(&self) -> Result<&unigpu_safe::CudaStreamHandle> {
         match &self.default_stream().imp {
             StreamImpl::Cuda(s) => Ok(s),
             _ => Err(Error::ContextMismatch {

@@ -6,17 +6,7 @@ use unigpu_c10_bridge::cuda_interop;
 
 use super::ops::{buf, buf_mut, stream_of};
 use crate::array::Storage;
-use crate::stream::StreamImpl;
 use crate::{Context, Element, Error, GpuArray, Result};
-
-fn cuda_stream(ctx: &Context) -> Result<&unigpu_safe::CudaStreamHandle> {
-    match &ctx.default_stream().imp {
-        StreamImpl::Cuda(s) => Ok(s),
-        _ => Err(Error::ContextMismatch {
-            what: "GpuArray::to_context",
-        }),
-    }
-}
 
 /// A new array in the torch context `torch` holding a copy of `src`, an
 /// array of a cuda context on the same GPU.
@@ -25,11 +15,11 @@ pub(crate) fn cuda_to_torch<T: Element>(src: &GpuArray<T>, torch: &Context) -> R
     let Storage::Cuda(from) = &src.storage else {
         return Err(Error::ContextMismatch { what });
     };
-    let cuda = cuda_stream(&src.ctx)?;
+    let cuda = src.ctx.cuda_stream()?;
     let t = stream_of(torch.default_stream(), what)?;
     let mut out = GpuArray::<T>::uninit(torch, src.len())?;
+    // Fresh from `t`'s allocator, so `t` is already its only user.
     let dst = buf_mut(&mut out, what)?;
-    dst.order(t, true)?;
     cuda_interop::copy_buffer_to_tensor(from, dst.tensor_mut(), &t.inner, cuda)?;
     Ok(out)
 }
@@ -43,7 +33,7 @@ pub(crate) fn torch_to_cuda<T: Element>(
     let what = "GpuArray::to_context";
     let from = buf(src, what)?;
     let t = stream_of(src.ctx.default_stream(), what)?;
-    let cuda = cuda_stream(cuda_ctx)?;
+    let cuda = cuda_ctx.cuda_stream()?;
     let mut out = GpuArray::<T>::uninit(cuda_ctx, src.len())?;
     let Storage::Cuda(dst) = &mut out.storage else {
         return Err(Error::ContextMismatch { what });
