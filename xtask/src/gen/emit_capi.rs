@@ -3,62 +3,17 @@
 //! call, out-parameters written only on success, every pointer NULL-checked,
 //! every export inside `catch_unwind`, a per-thread last-error message, and
 //! `_free` functions that accept NULL. The exports call the safe tier.
+//!
+//! The machinery they share (the panic boundary, the per-thread last error,
+//! the pointer and slice checks, handing values to C and freeing them) is
+//! not emitted: it lives once in the runtime crate (`crates/capi-runtime`),
+//! which the generated code imports as `runtime`. Each generated module keeps
+//! its own `Status` enum and tells the runtime about it (`StatusCode`).
 
 use super::abi::{self, STATUSES};
 use super::capi_runtime as runtime;
 use super::model::{Function, Spec, Ty, do_not_edit};
 use super::out::{Out, doc_lines, w};
-
-/// Which helper functions the generated module needs (unused ones are not
-/// emitted, so the output has no dead code).
-#[derive(Default)]
-struct Uses {
-    handle_ref: bool,
-    handle_mut: bool,
-    str_arg: bool,
-    slice: bool,
-    slice_mut: bool,
-    out: bool,
-    distinct: bool,
-    disjoint: bool,
-    cstring: bool,
-}
-
-fn uses(spec: &Spec) -> Uses {
-    let mut u = Uses::default();
-    for f in spec.all_functions() {
-        if let Some(r) = f.receiver {
-            if r.is_const {
-                u.handle_ref = true
-            } else {
-                u.handle_mut = true
-            }
-        }
-        for p in &f.params {
-            match p.ty {
-                Ty::Str => u.str_arg = true,
-                Ty::Slice(_) => u.slice = true,
-                Ty::SliceMut(_) => u.slice_mut = true,
-                Ty::HandleRef { mutable: false, .. } => u.handle_ref = true,
-                Ty::HandleRef { mutable: true, .. } => u.handle_mut = true,
-                _ => {}
-            }
-        }
-        if f.ret != Ty::Void {
-            u.out = true;
-        }
-        if f.ret == Ty::Str {
-            u.cstring = true;
-        }
-        if !alias_pairs(f).is_empty() {
-            u.distinct = true;
-        }
-        if !overlap_pairs(f).is_empty() {
-            u.disjoint = true;
-        }
-    }
-    u
-}
 
 /// (rust name, handle index, mutable) of every handle argument, receiver first.
 fn handle_args(f: &Function) -> Vec<(String, usize, bool)> {
@@ -164,19 +119,19 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
         f.c_name,
         sig.join(", ")
     );
-    w!(o, "    guard(|| {{");
+    w!(o, "    runtime::guard(|| {{");
     // 1. Checks on raw pointers: outputs, aliasing, overlap (before any reference exists).
     for out in abi::lower_return(spec, f.ret) {
         w!(
             o,
-            "        let {0} = out_arg({0}, \"{0}\")?;",
+            "        let {0} = runtime::out_arg({0}, \"{0}\")?;",
             out.rust_name
         );
     }
     for (a, b) in alias_pairs(f) {
         w!(
             o,
-            "        distinct({a}, {b}, \"{}\", \"{}\")?;",
+            "        runtime::distinct({a}, {b}, \"{}\", \"{}\")?;",
             c_display(&a),
             c_display(&b)
         );
@@ -184,7 +139,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
     for (a, b) in overlap_pairs(f) {
         w!(
             o,
-            "        disjoint({a}, {a}_len, {b}, {b}_len, \"{a}\", \"{b}\")?;"
+            "        runtime::disjoint({a}, {a}_len, {b}, {b}_len, \"{a}\", \"{b}\")?;"
         );
     }
     // 2. Conversions into references.
@@ -201,7 +156,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
         );
         w!(
             o,
-            "        let this = unsafe {{ {helper}(this, \"self\") }}?;"
+            "        let this = unsafe {{ runtime::{helper}(this, \"self\") }}?;"
         );
     }
     for p in &f.params {
@@ -213,7 +168,10 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
                     o,
                     "        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety)."
                 );
-                w!(o, "        let {n} = unsafe {{ str_arg({n}, \"{n}\") }}?;");
+                w!(
+                    o,
+                    "        let {n} = unsafe {{ runtime::str_arg({n}, \"{n}\") }}?;"
+                );
             }
             Ty::Slice(_) => {
                 w!(
@@ -222,7 +180,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
                 );
                 w!(
                     o,
-                    "        let {n} = unsafe {{ slice_arg({n}, {n}_len, \"{n}\") }}?;"
+                    "        let {n} = unsafe {{ runtime::slice_arg({n}, {n}_len, \"{n}\") }}?;"
                 );
             }
             Ty::SliceMut(_) => {
@@ -232,7 +190,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
                 );
                 w!(
                     o,
-                    "        let {n} = unsafe {{ slice_mut_arg({n}, {n}_len, \"{n}\") }}?;"
+                    "        let {n} = unsafe {{ runtime::slice_mut_arg({n}, {n}_len, \"{n}\") }}?;"
                 );
             }
             Ty::HandleRef { mutable: false, .. } => {
@@ -242,7 +200,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
                 );
                 w!(
                     o,
-                    "        let {n} = unsafe {{ handle_ref({n}, \"{n}\") }}?;"
+                    "        let {n} = unsafe {{ runtime::handle_ref({n}, \"{n}\") }}?;"
                 );
             }
             Ty::HandleRef { mutable: true, .. } => {
@@ -252,7 +210,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
                 );
                 w!(
                     o,
-                    "        let {n} = unsafe {{ handle_mut({n}, \"{n}\") }}?;"
+                    "        let {n} = unsafe {{ runtime::handle_mut({n}, \"{n}\") }}?;"
                 );
             }
             Ty::Void | Ty::Vec(_) | Ty::HandleOwned(_) => {}
@@ -287,13 +245,11 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
             w!(o, "        unsafe {{ out.write(value) }};");
         }
         Ty::Str => {
-            w!(o, "        let value = CString::new(value).map_err(|_| {{");
             w!(
                 o,
-                "            Failure::new(Status::InvalidArgument, \"{}: the returned string contains a NUL byte\")",
+                "        let value = runtime::c_string(value, \"{}\")?;",
                 f.c_name
             );
-            w!(o, "        }})?;");
             w!(
                 o,
                 "        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety)."
@@ -301,9 +257,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
             w!(o, "        unsafe {{ out.write(value.into_raw()) }};");
         }
         Ty::Vec(_) => {
-            w!(o, "        let boxed = value.into_boxed_slice();");
-            w!(o, "        let len = boxed.len();");
-            w!(o, "        let ptr = Box::into_raw(boxed).cast();");
+            w!(o, "        let (ptr, len) = runtime::into_array(value);");
             w!(
                 o,
                 "        // SAFETY: both out-pointers are non-NULL and aligned (checked above) and valid for writes (see # Safety)."
@@ -320,7 +274,7 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
             );
             w!(
                 o,
-                "        unsafe {{ out.write(Box::into_raw(Box::new(value))) }};"
+                "        unsafe {{ out.write(runtime::into_handle(value)) }};"
             );
         }
     }
@@ -331,7 +285,6 @@ fn emit_export(o: &mut Out, spec: &Spec, f: &Function) {
 
 /// Emits `<rust_crate>/src/generated/capi.rs`.
 pub fn capi(spec: &Spec) -> String {
-    let u = uses(spec);
     let mut o = Out::new();
     w!(o, "// {}", do_not_edit(&spec.file));
     w!(o);
@@ -359,23 +312,20 @@ pub fn capi(spec: &Spec) -> String {
         o,
         "//! Handles are `Box`es of the safe tier's types; `*_free` accepts NULL."
     );
+    w!(o, "//!");
+    w!(
+        o,
+        "//! The checks, the panic boundary and the last error (one per thread, shared"
+    );
+    w!(
+        o,
+        "//! with every other C API in the process) come from `{}`.",
+        runtime::PACKAGE
+    );
     w!(o);
     w!(o, "use super::safe;");
-    w!(o, "use std::any::Any;");
-    w!(o, "use std::cell::RefCell;");
-    let mut ffi_items = vec!["c_char"];
-    if u.str_arg {
-        ffi_items.push("CStr");
-    }
-    if u.cstring {
-        ffi_items.push("CString");
-    }
-    if ffi_items.len() == 1 {
-        w!(o, "use std::ffi::c_char;");
-    } else {
-        w!(o, "use std::ffi::{{{}}};", ffi_items.join(", "));
-    }
-    w!(o, "use std::panic::{{AssertUnwindSafe, catch_unwind}};");
+    w!(o, "use std::ffi::c_char;");
+    w!(o, "use {} as runtime;", runtime::CRATE);
     w!(o);
     w!(
         o,
@@ -391,24 +341,29 @@ pub fn capi(spec: &Spec) -> String {
     }
     w!(o, "}}");
     w!(o);
-    for (needed, code) in [
-        (true, runtime::PRELUDE),
-        (u.out, runtime::OUT_ARG),
-        (u.handle_ref, runtime::HANDLE_REF),
-        (u.handle_mut, runtime::HANDLE_MUT),
-        (u.str_arg, runtime::STR_ARG),
-        (u.slice || u.slice_mut, runtime::CHECK_BUFFER),
-        (u.slice, runtime::SLICE_ARG),
-        (u.slice_mut, runtime::SLICE_MUT_ARG),
-        (u.distinct, runtime::DISTINCT),
-        (u.disjoint, runtime::DISJOINT),
-    ] {
-        if needed {
-            w!(o, "{code}");
-            w!(o);
+    w!(
+        o,
+        "/// Which [`Status`] values the runtime returns for the failures it detects."
+    );
+    w!(o, "impl runtime::StatusCode for Status {{");
+    for (rust, c, _, _) in STATUSES {
+        if runtime::STATUS_CONSTS.contains(c) {
+            w!(o, "    const {c}: Self = Self::{rust};");
         }
     }
+    w!(o, "}}");
+    w!(o);
+    w!(
+        o,
+        "/// An error of the safe tier (a C++ exception) is `Status::Exception`."
+    );
+    w!(o, "impl From<safe::Error> for runtime::Failure<Status> {{");
+    w!(o, "    fn from(e: safe::Error) -> Self {{");
+    w!(o, "        Self::new(Status::Exception, e.to_string())");
+    w!(o, "    }}");
+    w!(o, "}}");
     // Fixed exports.
+    w!(o);
     w!(
         o,
         "/// Copies this thread's last error message into `buf` (at most `len - 1` bytes"
@@ -434,28 +389,9 @@ pub fn capi(spec: &Spec) -> String {
     );
     w!(
         o,
-        "    let message = LAST_ERROR.try_with(|slot| slot.borrow().clone()).unwrap_or_default();"
+        "    // SAFETY: `buf` is NULL or valid for `len` writes (see # Safety), the runtime's contract."
     );
-    w!(o, "    let bytes = message.as_bytes();");
-    w!(o, "    if !buf.is_null() && len > 0 {{");
-    w!(o, "        let n = bytes.len().min(len - 1);");
-    w!(
-        o,
-        "        // SAFETY: `buf` is non-NULL and valid for `len` > `n` writes (see # Safety);"
-    );
-    w!(
-        o,
-        "        // `bytes` is a separate Rust allocation, so the ranges do not overlap."
-    );
-    w!(o, "        unsafe {{");
-    w!(
-        o,
-        "            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);"
-    );
-    w!(o, "            buf.add(n).write(0);");
-    w!(o, "        }}");
-    w!(o, "    }}");
-    w!(o, "    bytes.len()");
+    w!(o, "    unsafe {{ runtime::last_error_message(buf, len) }}");
     w!(o, "}}");
     for h in &spec.handles {
         w!(o);
@@ -463,6 +399,14 @@ pub fn capi(spec: &Spec) -> String {
             o,
             "/// Destroys a `{}` handle (runs the C++ destructor). NULL is a no-op.",
             h.c_name
+        );
+        w!(
+            o,
+            "/// Freeing leaves the last error message alone (C code often cleans up before"
+        );
+        w!(
+            o,
+            "/// it reports); a panicking destructor is caught and recorded."
         );
         w!(o, "///");
         w!(o, "/// # Safety");
@@ -478,32 +422,16 @@ pub fn capi(spec: &Spec) -> String {
             spec.handle_free_fn(h),
             h.name
         );
-        w!(o, "    if handle.is_null() {{");
-        w!(o, "        return;");
-        w!(o, "    }}");
         w!(
             o,
-            "    // Freeing leaves the last error message alone (C code often cleans up"
+            "    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used"
         );
+        w!(o, "    // again (see # Safety).");
         w!(
             o,
-            "    // before it reports); a panicking destructor is caught and recorded."
-        );
-        w!(o, "    let freed = catch_unwind(AssertUnwindSafe(|| {{");
-        w!(
-            o,
-            "        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used"
-        );
-        w!(o, "        // again per the caller's guarantee.");
-        w!(o, "        drop(unsafe {{ Box::from_raw(handle) }});");
-        w!(o, "    }}));");
-        w!(o, "    if let Err(payload) = freed {{");
-        w!(
-            o,
-            "        set_last_error(&format!(\"a Rust panic was caught while freeing a {}: {{}}\", panic_message(payload.as_ref())));",
+            "    unsafe {{ runtime::free_handle(handle, \"{}\") }}",
             h.c_name
         );
-        w!(o, "    }}");
         w!(o, "}}");
     }
     if spec.returns_str() {
@@ -525,14 +453,12 @@ pub fn capi(spec: &Spec) -> String {
             "pub unsafe extern \"C\" fn {}(s: *mut c_char) {{",
             spec.string_free_fn()
         );
-        w!(o, "    if s.is_null() {{");
-        w!(o, "        return;");
-        w!(o, "    }}");
         w!(
             o,
-            "    // SAFETY: created by `CString::into_raw` in this module (see # Safety)."
+            "    // SAFETY: NULL or made by `CString::into_raw` in this module, not freed before"
         );
-        w!(o, "    drop(unsafe {{ CString::from_raw(s) }});");
+        w!(o, "    // (see # Safety).");
+        w!(o, "    unsafe {{ runtime::free_string(s) }}");
         w!(o, "}}");
     }
     for n in spec.vec_returns() {
@@ -556,18 +482,12 @@ pub fn capi(spec: &Spec) -> String {
             "pub unsafe extern \"C\" fn {}(ptr: *mut {t}, len: usize) {{",
             spec.array_free_fn(n)
         );
-        w!(o, "    if ptr.is_null() {{");
-        w!(o, "        return;");
-        w!(o, "    }}");
         w!(
             o,
-            "    // SAFETY: created by `Box::into_raw` of a boxed slice of `len` elements in this"
+            "    // SAFETY: NULL or made with its `len` by `runtime::into_array` in this module,"
         );
-        w!(o, "    // module (see # Safety).");
-        w!(
-            o,
-            "    drop(unsafe {{ Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }});"
-        );
+        w!(o, "    // not freed before (see # Safety).");
+        w!(o, "    unsafe {{ runtime::free_array(ptr, len) }}");
         w!(o, "}}");
     }
     for f in spec.all_functions() {

@@ -6,12 +6,13 @@
 //! on success, NULL-checks every pointer, runs inside `catch_unwind`, and on
 //! failure records a message that `rt_cuda_last_error_message` copies out.
 //! Handles are `Box`es of the safe tier's types; `*_free` accepts NULL.
+//!
+//! The checks, the panic boundary and the last error (one per thread, shared
+//! with every other C API in the process) come from `unigpu-capi-runtime`.
 
 use super::safe;
-use std::any::Any;
-use std::cell::RefCell;
-use std::ffi::{CString, c_char};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ffi::c_char;
+use unigpu_capi_runtime as runtime;
 
 /// The status every fallible export returns (`rt_cuda_status` in C).
 #[repr(C)]
@@ -31,142 +32,20 @@ pub enum Status {
     Panic = 5,
 }
 
-/// A failed call: its status and message.
-struct Failure {
-    status: Status,
-    message: String,
+/// Which [`Status`] values the runtime returns for the failures it detects.
+impl runtime::StatusCode for Status {
+    const OK: Self = Self::Ok;
+    const NULL_ARGUMENT: Self = Self::NullArgument;
+    const INVALID_ARGUMENT: Self = Self::InvalidArgument;
+    const INVALID_UTF8: Self = Self::InvalidUtf8;
+    const PANIC: Self = Self::Panic;
 }
 
-impl Failure {
-    fn new(status: Status, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<safe::Error> for Failure {
+/// An error of the safe tier (a C++ exception) is `Status::Exception`.
+impl From<safe::Error> for runtime::Failure<Status> {
     fn from(e: safe::Error) -> Self {
         Self::new(Status::Exception, e.to_string())
     }
-}
-
-thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-fn set_last_error(message: &str) {
-    // NUL bytes would truncate the C string; show them instead.
-    let message = message.replace('\0', "\\0");
-    // try_with: during thread teardown the message is dropped, not a panic.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = message);
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-string panic payload"
-    }
-}
-
-/// Runs an export's body: catches panics, records failures, clears the
-/// message on success.
-fn guard(call: impl FnOnce() -> Result<(), Failure>) -> Status {
-    let failure = match catch_unwind(AssertUnwindSafe(call)) {
-        Ok(Ok(())) => {
-            set_last_error("");
-            return Status::Ok;
-        }
-        Ok(Err(failure)) => failure,
-        Err(payload) => Failure::new(
-            Status::Panic,
-            format!(
-                "a Rust panic was caught at the C boundary: {}",
-                panic_message(payload.as_ref())
-            ),
-        ),
-    };
-    set_last_error(&failure.message);
-    failure.status
-}
-
-fn null(what: &str) -> Failure {
-    Failure::new(Status::NullArgument, format!("`{what}` is NULL"))
-}
-
-fn out_arg<T>(p: *mut T, what: &str) -> Result<*mut T, Failure> {
-    if p.is_null() {
-        Err(null(what))
-    } else if !p.is_aligned() {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}` is misaligned"),
-        ))
-    } else {
-        Ok(p)
-    }
-}
-
-/// # Safety
-/// `p` is NULL or points to a live value not mutably borrowed for `'a`.
-unsafe fn handle_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T, Failure> {
-    // SAFETY: guaranteed by the caller; NULL becomes `None`.
-    unsafe { p.as_ref() }.ok_or_else(|| null(what))
-}
-
-/// # Safety
-/// `p` is NULL or points to a live value not otherwise borrowed for `'a`.
-unsafe fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Failure> {
-    // SAFETY: guaranteed by the caller; NULL becomes `None`.
-    unsafe { p.as_mut() }.ok_or_else(|| null(what))
-}
-
-fn check_buffer<T>(p: *const T, len: usize, what: &str) -> Result<(), Failure> {
-    if p.is_null() {
-        Err(null(what))
-    } else if !p.is_aligned() {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}` is misaligned"),
-        ))
-    } else if len
-        .checked_mul(size_of::<T>())
-        .is_none_or(|bytes| bytes > isize::MAX as usize)
-    {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}_len` is too large"),
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-/// # Safety
-/// Unless `len` is 0, `p` is NULL or valid for `len` reads of `T` during `'a`.
-unsafe fn slice_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T], Failure> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    check_buffer(p, len, what)?;
-    // SAFETY: non-NULL, aligned, size in range (checked); valid per the caller.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
-}
-
-/// # Safety
-/// Unless `len` is 0, `p` is NULL or valid for `len` writes of `T` during `'a`,
-/// and not otherwise accessed meanwhile.
-unsafe fn slice_mut_arg<'a, T>(p: *mut T, len: usize, what: &str) -> Result<&'a mut [T], Failure> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    check_buffer(p, len, what)?;
-    // SAFETY: non-NULL, aligned, size in range (checked); valid and unaliased per the caller.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }
 
 /// Copies this thread's last error message into `buf` (at most `len - 1` bytes
@@ -179,70 +58,36 @@ unsafe fn slice_mut_arg<'a, T>(p: *mut T, len: usize, what: &str) -> Result<&'a 
 /// `buf` is NULL or valid for `len` writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_last_error_message(buf: *mut c_char, len: usize) -> usize {
-    let message = LAST_ERROR
-        .try_with(|slot| slot.borrow().clone())
-        .unwrap_or_default();
-    let bytes = message.as_bytes();
-    if !buf.is_null() && len > 0 {
-        let n = bytes.len().min(len - 1);
-        // SAFETY: `buf` is non-NULL and valid for `len` > `n` writes (see # Safety);
-        // `bytes` is a separate Rust allocation, so the ranges do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-            buf.add(n).write(0);
-        }
-    }
-    bytes.len()
+    // SAFETY: `buf` is NULL or valid for `len` writes (see # Safety), the runtime's contract.
+    unsafe { runtime::last_error_message(buf, len) }
 }
 
 /// Destroys a `rt_cuda_device_buffer` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_device_buffer_free(handle: *mut safe::DeviceBuffer) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a rt_cuda_device_buffer: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "rt_cuda_device_buffer") }
 }
 
 /// Destroys a `rt_cuda_stream` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_stream_free(handle: *mut safe::CudaStream) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a rt_cuda_stream: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "rt_cuda_stream") }
 }
 
 /// Frees a string returned by this library. NULL is a no-op.
@@ -252,11 +97,9 @@ pub unsafe extern "C" fn rt_cuda_stream_free(handle: *mut safe::CudaStream) {
 /// `s` is NULL or a string returned by this library, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_string_free(s: *mut c_char) {
-    if s.is_null() {
-        return;
-    }
-    // SAFETY: created by `CString::into_raw` in this module (see # Safety).
-    drop(unsafe { CString::from_raw(s) });
+    // SAFETY: NULL or made by `CString::into_raw` in this module, not freed before
+    // (see # Safety).
+    unsafe { runtime::free_string(s) }
 }
 
 /// Makes `device` current and creates its primary context (cudaSetDevice, then cudaFree(0)).
@@ -272,7 +115,7 @@ pub unsafe extern "C" fn rt_cuda_string_free(s: *mut c_char) {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_init(device: i32) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         safe::init(device)?;
         Ok(())
     })
@@ -291,8 +134,8 @@ pub unsafe extern "C" fn rt_cuda_init(device: i32) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_device_count(out: *mut i32) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::device_count()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -313,8 +156,8 @@ pub unsafe extern "C" fn rt_cuda_device_count(out: *mut i32) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_runtime_version(out: *mut i32) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::runtime_version()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -335,8 +178,8 @@ pub unsafe extern "C" fn rt_cuda_runtime_version(out: *mut i32) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_driver_version(out: *mut i32) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::driver_version()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -357,15 +200,10 @@ pub unsafe extern "C" fn rt_cuda_driver_version(out: *mut i32) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_device_name(device: i32, out: *mut *mut c_char) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::device_name(device)?;
-        let value = CString::new(value).map_err(|_| {
-            Failure::new(
-                Status::InvalidArgument,
-                "rt_cuda_device_name: the returned string contains a NUL byte",
-            )
-        })?;
+        let value = runtime::c_string(value, "rt_cuda_device_name")?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value.into_raw()) };
         Ok(())
@@ -385,11 +223,11 @@ pub unsafe extern "C" fn rt_cuda_device_name(device: i32, out: *mut *mut c_char)
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_malloc(bytes: usize, out: *mut *mut safe::DeviceBuffer) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::malloc(bytes)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -411,11 +249,11 @@ pub unsafe extern "C" fn rt_cuda_memcpy_htod(
     src: *const u8,
     src_len: usize,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle; it aliases no other handle argument (checked above).
-        let dst = unsafe { handle_mut(dst, "dst") }?;
+        let dst = unsafe { runtime::handle_mut(dst, "dst") }?;
         // SAFETY: the caller passes `src` valid for `src_len` reads (see # Safety).
-        let src = unsafe { slice_arg(src, src_len, "src") }?;
+        let src = unsafe { runtime::slice_arg(src, src_len, "src") }?;
         safe::memcpy_htod(dst, src)?;
         Ok(())
     })
@@ -438,11 +276,11 @@ pub unsafe extern "C" fn rt_cuda_memcpy_dtoh(
     dst_len: usize,
     src: *const safe::DeviceBuffer,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: `dst` is valid for `dst_len` writes (see # Safety) and overlaps no other slice (checked above).
-        let dst = unsafe { slice_mut_arg(dst, dst_len, "dst") }?;
+        let dst = unsafe { runtime::slice_mut_arg(dst, dst_len, "dst") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let src = unsafe { handle_ref(src, "src") }?;
+        let src = unsafe { runtime::handle_ref(src, "src") }?;
         safe::memcpy_dtoh(dst, src)?;
         Ok(())
     })
@@ -466,13 +304,13 @@ pub unsafe extern "C" fn rt_cuda_memcpy_htod_async(
     src_len: usize,
     stream: *const safe::CudaStream,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle; it aliases no other handle argument (checked above).
-        let dst = unsafe { handle_mut(dst, "dst") }?;
+        let dst = unsafe { runtime::handle_mut(dst, "dst") }?;
         // SAFETY: the caller passes `src` valid for `src_len` reads (see # Safety).
-        let src = unsafe { slice_arg(src, src_len, "src") }?;
+        let src = unsafe { runtime::slice_arg(src, src_len, "src") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let stream = unsafe { handle_ref(stream, "stream") }?;
+        let stream = unsafe { runtime::handle_ref(stream, "stream") }?;
         safe::memcpy_htod_async(dst, src, stream)?;
         Ok(())
     })
@@ -491,11 +329,11 @@ pub unsafe extern "C" fn rt_cuda_memcpy_htod_async(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_stream_create(out: *mut *mut safe::CudaStream) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::stream_create()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -513,7 +351,7 @@ pub unsafe extern "C" fn rt_cuda_stream_create(out: *mut *mut safe::CudaStream) 
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_device_synchronize() -> Status {
-    guard(|| {
+    runtime::guard(|| {
         safe::device_synchronize()?;
         Ok(())
     })
@@ -535,10 +373,10 @@ pub unsafe extern "C" fn rt_cuda_device_buffer_size(
     this: *const safe::DeviceBuffer,
     out: *mut usize,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.size()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -562,9 +400,9 @@ pub unsafe extern "C" fn rt_cuda_device_buffer_fill(
     this: *mut safe::DeviceBuffer,
     value: u8,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         this.fill(value)?;
         Ok(())
     })
@@ -583,9 +421,9 @@ pub unsafe extern "C" fn rt_cuda_device_buffer_fill(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rt_cuda_stream_synchronize(this: *const safe::CudaStream) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         this.synchronize()?;
         Ok(())
     })
@@ -607,10 +445,10 @@ pub unsafe extern "C" fn rt_cuda_stream_is_idle(
     this: *const safe::CudaStream,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.is_idle()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };

@@ -6,12 +6,13 @@
 //! on success, NULL-checks every pointer, runs inside `catch_unwind`, and on
 //! failure records a message that `fx_last_error_message` copies out.
 //! Handles are `Box`es of the safe tier's types; `*_free` accepts NULL.
+//!
+//! The checks, the panic boundary and the last error (one per thread, shared
+//! with every other C API in the process) come from `unigpu-capi-runtime`.
 
 use super::safe;
-use std::any::Any;
-use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ffi::c_char;
+use unigpu_capi_runtime as runtime;
 
 /// The status every fallible export returns (`fx_status` in C).
 #[repr(C)]
@@ -31,195 +32,19 @@ pub enum Status {
     Panic = 5,
 }
 
-/// A failed call: its status and message.
-struct Failure {
-    status: Status,
-    message: String,
+/// Which [`Status`] values the runtime returns for the failures it detects.
+impl runtime::StatusCode for Status {
+    const OK: Self = Self::Ok;
+    const NULL_ARGUMENT: Self = Self::NullArgument;
+    const INVALID_ARGUMENT: Self = Self::InvalidArgument;
+    const INVALID_UTF8: Self = Self::InvalidUtf8;
+    const PANIC: Self = Self::Panic;
 }
 
-impl Failure {
-    fn new(status: Status, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<safe::Error> for Failure {
+/// An error of the safe tier (a C++ exception) is `Status::Exception`.
+impl From<safe::Error> for runtime::Failure<Status> {
     fn from(e: safe::Error) -> Self {
         Self::new(Status::Exception, e.to_string())
-    }
-}
-
-thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-fn set_last_error(message: &str) {
-    // NUL bytes would truncate the C string; show them instead.
-    let message = message.replace('\0', "\\0");
-    // try_with: during thread teardown the message is dropped, not a panic.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = message);
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-string panic payload"
-    }
-}
-
-/// Runs an export's body: catches panics, records failures, clears the
-/// message on success.
-fn guard(call: impl FnOnce() -> Result<(), Failure>) -> Status {
-    let failure = match catch_unwind(AssertUnwindSafe(call)) {
-        Ok(Ok(())) => {
-            set_last_error("");
-            return Status::Ok;
-        }
-        Ok(Err(failure)) => failure,
-        Err(payload) => Failure::new(
-            Status::Panic,
-            format!(
-                "a Rust panic was caught at the C boundary: {}",
-                panic_message(payload.as_ref())
-            ),
-        ),
-    };
-    set_last_error(&failure.message);
-    failure.status
-}
-
-fn null(what: &str) -> Failure {
-    Failure::new(Status::NullArgument, format!("`{what}` is NULL"))
-}
-
-fn out_arg<T>(p: *mut T, what: &str) -> Result<*mut T, Failure> {
-    if p.is_null() {
-        Err(null(what))
-    } else if !p.is_aligned() {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}` is misaligned"),
-        ))
-    } else {
-        Ok(p)
-    }
-}
-
-/// # Safety
-/// `p` is NULL or points to a live value not mutably borrowed for `'a`.
-unsafe fn handle_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T, Failure> {
-    // SAFETY: guaranteed by the caller; NULL becomes `None`.
-    unsafe { p.as_ref() }.ok_or_else(|| null(what))
-}
-
-/// # Safety
-/// `p` is NULL or points to a live value not otherwise borrowed for `'a`.
-unsafe fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Failure> {
-    // SAFETY: guaranteed by the caller; NULL becomes `None`.
-    unsafe { p.as_mut() }.ok_or_else(|| null(what))
-}
-
-/// # Safety
-/// `p` is NULL or a NUL-terminated string live for `'a`.
-unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, Failure> {
-    if p.is_null() {
-        return Err(null(what));
-    }
-    // SAFETY: non-NULL, and NUL-terminated per the caller's guarantee.
-    let s = unsafe { CStr::from_ptr(p) };
-    s.to_str().map_err(|e| {
-        Failure::new(
-            Status::InvalidUtf8,
-            format!("`{what}` is not valid UTF-8: {e}"),
-        )
-    })
-}
-
-fn check_buffer<T>(p: *const T, len: usize, what: &str) -> Result<(), Failure> {
-    if p.is_null() {
-        Err(null(what))
-    } else if !p.is_aligned() {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}` is misaligned"),
-        ))
-    } else if len
-        .checked_mul(size_of::<T>())
-        .is_none_or(|bytes| bytes > isize::MAX as usize)
-    {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}_len` is too large"),
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-/// # Safety
-/// Unless `len` is 0, `p` is NULL or valid for `len` reads of `T` during `'a`.
-unsafe fn slice_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T], Failure> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    check_buffer(p, len, what)?;
-    // SAFETY: non-NULL, aligned, size in range (checked); valid per the caller.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
-}
-
-/// # Safety
-/// Unless `len` is 0, `p` is NULL or valid for `len` writes of `T` during `'a`,
-/// and not otherwise accessed meanwhile.
-unsafe fn slice_mut_arg<'a, T>(p: *mut T, len: usize, what: &str) -> Result<&'a mut [T], Failure> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    check_buffer(p, len, what)?;
-    // SAFETY: non-NULL, aligned, size in range (checked); valid and unaliased per the caller.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
-}
-
-fn distinct<T>(a: *const T, b: *const T, a_name: &str, b_name: &str) -> Result<(), Failure> {
-    if !a.is_null() && std::ptr::eq(a, b) {
-        return Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{a_name}` and `{b_name}` are the same handle, and one of them is mutable"),
-        ));
-    }
-    Ok(())
-}
-
-fn disjoint<A, B>(
-    a: *const A,
-    a_len: usize,
-    b: *const B,
-    b_len: usize,
-    a_name: &str,
-    b_name: &str,
-) -> Result<(), Failure> {
-    let range =
-        |p: usize, bytes: Option<usize>| bytes.and_then(|n| p.checked_add(n)).map(|end| (p, end));
-    let a_bytes = a_len.checked_mul(size_of::<A>());
-    let b_bytes = b_len.checked_mul(size_of::<B>());
-    if a_bytes == Some(0) || b_bytes == Some(0) {
-        return Ok(());
-    }
-    match (range(a.addr(), a_bytes), range(b.addr(), b_bytes)) {
-        (Some((a0, a1)), Some((b0, b1))) if a1 <= b0 || b1 <= a0 => Ok(()),
-        (Some(_), Some(_)) => Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{a_name}` and `{b_name}` overlap, and one of them is written"),
-        )),
-        _ => Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{a_name}` or `{b_name}` is too large"),
-        )),
     }
 }
 
@@ -233,45 +58,22 @@ fn disjoint<A, B>(
 /// `buf` is NULL or valid for `len` writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_last_error_message(buf: *mut c_char, len: usize) -> usize {
-    let message = LAST_ERROR
-        .try_with(|slot| slot.borrow().clone())
-        .unwrap_or_default();
-    let bytes = message.as_bytes();
-    if !buf.is_null() && len > 0 {
-        let n = bytes.len().min(len - 1);
-        // SAFETY: `buf` is non-NULL and valid for `len` > `n` writes (see # Safety);
-        // `bytes` is a separate Rust allocation, so the ranges do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-            buf.add(n).write(0);
-        }
-    }
-    bytes.len()
+    // SAFETY: `buf` is NULL or valid for `len` writes (see # Safety), the runtime's contract.
+    unsafe { runtime::last_error_message(buf, len) }
 }
 
 /// Destroys a `fx_counter` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_counter_free(handle: *mut safe::Counter) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a fx_counter: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "fx_counter") }
 }
 
 /// Frees a string returned by this library. NULL is a no-op.
@@ -281,11 +83,9 @@ pub unsafe extern "C" fn fx_counter_free(handle: *mut safe::Counter) {
 /// `s` is NULL or a string returned by this library, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_string_free(s: *mut c_char) {
-    if s.is_null() {
-        return;
-    }
-    // SAFETY: created by `CString::into_raw` in this module (see # Safety).
-    drop(unsafe { CString::from_raw(s) });
+    // SAFETY: NULL or made by `CString::into_raw` in this module, not freed before
+    // (see # Safety).
+    unsafe { runtime::free_string(s) }
 }
 
 /// Frees an array of `int64_t` returned by this library. NULL is a no-op.
@@ -295,12 +95,9 @@ pub unsafe extern "C" fn fx_string_free(s: *mut c_char) {
 /// `ptr` is NULL or an array returned by this library with its `len`, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_i64_array_free(ptr: *mut i64, len: usize) {
-    if ptr.is_null() {
-        return;
-    }
-    // SAFETY: created by `Box::into_raw` of a boxed slice of `len` elements in this
-    // module (see # Safety).
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    // SAFETY: NULL or made with its `len` by `runtime::into_array` in this module,
+    // not freed before (see # Safety).
+    unsafe { runtime::free_array(ptr, len) }
 }
 
 /// Frees an array of `uint8_t` returned by this library. NULL is a no-op.
@@ -310,12 +107,9 @@ pub unsafe extern "C" fn fx_i64_array_free(ptr: *mut i64, len: usize) {
 /// `ptr` is NULL or an array returned by this library with its `len`, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_u8_array_free(ptr: *mut u8, len: usize) {
-    if ptr.is_null() {
-        return;
-    }
-    // SAFETY: created by `Box::into_raw` of a boxed slice of `len` elements in this
-    // module (see # Safety).
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    // SAFETY: NULL or made with its `len` by `runtime::into_array` in this module,
+    // not freed before (see # Safety).
+    unsafe { runtime::free_array(ptr, len) }
 }
 
 /// Creates a counter named `name` starting at `start`.
@@ -335,13 +129,13 @@ pub unsafe extern "C" fn fx_make_counter(
     start: i64,
     out: *mut *mut safe::Counter,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
-        let name = unsafe { str_arg(name, "name") }?;
+        let name = unsafe { runtime::str_arg(name, "name") }?;
         let value = safe::make_counter(name, start)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -363,12 +157,12 @@ pub unsafe extern "C" fn fx_sum_values(
     b: *const safe::Counter,
     out: *mut i64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let a = unsafe { handle_ref(a, "a") }?;
+        let a = unsafe { runtime::handle_ref(a, "a") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let b = unsafe { handle_ref(b, "b") }?;
+        let b = unsafe { runtime::handle_ref(b, "b") }?;
         let value = safe::sum_values(a, b)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -389,10 +183,10 @@ pub unsafe extern "C" fn fx_sum_values(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_checksum(data: *const u8, data_len: usize, out: *mut u32) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes `data` valid for `data_len` reads (see # Safety).
-        let data = unsafe { slice_arg(data, data_len, "data") }?;
+        let data = unsafe { runtime::slice_arg(data, data_len, "data") }?;
         let value = safe::checksum(data)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -413,15 +207,10 @@ pub unsafe extern "C" fn fx_checksum(data: *const u8, data_len: usize, out: *mut
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_version(out: *mut *mut c_char) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::version()?;
-        let value = CString::new(value).map_err(|_| {
-            Failure::new(
-                Status::InvalidArgument,
-                "fx_version: the returned string contains a NUL byte",
-            )
-        })?;
+        let value = runtime::c_string(value, "fx_version")?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value.into_raw()) };
         Ok(())
@@ -441,17 +230,12 @@ pub unsafe extern "C" fn fx_version(out: *mut *mut c_char) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_upper(text: *const c_char, out: *mut *mut c_char) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
-        let text = unsafe { str_arg(text, "text") }?;
+        let text = unsafe { runtime::str_arg(text, "text") }?;
         let value = safe::upper(text)?;
-        let value = CString::new(value).map_err(|_| {
-            Failure::new(
-                Status::InvalidArgument,
-                "fx_upper: the returned string contains a NUL byte",
-            )
-        })?;
+        let value = runtime::c_string(value, "fx_upper")?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value.into_raw()) };
         Ok(())
@@ -477,12 +261,12 @@ pub unsafe extern "C" fn fx_scale_into(
     dst_len: usize,
     factor: f32,
 ) -> Status {
-    guard(|| {
-        disjoint(src, src_len, dst, dst_len, "src", "dst")?;
+    runtime::guard(|| {
+        runtime::disjoint(src, src_len, dst, dst_len, "src", "dst")?;
         // SAFETY: the caller passes `src` valid for `src_len` reads (see # Safety).
-        let src = unsafe { slice_arg(src, src_len, "src") }?;
+        let src = unsafe { runtime::slice_arg(src, src_len, "src") }?;
         // SAFETY: `dst` is valid for `dst_len` writes (see # Safety) and overlaps no other slice (checked above).
-        let dst = unsafe { slice_mut_arg(dst, dst_len, "dst") }?;
+        let dst = unsafe { runtime::slice_mut_arg(dst, dst_len, "dst") }?;
         safe::scale_into(src, dst, factor)?;
         Ok(())
     })
@@ -513,8 +297,8 @@ pub unsafe extern "C" fn fx_mix(
     flag: bool,
     out: *mut f64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::mix(a, b, c, d, e, f, g, h, flag)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -540,13 +324,11 @@ pub unsafe extern "C" fn fx_repeat_byte(
     out_ptr: *mut *mut u8,
     out_len: *mut usize,
 ) -> Status {
-    guard(|| {
-        let out_ptr = out_arg(out_ptr, "out_ptr")?;
-        let out_len = out_arg(out_len, "out_len")?;
+    runtime::guard(|| {
+        let out_ptr = runtime::out_arg(out_ptr, "out_ptr")?;
+        let out_len = runtime::out_arg(out_len, "out_len")?;
         let value = safe::repeat_byte(byte, count)?;
-        let boxed = value.into_boxed_slice();
-        let len = boxed.len();
-        let ptr = Box::into_raw(boxed).cast();
+        let (ptr, len) = runtime::into_array(value);
         // SAFETY: both out-pointers are non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe {
             out_ptr.write(ptr);
@@ -569,8 +351,8 @@ pub unsafe extern "C" fn fx_repeat_byte(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_strict_sqrt(x: f64, out: *mut f64) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::strict_sqrt(x)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -591,10 +373,10 @@ pub unsafe extern "C" fn fx_strict_sqrt(x: f64, out: *mut f64) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_counter_value(this: *const safe::Counter, out: *mut i64) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.value()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -618,17 +400,12 @@ pub unsafe extern "C" fn fx_counter_name(
     this: *const safe::Counter,
     out: *mut *mut c_char,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.name()?;
-        let value = CString::new(value).map_err(|_| {
-            Failure::new(
-                Status::InvalidArgument,
-                "fx_counter_name: the returned string contains a NUL byte",
-            )
-        })?;
+        let value = runtime::c_string(value, "fx_counter_name")?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value.into_raw()) };
         Ok(())
@@ -648,9 +425,9 @@ pub unsafe extern "C" fn fx_counter_name(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fx_counter_add(this: *mut safe::Counter, delta: i64) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         this.add(delta)?;
         Ok(())
     })
@@ -672,11 +449,11 @@ pub unsafe extern "C" fn fx_counter_rename(
     this: *mut safe::Counter,
     new_name: *const c_char,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
-        let new_name = unsafe { str_arg(new_name, "new_name") }?;
+        let new_name = unsafe { runtime::str_arg(new_name, "new_name") }?;
         this.rename(new_name)?;
         Ok(())
     })
@@ -699,10 +476,10 @@ pub unsafe extern "C" fn fx_counter_divide(
     divisor: i64,
     out: *mut i64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         let value = this.divide(divisor)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -728,12 +505,12 @@ pub unsafe extern "C" fn fx_counter_add_all(
     values_len: usize,
     out: *mut i64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes `values` valid for `values_len` reads (see # Safety).
-        let values = unsafe { slice_arg(values, values_len, "values") }?;
+        let values = unsafe { runtime::slice_arg(values, values_len, "values") }?;
         let value = this.add_all(values)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -758,15 +535,13 @@ pub unsafe extern "C" fn fx_counter_history(
     out_ptr: *mut *mut i64,
     out_len: *mut usize,
 ) -> Status {
-    guard(|| {
-        let out_ptr = out_arg(out_ptr, "out_ptr")?;
-        let out_len = out_arg(out_len, "out_len")?;
+    runtime::guard(|| {
+        let out_ptr = runtime::out_arg(out_ptr, "out_ptr")?;
+        let out_len = runtime::out_arg(out_len, "out_len")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.history()?;
-        let boxed = value.into_boxed_slice();
-        let len = boxed.len();
-        let ptr = Box::into_raw(boxed).cast();
+        let (ptr, len) = runtime::into_array(value);
         // SAFETY: both out-pointers are non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe {
             out_ptr.write(ptr);
@@ -794,12 +569,12 @@ pub unsafe extern "C" fn fx_counter_copy_history(
     dest_len: usize,
     out: *mut usize,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: `dest` is valid for `dest_len` writes (see # Safety) and overlaps no other slice (checked above).
-        let dest = unsafe { slice_mut_arg(dest, dest_len, "dest") }?;
+        let dest = unsafe { runtime::slice_mut_arg(dest, dest_len, "dest") }?;
         let value = this.copy_history(dest)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -825,12 +600,12 @@ pub unsafe extern "C" fn fx_counter_mean_offset(
     samples_len: usize,
     out: *mut f64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes `samples` valid for `samples_len` reads (see # Safety).
-        let samples = unsafe { slice_arg(samples, samples_len, "samples") }?;
+        let samples = unsafe { runtime::slice_arg(samples, samples_len, "samples") }?;
         let value = this.mean_offset(samples)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -854,10 +629,10 @@ pub unsafe extern "C" fn fx_counter_is_positive(
     this: *const safe::Counter,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.is_positive()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -881,12 +656,12 @@ pub unsafe extern "C" fn fx_counter_absorb(
     this: *mut safe::Counter,
     other: *mut safe::Counter,
 ) -> Status {
-    guard(|| {
-        distinct(this, other, "self", "other")?;
+    runtime::guard(|| {
+        runtime::distinct(this, other, "self", "other")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle; it aliases no other handle argument (checked above).
-        let other = unsafe { handle_mut(other, "other") }?;
+        let other = unsafe { runtime::handle_mut(other, "other") }?;
         this.absorb(other)?;
         Ok(())
     })
@@ -909,15 +684,15 @@ pub unsafe extern "C" fn fx_counter_renamed_copy(
     new_name: *const c_char,
     out: *mut *mut safe::Counter,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
-        let new_name = unsafe { str_arg(new_name, "new_name") }?;
+        let new_name = unsafe { runtime::str_arg(new_name, "new_name") }?;
         let value = this.renamed_copy(new_name)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }

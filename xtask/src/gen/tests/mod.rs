@@ -7,6 +7,7 @@ mod errors;
 mod golden;
 mod header_compile;
 mod robustness;
+mod runtime;
 mod safety;
 
 use std::path::{Path, PathBuf};
