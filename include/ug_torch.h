@@ -219,6 +219,15 @@ ug_torch_status ug_torch_tensor_to_dlpack(const ug_torch_tensor* tensor, ug_torc
 ug_torch_status ug_torch_tensor_from_dlpack(ug_torch_dl_pack* capsule, ug_torch_tensor** out);
 
 /**
+ * Takes ownership of a legacy DLPack tensor (a `DLManagedTensor*`) made elsewhere, for `tensor_from_dlpack`; the handle calls its deleter unless a tensor is made from it.
+ *
+ * On success *out receives a new handle; free it with ug_torch_dl_pack_free().
+ *
+ * Safety: `ptr` is a `DLManagedTensor*` that follows the DLPack contract and is owned by nobody else: the returned handle calls its deleter.
+ */
+ug_torch_status ug_torch_dlpack_from_raw(uint64_t ptr, ug_torch_dl_pack** out);
+
+/**
  * Blocks until all work on the stream is done.
  */
 ug_torch_status ug_torch_stream_synchronize(const ug_torch_stream* self);
@@ -314,6 +323,13 @@ ug_torch_status ug_torch_tensor_dtype_code(const ug_torch_tensor* self, int32_t*
  * On success the result is written to *out.
  */
 ug_torch_status ug_torch_tensor_device_index(const ug_torch_tensor* self, int64_t* out);
+
+/**
+ * A new handle to the same tensor (storage shared and reference counted), as copying an at::Tensor does.
+ *
+ * On success *out receives a new handle; free it with ug_torch_tensor_free().
+ */
+ug_torch_status ug_torch_tensor_share(const ug_torch_tensor* self, ug_torch_tensor** out);
 
 /**
  * The address of the first element (a device address for a CUDA tensor).

@@ -216,12 +216,26 @@ return at::fromDLPack(capsule.take("tensor_from_dlpack"));
   }
 }
 
+::std::unique_ptr<DlPack> dlpack_from_raw([[maybe_unused]] ::std::uint64_t ptr) {
+  try {
+    auto gen_body_ = [&]() {
+#line 182 "specs/torch.yaml"
+if (ptr == 0) throw std::invalid_argument("dlpack_from_raw: the tensor pointer is NULL");
+return ::unigpu_c10::DlPack(reinterpret_cast<DLManagedTensor*>(static_cast<std::uintptr_t>(ptr)));
+#line 226 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_detail::into_unique<DlPack>(gen_body_());
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::dlpack_from_raw");
+  }
+}
+
 void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 181 "specs/torch.yaml"
+#line 191 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize").synchronizeStream(self.inner);
-#line 225 "bridge/torch/torch_bridge.cc"
+#line 239 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -232,9 +246,9 @@ void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
 bool torch_stream_query([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 189 "specs/torch.yaml"
+#line 199 "specs/torch.yaml"
 return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
-#line 238 "bridge/torch/torch_bridge.cc"
+#line 252 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -245,10 +259,10 @@ return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
 void torch_stream_wait_event([[maybe_unused]] const TorchStream& self, [[maybe_unused]] const TorchEvent& event) {
   try {
     auto gen_body_ = [&]() {
-#line 198 "specs/torch.yaml"
+#line 208 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("wait_event");
 event.inner.block(self.inner);
-#line 252 "bridge/torch/torch_bridge.cc"
+#line 266 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -259,9 +273,9 @@ event.inner.block(self.inner);
 ::std::int64_t torch_stream_device_index([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 207 "specs/torch.yaml"
+#line 217 "specs/torch.yaml"
 return self.inner.device_index();
-#line 265 "bridge/torch/torch_bridge.cc"
+#line 279 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -272,10 +286,10 @@ return self.inner.device_index();
 ::std::uint64_t torch_stream_native_handle([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 215 "specs/torch.yaml"
+#line 225 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("native_handle");
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.inner.native_handle()));
-#line 279 "bridge/torch/torch_bridge.cc"
+#line 293 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -286,9 +300,9 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.inner.na
 ::std::int64_t torch_stream_id([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 224 "specs/torch.yaml"
+#line 234 "specs/torch.yaml"
 return self.inner.id();
-#line 292 "bridge/torch/torch_bridge.cc"
+#line 306 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -299,10 +313,10 @@ return self.inner.id();
 void torch_event_record([[maybe_unused]] TorchEvent& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 232 "specs/torch.yaml"
+#line 242 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("record");
 self.inner.record(stream.inner);
-#line 306 "bridge/torch/torch_bridge.cc"
+#line 320 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -313,10 +327,10 @@ self.inner.record(stream.inner);
 void torch_event_synchronize([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 240 "specs/torch.yaml"
+#line 250 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("synchronize");
 self.inner.synchronize();
-#line 320 "bridge/torch/torch_bridge.cc"
+#line 334 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -327,10 +341,10 @@ self.inner.synchronize();
 bool torch_event_query([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 249 "specs/torch.yaml"
+#line 259 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("query");
 return self.inner.query();
-#line 334 "bridge/torch/torch_bridge.cc"
+#line 348 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -341,10 +355,10 @@ return self.inner.query();
 double torch_event_elapsed_ms([[maybe_unused]] const TorchEvent& self, [[maybe_unused]] const TorchEvent& end) {
   try {
     auto gen_body_ = [&]() {
-#line 260 "specs/torch.yaml"
+#line 270 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("elapsed_ms");
 return self.inner.elapsedTime(end.inner);
-#line 348 "bridge/torch/torch_bridge.cc"
+#line 362 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -371,9 +385,9 @@ bool tensor_is_cuda(const Tensor& self) {
 bool tensor_is_contiguous([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 280 "specs/torch.yaml"
+#line 290 "specs/torch.yaml"
 return self.is_contiguous();
-#line 377 "bridge/torch/torch_bridge.cc"
+#line 391 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -384,9 +398,9 @@ return self.is_contiguous();
 ::std::int32_t tensor_dtype_code([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 288 "specs/torch.yaml"
+#line 298 "specs/torch.yaml"
 return ::unigpu_c10::dtype_code(self.scalar_type());
-#line 390 "bridge/torch/torch_bridge.cc"
+#line 404 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -397,9 +411,9 @@ return ::unigpu_c10::dtype_code(self.scalar_type());
 ::std::int64_t tensor_device_index([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 296 "specs/torch.yaml"
+#line 306 "specs/torch.yaml"
 return self.is_cuda() ? static_cast<std::int64_t>(self.device().index()) : -1;
-#line 403 "bridge/torch/torch_bridge.cc"
+#line 417 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -407,12 +421,25 @@ return self.is_cuda() ? static_cast<std::int64_t>(self.device().index()) : -1;
   }
 }
 
+::std::unique_ptr<Tensor> tensor_share([[maybe_unused]] const Tensor& self) {
+  try {
+    auto gen_body_ = [&]() {
+#line 314 "specs/torch.yaml"
+return self;
+#line 430 "bridge/torch/torch_bridge.cc"
+    };
+    return gen_detail::into_unique<Tensor>(gen_body_());
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_share");
+  }
+}
+
 ::std::uint64_t tensor_data_address([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 304 "specs/torch.yaml"
+#line 322 "specs/torch.yaml"
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.data_ptr()));
-#line 416 "bridge/torch/torch_bridge.cc"
+#line 443 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -423,10 +450,10 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.data_ptr
 void tensor_record_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 313 "specs/torch.yaml"
+#line 331 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("record_stream");
 self.record_stream(stream.inner);
-#line 430 "bridge/torch/torch_bridge.cc"
+#line 457 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -437,14 +464,14 @@ self.record_stream(stream.inner);
 void tensor_write_bytes([[maybe_unused]] Tensor& self, [[maybe_unused]] ::rust::Slice<const ::std::uint8_t> host) {
   try {
     auto gen_body_ = [&]() {
-#line 322 "specs/torch.yaml"
+#line 340 "specs/torch.yaml"
 ::unigpu_c10::check_bytes(self, host.size(), "write_bytes");
 auto src = at::from_blob(const_cast<std::uint8_t*>(host.data()), {self.numel()},
                          at::TensorOptions().dtype(self.scalar_type()));
 // Blocking would synchronize the whole stream; a pageable source
 // is staged by cudaMemcpyAsync before it returns either way.
 self.copy_(src, /*non_blocking=*/self.is_cuda());
-#line 448 "bridge/torch/torch_bridge.cc"
+#line 475 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -455,11 +482,11 @@ self.copy_(src, /*non_blocking=*/self.is_cuda());
 void tensor_read_bytes([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::rust::Slice<::std::uint8_t> host) {
   try {
     auto gen_body_ = [&]() {
-#line 336 "specs/torch.yaml"
+#line 354 "specs/torch.yaml"
 ::unigpu_c10::check_bytes(self, host.size(), "read_bytes");
 auto dst = at::from_blob(host.data(), {self.numel()}, at::TensorOptions().dtype(self.scalar_type()));
 dst.copy_(self, /*non_blocking=*/false);
-#line 463 "bridge/torch/torch_bridge.cc"
+#line 490 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -470,9 +497,9 @@ dst.copy_(self, /*non_blocking=*/false);
 void tensor_fill_bits([[maybe_unused]] Tensor& self, [[maybe_unused]] ::std::uint64_t bits) {
   try {
     auto gen_body_ = [&]() {
-#line 346 "specs/torch.yaml"
+#line 364 "specs/torch.yaml"
 ::unigpu_c10::fill_bits(self, bits);
-#line 476 "bridge/torch/torch_bridge.cc"
+#line 503 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -483,9 +510,9 @@ void tensor_fill_bits([[maybe_unused]] Tensor& self, [[maybe_unused]] ::std::uin
 void tensor_add_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
   try {
     auto gen_body_ = [&]() {
-#line 355 "specs/torch.yaml"
+#line 373 "specs/torch.yaml"
 at::add_out(self, a, b);
-#line 489 "bridge/torch/torch_bridge.cc"
+#line 516 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -496,9 +523,9 @@ at::add_out(self, a, b);
 void tensor_sub_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
   try {
     auto gen_body_ = [&]() {
-#line 364 "specs/torch.yaml"
+#line 382 "specs/torch.yaml"
 at::sub_out(self, a, b);
-#line 502 "bridge/torch/torch_bridge.cc"
+#line 529 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -509,9 +536,9 @@ at::sub_out(self, a, b);
 void tensor_mul_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
   try {
     auto gen_body_ = [&]() {
-#line 373 "specs/torch.yaml"
+#line 391 "specs/torch.yaml"
 at::mul_out(self, a, b);
-#line 515 "bridge/torch/torch_bridge.cc"
+#line 542 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -522,9 +549,9 @@ at::mul_out(self, a, b);
 void tensor_add_scaled([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x, [[maybe_unused]] double alpha) {
   try {
     auto gen_body_ = [&]() {
-#line 382 "specs/torch.yaml"
+#line 400 "specs/torch.yaml"
 self.add_(x, alpha);
-#line 528 "bridge/torch/torch_bridge.cc"
+#line 555 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -535,9 +562,9 @@ self.add_(x, alpha);
 void tensor_scale([[maybe_unused]] Tensor& self, [[maybe_unused]] double alpha) {
   try {
     auto gen_body_ = [&]() {
-#line 390 "specs/torch.yaml"
+#line 408 "specs/torch.yaml"
 self.mul_(alpha);
-#line 541 "bridge/torch/torch_bridge.cc"
+#line 568 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -548,9 +575,9 @@ self.mul_(alpha);
 void tensor_relu_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
   try {
     auto gen_body_ = [&]() {
-#line 398 "specs/torch.yaml"
+#line 416 "specs/torch.yaml"
 at::clamp_min_out(self, x, 0);
-#line 554 "bridge/torch/torch_bridge.cc"
+#line 581 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -561,9 +588,9 @@ at::clamp_min_out(self, x, 0);
 void tensor_sigmoid_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
   try {
     auto gen_body_ = [&]() {
-#line 406 "specs/torch.yaml"
+#line 424 "specs/torch.yaml"
 at::sigmoid_out(self, x);
-#line 567 "bridge/torch/torch_bridge.cc"
+#line 594 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -574,9 +601,9 @@ at::sigmoid_out(self, x);
 void tensor_tanh_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
   try {
     auto gen_body_ = [&]() {
-#line 414 "specs/torch.yaml"
+#line 432 "specs/torch.yaml"
 at::tanh_out(self, x);
-#line 580 "bridge/torch/torch_bridge.cc"
+#line 607 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -587,9 +614,9 @@ at::tanh_out(self, x);
 double tensor_sum_acc([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 422 "specs/torch.yaml"
+#line 440 "specs/torch.yaml"
 return self.sum(::unigpu_c10::acc_type(self)).item<double>();
-#line 593 "bridge/torch/torch_bridge.cc"
+#line 620 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -600,9 +627,9 @@ return self.sum(::unigpu_c10::acc_type(self)).item<double>();
 double tensor_max_ignoring_nan([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 430 "specs/torch.yaml"
+#line 448 "specs/torch.yaml"
 return ::unigpu_c10::max_ignoring_nan(self);
-#line 606 "bridge/torch/torch_bridge.cc"
+#line 633 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -613,9 +640,9 @@ return ::unigpu_c10::max_ignoring_nan(self);
 double tensor_dot_acc([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 440 "specs/torch.yaml"
+#line 458 "specs/torch.yaml"
 return at::dot(self, other).item<double>();
-#line 619 "bridge/torch/torch_bridge.cc"
+#line 646 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -626,10 +653,10 @@ return at::dot(self, other).item<double>();
 void tensor_mm_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b, [[maybe_unused]] ::std::int64_t m, [[maybe_unused]] ::std::int64_t k, [[maybe_unused]] ::std::int64_t n) {
   try {
     auto gen_body_ = [&]() {
-#line 452 "specs/torch.yaml"
+#line 470 "specs/torch.yaml"
 auto c = self.view({m, n});
 at::mm_out(c, a.view({m, k}), b.view({k, n}));
-#line 633 "bridge/torch/torch_bridge.cc"
+#line 660 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -640,11 +667,11 @@ at::mm_out(c, a.view({m, k}), b.view({k, n}));
 ::rust::Vec<float> tensor_to_f32_vec([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 461 "specs/torch.yaml"
+#line 479 "specs/torch.yaml"
 auto host = self.to(at::kCPU).to(at::kFloat).contiguous();
 const float* p = host.data_ptr<float>();
 return std::vector<float>(p, p + host.numel());
-#line 648 "bridge/torch/torch_bridge.cc"
+#line 675 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::to_rust_vec<float>(gen_body_());
   } catch (...) {
@@ -655,12 +682,12 @@ return std::vector<float>(p, p + host.numel());
 ::std::unique_ptr<Tensor> tensor_to_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool non_blocking, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 475 "specs/torch.yaml"
+#line 493 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
-#line 664 "bridge/torch/torch_bridge.cc"
+#line 691 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -671,9 +698,9 @@ return self.to(target, non_blocking);
 ::std::uint64_t tensor_new_tch_ptr([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 487 "specs/torch.yaml"
+#line 505 "specs/torch.yaml"
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tensor(self)));
-#line 677 "bridge/torch/torch_bridge.cc"
+#line 704 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -684,9 +711,9 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tenso
 void tensor_copy_from([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& src, [[maybe_unused]] bool non_blocking) {
   try {
     auto gen_body_ = [&]() {
-#line 496 "specs/torch.yaml"
+#line 514 "specs/torch.yaml"
 self.copy_(src, non_blocking);
-#line 690 "bridge/torch/torch_bridge.cc"
+#line 717 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -697,10 +724,10 @@ self.copy_(src, non_blocking);
 ::std::unique_ptr<Tensor> tensor_pin_memory([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 504 "specs/torch.yaml"
+#line 522 "specs/torch.yaml"
 ::unigpu_c10::require_cuda("pin_memory");
 return self.pin_memory();
-#line 704 "bridge/torch/torch_bridge.cc"
+#line 731 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -711,9 +738,9 @@ return self.pin_memory();
 ::std::unique_ptr<Tensor> tensor_matmul([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 515 "specs/torch.yaml"
+#line 533 "specs/torch.yaml"
 return self.matmul(other);
-#line 717 "bridge/torch/torch_bridge.cc"
+#line 744 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -740,10 +767,10 @@ return self.matmul(other);
 ::std::int32_t dl_pack_device_type([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 535 "specs/torch.yaml"
+#line 553 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("device_type: the capsule was consumed");
 return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
-#line 747 "bridge/torch/torch_bridge.cc"
+#line 774 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -754,10 +781,10 @@ return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
 ::std::int32_t dl_pack_ndim([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 543 "specs/torch.yaml"
+#line 561 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("ndim: the capsule was consumed");
 return self.ptr->dl_tensor.ndim;
-#line 761 "bridge/torch/torch_bridge.cc"
+#line 788 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -768,9 +795,9 @@ return self.ptr->dl_tensor.ndim;
 bool dl_pack_is_consumed([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 551 "specs/torch.yaml"
+#line 569 "specs/torch.yaml"
 return self.ptr == nullptr;
-#line 774 "bridge/torch/torch_bridge.cc"
+#line 801 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {

@@ -103,6 +103,8 @@ bool cuda_is_available();
 ::std::unique_ptr<DlPack> tensor_to_dlpack(const Tensor& tensor);
 /// Imports a DLPack capsule as a tensor sharing its memory (at::fromDLPack). The capsule is consumed.
 ::std::unique_ptr<Tensor> tensor_from_dlpack(DlPack& capsule);
+/// Takes ownership of a legacy DLPack tensor (a `DLManagedTensor*`) made elsewhere, for `tensor_from_dlpack`; the handle calls its deleter unless a tensor is made from it.
+::std::unique_ptr<DlPack> dlpack_from_raw(::std::uint64_t ptr);
 /// Blocks until all work on the stream is done.
 void torch_stream_synchronize(const TorchStream& self);
 /// True when all work on the stream is done; never blocks.
@@ -130,6 +132,8 @@ bool tensor_is_contiguous(const Tensor& self);
 ::std::int32_t tensor_dtype_code(const Tensor& self);
 /// The CUDA device the tensor lives on, or -1 for any other device.
 ::std::int64_t tensor_device_index(const Tensor& self);
+/// A new handle to the same tensor (storage shared and reference counted), as copying an at::Tensor does.
+::std::unique_ptr<Tensor> tensor_share(const Tensor& self);
 /// The address of the first element (a device address for a CUDA tensor).
 ::std::uint64_t tensor_data_address(const Tensor& self);
 /// Tells the caching allocator that `stream` uses the tensor, so its memory is not reused before that stream's work up to now is done.

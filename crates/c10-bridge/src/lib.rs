@@ -19,9 +19,13 @@
 //! - [`cuda_interop`] (hand-written): a c10 stream as a CUDA driver stream,
 //!   and GPU-to-GPU copies between tensors and unigpu-safe buffers ordered
 //!   on both sides' streams by events.
+//! - `Tensor::to_managed` / `Tensor::from_managed` (hand-written): torch
+//!   tensors as unigpu-safe DLPack tensors, sharing memory both ways.
 
 #[cfg(feature = "torch")]
 pub mod cuda_interop;
+#[cfg(feature = "torch")]
+mod dlpack_interop;
 #[cfg(feature = "torch")]
 pub mod generated;
 #[cfg(feature = "torch")]

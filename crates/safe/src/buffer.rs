@@ -1,14 +1,22 @@
 //! Typed device memory.
 
+use std::any::Any;
 use std::fmt::Debug;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+
+use crate::dlpack::{self, ManagedTensor};
 
 use crate::error::{Context as _, Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle};
 
 mod sealed {
-    pub trait Sealed {}
+    pub trait Sealed {
+        /// The element's DLPack dtype.
+        const DLPACK: crate::dlpack::ffi::DLDataType;
+    }
 }
 
 /// The element types a [`DeviceBuffer`] may hold: plain numbers for which
@@ -20,22 +28,94 @@ pub trait Element:
 }
 
 macro_rules! elements {
-    ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
+    ($($t:ty => $code:ident),*) => {$(
+        impl sealed::Sealed for $t {
+            const DLPACK: crate::dlpack::ffi::DLDataType = crate::dlpack::ffi::DLDataType {
+                code: crate::dlpack::ffi::$code,
+                bits: (8 * std::mem::size_of::<$t>()) as u8,
+                lanes: 1,
+            };
+        }
         impl Element for $t {}
     )*};
 }
-elements!(f32, f64, i32, u32, i64, u64, u8, half::f16, half::bf16);
+elements!(
+    f32 => kDLFloat, f64 => kDLFloat, half::f16 => kDLFloat, half::bf16 => kDLBfloat,
+    i32 => kDLInt, u32 => kDLUInt, i64 => kDLInt, u64 => kDLUInt, u8 => kDLUInt
+);
 
 /// `len` elements of `T` in device memory, freed (stream-ordered) on `Drop`.
 ///
 /// Send + Sync: the buffer is a device address plus cudarc's read/write
 /// events, which order every use across streams; sharing `&DeviceBuffer`
 /// between threads only allows reads.
+///
+/// A buffer exported through DLPack ([`DeviceBuffer::to_dlpack`]) keeps its
+/// memory until both the buffer and every exported tensor are gone; one
+/// imported from DLPack ([`DeviceBuffer::from_dlpack`]) never frees the
+/// memory itself but, once its work is done, calls the producer's deleter.
 #[derive(Debug)]
 pub struct DeviceBuffer<T: Element> {
-    slice: CudaSlice<T>,
+    /// Taken out only in `Drop`.
+    slice: ManuallyDrop<CudaSlice<T>>,
     device: CudaDevice,
+    /// Shared with the tensors exported from this buffer; made by the first
+    /// export.
+    lease: OnceLock<Arc<Lease>>,
+    /// The producer's tensor when the memory came from another library.
+    imported: Option<ManagedTensor>,
+}
+
+/// Where a buffer's memory waits, after the buffer is dropped, for the
+/// last tensor exported from it to be deleted.
+#[derive(Debug, Default)]
+struct Lease {
+    parked: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+/// A buffer's memory on its way out: freed stream-ordered when it is ours,
+/// handed back to its producer after its work when it was imported.
+struct Memory<T> {
+    slice: Option<CudaSlice<T>>,
+    imported: Option<ManagedTensor>,
+}
+
+impl<T> Drop for Memory<T> {
+    fn drop(&mut self) {
+        let Some(slice) = self.slice.take() else {
+            return;
+        };
+        let Some(tensor) = self.imported.take() else {
+            return drop(slice); // cudarc frees it, stream-ordered
+        };
+        // Not ours to free: wait for our work on it to finish, then let the
+        // producer have it back.
+        let stream = slice.stream().clone();
+        slice.leak();
+        if let Err(e) = stream.synchronize() {
+            stream.context().record_err(Err::<(), _>(e));
+        }
+        drop(tensor);
+    }
+}
+
+impl<T: Element> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: `slice` is never used again: this is the drop.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        let memory = Memory {
+            slice: Some(slice),
+            imported: self.imported.take(),
+        };
+        match self.lease.take() {
+            // Parked even if no export is left: dropping our Arc below then
+            // frees it, so there is no window where both sides let go.
+            Some(lease) => {
+                *lease.parked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(memory));
+            }
+            None => drop(memory),
+        }
+    }
 }
 
 impl<T: Element> DeviceBuffer<T> {
@@ -70,10 +150,16 @@ impl<T: Element> DeviceBuffer<T> {
         // first use on another stream waits for it (the pool may hand out
         // memory that earlier work on `stream` is still freeing).
         drop(slice.device_ptr_mut(cu));
-        Ok(DeviceBuffer {
-            slice,
+        Ok(Self::wrap(slice, device, None))
+    }
+
+    fn wrap(slice: CudaSlice<T>, device: &CudaDevice, imported: Option<ManagedTensor>) -> Self {
+        DeviceBuffer {
+            slice: ManuallyDrop::new(slice),
             device: device.clone(),
-        })
+            lease: OnceLock::new(),
+            imported,
+        }
     }
 
     /// Allocates and zeroes (stream-ordered).
@@ -82,7 +168,7 @@ impl<T: Element> DeviceBuffer<T> {
         if len > 0 {
             stream
                 .cudarc_stream()
-                .memset_zeros(&mut buf.slice)
+                .memset_zeros(&mut *buf.slice)
                 .call("cuMemsetD8Async")?;
         }
         Ok(buf)
@@ -119,7 +205,7 @@ impl<T: Element> DeviceBuffer<T> {
         }
         stream
             .cudarc_stream()
-            .memcpy_htod(host, &mut self.slice)
+            .memcpy_htod(host, &mut *self.slice)
             .call("cuMemcpyHtoDAsync")
     }
 
@@ -132,7 +218,7 @@ impl<T: Element> DeviceBuffer<T> {
         }
         stream
             .cudarc_stream()
-            .memcpy_dtoh(&self.slice, host)
+            .memcpy_dtoh(&*self.slice, host)
             .call("cuMemcpyDtoHAsync")
     }
 
@@ -151,7 +237,7 @@ impl<T: Element> DeviceBuffer<T> {
         }
         stream
             .cudarc_stream()
-            .memcpy_dtod(&self.slice, &mut dst.slice)
+            .memcpy_dtod(&*self.slice, &mut *dst.slice)
             .call("cuMemcpyDtoDAsync")
     }
 
@@ -201,6 +287,92 @@ impl<T: Element> DeviceBuffer<T> {
         let mut out = Self::alloc(stream, self.len())?;
         self.copy_to(stream, &mut out)?;
         Ok(out)
+    }
+
+    /// Exports the buffer as a DLPack CUDA tensor sharing its memory. The
+    /// tensor keeps the memory alive after the buffer is dropped. Returns an
+    /// event, recorded on `stream` after every pending use of the buffer,
+    /// that the consumer must wait for (on its stream, or on the host)
+    /// before touching the data.
+    pub fn to_dlpack(
+        &mut self,
+        stream: &CudaStreamHandle,
+    ) -> Result<(ManagedTensor, crate::CudaEventHandle)> {
+        let cu = stream.cudarc_stream();
+        let len = self.len();
+        // Waits on `stream` for the buffer's pending reads and writes, and
+        // counts the consumer's use as a write on `stream`.
+        let data = {
+            let (data, _write) = self.slice.device_ptr_mut(cu);
+            data
+        };
+        let ready = crate::CudaEventHandle::new(&self.device)?;
+        ready.record(stream)?;
+        let lease = self.lease.get_or_init(Arc::default).clone();
+        let desc = dlpack::Export {
+            data,
+            device: dlpack::ffi::DLDevice {
+                device_type: dlpack::ffi::kDLCUDA,
+                device_id: self.device.ordinal() as i32,
+            },
+            dtype: T::DLPACK,
+            len,
+            read_only: false,
+        };
+        // SAFETY: the owner is the buffer's lease: when the buffer drops, its
+        // memory is parked in the lease instead of freed, so it lives until
+        // the last exported tensor lets go of the lease.
+        let tensor = unsafe { ManagedTensor::export(Box::new(lease), desc) };
+        Ok((tensor, ready))
+    }
+
+    /// Takes a DLPack tensor in this buffer's device memory as a buffer,
+    /// without copying. The tensor must be on `stream`'s device (kDLCUDA
+    /// with its ordinal), hold `T`s, be contiguous and writable. Work on
+    /// the buffer starts on `stream`; ordering it after the producer's work
+    /// is the caller's duty, as DLPack specifies. When the buffer is
+    /// dropped, its work is waited for and the producer's deleter called.
+    pub fn from_dlpack(stream: &CudaStreamHandle, tensor: ManagedTensor) -> Result<Self> {
+        let view = tensor.view()?;
+        let device = stream.device();
+        let ours = dlpack::ffi::DLDevice {
+            device_type: dlpack::ffi::kDLCUDA,
+            device_id: device.ordinal() as i32,
+        };
+        if view.device != ours {
+            return Err(SafeError::Dlpack {
+                message: format!(
+                    "the tensor is on DLPack device ({}, {}), this context is CUDA device {} ({}, {})",
+                    view.device.device_type,
+                    view.device.device_id,
+                    device.ordinal(),
+                    ours.device_type,
+                    ours.device_id
+                ),
+            });
+        }
+        view.expect_dtype::<T>()?;
+        if tensor.is_read_only() {
+            return Err(SafeError::Dlpack {
+                message: "the tensor is read-only, and unigpu arrays are writable".into(),
+            });
+        }
+        let cu = stream.cudarc_stream();
+        let slice = if view.len == 0 {
+            cu.null::<T>().call("cuMemAllocAsync")?
+        } else {
+            // SAFETY: the tensor (kept in the buffer until its memory is
+            // released) guarantees `view.len` elements at `view.data` in this
+            // device's memory (checked: device, dtype, extent, alignment);
+            // `Memory::drop` leaks the slice instead of freeing it.
+            unsafe { cu.upgrade_device_ptr::<T>(view.data, view.len) }
+        };
+        Ok(Self::wrap(slice, device, Some(tensor)))
+    }
+
+    /// Whether the memory came from another library through DLPack.
+    pub fn is_imported(&self) -> bool {
+        self.imported.is_some()
     }
 
     /// The underlying cudarc slice, for the layers that launch kernels.

@@ -29,6 +29,10 @@ pub enum SafeError {
     /// NVRTC rejected the source; `log` is its diagnostic output.
     #[error("CUDA compilation failed:\n{log}")]
     Compile { log: String },
+    /// A DLPack tensor that cannot be imported (or an array that cannot be
+    /// exported), with the reason.
+    #[error("DLPack: {message}")]
+    Dlpack { message: String },
     /// Any other driver status.
     #[error("{call} failed: {name} ({code}): {message}")]
     Driver {

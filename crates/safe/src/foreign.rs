@@ -41,6 +41,11 @@ impl ForeignStream {
         &self.device
     }
 
+    /// The `CUstream` as an integer (0 is the legacy default stream).
+    pub fn raw(&self) -> u64 {
+        self.raw as u64
+    }
+
     fn cu_stream(&self) -> sys::CUstream {
         self.raw as sys::CUstream
     }

@@ -25,6 +25,7 @@
 mod blas;
 mod buffer;
 mod device;
+pub mod dlpack;
 mod error;
 mod event;
 mod foreign;

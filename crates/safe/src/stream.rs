@@ -46,6 +46,12 @@ impl CudaStreamHandle {
         }
     }
 
+    /// The `CUstream` as an integer, for libraries that take a stream by
+    /// handle (DLPack consumers).
+    pub fn raw(&self) -> u64 {
+        self.stream.cu_stream() as u64
+    }
+
     pub fn device(&self) -> &CudaDevice {
         &self.device
     }

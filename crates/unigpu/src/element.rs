@@ -73,12 +73,18 @@ impl FromStr for DType {
 /// `unigpu_safe::Element`: every bit pattern is a valid value.
 pub trait Element: unigpu_safe::Element + PartialEq + 'static {
     const DTYPE: DType;
+    /// The array as an [`crate::AnyArray`] (use `AnyArray::from`).
+    #[doc(hidden)]
+    fn into_any(a: crate::GpuArray<Self>) -> crate::AnyArray;
 }
 
 macro_rules! element {
     ($($t:ty => $d:ident),*) => {$(
         impl Element for $t {
             const DTYPE: DType = DType::$d;
+            fn into_any(a: crate::GpuArray<Self>) -> crate::AnyArray {
+                crate::AnyArray::$d(a)
+            }
         }
     )*};
 }

@@ -1,7 +1,7 @@
 //! The facade's error type: one variant per thing a user can act on.
 
-use crate::Backend;
 use crate::config::ConfigError;
+use crate::{Backend, DType};
 
 /// Everything a unigpu call can fail with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -37,6 +37,17 @@ pub enum Error {
         expected: usize,
         actual: usize,
     },
+    /// An operand of another element type than the call needs.
+    #[error("dtype mismatch in {what}: expected {expected}, got {actual}")]
+    DTypeMismatch {
+        what: &'static str,
+        expected: DType,
+        actual: DType,
+    },
+    /// A DLPack tensor that cannot be imported, or an array that cannot be
+    /// exported as asked; `message` says why.
+    #[error("DLPack: {message}")]
+    Dlpack { message: String },
     /// Handles from different contexts or backends were mixed in one call.
     #[error("{what}: the operands belong to different contexts or backends")]
     ContextMismatch { what: &'static str },
@@ -87,6 +98,7 @@ impl From<unigpu_safe::SafeError> for Error {
             },
             S::DeviceMismatch { what } => Error::ContextMismatch { what },
             S::Compile { log } => Error::Compile { log },
+            S::Dlpack { message } => Error::Dlpack { message },
             S::Driver {
                 call,
                 code,

@@ -26,12 +26,14 @@
 
 #![forbid(unsafe_code)]
 
+mod any_array;
 mod array;
 mod backend;
 pub mod config;
 mod context;
 mod cpu;
 mod device;
+pub mod dlpack;
 mod element;
 mod error;
 mod event;
@@ -41,15 +43,17 @@ mod stream;
 #[cfg(feature = "torch")]
 mod torch;
 
+pub use any_array::AnyArray;
 pub use array::GpuArray;
 pub use backend::{Backend, BackendAttempt, Outcome};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;
 pub use device::{DeviceInfo, MemoryInfo, list_devices};
+pub use dlpack::{DlpackSync, DlpackTensor};
 pub use element::{DType, Element};
 pub use error::{Error, Result};
 pub use event::Event;
-pub use kernel::{CompileOptions, CpuArgs, Grid, Kernel, Module};
+pub use kernel::{Arg, CompileOptions, CpuArgs, Grid, Kernel, Module, Scalar};
 pub use ops::{Float, Ops};
 pub use stream::Stream;
 

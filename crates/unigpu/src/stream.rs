@@ -69,6 +69,18 @@ impl Stream {
         }
     }
 
+    /// The CUDA stream's handle (`CUstream` as an integer) on the cuda and
+    /// torch backends, for libraries that take a stream by handle (DLPack
+    /// consumers); `None` on the CPU backend.
+    pub fn cuda_handle(&self) -> Option<u64> {
+        match &self.imp {
+            StreamImpl::Cpu(_) => None,
+            StreamImpl::Cuda(s) => Some(s.raw()),
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(s) => Some(s.foreign.raw()),
+        }
+    }
+
     /// Blocks until all work enqueued so far is done. Returns the first
     /// error any of it raised (a panicking host function, a failed launch,
     /// a fault in a kernel, which names the last kernel launched here).
@@ -194,7 +206,7 @@ impl Stream {
                 let staged: Arc<Mutex<Vec<T>>> = Arc::default();
                 let (data, out) = (b.data.clone(), staged.clone());
                 let done = cpu::submit(s, &[&b.uses], &[], move || {
-                    *out.lock().unwrap_or_else(|e| e.into_inner()) = read(&data).clone();
+                    *out.lock().unwrap_or_else(|e| e.into_inner()) = read(&data).to_vec();
                     Ok(())
                 })?;
                 done.wait();
@@ -248,10 +260,12 @@ pub(crate) fn check_len(what: &'static str, expected: usize, actual: usize) -> R
     }
 }
 
-fn read<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|e| e.into_inner())
+fn read<T: Element>(a: &unigpu_safe::dlpack::HostArray<T>) -> unigpu_safe::dlpack::HostRead<'_, T> {
+    a.read()
 }
 
-fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
+fn write<T: Element>(
+    a: &unigpu_safe::dlpack::HostArray<T>,
+) -> unigpu_safe::dlpack::HostWrite<'_, T> {
+    a.write()
 }

@@ -75,6 +75,13 @@ pub mod ffi {
         /// Imports a DLPack capsule as a tensor sharing its memory (at::fromDLPack). The capsule is consumed.
         fn tensor_from_dlpack(capsule: Pin<&mut DlPack>) -> Result<UniquePtr<Tensor>>;
 
+        /// Takes ownership of a legacy DLPack tensor (a `DLManagedTensor*`) made elsewhere, for `tensor_from_dlpack`; the handle calls its deleter unless a tensor is made from it.
+        ///
+        /// # Safety
+        ///
+        /// `ptr` is a `DLManagedTensor*` that follows the DLPack contract and is owned by nobody else: the returned handle calls its deleter.
+        unsafe fn dlpack_from_raw(ptr: u64) -> Result<UniquePtr<DlPack>>;
+
         /// Blocks until all work on the stream is done.
         fn torch_stream_synchronize(self_: &TorchStream) -> Result<()>;
 
@@ -116,6 +123,9 @@ pub mod ffi {
 
         /// The CUDA device the tensor lives on, or -1 for any other device.
         fn tensor_device_index(self_: &Tensor) -> Result<i64>;
+
+        /// A new handle to the same tensor (storage shared and reference counted), as copying an at::Tensor does.
+        fn tensor_share(self_: &Tensor) -> Result<UniquePtr<Tensor>>;
 
         /// The address of the first element (a device address for a CUDA tensor).
         fn tensor_data_address(self_: &Tensor) -> Result<u64>;

@@ -6,12 +6,13 @@
 //! on success, NULL-checks every pointer, runs inside `catch_unwind`, and on
 //! failure records a message that `ug_torch_last_error_message` copies out.
 //! Handles are `Box`es of the safe tier's types; `*_free` accepts NULL.
+//!
+//! The checks, the panic boundary and the last error (one per thread, shared
+//! with every other C API in the process) come from `unigpu-capi-runtime`.
 
 use super::safe;
-use std::any::Any;
-use std::cell::RefCell;
-use std::ffi::{CString, c_char};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ffi::c_char;
+use unigpu_capi_runtime as runtime;
 
 /// The status every fallible export returns (`ug_torch_status` in C).
 #[repr(C)]
@@ -31,152 +32,20 @@ pub enum Status {
     Panic = 5,
 }
 
-/// A failed call: its status and message.
-struct Failure {
-    status: Status,
-    message: String,
+/// Which [`Status`] values the runtime returns for the failures it detects.
+impl runtime::StatusCode for Status {
+    const OK: Self = Self::Ok;
+    const NULL_ARGUMENT: Self = Self::NullArgument;
+    const INVALID_ARGUMENT: Self = Self::InvalidArgument;
+    const INVALID_UTF8: Self = Self::InvalidUtf8;
+    const PANIC: Self = Self::Panic;
 }
 
-impl Failure {
-    fn new(status: Status, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<safe::Error> for Failure {
+/// An error of the safe tier (a C++ exception) is `Status::Exception`.
+impl From<safe::Error> for runtime::Failure<Status> {
     fn from(e: safe::Error) -> Self {
         Self::new(Status::Exception, e.to_string())
     }
-}
-
-thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-fn set_last_error(message: &str) {
-    // NUL bytes would truncate the C string; show them instead.
-    let message = message.replace('\0', "\\0");
-    // try_with: during thread teardown the message is dropped, not a panic.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = message);
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-string panic payload"
-    }
-}
-
-/// Runs an export's body: catches panics, records failures, clears the
-/// message on success.
-fn guard(call: impl FnOnce() -> Result<(), Failure>) -> Status {
-    let failure = match catch_unwind(AssertUnwindSafe(call)) {
-        Ok(Ok(())) => {
-            set_last_error("");
-            return Status::Ok;
-        }
-        Ok(Err(failure)) => failure,
-        Err(payload) => Failure::new(
-            Status::Panic,
-            format!(
-                "a Rust panic was caught at the C boundary: {}",
-                panic_message(payload.as_ref())
-            ),
-        ),
-    };
-    set_last_error(&failure.message);
-    failure.status
-}
-
-fn null(what: &str) -> Failure {
-    Failure::new(Status::NullArgument, format!("`{what}` is NULL"))
-}
-
-fn out_arg<T>(p: *mut T, what: &str) -> Result<*mut T, Failure> {
-    if p.is_null() {
-        Err(null(what))
-    } else if !p.is_aligned() {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}` is misaligned"),
-        ))
-    } else {
-        Ok(p)
-    }
-}
-
-/// # Safety
-/// `p` is NULL or points to a live value not mutably borrowed for `'a`.
-unsafe fn handle_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T, Failure> {
-    // SAFETY: guaranteed by the caller; NULL becomes `None`.
-    unsafe { p.as_ref() }.ok_or_else(|| null(what))
-}
-
-/// # Safety
-/// `p` is NULL or points to a live value not otherwise borrowed for `'a`.
-unsafe fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Failure> {
-    // SAFETY: guaranteed by the caller; NULL becomes `None`.
-    unsafe { p.as_mut() }.ok_or_else(|| null(what))
-}
-
-fn check_buffer<T>(p: *const T, len: usize, what: &str) -> Result<(), Failure> {
-    if p.is_null() {
-        Err(null(what))
-    } else if !p.is_aligned() {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}` is misaligned"),
-        ))
-    } else if len
-        .checked_mul(size_of::<T>())
-        .is_none_or(|bytes| bytes > isize::MAX as usize)
-    {
-        Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{what}_len` is too large"),
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-/// # Safety
-/// Unless `len` is 0, `p` is NULL or valid for `len` reads of `T` during `'a`.
-unsafe fn slice_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T], Failure> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    check_buffer(p, len, what)?;
-    // SAFETY: non-NULL, aligned, size in range (checked); valid per the caller.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
-}
-
-/// # Safety
-/// Unless `len` is 0, `p` is NULL or valid for `len` writes of `T` during `'a`,
-/// and not otherwise accessed meanwhile.
-unsafe fn slice_mut_arg<'a, T>(p: *mut T, len: usize, what: &str) -> Result<&'a mut [T], Failure> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    check_buffer(p, len, what)?;
-    // SAFETY: non-NULL, aligned, size in range (checked); valid and unaliased per the caller.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
-}
-
-fn distinct<T>(a: *const T, b: *const T, a_name: &str, b_name: &str) -> Result<(), Failure> {
-    if !a.is_null() && std::ptr::eq(a, b) {
-        return Err(Failure::new(
-            Status::InvalidArgument,
-            format!("`{a_name}` and `{b_name}` are the same handle, and one of them is mutable"),
-        ));
-    }
-    Ok(())
 }
 
 /// Copies this thread's last error message into `buf` (at most `len - 1` bytes
@@ -189,145 +58,78 @@ fn distinct<T>(a: *const T, b: *const T, a_name: &str, b_name: &str) -> Result<(
 /// `buf` is NULL or valid for `len` writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_last_error_message(buf: *mut c_char, len: usize) -> usize {
-    let message = LAST_ERROR
-        .try_with(|slot| slot.borrow().clone())
-        .unwrap_or_default();
-    let bytes = message.as_bytes();
-    if !buf.is_null() && len > 0 {
-        let n = bytes.len().min(len - 1);
-        // SAFETY: `buf` is non-NULL and valid for `len` > `n` writes (see # Safety);
-        // `bytes` is a separate Rust allocation, so the ranges do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-            buf.add(n).write(0);
-        }
-    }
-    bytes.len()
+    // SAFETY: `buf` is NULL or valid for `len` writes (see # Safety), the runtime's contract.
+    unsafe { runtime::last_error_message(buf, len) }
 }
 
 /// Destroys a `ug_torch_stream` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_stream_free(handle: *mut safe::TorchStream) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a ug_torch_stream: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "ug_torch_stream") }
 }
 
 /// Destroys a `ug_torch_event` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_event_free(handle: *mut safe::TorchEvent) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a ug_torch_event: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "ug_torch_event") }
 }
 
 /// Destroys a `ug_torch_stream_guard` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_stream_guard_free(handle: *mut safe::StreamGuard) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a ug_torch_stream_guard: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "ug_torch_stream_guard") }
 }
 
 /// Destroys a `ug_torch_tensor` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_tensor_free(handle: *mut safe::Tensor) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a ug_torch_tensor: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "ug_torch_tensor") }
 }
 
 /// Destroys a `ug_torch_dl_pack` handle (runs the C++ destructor). NULL is a no-op.
+/// Freeing leaves the last error message alone (C code often cleans up before
+/// it reports); a panicking destructor is caught and recorded.
 ///
 /// # Safety
 ///
 /// `handle` is NULL or a handle from this library that is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_dl_pack_free(handle: *mut safe::DlPack) {
-    if handle.is_null() {
-        return;
-    }
-    // Freeing leaves the last error message alone (C code often cleans up
-    // before it reports); a panicking destructor is caught and recorded.
-    let freed = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: non-NULL, created by `Box::into_raw` in this module, and not used
-        // again per the caller's guarantee.
-        drop(unsafe { Box::from_raw(handle) });
-    }));
-    if let Err(payload) = freed {
-        set_last_error(&format!(
-            "a Rust panic was caught while freeing a ug_torch_dl_pack: {}",
-            panic_message(payload.as_ref())
-        ));
-    }
+    // SAFETY: NULL or made by `runtime::into_handle` in this module, and not used
+    // again (see # Safety).
+    unsafe { runtime::free_handle(handle, "ug_torch_dl_pack") }
 }
 
 /// Frees a string returned by this library. NULL is a no-op.
@@ -337,11 +139,9 @@ pub unsafe extern "C" fn ug_torch_dl_pack_free(handle: *mut safe::DlPack) {
 /// `s` is NULL or a string returned by this library, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_string_free(s: *mut c_char) {
-    if s.is_null() {
-        return;
-    }
-    // SAFETY: created by `CString::into_raw` in this module (see # Safety).
-    drop(unsafe { CString::from_raw(s) });
+    // SAFETY: NULL or made by `CString::into_raw` in this module, not freed before
+    // (see # Safety).
+    unsafe { runtime::free_string(s) }
 }
 
 /// Frees an array of `float` returned by this library. NULL is a no-op.
@@ -351,12 +151,9 @@ pub unsafe extern "C" fn ug_torch_string_free(s: *mut c_char) {
 /// `ptr` is NULL or an array returned by this library with its `len`, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_f32_array_free(ptr: *mut f32, len: usize) {
-    if ptr.is_null() {
-        return;
-    }
-    // SAFETY: created by `Box::into_raw` of a boxed slice of `len` elements in this
-    // module (see # Safety).
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    // SAFETY: NULL or made with its `len` by `runtime::into_array` in this module,
+    // not freed before (see # Safety).
+    unsafe { runtime::free_array(ptr, len) }
 }
 
 /// CUDA devices torch can use; 0 when libtorch has no CUDA, libtorch_cuda cannot load, or there is no driver. Never aborts.
@@ -372,8 +169,8 @@ pub unsafe extern "C" fn ug_torch_f32_array_free(ptr: *mut f32, len: usize) {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_cuda_device_count(out: *mut i64) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::cuda_device_count()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -394,8 +191,8 @@ pub unsafe extern "C" fn ug_torch_cuda_device_count(out: *mut i64) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_cuda_is_available(out: *mut bool) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::cuda_is_available()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -416,15 +213,10 @@ pub unsafe extern "C" fn ug_torch_cuda_is_available(out: *mut bool) -> Status {
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_cuda_status(out: *mut *mut c_char) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::cuda_status()?;
-        let value = CString::new(value).map_err(|_| {
-            Failure::new(
-                Status::InvalidArgument,
-                "ug_torch_cuda_status: the returned string contains a NUL byte",
-            )
-        })?;
+        let value = runtime::c_string(value, "ug_torch_cuda_status")?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value.into_raw()) };
         Ok(())
@@ -448,11 +240,11 @@ pub unsafe extern "C" fn ug_torch_stream_from_pool(
     high_priority: bool,
     out: *mut *mut safe::TorchStream,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::stream_from_pool(device, high_priority)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -473,11 +265,11 @@ pub unsafe extern "C" fn ug_torch_current_stream(
     device: i64,
     out: *mut *mut safe::TorchStream,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::current_stream(device)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -498,11 +290,11 @@ pub unsafe extern "C" fn ug_torch_default_stream(
     device: i64,
     out: *mut *mut safe::TorchStream,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::default_stream(device)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -520,11 +312,11 @@ pub unsafe extern "C" fn ug_torch_default_stream(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_event_new(out: *mut *mut safe::TorchEvent) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::event_new()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -545,13 +337,13 @@ pub unsafe extern "C" fn ug_torch_guard_stream(
     stream: *const safe::TorchStream,
     out: *mut *mut safe::StreamGuard,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let stream = unsafe { handle_ref(stream, "stream") }?;
+        let stream = unsafe { runtime::handle_ref(stream, "stream") }?;
         let value = safe::guard_stream(stream)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -575,15 +367,15 @@ pub unsafe extern "C" fn ug_torch_tensor_from_f32(
     sizes_len: usize,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes `data` valid for `data_len` reads (see # Safety).
-        let data = unsafe { slice_arg(data, data_len, "data") }?;
+        let data = unsafe { runtime::slice_arg(data, data_len, "data") }?;
         // SAFETY: the caller passes `sizes` valid for `sizes_len` reads (see # Safety).
-        let sizes = unsafe { slice_arg(sizes, sizes_len, "sizes") }?;
+        let sizes = unsafe { runtime::slice_arg(sizes, sizes_len, "sizes") }?;
         let value = safe::tensor_from_f32(data, sizes)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -606,13 +398,13 @@ pub unsafe extern "C" fn ug_torch_tensor_randn(
     device: i64,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes `sizes` valid for `sizes_len` reads (see # Safety).
-        let sizes = unsafe { slice_arg(sizes, sizes_len, "sizes") }?;
+        let sizes = unsafe { runtime::slice_arg(sizes, sizes_len, "sizes") }?;
         let value = safe::tensor_randn(sizes, device)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -635,11 +427,11 @@ pub unsafe extern "C" fn ug_torch_tensor_empty(
     device: i64,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         let value = safe::tensor_empty(numel, dtype, device)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -660,12 +452,12 @@ pub unsafe extern "C" fn ug_torch_tensor_from_tch(
     tch_ptr: u64,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the C caller upholds the contract in the header (`Safety:`).
         let value = unsafe { safe::tensor_from_tch(tch_ptr) }?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -686,13 +478,13 @@ pub unsafe extern "C" fn ug_torch_tensor_to_dlpack(
     tensor: *const safe::Tensor,
     out: *mut *mut safe::DlPack,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let tensor = unsafe { handle_ref(tensor, "tensor") }?;
+        let tensor = unsafe { runtime::handle_ref(tensor, "tensor") }?;
         let value = safe::tensor_to_dlpack(tensor)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -713,13 +505,36 @@ pub unsafe extern "C" fn ug_torch_tensor_from_dlpack(
     capsule: *mut safe::DlPack,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle; it aliases no other handle argument (checked above).
-        let capsule = unsafe { handle_mut(capsule, "capsule") }?;
+        let capsule = unsafe { runtime::handle_mut(capsule, "capsule") }?;
         let value = safe::tensor_from_dlpack(capsule)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
+        Ok(())
+    })
+}
+
+/// Takes ownership of a legacy DLPack tensor (a `DLManagedTensor*`) made elsewhere, for `tensor_from_dlpack`; the handle calls its deleter unless a tensor is made from it.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_dlpack_from_raw(ptr: u64, out: *mut *mut safe::DlPack) -> Status {
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
+        // SAFETY: the C caller upholds the contract in the header (`Safety:`).
+        let value = unsafe { safe::dlpack_from_raw(ptr) }?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -737,9 +552,9 @@ pub unsafe extern "C" fn ug_torch_tensor_from_dlpack(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_stream_synchronize(this: *const safe::TorchStream) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         this.synchronize()?;
         Ok(())
     })
@@ -761,10 +576,10 @@ pub unsafe extern "C" fn ug_torch_stream_query(
     this: *const safe::TorchStream,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.query()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -788,11 +603,11 @@ pub unsafe extern "C" fn ug_torch_stream_wait_event(
     this: *const safe::TorchStream,
     event: *const safe::TorchEvent,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let event = unsafe { handle_ref(event, "event") }?;
+        let event = unsafe { runtime::handle_ref(event, "event") }?;
         this.wait_event(event)?;
         Ok(())
     })
@@ -814,10 +629,10 @@ pub unsafe extern "C" fn ug_torch_stream_device_index(
     this: *const safe::TorchStream,
     out: *mut i64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.device_index()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -841,10 +656,10 @@ pub unsafe extern "C" fn ug_torch_stream_native_handle(
     this: *const safe::TorchStream,
     out: *mut u64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.native_handle()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -868,10 +683,10 @@ pub unsafe extern "C" fn ug_torch_stream_id(
     this: *const safe::TorchStream,
     out: *mut i64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.id()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -895,11 +710,11 @@ pub unsafe extern "C" fn ug_torch_event_record(
     this: *mut safe::TorchEvent,
     stream: *const safe::TorchStream,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let stream = unsafe { handle_ref(stream, "stream") }?;
+        let stream = unsafe { runtime::handle_ref(stream, "stream") }?;
         this.record(stream)?;
         Ok(())
     })
@@ -918,9 +733,9 @@ pub unsafe extern "C" fn ug_torch_event_record(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_event_synchronize(this: *const safe::TorchEvent) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         this.synchronize()?;
         Ok(())
     })
@@ -942,10 +757,10 @@ pub unsafe extern "C" fn ug_torch_event_query(
     this: *const safe::TorchEvent,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.query()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -970,12 +785,12 @@ pub unsafe extern "C" fn ug_torch_event_elapsed_ms(
     end: *const safe::TorchEvent,
     out: *mut f64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let end = unsafe { handle_ref(end, "end") }?;
+        let end = unsafe { runtime::handle_ref(end, "end") }?;
         let value = this.elapsed_ms(end)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -996,10 +811,10 @@ pub unsafe extern "C" fn ug_torch_event_elapsed_ms(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_tensor_numel(this: *const safe::Tensor, out: *mut i64) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.numel()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1023,10 +838,10 @@ pub unsafe extern "C" fn ug_torch_tensor_is_cuda(
     this: *const safe::Tensor,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.is_cuda()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1050,10 +865,10 @@ pub unsafe extern "C" fn ug_torch_tensor_is_contiguous(
     this: *const safe::Tensor,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.is_contiguous()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1077,10 +892,10 @@ pub unsafe extern "C" fn ug_torch_tensor_dtype_code(
     this: *const safe::Tensor,
     out: *mut i32,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.dtype_code()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1104,13 +919,40 @@ pub unsafe extern "C" fn ug_torch_tensor_device_index(
     this: *const safe::Tensor,
     out: *mut i64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.device_index()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// A new handle to the same tensor (storage shared and reference counted), as copying an at::Tensor does.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_share(
+    this: *const safe::Tensor,
+    out: *mut *mut safe::Tensor,
+) -> Status {
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
+        let value = this.share()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -1131,10 +973,10 @@ pub unsafe extern "C" fn ug_torch_tensor_data_address(
     this: *const safe::Tensor,
     out: *mut u64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.data_address()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1158,11 +1000,11 @@ pub unsafe extern "C" fn ug_torch_tensor_record_stream(
     this: *const safe::Tensor,
     stream: *const safe::TorchStream,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let stream = unsafe { handle_ref(stream, "stream") }?;
+        let stream = unsafe { runtime::handle_ref(stream, "stream") }?;
         this.record_stream(stream)?;
         Ok(())
     })
@@ -1185,11 +1027,11 @@ pub unsafe extern "C" fn ug_torch_tensor_write_bytes(
     host: *const u8,
     host_len: usize,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes `host` valid for `host_len` reads (see # Safety).
-        let host = unsafe { slice_arg(host, host_len, "host") }?;
+        let host = unsafe { runtime::slice_arg(host, host_len, "host") }?;
         this.write_bytes(host)?;
         Ok(())
     })
@@ -1212,11 +1054,11 @@ pub unsafe extern "C" fn ug_torch_tensor_read_bytes(
     host: *mut u8,
     host_len: usize,
 ) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: `host` is valid for `host_len` writes (see # Safety) and overlaps no other slice (checked above).
-        let host = unsafe { slice_mut_arg(host, host_len, "host") }?;
+        let host = unsafe { runtime::slice_mut_arg(host, host_len, "host") }?;
         this.read_bytes(host)?;
         Ok(())
     })
@@ -1235,9 +1077,9 @@ pub unsafe extern "C" fn ug_torch_tensor_read_bytes(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_tensor_fill_bits(this: *mut safe::Tensor, bits: u64) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         this.fill_bits(bits)?;
         Ok(())
     })
@@ -1260,15 +1102,15 @@ pub unsafe extern "C" fn ug_torch_tensor_add_out(
     a: *const safe::Tensor,
     b: *const safe::Tensor,
 ) -> Status {
-    guard(|| {
-        distinct(this, a, "self", "a")?;
-        distinct(this, b, "self", "b")?;
+    runtime::guard(|| {
+        runtime::distinct(this, a, "self", "a")?;
+        runtime::distinct(this, b, "self", "b")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let a = unsafe { handle_ref(a, "a") }?;
+        let a = unsafe { runtime::handle_ref(a, "a") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let b = unsafe { handle_ref(b, "b") }?;
+        let b = unsafe { runtime::handle_ref(b, "b") }?;
         this.add_out(a, b)?;
         Ok(())
     })
@@ -1291,15 +1133,15 @@ pub unsafe extern "C" fn ug_torch_tensor_sub_out(
     a: *const safe::Tensor,
     b: *const safe::Tensor,
 ) -> Status {
-    guard(|| {
-        distinct(this, a, "self", "a")?;
-        distinct(this, b, "self", "b")?;
+    runtime::guard(|| {
+        runtime::distinct(this, a, "self", "a")?;
+        runtime::distinct(this, b, "self", "b")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let a = unsafe { handle_ref(a, "a") }?;
+        let a = unsafe { runtime::handle_ref(a, "a") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let b = unsafe { handle_ref(b, "b") }?;
+        let b = unsafe { runtime::handle_ref(b, "b") }?;
         this.sub_out(a, b)?;
         Ok(())
     })
@@ -1322,15 +1164,15 @@ pub unsafe extern "C" fn ug_torch_tensor_mul_out(
     a: *const safe::Tensor,
     b: *const safe::Tensor,
 ) -> Status {
-    guard(|| {
-        distinct(this, a, "self", "a")?;
-        distinct(this, b, "self", "b")?;
+    runtime::guard(|| {
+        runtime::distinct(this, a, "self", "a")?;
+        runtime::distinct(this, b, "self", "b")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let a = unsafe { handle_ref(a, "a") }?;
+        let a = unsafe { runtime::handle_ref(a, "a") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let b = unsafe { handle_ref(b, "b") }?;
+        let b = unsafe { runtime::handle_ref(b, "b") }?;
         this.mul_out(a, b)?;
         Ok(())
     })
@@ -1353,12 +1195,12 @@ pub unsafe extern "C" fn ug_torch_tensor_add_scaled(
     x: *const safe::Tensor,
     alpha: f64,
 ) -> Status {
-    guard(|| {
-        distinct(this, x, "self", "x")?;
+    runtime::guard(|| {
+        runtime::distinct(this, x, "self", "x")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let x = unsafe { handle_ref(x, "x") }?;
+        let x = unsafe { runtime::handle_ref(x, "x") }?;
         this.add_scaled(x, alpha)?;
         Ok(())
     })
@@ -1377,9 +1219,9 @@ pub unsafe extern "C" fn ug_torch_tensor_add_scaled(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_tensor_scale(this: *mut safe::Tensor, alpha: f64) -> Status {
-    guard(|| {
+    runtime::guard(|| {
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         this.scale(alpha)?;
         Ok(())
     })
@@ -1401,12 +1243,12 @@ pub unsafe extern "C" fn ug_torch_tensor_relu_out(
     this: *mut safe::Tensor,
     x: *const safe::Tensor,
 ) -> Status {
-    guard(|| {
-        distinct(this, x, "self", "x")?;
+    runtime::guard(|| {
+        runtime::distinct(this, x, "self", "x")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let x = unsafe { handle_ref(x, "x") }?;
+        let x = unsafe { runtime::handle_ref(x, "x") }?;
         this.relu_out(x)?;
         Ok(())
     })
@@ -1428,12 +1270,12 @@ pub unsafe extern "C" fn ug_torch_tensor_sigmoid_out(
     this: *mut safe::Tensor,
     x: *const safe::Tensor,
 ) -> Status {
-    guard(|| {
-        distinct(this, x, "self", "x")?;
+    runtime::guard(|| {
+        runtime::distinct(this, x, "self", "x")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let x = unsafe { handle_ref(x, "x") }?;
+        let x = unsafe { runtime::handle_ref(x, "x") }?;
         this.sigmoid_out(x)?;
         Ok(())
     })
@@ -1455,12 +1297,12 @@ pub unsafe extern "C" fn ug_torch_tensor_tanh_out(
     this: *mut safe::Tensor,
     x: *const safe::Tensor,
 ) -> Status {
-    guard(|| {
-        distinct(this, x, "self", "x")?;
+    runtime::guard(|| {
+        runtime::distinct(this, x, "self", "x")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let x = unsafe { handle_ref(x, "x") }?;
+        let x = unsafe { runtime::handle_ref(x, "x") }?;
         this.tanh_out(x)?;
         Ok(())
     })
@@ -1482,10 +1324,10 @@ pub unsafe extern "C" fn ug_torch_tensor_sum_acc(
     this: *const safe::Tensor,
     out: *mut f64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.sum_acc()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1509,10 +1351,10 @@ pub unsafe extern "C" fn ug_torch_tensor_max_ignoring_nan(
     this: *const safe::Tensor,
     out: *mut f64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.max_ignoring_nan()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1537,12 +1379,12 @@ pub unsafe extern "C" fn ug_torch_tensor_dot_acc(
     other: *const safe::Tensor,
     out: *mut f64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let other = unsafe { handle_ref(other, "other") }?;
+        let other = unsafe { runtime::handle_ref(other, "other") }?;
         let value = this.dot_acc(other)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1570,15 +1412,15 @@ pub unsafe extern "C" fn ug_torch_tensor_mm_out(
     k: i64,
     n: i64,
 ) -> Status {
-    guard(|| {
-        distinct(this, a, "self", "a")?;
-        distinct(this, b, "self", "b")?;
+    runtime::guard(|| {
+        runtime::distinct(this, a, "self", "a")?;
+        runtime::distinct(this, b, "self", "b")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let a = unsafe { handle_ref(a, "a") }?;
+        let a = unsafe { runtime::handle_ref(a, "a") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let b = unsafe { handle_ref(b, "b") }?;
+        let b = unsafe { runtime::handle_ref(b, "b") }?;
         this.mm_out(a, b, m, k, n)?;
         Ok(())
     })
@@ -1601,15 +1443,13 @@ pub unsafe extern "C" fn ug_torch_tensor_to_f32_vec(
     out_ptr: *mut *mut f32,
     out_len: *mut usize,
 ) -> Status {
-    guard(|| {
-        let out_ptr = out_arg(out_ptr, "out_ptr")?;
-        let out_len = out_arg(out_len, "out_len")?;
+    runtime::guard(|| {
+        let out_ptr = runtime::out_arg(out_ptr, "out_ptr")?;
+        let out_len = runtime::out_arg(out_len, "out_len")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.to_f32_vec()?;
-        let boxed = value.into_boxed_slice();
-        let len = boxed.len();
-        let ptr = Box::into_raw(boxed).cast();
+        let (ptr, len) = runtime::into_array(value);
         // SAFETY: both out-pointers are non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe {
             out_ptr.write(ptr);
@@ -1638,15 +1478,15 @@ pub unsafe extern "C" fn ug_torch_tensor_to_stream(
     stream: *const safe::TorchStream,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let stream = unsafe { handle_ref(stream, "stream") }?;
+        let stream = unsafe { runtime::handle_ref(stream, "stream") }?;
         let value = this.to_stream(device, non_blocking, stream)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -1667,10 +1507,10 @@ pub unsafe extern "C" fn ug_torch_tensor_new_tch_ptr(
     this: *const safe::Tensor,
     out: *mut u64,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the C caller upholds the contract in the header (`Safety:`).
         let value = unsafe { this.new_tch_ptr() }?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
@@ -1696,12 +1536,12 @@ pub unsafe extern "C" fn ug_torch_tensor_copy_from(
     src: *const safe::Tensor,
     non_blocking: bool,
 ) -> Status {
-    guard(|| {
-        distinct(this, src, "self", "src")?;
+    runtime::guard(|| {
+        runtime::distinct(this, src, "self", "src")?;
         // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
-        let this = unsafe { handle_mut(this, "self") }?;
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let src = unsafe { handle_ref(src, "src") }?;
+        let src = unsafe { runtime::handle_ref(src, "src") }?;
         this.copy_from(src, non_blocking)?;
         Ok(())
     })
@@ -1723,13 +1563,13 @@ pub unsafe extern "C" fn ug_torch_tensor_pin_memory(
     this: *const safe::Tensor,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.pin_memory()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -1751,15 +1591,15 @@ pub unsafe extern "C" fn ug_torch_tensor_matmul(
     other: *const safe::Tensor,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let other = unsafe { handle_ref(other, "other") }?;
+        let other = unsafe { runtime::handle_ref(other, "other") }?;
         let value = this.matmul(other)?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -1780,13 +1620,13 @@ pub unsafe extern "C" fn ug_torch_tensor_relu(
     this: *const safe::Tensor,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.relu()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -1807,13 +1647,13 @@ pub unsafe extern "C" fn ug_torch_tensor_sigmoid(
     this: *const safe::Tensor,
     out: *mut *mut safe::Tensor,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.sigmoid()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
-        unsafe { out.write(Box::into_raw(Box::new(value))) };
+        unsafe { out.write(runtime::into_handle(value)) };
         Ok(())
     })
 }
@@ -1834,10 +1674,10 @@ pub unsafe extern "C" fn ug_torch_dl_pack_device_type(
     this: *const safe::DlPack,
     out: *mut i32,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.device_type()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1858,10 +1698,10 @@ pub unsafe extern "C" fn ug_torch_dl_pack_device_type(
 /// not be used from two threads at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_torch_dl_pack_ndim(this: *const safe::DlPack, out: *mut i32) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.ndim()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };
@@ -1885,10 +1725,10 @@ pub unsafe extern "C" fn ug_torch_dl_pack_is_consumed(
     this: *const safe::DlPack,
     out: *mut bool,
 ) -> Status {
-    guard(|| {
-        let out = out_arg(out, "out")?;
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
         // SAFETY: the caller passes NULL or a live handle (see # Safety).
-        let this = unsafe { handle_ref(this, "self") }?;
+        let this = unsafe { runtime::handle_ref(this, "self") }?;
         let value = this.is_consumed()?;
         // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
         unsafe { out.write(value) };

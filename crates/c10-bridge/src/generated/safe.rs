@@ -336,6 +336,18 @@ impl Tensor {
         ffi::tensor_device_index(self.cpp()?).map_err(|e| Error::cpp("Tensor::device_index", &e))
     }
 
+    /// A new handle to the same tensor (storage shared and reference counted), as copying an at::Tensor does.
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    pub fn share(&self) -> Result<Tensor> {
+        Tensor::from_unique(
+            ffi::tensor_share(self.cpp()?).map_err(|e| Error::cpp("Tensor::share", &e))?,
+            "Tensor::share",
+        )
+    }
+
     /// The address of the first element (a device address for a CUDA tensor).
     ///
     /// # Errors
@@ -838,5 +850,22 @@ pub fn tensor_from_dlpack(capsule: &mut DlPack) -> Result<Tensor> {
         ffi::tensor_from_dlpack(capsule.cpp_mut()?)
             .map_err(|e| Error::cpp("tensor_from_dlpack", &e))?,
         "tensor_from_dlpack",
+    )
+}
+
+/// Takes ownership of a legacy DLPack tensor (a `DLManagedTensor*`) made elsewhere, for `tensor_from_dlpack`; the handle calls its deleter unless a tensor is made from it.
+///
+/// # Errors
+///
+/// Returns the message of the C++ exception if the call throws.
+///
+/// # Safety
+///
+/// `ptr` is a `DLManagedTensor*` that follows the DLPack contract and is owned by nobody else: the returned handle calls its deleter.
+pub unsafe fn dlpack_from_raw(ptr: u64) -> Result<DlPack> {
+    // SAFETY: forwarded from this function's `# Safety` contract.
+    DlPack::from_unique(
+        unsafe { ffi::dlpack_from_raw(ptr) }.map_err(|e| Error::cpp("dlpack_from_raw", &e))?,
+        "dlpack_from_raw",
     )
 }

@@ -2,7 +2,9 @@
 //! cudarc applies to device buffers: work that writes a buffer waits for
 //! every earlier use of it, work that reads waits for the last write.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
+
+use unigpu_safe::dlpack::{HostArray, HostMem};
 
 use super::fence::{Fence, lock};
 use super::memory::try_alloc_vec;
@@ -85,9 +87,11 @@ pub(crate) fn submit(
 
 /// A CPU-backend array's storage.
 #[derive(Debug)]
-pub(crate) struct CpuBuffer<T> {
-    pub(crate) data: Arc<RwLock<Vec<T>>>,
+pub(crate) struct CpuBuffer<T: Element> {
+    pub(crate) data: HostArray<T>,
     pub(crate) uses: Tracker,
+    /// `data.len()`, kept so that asking needs no lock.
+    len: usize,
 }
 
 impl<T: Element> CpuBuffer<T> {
@@ -102,28 +106,36 @@ impl<T: Element> CpuBuffer<T> {
     }
 
     fn from_vec(v: Vec<T>) -> Self {
+        Self::from_mem(HostMem::from(v))
+    }
+
+    /// Host memory from elsewhere (a DLPack import), with no pending uses.
+    pub(crate) fn from_mem(mem: HostMem<T>) -> Self {
+        Self::shared(HostArray::new(mem))
+    }
+
+    /// Another array's memory (its own DLPack export coming back).
+    pub(crate) fn shared(data: HostArray<T>) -> Self {
         CpuBuffer {
-            data: Arc::new(RwLock::new(v)),
+            len: data.len(),
+            data,
             uses: Tracker::default(),
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.data.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.len
     }
 
     /// Copies out after pending writes finish.
     pub(crate) fn read_into(&self, host: &mut [T]) {
         self.uses.wait_writes();
-        host.copy_from_slice(&self.data.read().unwrap_or_else(|e| e.into_inner()));
+        host.copy_from_slice(&self.data.read());
     }
 
     /// Copies in after every pending use finishes.
     pub(crate) fn write_from(&self, host: &[T]) {
         self.uses.wait_all();
-        self.data
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .copy_from_slice(host);
+        self.data.write().copy_from_slice(host);
     }
 }

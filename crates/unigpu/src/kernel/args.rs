@@ -2,7 +2,9 @@
 //! (written), packed from a tuple.
 
 use std::any::Any;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+
+use unigpu_safe::dlpack::{HostArray, HostRead, HostWrite};
 
 use unigpu_safe::KernelParam;
 
@@ -29,6 +31,33 @@ impl Scalar {
 
     pub fn dtype(&self) -> DType {
         self.dtype
+    }
+
+    /// A value of `dtype` from its native-endian bytes (exactly
+    /// `dtype.size_bytes()` of them), for callers that hold untyped data.
+    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Option<Self> {
+        (bytes.len() == dtype.size_bytes()).then(|| {
+            let mut bits = [0u8; 8];
+            bits[..bytes.len()].copy_from_slice(bytes);
+            Scalar { dtype, bits }
+        })
+    }
+
+    /// The value's native-endian bytes (`dtype().size_bytes()` of them).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bits[..self.dtype.size_bytes()]
+    }
+
+    /// `value` converted to `dtype` as `as` would (saturating for integers,
+    /// rounding to nearest for floats).
+    pub fn from_f64(dtype: DType, value: f64) -> Self {
+        crate::any_array::with_dtype!(dtype, T => Scalar::new(<T as num_traits::NumCast>::from(value).unwrap_or_else(|| saturate::<T>(value))))
+    }
+
+    /// The value as an f64 (exact for every dtype but the 64-bit integers
+    /// past 2^53).
+    pub fn to_f64(&self) -> f64 {
+        crate::any_array::with_dtype!(self.dtype, T => self.get::<T>().and_then(|v| num_traits::ToPrimitive::to_f64(&v)).unwrap_or(f64::NAN))
     }
 
     /// The value, if it is a `T`.
@@ -99,7 +128,7 @@ impl<T: Element> sealed::Storage for GpuArray<T> {
     }
     fn cpu_slot(&self) -> Option<(Arc<dyn Any + Send + Sync>, Tracker)> {
         match &self.storage {
-            Storage::Cpu(b) => Some((b.data.clone(), b.uses.clone())),
+            Storage::Cpu(b) => Some((Arc::new(b.data.clone()), b.uses.clone())),
             _ => None,
         }
     }
@@ -264,15 +293,12 @@ impl CpuArgs {
     }
 
     /// Argument `i`, an array, for reading.
-    pub fn input<T: Element>(&self, i: usize) -> Result<RwLockReadGuard<'_, Vec<T>>> {
-        Ok(self
-            .array::<T>(i)?
-            .read()
-            .unwrap_or_else(|e| e.into_inner()))
+    pub fn input<T: Element>(&self, i: usize) -> Result<HostRead<'_, T>> {
+        Ok(self.array::<T>(i)?.read())
     }
 
     /// Argument `i`, an array passed as `&mut`, for writing.
-    pub fn output<T: Element>(&self, i: usize) -> Result<RwLockWriteGuard<'_, Vec<T>>> {
+    pub fn output<T: Element>(&self, i: usize) -> Result<HostWrite<'_, T>> {
         if let Some(CpuValue::Array {
             writable: false, ..
         }) = self.values.get(i)
@@ -282,16 +308,13 @@ impl CpuArgs {
                 "was passed as &GpuArray; pass &mut to write it".into(),
             ));
         }
-        Ok(self
-            .array::<T>(i)?
-            .write()
-            .unwrap_or_else(|e| e.into_inner()))
+        Ok(self.array::<T>(i)?.write())
     }
 
-    fn array<T: Element>(&self, i: usize) -> Result<&RwLock<Vec<T>>> {
+    fn array<T: Element>(&self, i: usize) -> Result<&HostArray<T>> {
         match self.values.get(i) {
             Some(CpuValue::Array { data, dtype, .. }) => {
-                data.downcast_ref::<RwLock<Vec<T>>>().ok_or_else(|| {
+                data.downcast_ref::<HostArray<T>>().ok_or_else(|| {
                     arg_error(
                         i,
                         format!("is a GpuArray<{dtype}>, not GpuArray<{}>", T::DTYPE),
@@ -314,5 +337,17 @@ fn arg_error(i: usize, what: String) -> Error {
     Error::KernelArgs {
         kernel: "(CPU implementation)".into(),
         message: format!("argument {i} {what}"),
+    }
+}
+
+/// An out-of-range or NaN `value` as the nearest `T` (NaN becomes 0), the
+/// way Rust's `as` converts floats to integers.
+fn saturate<T: Element + num_traits::Bounded + num_traits::NumCast>(value: f64) -> T {
+    if value.is_nan() {
+        T::default()
+    } else if value > 0.0 {
+        T::max_value()
+    } else {
+        T::min_value()
     }
 }

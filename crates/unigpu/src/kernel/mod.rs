@@ -5,6 +5,7 @@
 mod args;
 pub mod cache;
 mod compile;
+mod cpu_bytes;
 mod grid;
 mod launch;
 mod signature;
@@ -16,6 +17,7 @@ use unigpu_safe::{CudaFunctionHandle, CudaModuleHandle};
 pub use args::{Arg, ArrayArg, CpuArgs, KernelArg, KernelArgs, Scalar};
 pub use cache::{CACHE_DIR_ENV, disk_dir};
 pub use compile::CompileOptions;
+pub use cpu_bytes::{CpuArgKind, CpuBytes, CpuBytesMut};
 pub use grid::Grid;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
 

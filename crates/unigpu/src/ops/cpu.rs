@@ -1,7 +1,9 @@
 //! The CPU side of the built-in ops: jobs on the stream's worker thread,
 //! ordered against other uses of their arrays like any stream work.
 
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex};
+
+use unigpu_safe::dlpack::{HostArray, HostRead, HostWrite};
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 use num_traits::{Float as _, One, Zero};
@@ -30,12 +32,12 @@ fn buf<T: Element>(a: &GpuArray<T>) -> Result<&CpuBuffer<T>> {
     }
 }
 
-fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|e| e.into_inner())
+fn read<T: Element>(a: &HostArray<T>) -> HostRead<'_, T> {
+    a.read()
 }
 
-fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|e| e.into_inner())
+fn write<T: Element>(a: &HostArray<T>) -> HostWrite<'_, T> {
+    a.write()
 }
 
 pub(super) fn fill<T: Element>(s: &Stream, x: &mut GpuArray<T>, value: T) -> Result<()> {
@@ -65,7 +67,7 @@ pub(super) fn binary<T: Float>(
     submit(stream(s)?, &[&a.uses, &b.uses], &[&out.uses], move || {
         let ga = read(&da);
         // `add(&a, &a, ..)` passes one array twice: lock it once.
-        let gb = (!Arc::ptr_eq(&da, &db)).then(|| read(&db));
+        let gb = (!HostArray::ptr_eq(&da, &db)).then(|| read(&db));
         let bs: &[T] = gb.as_deref().unwrap_or(&ga);
         for ((o, x), y) in write(&dout).iter_mut().zip(ga.iter()).zip(bs) {
             *o = T::from_acc(f(x.to_acc(), y.to_acc()));

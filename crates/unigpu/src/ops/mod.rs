@@ -98,7 +98,12 @@ impl Context {
     }
 }
 
-impl Ops<'_> {
+impl<'a> Ops<'a> {
+    /// The context the ops run in.
+    pub fn context(&self) -> &'a Context {
+        self.ctx
+    }
+
     /// Sets every element of `x` to `value`.
     pub fn fill<T: Element>(&self, x: &mut GpuArray<T>, value: T) -> Result<()> {
         self.same_backend(&x.ctx, "fill")?;

@@ -65,6 +65,24 @@ impl TorchBuffer {
         })
     }
 
+    /// A tensor from elsewhere (a DLPack import) whose producer has ordered
+    /// its work before `stream`, as DLPack requires.
+    pub(crate) fn from_tensor(
+        tensor: bridge::Tensor,
+        len: usize,
+        stream: &Arc<TorchStream>,
+    ) -> TorchBuffer {
+        TorchBuffer {
+            tensor,
+            len,
+            home: stream.id,
+            uses: Mutex::new(Uses {
+                writer: Some(stream.clone()),
+                readers: Vec::new(),
+            }),
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len
     }

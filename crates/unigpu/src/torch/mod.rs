@@ -7,12 +7,14 @@
 
 mod buffer;
 mod device;
+mod dlpack;
 pub(crate) mod ops;
 mod stream;
 mod transfer;
 
 pub(crate) use buffer::TorchBuffer;
 pub(crate) use device::{TorchDevice, device_count, open};
+pub(crate) use dlpack::{from_dlpack, to_dlpack};
 pub(crate) use stream::{TorchEvent, TorchStream};
 pub(crate) use transfer::{cuda_to_torch, torch_to_cuda};
 

@@ -1,0 +1,360 @@
+//! `AnyArray`: a `GpuArray` whose element type is known at run time, for
+//! callers that choose the dtype from data (the C ABI, Python).
+//!
+//! Each method checks dtypes and then calls the typed API, so an `AnyArray`
+//! behaves exactly like the `GpuArray<T>` inside it.
+
+use crate::kernel::{Arg, Scalar};
+use crate::{Context, DType, Element, Error, GpuArray, Ops, Result, bf16, f16};
+
+/// A [`GpuArray`] of any of the nine element types.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AnyArray {
+    F32(GpuArray<f32>),
+    F64(GpuArray<f64>),
+    F16(GpuArray<f16>),
+    BF16(GpuArray<bf16>),
+    I32(GpuArray<i32>),
+    U32(GpuArray<u32>),
+    I64(GpuArray<i64>),
+    U64(GpuArray<u64>),
+    U8(GpuArray<u8>),
+}
+
+/// Runs `$body` with `$a` bound to the typed array inside `$any`.
+macro_rules! with_array {
+    ($any:expr, $a:ident => $body:expr) => {
+        match $any {
+            AnyArray::F32($a) => $body,
+            AnyArray::F64($a) => $body,
+            AnyArray::F16($a) => $body,
+            AnyArray::BF16($a) => $body,
+            AnyArray::I32($a) => $body,
+            AnyArray::U32($a) => $body,
+            AnyArray::I64($a) => $body,
+            AnyArray::U64($a) => $body,
+            AnyArray::U8($a) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$T` as the element type named by `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = ::half::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = ::half::bf16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use {with_array, with_dtype};
+
+impl<T: Element> From<GpuArray<T>> for AnyArray {
+    fn from(a: GpuArray<T>) -> AnyArray {
+        T::into_any(a)
+    }
+}
+
+/// Reinterprets plain bytes as `T`s, copying only when `bytes` is not
+/// aligned for `T`.
+fn typed<T: Element>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    match bytemuck::try_cast_slice(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => std::borrow::Cow::Owned(
+            bytes
+                .chunks_exact(size_of::<T>())
+                .map(bytemuck::pod_read_unaligned)
+                .collect(),
+        ),
+    }
+}
+
+fn elems_of(what: &'static str, dtype: DType, bytes: usize) -> Result<usize> {
+    if bytes % dtype.size_bytes() != 0 {
+        return Err(Error::SizeMismatch {
+            what,
+            expected: bytes.div_ceil(dtype.size_bytes()) * dtype.size_bytes(),
+            actual: bytes,
+        });
+    }
+    Ok(bytes / dtype.size_bytes())
+}
+
+impl AnyArray {
+    /// `len` zeros of `dtype`.
+    pub fn zeros(ctx: &Context, dtype: DType, len: usize) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.zeros::<T>(len).map(AnyArray::from))
+    }
+
+    /// `len` elements of `dtype` with unspecified contents.
+    pub fn alloc(ctx: &Context, dtype: DType, len: usize) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.alloc::<T>(len).map(AnyArray::from))
+    }
+
+    /// An array of `dtype` holding `bytes` (native byte order), whose
+    /// length must be a whole number of elements.
+    pub fn from_bytes(ctx: &Context, dtype: DType, bytes: &[u8]) -> Result<AnyArray> {
+        elems_of("AnyArray::from_bytes", dtype, bytes.len())?;
+        with_dtype!(dtype, T => ctx.upload::<T>(&typed::<T>(bytes)).map(AnyArray::from))
+    }
+
+    pub fn dtype(&self) -> DType {
+        with_array!(self, a => a.dtype())
+    }
+
+    pub fn len(&self) -> usize {
+        with_array!(self, a => a.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn size_bytes(&self) -> usize {
+        with_array!(self, a => a.size_bytes())
+    }
+
+    pub fn context(&self) -> &Context {
+        with_array!(self, a => a.context())
+    }
+
+    /// The typed array, if it holds `T`s.
+    pub fn get<T: Element>(&self) -> Option<&GpuArray<T>> {
+        with_array!(self, a => (a as &dyn std::any::Any).downcast_ref())
+    }
+
+    /// The typed array, mutably, if it holds `T`s.
+    pub fn get_mut<T: Element>(&mut self) -> Option<&mut GpuArray<T>> {
+        with_array!(self, a => (a as &mut dyn std::any::Any).downcast_mut())
+    }
+
+    /// The typed array, or a `DTypeMismatch` naming `what`.
+    pub fn typed<T: Element>(&self, what: &'static str) -> Result<&GpuArray<T>> {
+        let dtype = self.dtype();
+        self.get().ok_or(Error::DTypeMismatch {
+            what,
+            expected: T::DTYPE,
+            actual: dtype,
+        })
+    }
+
+    /// Like [`AnyArray::typed`], mutably.
+    pub fn typed_mut<T: Element>(&mut self, what: &'static str) -> Result<&mut GpuArray<T>> {
+        let dtype = self.dtype();
+        self.get_mut().ok_or(Error::DTypeMismatch {
+            what,
+            expected: T::DTYPE,
+            actual: dtype,
+        })
+    }
+
+    /// Copies the elements out as bytes; `out` must be exactly
+    /// [`AnyArray::size_bytes`] long. Blocks like [`GpuArray::download`].
+    pub fn download_bytes(&self, out: &mut [u8]) -> Result<()> {
+        if out.len() != self.size_bytes() {
+            return Err(Error::SizeMismatch {
+                what: "AnyArray::download_bytes (bytes)",
+                expected: self.size_bytes(),
+                actual: out.len(),
+            });
+        }
+        with_array!(self, a => match bytemuck::try_cast_slice_mut(out) {
+            Ok(typed) => a.download_into(typed),
+            Err(_) => {
+                out.copy_from_slice(bytemuck::cast_slice(&a.download()?));
+                Ok(())
+            }
+        })
+    }
+
+    /// Overwrites the elements from bytes; `src` must be exactly
+    /// [`AnyArray::size_bytes`] long.
+    pub fn upload_bytes(&mut self, src: &[u8]) -> Result<()> {
+        if src.len() != self.size_bytes() {
+            return Err(Error::SizeMismatch {
+                what: "AnyArray::upload_bytes (bytes)",
+                expected: self.size_bytes(),
+                actual: src.len(),
+            });
+        }
+        with_array!(self, a => a.upload_from(&typed(src)))
+    }
+
+    /// Device-to-device copy into `dst`, which must have the same dtype and
+    /// length.
+    pub fn copy_to(&self, dst: &mut AnyArray) -> Result<()> {
+        with_array!(self, a => a.copy_to(dst.typed_mut("AnyArray::copy_to (dst)")?))
+    }
+
+    /// A copy in `ctx` ([`GpuArray::to_context`]).
+    pub fn to_context(&self, ctx: &Context) -> Result<AnyArray> {
+        with_array!(self, a => a.to_context(ctx).map(AnyArray::from))
+    }
+
+    /// This array as a read-only kernel argument.
+    pub fn as_arg(&self) -> Arg<'_> {
+        with_array!(self, a => Arg::Array(a))
+    }
+
+    /// This array as a written kernel argument.
+    pub fn as_arg_mut(&mut self) -> Arg<'_> {
+        with_array!(self, a => Arg::ArrayMut(a))
+    }
+}
+
+/// Runs `$body` with `$T` as the float type of `$dtype`, or returns an
+/// `Unsupported` error naming `$op` for the integer types.
+macro_rules! with_float {
+    ($ctx:expr, $op:expr, $dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = ::half::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = ::half::bf16;
+                $body
+            }
+            other => Err(Error::Unsupported {
+                backend: $ctx.backend(),
+                what: format!(
+                    "{} on {other} arrays (the built-in math ops take f32, f64, f16 and bf16)",
+                    $op
+                ),
+            }),
+        }
+    };
+}
+
+fn scalar_as<T: Element>(what: &'static str, s: Scalar) -> Result<T> {
+    s.get().ok_or(Error::DTypeMismatch {
+        what,
+        expected: T::DTYPE,
+        actual: s.dtype(),
+    })
+}
+
+/// The built-in ops on [`AnyArray`]s: the same ops as [`Ops`], with the
+/// dtypes checked at run time (every operand must have the first operand's
+/// dtype, scalars included).
+impl Ops<'_> {
+    pub fn fill_any(&self, x: &mut AnyArray, value: Scalar) -> Result<()> {
+        with_dtype!(x.dtype(), T => self.fill(x.typed_mut::<T>("fill")?, scalar_as("fill value", value)?))
+    }
+
+    pub fn copy_any(&self, src: &AnyArray, dst: &mut AnyArray) -> Result<()> {
+        with_dtype!(src.dtype(), T => self.copy(src.typed::<T>("copy (src)")?, dst.typed_mut::<T>("copy (dst)")?))
+    }
+
+    pub fn add_any(&self, a: &AnyArray, b: &AnyArray, out: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "add", a.dtype(), T =>
+            self.add(a.typed::<T>("add (a)")?, b.typed::<T>("add (b)")?, out.typed_mut::<T>("add (out)")?))
+    }
+
+    pub fn sub_any(&self, a: &AnyArray, b: &AnyArray, out: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "sub", a.dtype(), T =>
+            self.sub(a.typed::<T>("sub (a)")?, b.typed::<T>("sub (b)")?, out.typed_mut::<T>("sub (out)")?))
+    }
+
+    pub fn mul_any(&self, a: &AnyArray, b: &AnyArray, out: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "mul", a.dtype(), T =>
+            self.mul(a.typed::<T>("mul (a)")?, b.typed::<T>("mul (b)")?, out.typed_mut::<T>("mul (out)")?))
+    }
+
+    pub fn axpy_any(&self, alpha: Scalar, x: &AnyArray, y: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "axpy", x.dtype(), T =>
+            self.axpy(scalar_as::<T>("axpy alpha", alpha)?, x.typed::<T>("axpy (x)")?, y.typed_mut::<T>("axpy (y)")?))
+    }
+
+    pub fn scale_any(&self, alpha: Scalar, x: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "scale", x.dtype(), T =>
+            self.scale(scalar_as::<T>("scale alpha", alpha)?, x.typed_mut::<T>("scale (x)")?))
+    }
+
+    pub fn relu_any(&self, x: &AnyArray, out: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "relu", x.dtype(), T =>
+            self.relu(x.typed::<T>("relu (x)")?, out.typed_mut::<T>("relu (out)")?))
+    }
+
+    pub fn sigmoid_any(&self, x: &AnyArray, out: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "sigmoid", x.dtype(), T =>
+            self.sigmoid(x.typed::<T>("sigmoid (x)")?, out.typed_mut::<T>("sigmoid (out)")?))
+    }
+
+    pub fn tanh_any(&self, x: &AnyArray, out: &mut AnyArray) -> Result<()> {
+        with_float!(self.context(), "tanh", x.dtype(), T =>
+            self.tanh(x.typed::<T>("tanh (x)")?, out.typed_mut::<T>("tanh (out)")?))
+    }
+
+    /// The sum, as a scalar of the array's dtype.
+    pub fn sum_any(&self, x: &AnyArray) -> Result<Scalar> {
+        with_float!(self.context(), "sum", x.dtype(), T =>
+            self.sum(x.typed::<T>("sum (x)")?).map(Scalar::new))
+    }
+
+    /// The largest element, as a scalar of the array's dtype.
+    pub fn max_any(&self, x: &AnyArray) -> Result<Scalar> {
+        with_float!(self.context(), "max", x.dtype(), T =>
+            self.max(x.typed::<T>("max (x)")?).map(Scalar::new))
+    }
+
+    /// The dot product, as a scalar of the arrays' dtype.
+    pub fn dot_any(&self, x: &AnyArray, y: &AnyArray) -> Result<Scalar> {
+        with_float!(self.context(), "dot", x.dtype(), T =>
+            self.dot(x.typed::<T>("dot (x)")?, y.typed::<T>("dot (y)")?).map(Scalar::new))
+    }
+
+    pub fn matmul_any(
+        &self,
+        a: &AnyArray,
+        b: &AnyArray,
+        c: &mut AnyArray,
+        mkn: (usize, usize, usize),
+    ) -> Result<()> {
+        with_float!(self.context(), "matmul", a.dtype(), T =>
+            self.matmul(a.typed::<T>("matmul (a)")?, b.typed::<T>("matmul (b)")?, c.typed_mut::<T>("matmul (c)")?, mkn))
+    }
+}

@@ -1,0 +1,143 @@
+//! DLPack: arrays shared with numpy, torch, CuPy and C code without a copy.
+//!
+//! [`GpuArray::to_dlpack`] hands out a [`DlpackTensor`] that shares the
+//! array's memory and keeps it alive until the consumer's deleter runs,
+//! even after the array is dropped. [`Context::from_dlpack`] takes a tensor
+//! from another library as an array of this context, again sharing the
+//! memory; the producer's deleter runs when the array is dropped and its
+//! work is done. Raw pointers become a [`DlpackTensor`] only in the FFI
+//! crates (`unsafe` `DlpackTensor::from_raw_*`), which vouch for the
+//! producer.
+
+use unigpu_safe::ForeignStream;
+use unigpu_safe::dlpack::{HostArray, HostMem, ffi};
+pub use unigpu_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
+
+use crate::any_array::with_dtype;
+use crate::array::Storage;
+use crate::context::DeviceImpl;
+use crate::cpu::CpuBuffer;
+use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
+
+/// How an export is ordered before the consumer's first use, as the
+/// `stream` argument of `__dlpack__` asks.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum DlpackSync<'a> {
+    /// Block until every pending use of the array is done (a consumer on
+    /// the host, or one that gave no stream).
+    Host,
+    /// Make this CUDA stream (the consumer's) wait for the pending uses;
+    /// nothing blocks.
+    Stream(&'a ForeignStream),
+    /// No ordering: the consumer has arranged it (DLPack's `stream=-1`).
+    Unordered,
+}
+
+/// The DLPack `(device_type, device_id)` of a backend's device: CPU 1,
+/// CUDA 2 (torch tensors here are CUDA tensors).
+pub fn dlpack_device(backend: Backend, device_id: usize) -> (i32, i32) {
+    match backend {
+        Backend::Cpu => (ffi::kDLCPU, 0),
+        _ => (ffi::kDLCUDA, device_id as i32),
+    }
+}
+
+/// The element type of a DLPack dtype, or an error naming it.
+pub fn dtype_of(view: &TensorView) -> Result<DType> {
+    let d = view.dtype;
+    DType::ALL
+        .into_iter()
+        .find(|t| with_dtype!(*t, T => unigpu_safe::dlpack::dtype_of::<T>() == d))
+        .ok_or_else(|| Error::Dlpack {
+            message: format!(
+                "dtype {} has no unigpu element type (f32 f64 f16 bf16 i32 u32 i64 u64 u8 are supported)",
+                unigpu_safe::dlpack::dtype_name(d)
+            ),
+        })
+}
+
+impl<T: Element> GpuArray<T> {
+    /// Exports the array as a DLPack tensor sharing its memory, ordered
+    /// before the consumer as `sync` says. The tensor keeps the memory
+    /// alive after the array is dropped. `&mut` because the consumer may
+    /// write: until the consumer is done, ordering the array's other uses
+    /// against it is the caller's duty, as in every DLPack exchange.
+    pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
+        let ctx = self.ctx.clone();
+        match &mut self.storage {
+            Storage::Cpu(b) => {
+                match sync {
+                    DlpackSync::Host => b.uses.wait_all(),
+                    DlpackSync::Unordered => {}
+                    DlpackSync::Stream(_) => {
+                        return Err(Error::Dlpack {
+                            message: "a CPU array cannot be ordered on a CUDA stream (a CPU consumer passes no stream)".into(),
+                        });
+                    }
+                }
+                Ok(b.data.to_dlpack())
+            }
+            Storage::Cuda(b) => {
+                let (tensor, ready) = b.to_dlpack(ctx.cuda_stream()?)?;
+                match sync {
+                    DlpackSync::Host => ready.synchronize()?,
+                    DlpackSync::Stream(consumer) => consumer.wait(&ready)?,
+                    DlpackSync::Unordered => {}
+                }
+                Ok(tensor)
+            }
+            #[cfg(feature = "torch")]
+            Storage::Torch(_) => crate::torch::to_dlpack(self, sync),
+        }
+    }
+
+    /// Takes `tensor` as an array of `ctx` without copying. The tensor must
+    /// be on the context's device (host memory for the CPU backend, the
+    /// same CUDA device for cuda and torch), hold `T`s, be contiguous and
+    /// writable; any shape is flattened. Work on the array is ordered after
+    /// the producer's only as far as the producer arranged it (DLPack's
+    /// rule: the consumer passes its stream to the producer).
+    pub fn from_dlpack(ctx: &Context, tensor: DlpackTensor) -> Result<GpuArray<T>> {
+        let storage = match ctx.device() {
+            DeviceImpl::Cpu => Storage::Cpu(match tensor.owner::<HostArray<T>>() {
+                // Our own export coming back: share the array's memory
+                // through its lock rather than alias it with a second one.
+                Some(host) => CpuBuffer::shared(host.clone()),
+                None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
+            }),
+            DeviceImpl::Cuda(_) => Storage::Cuda(unigpu_safe::DeviceBuffer::from_dlpack(
+                ctx.cuda_stream()?,
+                tensor,
+            )?),
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(_) => return crate::torch::from_dlpack(ctx, tensor),
+        };
+        Ok(GpuArray {
+            ctx: ctx.clone(),
+            storage,
+        })
+    }
+}
+
+impl AnyArray {
+    /// [`GpuArray::to_dlpack`] for any dtype.
+    pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
+        crate::any_array::with_array!(self, a => a.to_dlpack(sync))
+    }
+}
+
+impl Context {
+    /// Takes a DLPack tensor as an array of this context, without copying;
+    /// the element type comes from the tensor. See [`GpuArray::from_dlpack`].
+    pub fn from_dlpack(&self, tensor: DlpackTensor) -> Result<AnyArray> {
+        let dtype = dtype_of(&tensor.view()?)?;
+        with_dtype!(dtype, T => GpuArray::<T>::from_dlpack(self, tensor).map(AnyArray::from))
+    }
+
+    /// This context's device in DLPack's numbering, as
+    /// `__dlpack_device__` returns it.
+    pub fn dlpack_device(&self) -> (i32, i32) {
+        dlpack_device(self.backend(), self.device_id())
+    }
+}
