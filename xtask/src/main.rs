@@ -4,7 +4,10 @@
 //! - `gen [SPEC…] [--check]`: generate the FFI tiers from YAML wrapper specs
 //!   (see docs/generator.md).
 //! - `gpu-pack`: package GPU test binaries for the device machine.
+//! - `capi-install --prefix DIR`: install the C API (libunigpu, headers,
+//!   pkg-config and CMake files; see docs/c-api.md).
 
+mod capi_install;
 #[path = "gen/mod.rs"]
 mod generator; // `gen` is a reserved keyword in edition 2024
 mod gpu_pack;
@@ -22,6 +25,7 @@ fn main() -> ExitCode {
     let result = match command.as_str() {
         "gen" => generator::run(&args),
         "gpu-pack" => gpu_pack::run(&args),
+        "capi-install" => capi_install::run(&args),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
@@ -43,4 +47,7 @@ commands:
   gen [SPEC...] [--check]   generate FFI tiers from specs/*.yaml (or the given specs);
                             --check writes nothing and fails naming each stale file
   gpu-pack [CARGO ARGS]     build GPU test binaries and examples into .gpu-pack/ and print
-                            the device command that runs them";
+                            the device command that runs them
+  capi-install --prefix DIR [--features F] [--debug] [--no-build]
+                            build the C API and install libunigpu.a/.so, include/unigpu.h,
+                            lib/pkgconfig/unigpu.pc and lib/cmake/unigpu/ into DIR";

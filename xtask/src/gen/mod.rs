@@ -8,8 +8,11 @@
 //!   [`emit_header`] (tier 2, sharing [`abi`]), [`emit_safe`] (tier 3);
 //! - [`output`]: everything is generated in memory first; files are written
 //!   only when every spec succeeded (`--check` compares instead).
+//! - [`capi_header`]: with no SPEC given, also include/unigpu.h, the header
+//!   of the hand-written C API (crates/capi), through cbindgen.
 
 mod abi;
+mod capi_header;
 mod capi_runtime;
 mod emit_capi;
 mod emit_cpp;
@@ -73,7 +76,11 @@ pub fn run_in(root: &Path, mut specs: Vec<PathBuf>, check: bool) -> Result<()> {
             bail!("no specs found in {}", root.join("specs").display());
         }
     }
-    let files = generate(root, &specs)?;
+    let mut files = generate(root, &specs)?;
+    if all {
+        // The C API's header, from crates/capi (not from a spec).
+        files.extend(capi_header::generate(root)?);
+    }
     if check {
         let mut stale = output::stale(root, &files)?;
         if all {

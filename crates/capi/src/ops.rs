@@ -1,0 +1,413 @@
+//! The built-in ops on `ug_array`s, each on a stream or (NULL) on the
+//! default stream of its first array's context.
+//!
+//! fill and copy take all nine dtypes; the math ops take f32, f64, f16 and
+//! bf16 (`UG_UNSUPPORTED` for integers). Every operand, scalars included,
+//! must have the first operand's dtype (`UG_DTYPE_MISMATCH`) and matching
+//! lengths (`UG_SIZE_MISMATCH`). Element-wise ops and matmul are
+//! stream-ordered like kernels; the reductions wait for their result. An
+//! output may not be one of the inputs (`UG_INVALID_ARGUMENT`).
+
+use facade::{AnyArray, Ops};
+use unigpu_capi_runtime as runtime;
+
+use crate::array::ug_array;
+use crate::locks;
+use crate::status::{OrStatus, Out, Result, ug_status};
+use crate::stream::ug_stream;
+use crate::types::{scalar_arg, to_c_scalar, ug_scalar};
+
+/// Runs `f` with the ops of `first`'s context on `stream` (NULL: the
+/// context's default stream).
+fn with_ops<R>(
+    stream: Option<&ug_stream>,
+    first: &AnyArray,
+    f: impl FnOnce(Ops<'_>) -> facade::Result<R>,
+) -> Result<R> {
+    let ctx = first.context();
+    match stream {
+        Some(s) => f(ctx.ops_on(&s.stream)),
+        None => f(ctx.ops()),
+    }
+    .or_status()
+}
+
+/// An optional stream argument.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream.
+unsafe fn stream_arg<'a>(stream: *const ug_stream) -> Option<&'a ug_stream> {
+    // SAFETY: NULL or live (the caller's promise).
+    unsafe { stream.as_ref() }
+}
+
+/// An array argument (`UG_NULL_ARGUMENT` naming `what` for NULL).
+///
+/// # Safety
+///
+/// `a` is NULL or a live array.
+unsafe fn array_arg<'a>(a: *const ug_array, what: &str) -> Result<&'a ug_array> {
+    // SAFETY: NULL or live (the caller's promise).
+    unsafe { runtime::handle_ref(a, what) }
+}
+
+/// Sets every element of `x` to `value`, which must have `x`'s dtype.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` is NULL or a live array.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_fill(
+    stream: *const ug_stream,
+    x: *mut ug_array,
+    value: ug_scalar,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
+        let value = scalar_arg(&value, "value.dtype")?;
+        locks::write(x, |x| {
+            let ctx = x.context().clone();
+            match s {
+                Some(s) => ctx.ops_on(&s.stream).fill_any(x, value),
+                None => ctx.ops().fill_any(x, value),
+            }
+            .or_status()
+        })
+    })
+}
+
+/// `dst = src` (any dtype, same dtype and length).
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `src` and `dst` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_copy(
+    stream: *const ug_stream,
+    src: *const ug_array,
+    dst: *mut ug_array,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, src, dst) = unsafe {
+            (
+                stream_arg(stream),
+                array_arg(src, "src")?,
+                array_arg(dst, "dst")?,
+            )
+        };
+        locks::read_write((src, "src"), (dst, "dst"), |src, dst| {
+            with_ops(s, src, |o| o.copy_any(src, dst))
+        })
+    })
+}
+
+/// The body of the binary element-wise ops.
+///
+/// # Safety
+///
+/// Each pointer is NULL or a live handle.
+unsafe fn binary(
+    stream: *const ug_stream,
+    a: *const ug_array,
+    b: *const ug_array,
+    out: *mut ug_array,
+    op: impl FnOnce(Ops<'_>, &AnyArray, &AnyArray, &mut AnyArray) -> facade::Result<()>,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, a, b, out) = unsafe {
+            (
+                stream_arg(stream),
+                array_arg(a, "a")?,
+                array_arg(b, "b")?,
+                array_arg(out, "out")?,
+            )
+        };
+        locks::read2_write((a, "a"), (b, "b"), (out, "out"), |a, b, out| {
+            with_ops(s, a, |o| op(o, a, b, out))
+        })
+    })
+}
+
+/// `out = a + b`, element-wise.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `a`, `b`, `out` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_add(
+    stream: *const ug_stream,
+    a: *const ug_array,
+    b: *const ug_array,
+    out: *mut ug_array,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { binary(stream, a, b, out, |o, a, b, out| o.add_any(a, b, out)) }
+}
+
+/// `out = a - b`, element-wise.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `a`, `b`, `out` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_sub(
+    stream: *const ug_stream,
+    a: *const ug_array,
+    b: *const ug_array,
+    out: *mut ug_array,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { binary(stream, a, b, out, |o, a, b, out| o.sub_any(a, b, out)) }
+}
+
+/// `out = a * b`, element-wise.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `a`, `b`, `out` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_mul(
+    stream: *const ug_stream,
+    a: *const ug_array,
+    b: *const ug_array,
+    out: *mut ug_array,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { binary(stream, a, b, out, |o, a, b, out| o.mul_any(a, b, out)) }
+}
+
+/// `y = alpha * x + y`, one fused multiply-add per element; `alpha` has
+/// the arrays' dtype.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` and `y` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_axpy(
+    stream: *const ug_stream,
+    alpha: ug_scalar,
+    x: *const ug_array,
+    y: *mut ug_array,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, x, y) = unsafe { (stream_arg(stream), array_arg(x, "x")?, array_arg(y, "y")?) };
+        let alpha = scalar_arg(&alpha, "alpha.dtype")?;
+        locks::read_write((x, "x"), (y, "y"), |x, y| {
+            with_ops(s, x, |o| o.axpy_any(alpha, x, y))
+        })
+    })
+}
+
+/// `x = alpha * x`; `alpha` has `x`'s dtype.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` is NULL or a live array.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_scale(
+    stream: *const ug_stream,
+    alpha: ug_scalar,
+    x: *mut ug_array,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
+        let alpha = scalar_arg(&alpha, "alpha.dtype")?;
+        locks::write(x, |x| {
+            let ctx = x.context().clone();
+            match s {
+                Some(s) => ctx.ops_on(&s.stream).scale_any(alpha, x),
+                None => ctx.ops().scale_any(alpha, x),
+            }
+            .or_status()
+        })
+    })
+}
+
+/// The body of the unary element-wise ops.
+///
+/// # Safety
+///
+/// Each pointer is NULL or a live handle.
+unsafe fn unary(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    out: *mut ug_array,
+    op: impl FnOnce(Ops<'_>, &AnyArray, &mut AnyArray) -> facade::Result<()>,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, x, out) = unsafe {
+            (
+                stream_arg(stream),
+                array_arg(x, "x")?,
+                array_arg(out, "out")?,
+            )
+        };
+        locks::read_write((x, "x"), (out, "out"), |x, out| {
+            with_ops(s, x, |o| op(o, x, out))
+        })
+    })
+}
+
+/// `out = max(x, 0)`.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` and `out` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_relu(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    out: *mut ug_array,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { unary(stream, x, out, |o, x, out| o.relu_any(x, out)) }
+}
+
+/// `out = 1 / (1 + e^-x)`.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` and `out` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_sigmoid(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    out: *mut ug_array,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { unary(stream, x, out, |o, x, out| o.sigmoid_any(x, out)) }
+}
+
+/// `out = tanh(x)`.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` and `out` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_tanh(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    out: *mut ug_array,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { unary(stream, x, out, |o, x, out| o.tanh_any(x, out)) }
+}
+
+/// The body of the reductions: waits for the result and writes it to `out`
+/// as a scalar of the arrays' dtype.
+///
+/// # Safety
+///
+/// Each pointer is NULL or a live handle; `out` is NULL or valid for writes.
+unsafe fn reduce(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    y: Option<*const ug_array>,
+    out: *mut ug_scalar,
+    op: impl FnOnce(Ops<'_>, &AnyArray, &AnyArray) -> facade::Result<facade::Scalar>,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: NULL or valid for writes (see # Safety).
+        let out = unsafe { Out::new(out, "out") }?;
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
+        let y = match y {
+            // SAFETY: the caller's promise (see # Safety).
+            Some(y) => unsafe { array_arg(y, "y") }?,
+            None => x,
+        };
+        let result = locks::read2((x, "x"), (y, "y"), |x, y| with_ops(s, x, |o| op(o, x, y)))?;
+        out.write(to_c_scalar(result));
+        Ok(())
+    })
+}
+
+/// The sum of the elements (0 for an empty array), as a scalar of `x`'s
+/// dtype; accumulated in f32 (f64 for f64) on CUDA, f64 on the CPU.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` is NULL or a live array; `out`
+/// is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_sum(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    out: *mut ug_scalar,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { reduce(stream, x, None, out, |o, x, _| o.sum_any(x)) }
+}
+
+/// The largest element (NaNs ignored unless all are NaN), as a scalar of
+/// `x`'s dtype. `UG_SIZE_MISMATCH` for an empty array.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` is NULL or a live array; `out`
+/// is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_max(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    out: *mut ug_scalar,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { reduce(stream, x, None, out, |o, x, _| o.max_any(x)) }
+}
+
+/// `sum(x[i] * y[i])`, as a scalar of the arrays' dtype.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` and `y` are NULL or live arrays;
+/// `out` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_dot(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    y: *const ug_array,
+    out: *mut ug_scalar,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { reduce(stream, x, Some(y), out, |o, x, y| o.dot_any(x, y)) }
+}
+
+/// `c = a · b` for row-major `a` (m×k), `b` (k×n) and `c` (m×n); cuBLAS on
+/// CUDA. `UG_SIZE_MISMATCH` when a length does not fit its shape.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `a`, `b`, `c` are NULL or live arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_matmul(
+    stream: *const ug_stream,
+    a: *const ug_array,
+    b: *const ug_array,
+    c: *mut ug_array,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: the caller's promises (see # Safety).
+        let (s, a, b, c) = unsafe {
+            (
+                stream_arg(stream),
+                array_arg(a, "a")?,
+                array_arg(b, "b")?,
+                array_arg(c, "c")?,
+            )
+        };
+        locks::read2_write((a, "a"), (b, "b"), (c, "c"), |a, b, c| {
+            with_ops(s, a, |o| o.matmul_any(a, b, c, (m, k, n)))
+        })
+    })
+}

@@ -1,0 +1,1653 @@
+/* The C API of unigpu (include/unigpu.h), called from C: every function and
+ * every error path, with random inputs checked element by element against a
+ * host reference.
+ *
+ * Built by .ci/capi-tests.sh and crates/capi/tests/c_program.rs as C11
+ * (-std=c11 -Wall -Wextra -Werror -pedantic) and as C++17, linked against
+ * libunigpu.a, and run plainly, under valgrind and with ASan + UBSan.
+ *
+ * The backend under test is the first argument ("cpu", "cuda", "torch") or
+ * $UNIGPU_BACKEND, else cpu: `UNIGPU_BACKEND=cuda ./capi_test` on a GPU
+ * machine. $UNIGPU_TEST_SEED fixes the random inputs (the seed is printed).
+ *
+ * Prints one line per failed check and ends with "capi_test: N passed, N failed";
+ * exits 1 if any check failed. */
+#include "unigpu.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- checks */
+
+static int g_passed, g_failed;
+static uint32_t g_backend = UG_BACKEND_CPU;
+
+#define CHECK(cond)                                                                \
+  do {                                                                             \
+    if (cond) {                                                                    \
+      g_passed++;                                                                  \
+    } else {                                                                       \
+      g_failed++;                                                                  \
+      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
+    }                                                                              \
+  } while (0)
+
+/* A call that must return `want`; on a mismatch prints the last error. */
+#define EXPECT(call, want) expect_status((call), (want), #call, __LINE__)
+
+static void expect_status(ug_status got, ug_status want, const char *what, int line) {
+  if (got == want) {
+    g_passed++;
+    return;
+  }
+  char msg[512];
+  ug_last_error_message(msg, sizeof msg);
+  g_failed++;
+  printf("FAIL %s:%d: %s returned %s, expected %s (last error: %s)\n", __FILE__, line, what,
+         ug_status_name((int32_t)got), ug_status_name((int32_t)want), msg);
+}
+
+#define OK(call) EXPECT(call, UG_OK)
+
+/* The last error message (truncated to 1023 bytes). */
+static const char *last_error(void) {
+  static char buf[1024];
+  ug_last_error_message(buf, sizeof buf);
+  return buf;
+}
+
+/* The last error contains `part`. */
+#define ERROR_HAS(part) error_has((part), __LINE__)
+
+static void error_has(const char *part, int line) {
+  const char *msg = last_error();
+  if (strstr(msg, part) != NULL) {
+    g_passed++;
+  } else {
+    g_failed++;
+    printf("FAIL %s:%d: last error \"%s\" lacks \"%s\"\n", __FILE__, line, msg, part);
+  }
+}
+
+/* Sentinels: out-parameters must keep them when a call fails. */
+static int g_sentinel_object;
+#define SENTINEL ((void *)&g_sentinel_object)
+
+/* ---------------------------------------------------------------- random */
+
+static uint64_t g_rng;
+
+static uint64_t next_u64(void) {
+  /* xorshift64* */
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return g_rng * 0x2545F4914F6CDD1DULL;
+}
+
+static double uniform(double lo, double hi) {
+  return lo + (hi - lo) * ((double)(next_u64() >> 11) / 9007199254740992.0);
+}
+
+static size_t rand_len(size_t lo, size_t hi) { return lo + (size_t)(next_u64() % (hi - lo + 1)); }
+
+/* ---------------------------------------------------------------- dtypes */
+
+static const uint32_t ALL_DTYPES[9] = {UG_DTYPE_F32, UG_DTYPE_F64, UG_DTYPE_F16,
+                                       UG_DTYPE_BF16, UG_DTYPE_I32, UG_DTYPE_U32,
+                                       UG_DTYPE_I64, UG_DTYPE_U64, UG_DTYPE_U8};
+static const uint32_t FLOAT_DTYPES[4] = {UG_DTYPE_F32, UG_DTYPE_F64, UG_DTYPE_F16, UG_DTYPE_BF16};
+static const char *DTYPE_NAMES[9] = {"f32", "f64", "f16", "bf16", "i32", "u32", "i64", "u64", "u8"};
+
+static int is_float(uint32_t d) { return d <= UG_DTYPE_BF16; }
+
+/* `v` rounded to dtype `d` through the library (as Rust's `as`). */
+static ug_scalar scalar_of(uint32_t d, double v) {
+  ug_scalar s = ug_scalar_u8(0);
+  ug_status st = ug_scalar_from_f64(d, v, &s);
+  if (st != UG_OK) {
+    printf("FAIL ug_scalar_from_f64(%u) failed\n", d);
+    g_failed++;
+  }
+  return s;
+}
+
+static double value_of(ug_scalar s) {
+  double v = NAN;
+  if (ug_scalar_to_f64(&s, &v) != UG_OK) {
+    printf("FAIL ug_scalar_to_f64 failed\n");
+    g_failed++;
+  }
+  return v;
+}
+
+/* `v` rounded to dtype `d`, as a double. */
+static double round_to(uint32_t d, double v) {
+  switch (d) {
+  case UG_DTYPE_F32: return (double)(float)v;
+  case UG_DTYPE_F64: return v;
+  default: return value_of(scalar_of(d, v));
+  }
+}
+
+/* Element `i` of a host buffer of dtype `d`. */
+static double get_elem(uint32_t d, const void *buf, size_t i) {
+  switch (d) {
+  case UG_DTYPE_F32: return ((const float *)buf)[i];
+  case UG_DTYPE_F64: return ((const double *)buf)[i];
+  case UG_DTYPE_F16: return value_of(ug_scalar_f16_bits(((const uint16_t *)buf)[i]));
+  case UG_DTYPE_BF16: return value_of(ug_scalar_bf16_bits(((const uint16_t *)buf)[i]));
+  case UG_DTYPE_I32: return ((const int32_t *)buf)[i];
+  case UG_DTYPE_U32: return ((const uint32_t *)buf)[i];
+  case UG_DTYPE_I64: return (double)((const int64_t *)buf)[i];
+  case UG_DTYPE_U64: return (double)((const uint64_t *)buf)[i];
+  default: return ((const uint8_t *)buf)[i];
+  }
+}
+
+/* Sets element `i` to `v` rounded to dtype `d`. */
+static void set_elem(uint32_t d, void *buf, size_t i, double v) {
+  switch (d) {
+  case UG_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
+  case UG_DTYPE_F64: ((double *)buf)[i] = v; break;
+  case UG_DTYPE_F16: ((uint16_t *)buf)[i] = scalar_of(d, v).value.f16; break;
+  case UG_DTYPE_BF16: ((uint16_t *)buf)[i] = scalar_of(d, v).value.bf16; break;
+  case UG_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  case UG_DTYPE_U32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+  case UG_DTYPE_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+  case UG_DTYPE_U64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+  default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+  }
+}
+
+/* A host buffer of `n` random values of dtype `d` in [lo, hi). */
+static void *random_buf(uint32_t d, size_t n, double lo, double hi) {
+  void *buf = malloc(n * ug_dtype_size(d) + 1);
+  for (size_t i = 0; i < n; i++) {
+    set_elem(d, buf, i, is_float(d) ? uniform(lo, hi) : floor(uniform(0, 200)));
+  }
+  return buf;
+}
+
+/* Machine epsilon of dtype `d` (its rounding unit times two). */
+static double eps_of(uint32_t d) {
+  switch (d) {
+  case UG_DTYPE_F64: return 2.3e-16;
+  case UG_DTYPE_F16: return 9.8e-4;
+  case UG_DTYPE_BF16: return 7.9e-3;
+  default: return 1.2e-7;
+  }
+}
+
+/* Downloads `a` (of `n` elements of `d`) into a new buffer. */
+static void *download(const ug_array *a, uint32_t d, size_t n) {
+  void *buf = malloc(n * ug_dtype_size(d) + 1);
+  OK(ug_array_download(a, buf, n * ug_dtype_size(d)));
+  return buf;
+}
+
+static ug_array *upload(const ug_context *ctx, uint32_t d, const void *data, size_t n) {
+  ug_array *a = NULL;
+  OK(ug_array_upload(ctx, d, data, n, &a));
+  return a;
+}
+
+/* ---------------------------------------------------------------- version, statuses, errors */
+
+static void test_version(void) {
+  char want[64];
+  snprintf(want, sizeof want, "%u.%u.%u", ug_version_major(), ug_version_minor(),
+           ug_version_patch());
+  CHECK(strcmp(ug_version(), want) == 0);
+  CHECK(strlen(ug_version()) >= 5);
+}
+
+static void test_status_names(void) {
+  CHECK(strcmp(ug_status_name(UG_OK), "UG_OK") == 0);
+  CHECK(strcmp(ug_status_name(UG_PANIC), "UG_PANIC") == 0);
+  CHECK(strcmp(ug_status_name(UG_SIZE_MISMATCH), "UG_SIZE_MISMATCH") == 0);
+  CHECK(strcmp(ug_status_name(UG_OTHER), "UG_OTHER") == 0);
+  CHECK(strcmp(ug_status_name(-1), "UG_UNKNOWN_STATUS") == 0);
+  CHECK(strcmp(ug_status_name(1000), "UG_UNKNOWN_STATUS") == 0);
+}
+
+/* snprintf semantics: length first, truncation with a NUL, cleared on success. */
+static void test_last_error(void) {
+  ug_context *ctx = (ug_context *)SENTINEL;
+  EXPECT(ug_context_new(UG_BACKEND_CPU, 1, &ctx), UG_INVALID_DEVICE);
+  CHECK(ctx == SENTINEL);
+  const char *want = "cpu device 1 does not exist (1 available)";
+  size_t len = ug_last_error_message(NULL, 0);
+  CHECK(len == strlen(want));
+  char small[8];
+  memset(small, 'x', sizeof small);
+  CHECK(ug_last_error_message(small, sizeof small) == len);
+  CHECK(memcmp(small, want, 7) == 0 && small[7] == '\0');
+  char one[1] = {'x'};
+  CHECK(ug_last_error_message(one, 1) == len && one[0] == '\0');
+  char zero[1] = {'x'};
+  CHECK(ug_last_error_message(zero, 0) == len && zero[0] == 'x');
+  char *exact = (char *)malloc(len + 1);
+  CHECK(ug_last_error_message(exact, len + 1) == len && strcmp(exact, want) == 0);
+  free(exact);
+  /* Frees leave the message alone. */
+  ug_context_free(NULL);
+  CHECK(ug_last_error_message(NULL, 0) == len);
+  /* A successful call clears it. */
+  CHECK(ug_dtype_size(UG_DTYPE_F32) == 4); /* infallible: leaves it */
+  double v = 0;
+  ug_scalar s = ug_scalar_f32(1.5f);
+  OK(ug_scalar_to_f64(&s, &v));
+  char buf[16] = "junk";
+  CHECK(ug_last_error_message(buf, sizeof buf) == 0 && buf[0] == '\0');
+}
+
+/* The message is per thread. */
+static void *thread_sees_no_error(void *arg) {
+  size_t *len = (size_t *)arg;
+  *len = ug_last_error_message(NULL, 0);
+  ug_context *ctx = NULL;
+  ug_status st = ug_context_new(UG_BACKEND_CPU, 7, &ctx);
+  if (st != UG_INVALID_DEVICE) *len = 9999;
+  return NULL;
+}
+
+static void test_threads(void) {
+  ug_context *ctx = NULL;
+  EXPECT(ug_context_new(99, 0, &ctx), UG_INVALID_ARGUMENT);
+  size_t mine = ug_last_error_message(NULL, 0);
+  size_t theirs = 1234;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, thread_sees_no_error, &theirs) == 0);
+  pthread_join(t, NULL);
+  CHECK(theirs == 0);
+  CHECK(ug_last_error_message(NULL, 0) == mine);
+  ERROR_HAS("not a ug_backend value");
+}
+
+static void test_panic(void) {
+  EXPECT(ug_test_panic("boom from C"), UG_PANIC);
+  ERROR_HAS("a Rust panic was caught at the C boundary: boom from C");
+  EXPECT(ug_test_panic(NULL), UG_PANIC);
+  ERROR_HAS("ug_test_panic");
+  /* The library still works afterwards. */
+  ug_context *ctx = NULL;
+  OK(ug_context_new(UG_BACKEND_CPU, 0, &ctx));
+  ug_array *a = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 3, &a));
+  size_t n = 0;
+  OK(ug_array_len(a, &n));
+  CHECK(n == 3);
+  ug_array_free(a);
+  ug_context_free(ctx);
+  const char bad[] = {(char)0xff, (char)0xfe, 0};
+  EXPECT(ug_test_panic(bad), UG_INVALID_UTF8);
+}
+
+/* ---------------------------------------------------------------- scalars */
+
+static void test_scalars(void) {
+  for (int i = 0; i < 9; i++) CHECK(ug_dtype_size(ALL_DTYPES[i]) > 0);
+  CHECK(ug_dtype_size(UG_DTYPE_F64) == 8 && ug_dtype_size(UG_DTYPE_BF16) == 2 &&
+        ug_dtype_size(UG_DTYPE_U8) == 1);
+  CHECK(ug_dtype_size(9) == 0 && ug_dtype_size(0xffffffffu) == 0);
+
+  CHECK(ug_scalar_f32(1.0f).dtype == UG_DTYPE_F32 && ug_scalar_f32(2.5f).value.f32 == 2.5f);
+  CHECK(ug_scalar_f64(-3.25).dtype == UG_DTYPE_F64 && ug_scalar_f64(-3.25).value.f64 == -3.25);
+  CHECK(ug_scalar_f16_bits(0x3c00).dtype == UG_DTYPE_F16);
+  CHECK(ug_scalar_bf16_bits(0x3f80).dtype == UG_DTYPE_BF16);
+  CHECK(ug_scalar_i32(-7).value.i32 == -7 && ug_scalar_i32(-7).dtype == UG_DTYPE_I32);
+  CHECK(ug_scalar_u32(7u).value.u32 == 7u && ug_scalar_u32(7).dtype == UG_DTYPE_U32);
+  CHECK(ug_scalar_i64(-(1LL << 40)).value.i64 == -(1LL << 40) && ug_scalar_i64(0).dtype == UG_DTYPE_I64);
+  CHECK(ug_scalar_u64(1ULL << 63).value.u64 == 1ULL << 63 && ug_scalar_u64(0).dtype == UG_DTYPE_U64);
+  CHECK(ug_scalar_u8(200).value.u8 == 200 && ug_scalar_u8(0).dtype == UG_DTYPE_U8);
+
+  /* f16 1.0 is 0x3c00, bf16 1.0 is 0x3f80. */
+  CHECK(value_of(ug_scalar_f16_bits(0x3c00)) == 1.0);
+  CHECK(value_of(ug_scalar_bf16_bits(0x3f80)) == 1.0);
+  CHECK(scalar_of(UG_DTYPE_F16, 1.0).value.f16 == 0x3c00);
+  CHECK(scalar_of(UG_DTYPE_BF16, -2.0).value.bf16 == 0xc000);
+  CHECK(scalar_of(UG_DTYPE_U8, 300.0).value.u8 == 255); /* saturates */
+  CHECK(scalar_of(UG_DTYPE_I32, -2.7).value.i32 == -2);
+  CHECK(value_of(ug_scalar_u64(12345)) == 12345.0);
+
+  ug_scalar s = ug_scalar_u8(1);
+  EXPECT(ug_scalar_from_f64(9, 1.0, &s), UG_INVALID_ARGUMENT);
+  CHECK(s.dtype == UG_DTYPE_U8);
+  EXPECT(ug_scalar_from_f64(UG_DTYPE_F32, 1.0, NULL), UG_NULL_ARGUMENT);
+  ERROR_HAS("`out` is NULL");
+  double v = 42;
+  EXPECT(ug_scalar_to_f64(NULL, &v), UG_NULL_ARGUMENT);
+  EXPECT(ug_scalar_to_f64(&s, NULL), UG_NULL_ARGUMENT);
+  ug_scalar bad = ug_scalar_f32(1);
+  bad.dtype = 77;
+  EXPECT(ug_scalar_to_f64(&bad, &v), UG_INVALID_ARGUMENT);
+  ERROR_HAS("not a ug_dtype value");
+  CHECK(v == 42);
+}
+
+/* ---------------------------------------------------------------- info */
+
+static void test_probe(void) {
+  ug_fallback_chain *chain = NULL;
+  OK(ug_probe(&chain));
+  size_t n = 0;
+  OK(ug_fallback_chain_len(chain, &n));
+  CHECK(n == 3);
+  int chosen = 0;
+  for (size_t i = 0; i < n; i++) {
+    ug_backend b;
+    ug_outcome o;
+    const char *reason = NULL;
+    OK(ug_fallback_chain_get(chain, i, &b, &o, &reason));
+    CHECK(reason != NULL);
+    if (o == UG_OUTCOME_CHOSEN) chosen++;
+    if (o == UG_OUTCOME_SKIPPED) CHECK(reason != NULL && strlen(reason) > 0);
+    if (o != UG_OUTCOME_SKIPPED) CHECK(reason != NULL && reason[0] == '\0');
+    if (i == 0) CHECK(b == UG_BACKEND_TORCH);
+    if (i == 2) CHECK(b == UG_BACKEND_CPU);
+  }
+  CHECK(chosen == 1);
+  ug_backend b = UG_BACKEND_VULKAN;
+  ug_outcome o = UG_OUTCOME_NOT_TRIED;
+  const char *reason = (const char *)SENTINEL;
+  EXPECT(ug_fallback_chain_get(chain, n, &b, &o, &reason), UG_INVALID_ARGUMENT);
+  ERROR_HAS("past the end of the fallback chain");
+  CHECK(b == UG_BACKEND_VULKAN && o == UG_OUTCOME_NOT_TRIED && reason == SENTINEL);
+  EXPECT(ug_fallback_chain_get(NULL, 0, &b, &o, &reason), UG_NULL_ARGUMENT);
+  EXPECT(ug_fallback_chain_get(chain, 0, NULL, &o, &reason), UG_NULL_ARGUMENT);
+  EXPECT(ug_fallback_chain_get(chain, 0, &b, NULL, &reason), UG_NULL_ARGUMENT);
+  EXPECT(ug_fallback_chain_get(chain, 0, &b, &o, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_fallback_chain_len(NULL, &n), UG_NULL_ARGUMENT);
+  EXPECT(ug_fallback_chain_len(chain, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_probe(NULL), UG_NULL_ARGUMENT);
+  ug_fallback_chain_free(chain);
+  ug_fallback_chain_free(NULL);
+}
+
+static void test_devices(void) {
+  ug_device_list *list = NULL;
+  OK(ug_device_list_new(UG_BACKEND_CPU, &list));
+  size_t n = 0;
+  OK(ug_device_list_len(list, &n));
+  CHECK(n == 1);
+  ug_device_info info;
+  OK(ug_device_list_get(list, 0, &info));
+  CHECK(info.backend == UG_BACKEND_CPU && info.ordinal == 0);
+  CHECK(info.name != NULL && strlen(info.name) > 0);
+  CHECK(info.compute_capability_major == -1 && info.compute_capability_minor == -1);
+  CHECK(info.memory_total > 0 && info.memory_free <= info.memory_total);
+  info.ordinal = 77;
+  EXPECT(ug_device_list_get(list, 1, &info), UG_INVALID_ARGUMENT);
+  CHECK(info.ordinal == 77);
+  EXPECT(ug_device_list_get(NULL, 0, &info), UG_NULL_ARGUMENT);
+  EXPECT(ug_device_list_get(list, 0, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_device_list_len(NULL, &n), UG_NULL_ARGUMENT);
+  EXPECT(ug_device_list_len(list, NULL), UG_NULL_ARGUMENT);
+  ug_device_list_free(list);
+  ug_device_list_free(NULL);
+
+  /* The backend under test lists at least one device with a name. */
+  list = NULL;
+  OK(ug_device_list_new(g_backend, &list));
+  OK(ug_device_list_len(list, &n));
+  CHECK(n >= 1);
+  for (size_t i = 0; i < n; i++) {
+    OK(ug_device_list_get(list, i, &info));
+    CHECK(info.ordinal == i && info.name != NULL && strlen(info.name) > 0);
+    CHECK(info.memory_total > 0);
+  }
+  ug_device_list_free(list);
+
+  list = (ug_device_list *)SENTINEL;
+  EXPECT(ug_device_list_new(UG_BACKEND_VULKAN, &list), UG_BACKEND_UNAVAILABLE);
+  ERROR_HAS("vulkan backend is unavailable");
+  EXPECT(ug_device_list_new(4, &list), UG_INVALID_ARGUMENT);
+  EXPECT(ug_device_list_new(UG_BACKEND_CPU, NULL), UG_NULL_ARGUMENT);
+  CHECK(list == SENTINEL);
+  if (g_backend == UG_BACKEND_CPU) {
+    /* No GPU here (the CPU run): cuda says why it cannot run. */
+    ug_status st = ug_device_list_new(UG_BACKEND_CUDA, &list);
+    if (st == UG_OK) {
+      ug_device_list_free(list);
+    } else {
+      EXPECT(st, UG_BACKEND_UNAVAILABLE);
+      ERROR_HAS("cuda backend is unavailable");
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- contexts */
+
+static const char *backend_name(uint32_t b) {
+  return b == UG_BACKEND_CUDA ? "cuda" : b == UG_BACKEND_TORCH ? "torch" : "cpu";
+}
+
+static char *write_temp(const char *text) {
+  static int counter;
+  char *path = (char *)malloc(256);
+  snprintf(path, 256, "/tmp/unigpu_capi_test_%016llx_%d.toml", (unsigned long long)next_u64(),
+           counter++);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+  return path;
+}
+
+static void test_contexts(ug_context *ctx) {
+  ug_context *dflt = NULL;
+  OK(ug_context_default(&dflt));
+  ug_backend b;
+  OK(ug_context_backend(dflt, &b));
+  if (getenv("UNIGPU_BACKEND") == NULL && g_backend == UG_BACKEND_CPU) {
+    /* Without a GPU or a config, the default falls back to cpu. */
+    const char *cfg = getenv("UNIGPU_CONFIG");
+    if (cfg == NULL) CHECK(b == UG_BACKEND_CPU || b == UG_BACKEND_CUDA);
+  }
+  ug_fallback_chain *chain = NULL;
+  OK(ug_context_fallback_chain(dflt, &chain));
+  size_t n = 0;
+  OK(ug_fallback_chain_len(chain, &n));
+  CHECK(n == 3);
+  for (size_t i = 0; i < n; i++) {
+    ug_backend eb;
+    ug_outcome o;
+    const char *reason;
+    OK(ug_fallback_chain_get(chain, i, &eb, &o, &reason));
+    if (o == UG_OUTCOME_CHOSEN) CHECK(eb == b);
+  }
+  ug_fallback_chain_free(chain);
+  EXPECT(ug_context_fallback_chain(NULL, &chain), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_fallback_chain(dflt, NULL), UG_NULL_ARGUMENT);
+  ug_context_free(dflt);
+
+  OK(ug_context_backend(ctx, &b));
+  CHECK(b == g_backend);
+  size_t id = 99;
+  OK(ug_context_device_id(ctx, &id));
+  CHECK(id == 0);
+  char *name = NULL;
+  OK(ug_context_device_name(ctx, &name));
+  CHECK(name != NULL && strlen(name) > 0);
+  ug_string_free(name);
+  ug_string_free(NULL);
+  size_t free_b = 0, total_b = 0;
+  OK(ug_context_memory_info(ctx, &free_b, &total_b));
+  CHECK(total_b > 0 && free_b <= total_b);
+  OK(ug_context_sync(ctx));
+
+  EXPECT(ug_context_backend(NULL, &b), UG_NULL_ARGUMENT);
+  ERROR_HAS("`ctx` is NULL");
+  EXPECT(ug_context_backend(ctx, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_device_id(NULL, &id), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_device_id(ctx, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_device_name(NULL, &name), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_device_name(ctx, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_memory_info(NULL, &free_b, &total_b), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_memory_info(ctx, NULL, &total_b), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_memory_info(ctx, &free_b, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_sync(NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_default(NULL), UG_NULL_ARGUMENT);
+
+  /* new: exact backend and device, or why not. */
+  ug_context *c = (ug_context *)SENTINEL;
+  EXPECT(ug_context_new(UG_BACKEND_CPU, 1, &c), UG_INVALID_DEVICE);
+  EXPECT(ug_context_new(g_backend, 4096, &c), UG_INVALID_DEVICE);
+  ERROR_HAS("device 4096 does not exist");
+  EXPECT(ug_context_new(UG_BACKEND_VULKAN, 0, &c), UG_BACKEND_UNAVAILABLE);
+  ERROR_HAS("the vulkan backend is unavailable");
+  EXPECT(ug_context_new(4, 0, &c), UG_INVALID_ARGUMENT);
+  EXPECT(ug_context_new(0xffffffffu, 0, &c), UG_INVALID_ARGUMENT);
+  EXPECT(ug_context_new(UG_BACKEND_CPU, 0, NULL), UG_NULL_ARGUMENT);
+  if (g_backend == UG_BACKEND_CPU) {
+    ug_status st = ug_context_new(UG_BACKEND_TORCH, 0, &c);
+    if (st == UG_OK) {
+      ug_context_free(c);
+      c = (ug_context *)SENTINEL;
+    } else {
+      EXPECT(st, UG_BACKEND_UNAVAILABLE);
+      ERROR_HAS("torch backend is unavailable");
+    }
+  }
+  CHECK(c == SENTINEL);
+
+  /* Config files: a good one, a bad value, bad syntax, a missing file. */
+  char text[128];
+  snprintf(text, sizeof text, "backend = \"%s\"\ndtype = \"f64\"\n", backend_name(g_backend));
+  char *good = write_temp(text);
+  c = NULL;
+  OK(ug_context_from_config_file(good, &c));
+  OK(ug_context_backend(c, &b));
+  CHECK(b == g_backend);
+  ug_context_free(c);
+  remove(good);
+  free(good);
+
+  char *bad = write_temp("backend = \"gpu\"\n");
+  c = (ug_context *)SENTINEL;
+  EXPECT(ug_context_from_config_file(bad, &c), UG_CONFIG);
+  ERROR_HAS(":1:");
+  ERROR_HAS("allowed values: \"auto\", \"torch\", \"cuda\", \"cpu\"");
+  remove(bad);
+  free(bad);
+  char *syntax = write_temp("backend = = 3\n");
+  EXPECT(ug_context_from_config_file(syntax, &c), UG_CONFIG);
+  remove(syntax);
+  free(syntax);
+  char *unknown = write_temp("colour = \"red\"\n");
+  EXPECT(ug_context_from_config_file(unknown, &c), UG_CONFIG);
+  ERROR_HAS("colour");
+  remove(unknown);
+  free(unknown);
+  EXPECT(ug_context_from_config_file("/nonexistent/dir/unigpu.toml", &c), UG_CONFIG);
+  const char not_utf8[] = {'/', 't', 'm', 'p', '/', (char)0xc3, (char)0x28, 0};
+  EXPECT(ug_context_from_config_file(not_utf8, &c), UG_INVALID_UTF8);
+  EXPECT(ug_context_from_config_file(NULL, &c), UG_NULL_ARGUMENT);
+  ERROR_HAS("`path` is NULL");
+  EXPECT(ug_context_from_config_file("/tmp/x.toml", NULL), UG_NULL_ARGUMENT);
+  CHECK(c == SENTINEL);
+  ug_context_free(NULL);
+}
+
+/* ---------------------------------------------------------------- arrays */
+
+static void test_arrays(ug_context *ctx) {
+  for (int t = 0; t < 9; t++) {
+    uint32_t d = ALL_DTYPES[t];
+    size_t es = ug_dtype_size(d);
+    size_t n = rand_len(1, 700);
+    void *host = random_buf(d, n, -100, 100);
+    ug_array *a = upload(ctx, d, host, n);
+    size_t len = 0, bytes = 0;
+    ug_dtype dt = UG_DTYPE_U8;
+    OK(ug_array_len(a, &len));
+    OK(ug_array_size_bytes(a, &bytes));
+    OK(ug_array_dtype(a, &dt));
+    CHECK(len == n && bytes == n * es && (uint32_t)dt == d);
+    void *back = download(a, d, n);
+    if (memcmp(back, host, n * es) != 0) printf("FAIL round trip of %s\n", DTYPE_NAMES[t]);
+    CHECK(memcmp(back, host, n * es) == 0);
+
+    /* Unaligned host memory works both ways. */
+    unsigned char *odd = (unsigned char *)malloc(n * es + 1);
+    memcpy(odd + 1, host, n * es);
+    ug_array *u = upload(ctx, d, odd + 1, n);
+    memset(odd, 0, n * es + 1);
+    OK(ug_array_download(u, odd + 1, n * es));
+    CHECK(memcmp(odd + 1, host, n * es) == 0);
+    ug_array_free(u);
+    free(odd);
+
+    /* zeros, alloc, upload_from, copy. */
+    ug_array *z = NULL;
+    OK(ug_array_zeros(ctx, d, n, &z));
+    void *zb = download(z, d, n);
+    int all_zero = 1;
+    for (size_t i = 0; i < n * es; i++) all_zero &= ((unsigned char *)zb)[i] == 0;
+    CHECK(all_zero);
+    free(zb);
+    ug_array *al = NULL;
+    OK(ug_array_alloc(ctx, d, n, &al));
+    OK(ug_array_len(al, &len));
+    CHECK(len == n);
+    void *host2 = random_buf(d, n, -50, 50);
+    OK(ug_array_upload_from(al, host2, n * es));
+    OK(ug_array_copy(al, z));
+    void *zc = download(z, d, n);
+    CHECK(memcmp(zc, host2, n * es) == 0);
+    free(zc);
+
+    /* Size checks: nothing is written on failure. */
+    memset(back, 0x5a, n * es);
+    EXPECT(ug_array_download(a, back, n * es - 1), UG_SIZE_MISMATCH);
+    ERROR_HAS("size mismatch");
+    CHECK(((unsigned char *)back)[0] == 0x5a);
+    EXPECT(ug_array_download(a, back, n * es + es), UG_SIZE_MISMATCH);
+    EXPECT(ug_array_upload_from(a, host2, n * es + 1), UG_SIZE_MISMATCH);
+    EXPECT(ug_array_upload_from(a, NULL, n * es), UG_NULL_ARGUMENT);
+    ERROR_HAS("`data` is NULL");
+    EXPECT(ug_array_download(a, NULL, n * es), UG_NULL_ARGUMENT);
+    ERROR_HAS("`dst` is NULL");
+    void *still = download(a, d, n);
+    CHECK(memcmp(still, host, n * es) == 0);
+    free(still);
+
+    /* copy: another dtype, another length, the same array. */
+    uint32_t other = ALL_DTYPES[(t + 1) % 9];
+    ug_array *o = NULL;
+    OK(ug_array_zeros(ctx, other, n, &o));
+    EXPECT(ug_array_copy(a, o), UG_DTYPE_MISMATCH);
+    ERROR_HAS("dtype mismatch");
+    ug_array *shorter = NULL;
+    OK(ug_array_zeros(ctx, d, n + 1, &shorter));
+    EXPECT(ug_array_copy(a, shorter), UG_SIZE_MISMATCH);
+    EXPECT(ug_array_copy(a, a), UG_INVALID_ARGUMENT);
+    ERROR_HAS("are the same array");
+
+    /* to_context and context. */
+    ug_context *cpu = NULL;
+    OK(ug_context_new(UG_BACKEND_CPU, 0, &cpu));
+    ug_array *moved = NULL;
+    OK(ug_array_to_context(a, cpu, &moved));
+    void *mb = download(moved, d, n);
+    CHECK(memcmp(mb, host, n * es) == 0);
+    free(mb);
+    ug_context *actx = NULL;
+    OK(ug_array_context(moved, &actx));
+    ug_backend b;
+    OK(ug_context_backend(actx, &b));
+    CHECK(b == UG_BACKEND_CPU);
+    ug_context_free(actx);
+    OK(ug_array_context(a, &actx));
+    OK(ug_context_backend(actx, &b));
+    CHECK(b == g_backend);
+    ug_context_free(actx);
+    ug_array_free(moved);
+    ug_context_free(cpu);
+
+    ug_array_free(shorter);
+    ug_array_free(o);
+    ug_array_free(al);
+    ug_array_free(z);
+    ug_array_free(a);
+    free(host2);
+    free(back);
+    free(host);
+  }
+
+  /* Empty arrays, NULL data with len 0. */
+  ug_array *e = NULL;
+  OK(ug_array_upload(ctx, UG_DTYPE_F32, NULL, 0, &e));
+  size_t len = 9;
+  OK(ug_array_len(e, &len));
+  CHECK(len == 0);
+  OK(ug_array_download(e, NULL, 0));
+  OK(ug_array_upload_from(e, NULL, 0));
+  ug_array_free(e);
+
+  /* Argument errors; out-parameters keep their value. */
+  ug_array *a = (ug_array *)SENTINEL;
+  float host[4] = {1, 2, 3, 4};
+  EXPECT(ug_array_upload(ctx, 9, host, 4, &a), UG_INVALID_ARGUMENT);
+  ERROR_HAS("`dtype` is 9, not a ug_dtype value");
+  EXPECT(ug_array_upload(ctx, UG_DTYPE_F32, NULL, 4, &a), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_upload(NULL, UG_DTYPE_F32, host, 4, &a), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_upload(ctx, UG_DTYPE_F32, host, 4, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_upload(ctx, UG_DTYPE_F64, host, SIZE_MAX / 4, &a), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_zeros(ctx, 100, 4, &a), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_zeros(NULL, UG_DTYPE_F32, 4, &a), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_zeros(ctx, UG_DTYPE_F32, 4, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_alloc(ctx, 100, 4, &a), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_alloc(NULL, UG_DTYPE_F32, 4, &a), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_alloc(ctx, UG_DTYPE_F32, 4, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_zeros(ctx, UG_DTYPE_F64, SIZE_MAX / 16, &a), UG_OUT_OF_MEMORY);
+  ERROR_HAS("out of memory");
+  CHECK(a == SENTINEL);
+
+  ug_array *x = upload(ctx, UG_DTYPE_F32, host, 4);
+  size_t n = 0;
+  ug_dtype dt;
+  ug_context *c = NULL;
+  EXPECT(ug_array_len(NULL, &n), UG_NULL_ARGUMENT);
+  ERROR_HAS("`array` is NULL");
+  EXPECT(ug_array_len(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_size_bytes(NULL, &n), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_size_bytes(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_dtype(NULL, &dt), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_dtype(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_context(NULL, &c), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_context(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_upload_from(NULL, host, 16), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_download(NULL, host, 16), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_copy(NULL, x), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_copy(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_to_context(NULL, ctx, &a), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_to_context(x, NULL, &a), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_to_context(x, ctx, NULL), UG_NULL_ARGUMENT);
+  CHECK(a == SENTINEL);
+  ug_array_free(x);
+  ug_array_free(NULL);
+}
+
+/* ---------------------------------------------------------------- streams and events */
+
+static void test_streams(ug_context *ctx) {
+  ug_stream *s = NULL, *s2 = NULL, *dflt = NULL;
+  OK(ug_stream_create(ctx, &s));
+  OK(ug_stream_create(ctx, &s2));
+  OK(ug_context_default_stream(ctx, &dflt));
+
+  size_t n = rand_len(1000, 5000);
+  float *host = (float *)random_buf(UG_DTYPE_F32, n, -1, 1);
+  ug_array *x = upload(ctx, UG_DTYPE_F32, host, n);
+  ug_array *y = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &y));
+
+  ug_event *start = NULL, *end = NULL, *mid = NULL;
+  OK(ug_stream_record(s, &start));
+  OK(ug_op_copy(s, x, y));
+  OK(ug_op_scale(s, ug_scalar_f32(2.0f), y));
+  OK(ug_stream_record(s, &end));
+  /* s2 waits for s's work, then scales again on its own queue. */
+  OK(ug_stream_wait(s2, end));
+  OK(ug_op_scale(s2, ug_scalar_f32(0.5f), y));
+  OK(ug_context_create_event(ctx, &mid));
+  bool done = false;
+  OK(ug_event_query(mid, &done));
+  CHECK(done); /* unrecorded */
+  OK(ug_event_record(mid, s2));
+  OK(ug_event_sync(mid));
+  OK(ug_event_query(mid, &done));
+  CHECK(done);
+  OK(ug_stream_sync(s2));
+  bool idle = false;
+  OK(ug_stream_query(s2, &idle));
+  CHECK(idle);
+  OK(ug_event_sync(end));
+  float ms = -1;
+  OK(ug_event_elapsed_ms(start, end, &ms));
+  CHECK(ms >= 0);
+  float *back = (float *)download(y, UG_DTYPE_F32, n);
+  int same = 1;
+  for (size_t i = 0; i < n; i++) same &= back[i] == (host[i] * 2.0f) * 0.5f;
+  CHECK(same);
+  free(back);
+  OK(ug_stream_sync(s));
+  OK(ug_stream_query(s, &idle));
+  CHECK(idle);
+  OK(ug_stream_sync(dflt));
+
+  /* NULL arguments. */
+  ug_stream *ns = (ug_stream *)SENTINEL;
+  ug_event *ne = (ug_event *)SENTINEL;
+  EXPECT(ug_stream_create(NULL, &ns), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_create(ctx, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_sync(NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_query(NULL, &idle), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_query(s, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_wait(NULL, end), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_wait(s, NULL), UG_NULL_ARGUMENT);
+  ERROR_HAS("`event` is NULL");
+  EXPECT(ug_stream_record(NULL, &ne), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_record(s, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_sync(NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_query(NULL, &done), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_query(end, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_elapsed_ms(NULL, end, &ms), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_elapsed_ms(start, NULL, &ms), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_elapsed_ms(start, end, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_record(NULL, s), UG_NULL_ARGUMENT);
+  EXPECT(ug_event_record(end, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_default_stream(NULL, &ns), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_default_stream(ctx, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_create_event(NULL, &ne), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_create_event(ctx, NULL), UG_NULL_ARGUMENT);
+  CHECK(ns == SENTINEL && ne == SENTINEL);
+
+  /* A stream and an event of another backend do not mix. */
+  if (g_backend != UG_BACKEND_CPU) {
+    ug_context *cpu = NULL;
+    ug_stream *cs = NULL;
+    OK(ug_context_new(UG_BACKEND_CPU, 0, &cpu));
+    OK(ug_stream_create(cpu, &cs));
+    EXPECT(ug_stream_wait(cs, end), UG_CONTEXT_MISMATCH);
+    EXPECT(ug_event_record(mid, cs), UG_CONTEXT_MISMATCH);
+    ug_stream_free(cs);
+    ug_context_free(cpu);
+  }
+
+  ug_event_free(start);
+  ug_event_free(end);
+  ug_event_free(mid);
+  ug_event_free(NULL);
+  ug_array_free(x);
+  ug_array_free(y);
+  ug_stream_free(s);
+  ug_stream_free(s2);
+  ug_stream_free(dflt);
+  ug_stream_free(NULL);
+  free(host);
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+static const char *SAXPY_SRC =
+    "extern \"C\" __global__ void saxpy(float a, const float* x, float* y, unsigned int n) {\n"
+    "  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void no_cpu(float* y) { y[0] = 1.0f; }\n";
+
+typedef struct {
+  int calls;
+  int freed;
+  ug_grid last_grid;
+} kernel_state;
+
+/* saxpy on the host: args (f32 a, in f32 x, out f32 y, u32 n). */
+static int32_t saxpy_cpu(const ug_cpu_arg *args, size_t n_args, const ug_grid *grid,
+                         void *user_data, char *message, size_t message_len) {
+  kernel_state *state = (kernel_state *)user_data;
+  state->calls++;
+  state->last_grid = *grid;
+  if (n_args != 4 || args[0].kind != UG_ARG_KIND_SCALAR || args[0].dtype != UG_DTYPE_F32 ||
+      args[1].kind != UG_ARG_KIND_ARRAY_IN || args[1].data_mut != NULL ||
+      args[2].kind != UG_ARG_KIND_ARRAY_OUT || args[2].data_mut == NULL ||
+      args[3].dtype != UG_DTYPE_U32) {
+    snprintf(message, message_len, "unexpected arguments");
+    return UG_INVALID_ARGUMENT;
+  }
+  float a = args[0].value.f32;
+  const float *x = (const float *)args[1].data;
+  float *y = (float *)args[2].data_mut;
+  size_t n = args[3].value.u32;
+  if (args[1].len < n || args[2].len < n) {
+    snprintf(message, message_len, "arrays shorter than n");
+    return UG_SIZE_MISMATCH;
+  }
+  for (size_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+  return UG_OK;
+}
+
+static int32_t failing_cpu(const ug_cpu_arg *args, size_t n_args, const ug_grid *grid,
+                           void *user_data, char *message, size_t message_len) {
+  (void)args;
+  (void)n_args;
+  (void)grid;
+  (void)user_data;
+  snprintf(message, message_len, "boom in C (%s)", "saxpy");
+  return 3;
+}
+
+static void free_state(void *user_data) { ((kernel_state *)user_data)->freed++; }
+
+/* y = a * x + y through `k` on `ctx`'s default stream (or `stream`),
+ * checked element by element. */
+static void run_saxpy(ug_context *ctx, ug_stream *stream, const ug_kernel *k, int exact) {
+  size_t n = rand_len(1, 3000);
+  float a = (float)uniform(-3, 3);
+  float *x = (float *)random_buf(UG_DTYPE_F32, n, -10, 10);
+  float *y = (float *)random_buf(UG_DTYPE_F32, n, -10, 10);
+  ug_array *dx = upload(ctx, UG_DTYPE_F32, x, n);
+  ug_array *dy = upload(ctx, UG_DTYPE_F32, y, n);
+  ug_arg args[4];
+  args[0] = ug_arg_scalar(ug_scalar_f32(a));
+  args[1] = ug_arg_in(dx);
+  args[2] = ug_arg_out(dy);
+  args[3] = ug_arg_scalar(ug_scalar_u32((uint32_t)n));
+  ug_grid grid = ug_grid_for_elems(n);
+  if (stream != NULL) {
+    OK(ug_kernel_launch(k, NULL, stream, &grid, args, 4));
+    OK(ug_stream_sync(stream));
+  } else {
+    OK(ug_kernel_launch(k, ctx, NULL, &grid, args, 4));
+    OK(ug_context_sync(ctx));
+  }
+  float *got = (float *)download(dy, UG_DTYPE_F32, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float want = fmaf(a, x[i], y[i]);
+    float err = fabsf(got[i] - want);
+    if (exact ? got[i] != want : err > 1e-6f * (fabsf(want) + fabsf(a * x[i]) + fabsf(y[i]))) {
+      if (bad++ < 3) printf("FAIL saxpy[%zu] = %.9g, want %.9g\n", i, got[i], want);
+    }
+  }
+  CHECK(bad == 0);
+  free(got);
+  free(x);
+  free(y);
+  ug_array_free(dx);
+  ug_array_free(dy);
+}
+
+static void test_kernels(ug_context *ctx) {
+  ug_grid g = ug_grid_for_elems(1000);
+  CHECK(g.grid[0] == 4 && g.grid[1] == 1 && g.grid[2] == 1 && g.block[0] == 256 &&
+        g.block[1] == 1 && g.shared_mem_bytes == 0);
+  CHECK(ug_grid_for_elems(0).grid[0] == 1);
+
+  kernel_state state;
+  memset(&state, 0, sizeof state);
+
+  /* A kernel written in C, CPU only. */
+  ug_context *cpu = NULL;
+  OK(ug_context_new(UG_BACKEND_CPU, 0, &cpu));
+  ug_kernel *cpu_saxpy = NULL;
+  OK(ug_kernel_cpu("saxpy", saxpy_cpu, &state, free_state, &cpu_saxpy));
+  run_saxpy(cpu, NULL, cpu_saxpy, 1);
+  CHECK(state.calls == 1);
+  CHECK(state.last_grid.block[0] == 256);
+  ug_stream *cs = NULL;
+  OK(ug_stream_create(cpu, &cs));
+  run_saxpy(cpu, cs, cpu_saxpy, 1);
+  CHECK(state.calls == 2);
+  ug_stream_free(cs);
+
+  /* The compiled kernel, with the C function as its CPU implementation. */
+  ug_module *m = NULL;
+  OK(ug_module_compile(ctx, SAXPY_SRC, &m));
+  ug_kernel *k = NULL;
+  OK(ug_module_kernel(m, "saxpy", &k));
+  ug_kernel *kc = NULL;
+  OK(ug_kernel_with_cpu(k, saxpy_cpu, &state, NULL, &kc));
+  run_saxpy(ctx, NULL, kc, g_backend == UG_BACKEND_CPU);
+  ug_stream *s = NULL;
+  OK(ug_stream_create(ctx, &s));
+  run_saxpy(ctx, s, kc, g_backend == UG_BACKEND_CPU);
+  if (g_backend == UG_BACKEND_CPU) CHECK(state.calls == 4);
+
+  /* compile_with options; a module lists what it has. */
+  const char *opts[2] = {"-DUNUSED=1", "--std=c++17"};
+  ug_module *m2 = NULL;
+  OK(ug_module_compile_with(ctx, SAXPY_SRC, opts, 2, &m2));
+  ug_kernel *k2 = NULL;
+  OK(ug_module_kernel(m2, "saxpy", &k2));
+  ug_kernel_free(k2);
+  ug_module *m3 = NULL;
+  OK(ug_module_compile_with(ctx, SAXPY_SRC, NULL, 0, &m3));
+  ug_module_free(m3);
+
+  /* Launches with wrong arguments: count, kind, dtype; nothing runs. */
+  size_t n = 64;
+  float *host = (float *)random_buf(UG_DTYPE_F32, n, -1, 1);
+  ug_array *x = upload(ctx, UG_DTYPE_F32, host, n);
+  ug_array *y = upload(ctx, UG_DTYPE_F32, host, n);
+  ug_array *xd = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F64, n, &xd));
+  ug_grid grid = ug_grid_for_elems(n);
+  ug_arg args[4];
+  args[0] = ug_arg_scalar(ug_scalar_f32(2.0f));
+  args[1] = ug_arg_in(x);
+  args[2] = ug_arg_out(y);
+  args[3] = ug_arg_scalar(ug_scalar_u32((uint32_t)n));
+  int calls = state.calls;
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, args, 3), UG_KERNEL_ARGS);
+  ERROR_HAS("declared with 4 parameters");
+  ug_arg wrong_kind[4] = {args[0], args[1], args[2], args[1]};
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, wrong_kind, 4), UG_KERNEL_ARGS);
+  ERROR_HAS("parameter 3 is declared `u32`");
+  ug_arg wrong_dtype[4] = {ug_arg_scalar(ug_scalar_f64(2.0)), args[1], args[2], args[3]};
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, wrong_dtype, 4), UG_KERNEL_ARGS);
+  ERROR_HAS("parameter 0 is declared `f32` but a f64 value was passed");
+  ug_arg wrong_array[4] = {args[0], ug_arg_in(xd), args[2], args[3]};
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, wrong_array, 4), UG_KERNEL_ARGS);
+  ug_arg bad_kind[4] = {args[0], args[1], args[2], args[3]};
+  bad_kind[1].kind = 7;
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, bad_kind, 4), UG_INVALID_ARGUMENT);
+  ERROR_HAS("`args[1].kind` is 7");
+  ug_arg bad_scalar[4] = {args[0], args[1], args[2], args[3]};
+  bad_scalar[0].scalar.dtype = 42;
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, bad_scalar, 4), UG_INVALID_ARGUMENT);
+  ug_arg null_array[4] = {args[0], ug_arg_in(NULL), args[2], args[3]};
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, null_array, 4), UG_NULL_ARGUMENT);
+  ERROR_HAS("`args[1].array` is NULL");
+  ug_arg aliased[4] = {args[0], ug_arg_in(y), args[2], args[3]};
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, aliased, 4), UG_INVALID_ARGUMENT);
+  ERROR_HAS("are the same array");
+  ug_grid zero = grid;
+  zero.block[1] = 0;
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &zero, args, 4), UG_INVALID_ARGUMENT);
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, NULL, args, 4), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, NULL, 4), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_launch(NULL, ctx, NULL, &grid, args, 4), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_launch(kc, NULL, NULL, &grid, args, 4), UG_NULL_ARGUMENT);
+  OK(ug_context_sync(ctx));
+  if (g_backend == UG_BACKEND_CPU) CHECK(state.calls == calls);
+  float *yb = (float *)download(y, UG_DTYPE_F32, n);
+  CHECK(memcmp(yb, host, n * sizeof(float)) == 0);
+  free(yb);
+
+  /* A valid launch after the failed ones still runs. */
+  ug_arg twice[4] = {args[0], ug_arg_in(x), ug_arg_out(y), args[3]};
+  OK(ug_kernel_launch(kc, ctx, NULL, &grid, twice, 4));
+  OK(ug_context_sync(ctx));
+
+  /* On the CPU backend a kernel needs a CPU implementation. */
+  ug_module *mc = NULL;
+  OK(ug_module_compile(cpu, SAXPY_SRC, &mc));
+  ug_kernel *plain = NULL;
+  OK(ug_module_kernel(mc, "no_cpu", &plain));
+  ug_array *cy = NULL;
+  OK(ug_array_zeros(cpu, UG_DTYPE_F32, 1, &cy));
+  ug_arg one[1];
+  one[0] = ug_arg_out(cy);
+  EXPECT(ug_kernel_launch(plain, cpu, NULL, &grid, one, 1), UG_UNSUPPORTED);
+  ERROR_HAS("has no CPU implementation");
+
+  /* A C implementation that fails: the next sync says so. */
+  ug_kernel *failing = NULL;
+  OK(ug_kernel_with_cpu(plain, failing_cpu, NULL, NULL, &failing));
+  OK(ug_kernel_launch(failing, cpu, NULL, &grid, one, 1));
+  EXPECT(ug_context_sync(cpu), UG_STREAM_WORK);
+  ERROR_HAS("kernel `no_cpu`");
+  ERROR_HAS("returned 3 (UG_INVALID_UTF8): boom in C (saxpy)");
+  OK(ug_context_sync(cpu));
+  ug_kernel_free(failing);
+  ug_array_free(cy);
+  ug_kernel_free(plain);
+  ug_module_free(mc);
+
+  /* A CPU-only kernel on another backend cannot run. */
+  if (g_backend != UG_BACKEND_CPU) {
+    EXPECT(ug_kernel_launch(cpu_saxpy, ctx, NULL, &grid, args, 4), UG_UNSUPPORTED);
+  }
+
+  /* Lookup and construction errors. */
+  ug_kernel *nk = (ug_kernel *)SENTINEL;
+  ug_module *nm = (ug_module *)SENTINEL;
+  EXPECT(ug_module_kernel(m, "nope", &nk), UG_KERNEL_ARGS);
+  ERROR_HAS("no such kernel in this module (found: saxpy, no_cpu)");
+  EXPECT(ug_module_kernel(NULL, "saxpy", &nk), UG_NULL_ARGUMENT);
+  EXPECT(ug_module_kernel(m, NULL, &nk), UG_NULL_ARGUMENT);
+  EXPECT(ug_module_kernel(m, "saxpy", NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_module_compile(NULL, SAXPY_SRC, &nm), UG_NULL_ARGUMENT);
+  EXPECT(ug_module_compile(ctx, NULL, &nm), UG_NULL_ARGUMENT);
+  EXPECT(ug_module_compile(ctx, SAXPY_SRC, NULL), UG_NULL_ARGUMENT);
+  const char not_utf8[] = {'x', (char)0xff, 0};
+  EXPECT(ug_module_compile(ctx, not_utf8, &nm), UG_INVALID_UTF8);
+  EXPECT(ug_module_compile_with(ctx, SAXPY_SRC, NULL, 1, &nm), UG_NULL_ARGUMENT);
+  const char *null_opt[1] = {NULL};
+  EXPECT(ug_module_compile_with(ctx, SAXPY_SRC, null_opt, 1, &nm), UG_NULL_ARGUMENT);
+  ERROR_HAS("`options[0]` is NULL");
+  if (g_backend != UG_BACKEND_CPU) {
+    /* NVRTC's log comes back in the message. */
+    EXPECT(ug_module_compile(ctx, "extern \"C\" __global__ void k() { undeclared(); }", &nm),
+           UG_COMPILE);
+    ERROR_HAS("undeclared");
+  }
+  kernel_state unused;
+  memset(&unused, 0, sizeof unused);
+  EXPECT(ug_kernel_cpu("k", NULL, &unused, free_state, &nk), UG_NULL_ARGUMENT);
+  ERROR_HAS("`func` is NULL");
+  EXPECT(ug_kernel_cpu(NULL, saxpy_cpu, &unused, free_state, &nk), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_cpu("k", saxpy_cpu, &unused, free_state, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_with_cpu(NULL, saxpy_cpu, &unused, free_state, &nk), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_with_cpu(k, NULL, &unused, free_state, &nk), UG_NULL_ARGUMENT);
+  EXPECT(ug_kernel_with_cpu(k, saxpy_cpu, &unused, free_state, NULL), UG_NULL_ARGUMENT);
+  CHECK(unused.freed == 0); /* a failed call takes nothing */
+  CHECK(nk == SENTINEL && nm == SENTINEL);
+
+  ug_array_free(x);
+  ug_array_free(y);
+  ug_array_free(xd);
+  free(host);
+  ug_stream_free(s);
+  ug_kernel_free(kc);
+  ug_kernel_free(k);
+  ug_module_free(m);
+  ug_module_free(m2);
+  ug_module_free(NULL);
+  ug_kernel_free(NULL);
+  /* The user data is freed once, when the last kernel handle is gone. */
+  CHECK(state.freed == 0);
+  ug_kernel_free(cpu_saxpy);
+  CHECK(state.freed == 1);
+  ug_context_free(cpu);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+typedef enum { ADD, SUB, MUL, RELU, SIGMOID, TANH } elementwise;
+
+static double ref_elementwise(uint32_t d, elementwise op, double a, double b) {
+  if (d == UG_DTYPE_F64) {
+    switch (op) {
+    case ADD: return a + b;
+    case SUB: return a - b;
+    case MUL: return a * b;
+    case RELU: return a > 0 ? a : 0;
+    case SIGMOID: return 1.0 / (1.0 + exp(-a));
+    default: return tanh(a);
+    }
+  }
+  /* f32, and f16/bf16 computed in f32 then rounded once. */
+  float fa = (float)a, fb = (float)b, r;
+  switch (op) {
+  case ADD: r = fa + fb; break;
+  case SUB: r = fa - fb; break;
+  case MUL: r = fa * fb; break;
+  case RELU: r = fa > 0 ? fa : 0; break;
+  case SIGMOID: r = 1.0f / (1.0f + expf(-fa)); break;
+  default: r = tanhf(fa); break;
+  }
+  return round_to(d, r);
+}
+
+/* Compares `got` with `want`: exactly, or within `tol` relative. */
+static int close_to(double got, double want, double tol) {
+  if (tol == 0) return got == want;
+  return fabs(got - want) <= tol * (fabs(want) + 1e-30) || fabs(got - want) <= tol;
+}
+
+static void check_elementwise(ug_context *ctx, ug_stream *s, uint32_t d, elementwise op) {
+  size_t n = rand_len(1, 2000);
+  void *a = random_buf(d, n, -4, 4);
+  void *b = random_buf(d, n, -4, 4);
+  ug_array *da = upload(ctx, d, a, n);
+  ug_array *db = upload(ctx, d, b, n);
+  ug_array *out = NULL;
+  OK(ug_array_alloc(ctx, d, n, &out));
+  switch (op) {
+  case ADD: OK(ug_op_add(s, da, db, out)); break;
+  case SUB: OK(ug_op_sub(s, da, db, out)); break;
+  case MUL: OK(ug_op_mul(s, da, db, out)); break;
+  case RELU: OK(ug_op_relu(s, da, out)); break;
+  case SIGMOID: OK(ug_op_sigmoid(s, da, out)); break;
+  default: OK(ug_op_tanh(s, da, out)); break;
+  }
+  void *got = download(out, d, n);
+  /* add/sub/mul/relu are exact (one rounding); the transcendental ones
+   * may differ from libm by a few ulps (more on CUDA). */
+  double tol = 0;
+  if (op == SIGMOID || op == TANH) {
+    tol = d == UG_DTYPE_F64 ? 1e-13 : d == UG_DTYPE_F32 ? 1e-6 : 2 * eps_of(d);
+    if (g_backend != UG_BACKEND_CPU && d == UG_DTYPE_F32) tol = 1e-5;
+  }
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double want = ref_elementwise(d, op, get_elem(d, a, i), get_elem(d, b, i));
+    double g = get_elem(d, got, i);
+    if (!close_to(g, want, tol)) {
+      if (bad++ < 3)
+        printf("FAIL op %d on %s: [%zu] = %.17g, want %.17g\n", (int)op, DTYPE_NAMES[d], i, g, want);
+    }
+  }
+  CHECK(bad == 0);
+  free(got);
+  free(a);
+  free(b);
+  ug_array_free(da);
+  ug_array_free(db);
+  ug_array_free(out);
+}
+
+static void check_axpy_scale(ug_context *ctx, ug_stream *s, uint32_t d) {
+  size_t n = rand_len(1, 2000);
+  double alpha = round_to(d, uniform(-2, 2));
+  void *x = random_buf(d, n, -4, 4);
+  void *y = random_buf(d, n, -4, 4);
+  ug_array *dx = upload(ctx, d, x, n);
+  ug_array *dy = upload(ctx, d, y, n);
+  OK(ug_op_axpy(s, scalar_of(d, alpha), dx, dy));
+  void *got = download(dy, d, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double xi = get_elem(d, x, i), yi = get_elem(d, y, i);
+    double want = d == UG_DTYPE_F64 ? fma(alpha, xi, yi)
+                                    : round_to(d, fmaf((float)alpha, (float)xi, (float)yi));
+    if (get_elem(d, got, i) != want && bad++ < 3)
+      printf("FAIL axpy %s [%zu] = %.17g, want %.17g\n", DTYPE_NAMES[d], i, get_elem(d, got, i), want);
+  }
+  CHECK(bad == 0);
+  free(got);
+
+  OK(ug_op_scale(s, scalar_of(d, alpha), dx));
+  got = download(dx, d, n);
+  bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double xi = get_elem(d, x, i);
+    double want = d == UG_DTYPE_F64 ? alpha * xi : round_to(d, (float)alpha * (float)xi);
+    if (get_elem(d, got, i) != want && bad++ < 3)
+      printf("FAIL scale %s [%zu] = %.17g, want %.17g\n", DTYPE_NAMES[d], i, get_elem(d, got, i), want);
+  }
+  CHECK(bad == 0);
+  free(got);
+  free(x);
+  free(y);
+  ug_array_free(dx);
+  ug_array_free(dy);
+}
+
+static void check_reductions(ug_context *ctx, ug_stream *s, uint32_t d) {
+  size_t n = rand_len(1, 3000);
+  void *x = random_buf(d, n, -4, 4);
+  void *y = random_buf(d, n, -4, 4);
+  ug_array *dx = upload(ctx, d, x, n);
+  ug_array *dy = upload(ctx, d, y, n);
+  double sum = 0, sum_abs = 0, dot = 0, dot_abs = 0, max = -INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    double xi = get_elem(d, x, i), yi = get_elem(d, y, i);
+    sum += xi;
+    sum_abs += fabs(xi);
+    dot += xi * yi;
+    dot_abs += fabs(xi * yi);
+    if (xi > max) max = xi;
+  }
+  double acc_eps = d == UG_DTYPE_F64 ? 1e-15 : 1e-6;
+  ug_scalar r = ug_scalar_u8(0);
+  OK(ug_op_sum(s, dx, &r));
+  CHECK(r.dtype == d);
+  double got = value_of(r);
+  CHECK(fabs(got - sum) <= acc_eps * sum_abs + eps_of(d) * fabs(sum) + 1e-12);
+  OK(ug_op_dot(s, dx, dy, &r));
+  CHECK(r.dtype == d);
+  got = value_of(r);
+  CHECK(fabs(got - dot) <= acc_eps * dot_abs + eps_of(d) * fabs(dot) + 1e-12);
+  OK(ug_op_max(s, dx, &r));
+  CHECK(r.dtype == d && value_of(r) == max);
+  /* dot(x, x) reads one array twice. */
+  OK(ug_op_dot(s, dx, dx, &r));
+  CHECK(value_of(r) >= 0);
+  free(x);
+  free(y);
+  ug_array_free(dx);
+  ug_array_free(dy);
+}
+
+static void check_matmul(ug_context *ctx, ug_stream *s, uint32_t d) {
+  size_t m = rand_len(1, 33), k = rand_len(1, 33), n = rand_len(1, 33);
+  void *a = random_buf(d, m * k, -2, 2);
+  void *b = random_buf(d, k * n, -2, 2);
+  ug_array *da = upload(ctx, d, a, m * k);
+  ug_array *db = upload(ctx, d, b, k * n);
+  ug_array *dc = NULL;
+  OK(ug_array_zeros(ctx, d, m * n, &dc));
+  OK(ug_op_matmul(s, da, db, dc, m, k, n));
+  void *c = download(dc, d, m * n);
+  double acc_eps = d == UG_DTYPE_F64 ? 1e-15 : 1e-6;
+  size_t bad = 0;
+  for (size_t i = 0; i < m; i++) {
+    for (size_t j = 0; j < n; j++) {
+      double want = 0, mag = 0;
+      for (size_t p = 0; p < k; p++) {
+        double t = get_elem(d, a, i * k + p) * get_elem(d, b, p * n + j);
+        want += t;
+        mag += fabs(t);
+      }
+      double g = get_elem(d, c, i * n + j);
+      if (fabs(g - want) > (double)k * acc_eps * mag + eps_of(d) * fabs(want) + 1e-12 && bad++ < 3)
+        printf("FAIL matmul %s [%zu,%zu] = %.17g, want %.17g\n", DTYPE_NAMES[d], i, j, g, want);
+    }
+  }
+  CHECK(bad == 0);
+  EXPECT(ug_op_matmul(s, da, db, dc, m, k + 1, n), UG_SIZE_MISMATCH);
+  ERROR_HAS("matmul");
+  free(a);
+  free(b);
+  free(c);
+  ug_array_free(da);
+  ug_array_free(db);
+  ug_array_free(dc);
+}
+
+static void check_fill_copy(ug_context *ctx, ug_stream *s, uint32_t d) {
+  size_t n = rand_len(1, 1000);
+  double v = is_float(d) ? round_to(d, uniform(-100, 100)) : floor(uniform(0, 200));
+  ug_array *x = NULL, *y = NULL;
+  OK(ug_array_alloc(ctx, d, n, &x));
+  OK(ug_array_alloc(ctx, d, n, &y));
+  OK(ug_op_fill(s, x, scalar_of(d, v)));
+  OK(ug_op_copy(s, x, y));
+  void *got = download(y, d, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += get_elem(d, got, i) != v;
+  CHECK(bad == 0);
+  free(got);
+  /* A scalar of another dtype. */
+  uint32_t other = d == UG_DTYPE_F32 ? UG_DTYPE_F64 : UG_DTYPE_F32;
+  EXPECT(ug_op_fill(s, x, scalar_of(other, 1)), UG_DTYPE_MISMATCH);
+  ERROR_HAS("dtype mismatch in fill value");
+  ug_array_free(x);
+  ug_array_free(y);
+}
+
+static void test_ops(ug_context *ctx) {
+  ug_stream *s = NULL;
+  OK(ug_stream_create(ctx, &s));
+  for (int t = 0; t < 9; t++) {
+    check_fill_copy(ctx, NULL, ALL_DTYPES[t]);
+    check_fill_copy(ctx, s, ALL_DTYPES[t]);
+  }
+  for (int t = 0; t < 4; t++) {
+    uint32_t d = FLOAT_DTYPES[t];
+    for (int op = ADD; op <= TANH; op++) {
+      check_elementwise(ctx, op % 2 ? s : NULL, d, (elementwise)op);
+    }
+    check_axpy_scale(ctx, NULL, d);
+    check_axpy_scale(ctx, s, d);
+    check_reductions(ctx, NULL, d);
+    check_reductions(ctx, s, d);
+    check_matmul(ctx, t % 2 ? s : NULL, d);
+  }
+
+  /* Error paths. */
+  float host[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+  ug_array *a = upload(ctx, UG_DTYPE_F32, host, 8);
+  ug_array *b = upload(ctx, UG_DTYPE_F32, host, 8);
+  ug_array *out = NULL, *shorter = NULL, *d64 = NULL, *i32 = NULL, *i32b = NULL, *empty = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 8, &out));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 7, &shorter));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F64, 8, &d64));
+  OK(ug_array_zeros(ctx, UG_DTYPE_I32, 8, &i32));
+  OK(ug_array_zeros(ctx, UG_DTYPE_I32, 8, &i32b));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 0, &empty));
+  ug_scalar r = ug_scalar_u8(77);
+
+  EXPECT(ug_op_add(NULL, a, d64, out), UG_DTYPE_MISMATCH);
+  ERROR_HAS("dtype mismatch in add (b)");
+  EXPECT(ug_op_sub(NULL, a, shorter, out), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_mul(NULL, a, b, shorter), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_add(NULL, i32, i32b, i32), UG_INVALID_ARGUMENT);
+  EXPECT(ug_op_add(NULL, i32, i32b, out), UG_UNSUPPORTED);
+  ERROR_HAS("add on i32 arrays");
+  EXPECT(ug_op_relu(NULL, a, a), UG_INVALID_ARGUMENT);
+  ERROR_HAS("`x` and `out` are the same array");
+  EXPECT(ug_op_add(NULL, a, b, a), UG_INVALID_ARGUMENT);
+  OK(ug_op_add(NULL, a, a, out)); /* a + a: one array read twice */
+  float twice[8];
+  OK(ug_array_download(out, twice, sizeof twice));
+  for (int i = 0; i < 8; i++) CHECK(twice[i] == 2 * host[i]);
+  EXPECT(ug_op_axpy(NULL, ug_scalar_f64(1), a, b), UG_DTYPE_MISMATCH);
+  ERROR_HAS("axpy alpha");
+  EXPECT(ug_op_axpy(NULL, ug_scalar_f32(1), a, shorter), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_scale(NULL, ug_scalar_i32(2), a), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_scale(NULL, ug_scalar_i32(2), i32), UG_UNSUPPORTED);
+  ug_scalar bad = ug_scalar_f32(1);
+  bad.dtype = 12;
+  EXPECT(ug_op_scale(NULL, bad, a), UG_INVALID_ARGUMENT);
+  EXPECT(ug_op_fill(NULL, a, bad), UG_INVALID_ARGUMENT);
+  EXPECT(ug_op_axpy(NULL, bad, a, b), UG_INVALID_ARGUMENT);
+  EXPECT(ug_op_copy(NULL, a, d64), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_copy(NULL, a, shorter), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_sigmoid(NULL, a, d64), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_tanh(NULL, a, shorter), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_max(NULL, empty, &r), UG_SIZE_MISMATCH);
+  ERROR_HAS("max of an empty array");
+  EXPECT(ug_op_dot(NULL, a, shorter, &r), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_dot(NULL, a, d64, &r), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_sum(NULL, i32, &r), UG_UNSUPPORTED);
+  CHECK(r.dtype == UG_DTYPE_U8 && r.value.u8 == 77);
+  OK(ug_op_sum(NULL, empty, &r));
+  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f);
+  EXPECT(ug_op_matmul(NULL, a, d64, out, 2, 4, 2), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_matmul(NULL, a, b, out, 3, 3, 3), UG_SIZE_MISMATCH);
+
+  /* NULL for every array and out-pointer (a NULL stream is the default). */
+  EXPECT(ug_op_fill(NULL, NULL, ug_scalar_f32(1)), UG_NULL_ARGUMENT);
+  ERROR_HAS("`x` is NULL");
+  EXPECT(ug_op_copy(NULL, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_copy(NULL, a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_add(NULL, NULL, b, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_add(NULL, a, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_add(NULL, a, b, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sub(NULL, NULL, b, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sub(NULL, a, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sub(NULL, a, b, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_mul(NULL, NULL, b, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_mul(NULL, a, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_mul(NULL, a, b, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_axpy(NULL, ug_scalar_f32(1), NULL, b), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_axpy(NULL, ug_scalar_f32(1), a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_scale(NULL, ug_scalar_f32(1), NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_relu(NULL, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_relu(NULL, a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sigmoid(NULL, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sigmoid(NULL, a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_tanh(NULL, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_tanh(NULL, a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sum(NULL, NULL, &r), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_sum(NULL, a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_max(NULL, NULL, &r), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_max(NULL, a, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_dot(NULL, NULL, b, &r), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_dot(NULL, a, NULL, &r), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_dot(NULL, a, b, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_matmul(NULL, NULL, b, out, 2, 4, 2), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_matmul(NULL, a, NULL, out, 2, 4, 2), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_matmul(NULL, a, b, NULL, 2, 4, 2), UG_NULL_ARGUMENT);
+  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f);
+
+  ug_array_free(a);
+  ug_array_free(b);
+  ug_array_free(out);
+  ug_array_free(shorter);
+  ug_array_free(d64);
+  ug_array_free(i32);
+  ug_array_free(i32b);
+  ug_array_free(empty);
+  ug_stream_free(s);
+}
+
+/* ---------------------------------------------------------------- main */
+
+
+/* ---------------------------------------------------------------- DLPack */
+
+/* A producer of host tensors written in C, as a C library would export
+ * them: the data and shape are malloc'd, the deleter frees them and counts. */
+typedef struct {
+  float *data;
+  int64_t shape[2];
+  int64_t strides[2];
+  int deleted;
+} c_producer;
+
+static c_producer g_producer;
+
+static void c_deleter_versioned(DLManagedTensorVersioned *t) {
+  c_producer *p = (c_producer *)t->manager_ctx;
+  free(p->data);
+  p->data = NULL;
+  p->deleted++;
+  free(t);
+}
+
+static void c_deleter_legacy(DLManagedTensor *t) {
+  c_producer *p = (c_producer *)t->manager_ctx;
+  free(p->data);
+  p->data = NULL;
+  p->deleted++;
+  free(t);
+}
+
+/* A 2-D [rows, cols] float32 host tensor of random values (kept in `host`). */
+static DLTensor c_tensor(size_t rows, size_t cols, float *host) {
+  g_producer.data = (float *)malloc(rows * cols * sizeof(float) + 1);
+  for (size_t i = 0; i < rows * cols; i++) {
+    host[i] = (float)uniform(-100, 100);
+    g_producer.data[i] = host[i];
+  }
+  g_producer.shape[0] = (int64_t)rows;
+  g_producer.shape[1] = (int64_t)cols;
+  g_producer.strides[0] = (int64_t)cols;
+  g_producer.strides[1] = 1;
+  g_producer.deleted = 0;
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = g_producer.data;
+  t.device.device_type = kDLCPU;
+  t.device.device_id = 0;
+  t.ndim = 2;
+  t.dtype.code = kDLFloat;
+  t.dtype.bits = 32;
+  t.dtype.lanes = 1;
+  t.shape = g_producer.shape;
+  t.strides = g_producer.strides;
+  t.byte_offset = 0;
+  return t;
+}
+
+static DLManagedTensorVersioned *c_versioned(size_t rows, size_t cols, float *host) {
+  DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)malloc(sizeof *m);
+  m->version.major = 1;
+  m->version.minor = 0;
+  m->manager_ctx = &g_producer;
+  m->deleter = c_deleter_versioned;
+  m->flags = 0;
+  m->dl_tensor = c_tensor(rows, cols, host);
+  return m;
+}
+
+static DLManagedTensor *c_legacy(size_t rows, size_t cols, float *host) {
+  DLManagedTensor *m = (DLManagedTensor *)malloc(sizeof *m);
+  m->manager_ctx = &g_producer;
+  m->deleter = c_deleter_legacy;
+  m->dl_tensor = c_tensor(rows, cols, host);
+  return m;
+}
+
+static void test_dlpack(ug_context *ctx) {
+  int32_t dev_type = -7, dev_id = -7;
+  OK(ug_context_dlpack_device(ctx, &dev_type, &dev_id));
+  CHECK(dev_type == (int32_t)(g_backend == UG_BACKEND_CPU ? kDLCPU : kDLCUDA));
+  CHECK(dev_id == 0);
+  EXPECT(ug_context_dlpack_device(NULL, &dev_type, &dev_id), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_dlpack_device(ctx, NULL, &dev_id), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_dlpack_device(ctx, &dev_type, NULL), UG_NULL_ARGUMENT);
+
+  /* Export, then import again: the same memory, alive after the free. */
+  size_t n = rand_len(1, 5000);
+  float *host = (float *)random_buf(UG_DTYPE_F32, n, -1e3, 1e3);
+  ug_array *a = upload(ctx, UG_DTYPE_F32, host, n);
+  DLManagedTensorVersioned *t = (DLManagedTensorVersioned *)SENTINEL;
+  EXPECT(ug_array_to_dlpack(NULL, UG_DLPACK_SYNC_HOST, &t), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_to_dlpack(a, UG_DLPACK_SYNC_HOST, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_to_dlpack(a, -5, &t), UG_INVALID_ARGUMENT);
+  if (g_backend == UG_BACKEND_CPU) EXPECT(ug_array_to_dlpack(a, 7, &t), UG_INVALID_ARGUMENT);
+  CHECK(t == (DLManagedTensorVersioned *)SENTINEL);
+  int64_t stream = g_backend == UG_BACKEND_CPU ? UG_DLPACK_SYNC_HOST : 1; /* CUDA: legacy stream */
+  OK(ug_array_to_dlpack(a, stream, &t));
+  CHECK(t->version.major == 1 && t->dl_tensor.ndim == 1 && t->dl_tensor.shape[0] == (int64_t)n);
+  CHECK(t->dl_tensor.dtype.code == kDLFloat && t->dl_tensor.dtype.bits == 32 &&
+        t->dl_tensor.dtype.lanes == 1);
+  CHECK((int32_t)t->dl_tensor.device.device_type == dev_type && t->flags == 0);
+  ug_array_free(a);
+  if (g_backend == UG_BACKEND_CPU) {
+    /* The export keeps the memory after the array is freed (valgrind checks the reads). */
+    CHECK(memcmp(t->dl_tensor.data, host, n * sizeof(float)) == 0);
+  }
+  ug_array *b = NULL;
+  OK(ug_array_from_dlpack(ctx, t, &b));
+  float *back = (float *)download(b, UG_DTYPE_F32, n);
+  CHECK(memcmp(back, host, n * sizeof(float)) == 0);
+  free(back);
+  ug_array_free(b);
+  free(host);
+
+  /* Our own export, through the consumer's deleter without an import. */
+  a = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_U8, 16, &a));
+  OK(ug_array_to_dlpack(a, UG_DLPACK_NO_SYNC, &t));
+  ug_array_free(a);
+  t->deleter(t);
+
+  /* A C producer's tensors: wrong device on a GPU context, shared memory on the CPU. */
+  size_t rows = rand_len(1, 40), cols = rand_len(1, 40);
+  float *expect = (float *)malloc(rows * cols * sizeof(float) + 1);
+  DLManagedTensorVersioned *ct = c_versioned(rows, cols, expect);
+  b = (ug_array *)SENTINEL;
+  if (g_backend != UG_BACKEND_CPU) {
+    EXPECT(ug_array_from_dlpack(ctx, ct, &b), UG_DLPACK);
+    CHECK(g_producer.deleted == 1 && b == (ug_array *)SENTINEL);
+  } else {
+    OK(ug_array_from_dlpack(ctx, ct, &b));
+    size_t len = 0;
+    OK(ug_array_len(b, &len));
+    CHECK(len == rows * cols);
+    float *seen = (float *)download(b, UG_DTYPE_F32, len);
+    CHECK(memcmp(seen, expect, len * sizeof(float)) == 0);
+    free(seen);
+    /* Zero copy: an op on the imported array writes the producer's memory. */
+    OK(ug_op_scale(NULL, ug_scalar_f32(2.0f), b));
+    OK(ug_context_sync(ctx));
+    int same = 1;
+    for (size_t i = 0; i < len; i++) same &= g_producer.data[i] == 2.0f * expect[i];
+    CHECK(same);
+    CHECK(g_producer.deleted == 0);
+    ug_array_free(b);
+    CHECK(g_producer.deleted == 1);
+
+    DLManagedTensor *lt = c_legacy(rows, cols, expect);
+    OK(ug_array_from_dlpack_legacy(ctx, lt, &b));
+    seen = (float *)download(b, UG_DTYPE_F32, rows * cols);
+    CHECK(memcmp(seen, expect, rows * cols * sizeof(float)) == 0);
+    free(seen);
+    ug_array_free(b);
+    CHECK(g_producer.deleted == 1);
+  }
+
+  /* Rejected tensors are consumed: deleted exactly once, nothing written. */
+  EXPECT(ug_array_from_dlpack(ctx, NULL, &b), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_from_dlpack_legacy(ctx, NULL, &b), UG_NULL_ARGUMENT);
+  for (int c = 0; c < 6; c++) {
+    ct = c_versioned(2, 3, expect);
+    ug_status want = UG_DLPACK;
+    switch (c) {
+      case 0: ct->version.major = 2; break;                    /* unknown major version */
+      case 1: g_producer.strides[0] = 1; g_producer.strides[1] = 2; break; /* not contiguous */
+      case 2: ct->flags = DLPACK_FLAG_BITMASK_READ_ONLY; break;  /* read-only */
+      case 3: ct->dl_tensor.dtype.lanes = 4; break;            /* vector dtype */
+      case 4: want = UG_NULL_ARGUMENT; break;                    /* NULL out */
+      default: want = UG_NULL_ARGUMENT; break;                   /* NULL ctx */
+    }
+    b = (ug_array *)SENTINEL;
+    EXPECT(ug_array_from_dlpack(c == 5 ? NULL : ctx, ct, c == 4 ? NULL : &b), want);
+    CHECK(g_producer.deleted == 1 && b == (ug_array *)SENTINEL);
+  }
+  DLManagedTensor *lt = c_legacy(4, 4, expect);
+  lt->dl_tensor.dtype.bits = 64; /* claims f64 over f32 data of the same byte size: fine */
+  lt->dl_tensor.shape[1] = 2;
+  g_producer.strides[0] = 2;
+  b = NULL;
+  if (g_backend == UG_BACKEND_CPU) {
+    OK(ug_array_from_dlpack_legacy(ctx, lt, &b));
+    ug_dtype d = UG_DTYPE_F32;
+    OK(ug_array_dtype(b, &d));
+    CHECK(d == UG_DTYPE_F64);
+    ug_array_free(b);
+  } else {
+    EXPECT(ug_array_from_dlpack_legacy(ctx, lt, &b), UG_DLPACK);
+  }
+  CHECK(g_producer.deleted == 1);
+  free(expect);
+}
+
+int main(int argc, char **argv) {
+  const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
+  if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
+  else if (backend != NULL && strcmp(backend, "torch") == 0) g_backend = UG_BACKEND_TORCH;
+  else if (backend != NULL && strcmp(backend, "cpu") != 0 && strcmp(backend, "auto") != 0) {
+    fprintf(stderr, "usage: capi_test [cpu|cuda|torch]\n");
+    return 2;
+  }
+  const char *seed = getenv("UNIGPU_TEST_SEED");
+  g_rng = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) * 2654435761u + (uint64_t)clock();
+  if (g_rng == 0) g_rng = 88172645463325252ULL;
+  printf("capi_test: unigpu %s, backend %s, seed %llu\n", ug_version(), backend_name(g_backend),
+         (unsigned long long)g_rng);
+
+  test_version();
+  test_status_names();
+  test_last_error();
+  test_threads();
+  test_panic();
+  test_scalars();
+  test_probe();
+  test_devices();
+
+  ug_context *ctx = NULL;
+  ug_status st = ug_context_new(g_backend, 0, &ctx);
+  if (st != UG_OK) {
+    printf("FAIL cannot open the %s backend: %s\n", backend_name(g_backend), last_error());
+    g_failed++;
+  } else {
+    test_contexts(ctx);
+    test_arrays(ctx);
+    test_streams(ctx);
+    test_kernels(ctx);
+    test_ops(ctx);
+    test_dlpack(ctx);
+    OK(ug_context_sync(ctx));
+    ug_context_free(ctx);
+  }
+
+  printf("capi_test: %d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
