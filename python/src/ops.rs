@@ -1,0 +1,691 @@
+//! The built-in ops: `ctx.ops.add(a, b)`, `stream.ops.add(a, b)` and
+//! `unigpu.add(a, b, stream=s)`. Element-wise ops and matmul return their
+//! output (a new array unless `out=` is given); reductions return a float.
+//! An output may be one of the inputs (`add(x, y, out=x)`): that input is
+//! copied first.
+
+use std::sync::RwLock;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use unigpu::{AnyArray, Context, Ops, Stream};
+
+use crate::array::PyArray;
+use crate::dtype;
+use crate::errors::err;
+use crate::locks::{split, with_arrays};
+use crate::stream::PyStream;
+
+/// Where an op runs.
+#[derive(Clone, Copy)]
+struct On<'a> {
+    ctx: &'a Context,
+    stream: Option<&'a Stream>,
+}
+
+impl On<'_> {
+    /// Runs `f` with the GIL released.
+    fn run<R: Send>(
+        self,
+        py: Python<'_>,
+        f: impl FnOnce(Ops<'_>) -> unigpu::Result<R> + Send,
+    ) -> PyResult<R> {
+        py.detach(|| {
+            f(match self.stream {
+                Some(s) => self.ctx.ops_on(s),
+                None => self.ctx.ops(),
+            })
+        })
+        .map_err(err(py))
+    }
+
+    /// `out`, or a new array of `len` elements of `like`'s dtype.
+    fn output<'py>(
+        self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyArray>>,
+        like: &PyArray,
+        len: usize,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        match out {
+            Some(o) => Ok(o),
+            None => {
+                let (ctx, d) = (self.ctx, like.dtype);
+                let a = py
+                    .detach(|| AnyArray::alloc(ctx, d, len))
+                    .map_err(err(py))?;
+                Bound::new(py, PyArray::new(a))
+            }
+        }
+    }
+}
+
+/// A copy of `x` (to read from when `x` is also the call's output).
+fn snapshot(x: &PyArray) -> unigpu::Result<RwLock<AnyArray>> {
+    let src = x.lock().read().unwrap_or_else(|e| e.into_inner());
+    let mut copy = AnyArray::alloc(src.context(), src.dtype(), src.len())?;
+    src.copy_to(&mut copy)?;
+    Ok(RwLock::new(copy))
+}
+
+/// The lock to read `x` through: its own, or a copy's when `x` is `out`.
+fn input<'a>(
+    x: &'a PyArray,
+    out: &PyArray,
+    copy: &'a mut Option<RwLock<AnyArray>>,
+) -> unigpu::Result<&'a RwLock<AnyArray>> {
+    if x.same(out) {
+        Ok(copy.insert(snapshot(x)?))
+    } else {
+        Ok(x.lock())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Binary {
+    Add,
+    Sub,
+    Mul,
+}
+
+#[derive(Clone, Copy)]
+enum Unary {
+    Relu,
+    Sigmoid,
+    Tanh,
+}
+
+#[derive(Clone, Copy)]
+enum Reduce {
+    Sum,
+    Max,
+}
+
+fn binary<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    op: Binary,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let (a, b) = (a.get(), b.get());
+    let out = on.output(py, out, a, a.len)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        let (mut ca, mut cb) = (None, None);
+        let (la, lb) = (input(a, o, &mut ca)?, input(b, o, &mut cb)?);
+        with_arrays(&[(la, false), (lb, false), (o.lock(), true)], |v| {
+            let (r, mut w) = split(v);
+            match op {
+                Binary::Add => ops.add_any(r[0], r[1], w[0]),
+                Binary::Sub => ops.sub_any(r[0], r[1], w[0]),
+                Binary::Mul => ops.mul_any(r[0], r[1], w[0]),
+            }
+        })
+    })?;
+    Ok(out)
+}
+
+fn unary<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    op: Unary,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let x = x.get();
+    let out = on.output(py, out, x, x.len)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        let mut cx = None;
+        let lx = input(x, o, &mut cx)?;
+        with_arrays(&[(lx, false), (o.lock(), true)], |v| {
+            let (r, mut w) = split(v);
+            match op {
+                Unary::Relu => ops.relu_any(r[0], w[0]),
+                Unary::Sigmoid => ops.sigmoid_any(r[0], w[0]),
+                Unary::Tanh => ops.tanh_any(r[0], w[0]),
+            }
+        })
+    })?;
+    Ok(out)
+}
+
+fn reduce(py: Python<'_>, on: On<'_>, op: Reduce, x: &PyArray) -> PyResult<Py<PyAny>> {
+    let s = on.run(py, |ops| {
+        let g = x.lock().read().unwrap_or_else(|e| e.into_inner());
+        match op {
+            Reduce::Sum => ops.sum_any(&g),
+            Reduce::Max => ops.max_any(&g),
+        }
+    })?;
+    Ok(dtype::scalar_to_py(py, s)?.unbind())
+}
+
+fn fill<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    x: Bound<'py, PyArray>,
+    value: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let a = x.get();
+    let value = dtype::scalar_as(a.dtype, value, &|| "fill value".to_string())?;
+    on.run(py, |ops| {
+        let mut g = a.lock().write().unwrap_or_else(|e| e.into_inner());
+        ops.fill_any(&mut g, value)
+    })?;
+    Ok(x)
+}
+
+fn copy<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    src: &Bound<'py, PyArray>,
+    dst: Bound<'py, PyArray>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let (s, d) = (src.get(), dst.get());
+    if !s.same(d) {
+        on.run(py, |ops| {
+            with_arrays(&[(s.lock(), false), (d.lock(), true)], |v| {
+                let (r, mut w) = split(v);
+                ops.copy_any(r[0], w[0])
+            })
+        })?;
+    }
+    Ok(dst)
+}
+
+fn axpy<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    alpha: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyArray>,
+    y: Bound<'py, PyArray>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let (xa, ya) = (x.get(), y.get());
+    let alpha = dtype::scalar_as(ya.dtype, alpha, &|| "axpy alpha".to_string())?;
+    on.run(py, |ops| {
+        let mut cx = None;
+        let lx = input(xa, ya, &mut cx)?;
+        with_arrays(&[(lx, false), (ya.lock(), true)], |v| {
+            let (r, mut w) = split(v);
+            ops.axpy_any(alpha, r[0], w[0])
+        })
+    })?;
+    Ok(y)
+}
+
+fn scale<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    alpha: &Bound<'py, PyAny>,
+    x: Bound<'py, PyArray>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let a = x.get();
+    let alpha = dtype::scalar_as(a.dtype, alpha, &|| "scale alpha".to_string())?;
+    on.run(py, |ops| {
+        let mut g = a.lock().write().unwrap_or_else(|e| e.into_inner());
+        ops.scale_any(alpha, &mut g)
+    })?;
+    Ok(x)
+}
+
+fn dot(py: Python<'_>, on: On<'_>, x: &PyArray, y: &PyArray) -> PyResult<Py<PyAny>> {
+    let s = on.run(py, |ops| {
+        with_arrays(&[(x.lock(), false), (y.lock(), false)], |v| {
+            let (r, _) = split(v);
+            ops.dot_any(r[0], r[1])
+        })
+    })?;
+    Ok(dtype::scalar_to_py(py, s)?.unbind())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn matmul<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    m: usize,
+    k: usize,
+    n: usize,
+    out: Option<Bound<'py, PyArray>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let (aa, ba) = (a.get(), b.get());
+    let len = m
+        .checked_mul(n)
+        .ok_or_else(|| PyValueError::new_err(format!("matmul: m*n = {m}*{n} overflows")))?;
+    let out = on.output(py, out, aa, len)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        let (mut ca, mut cb) = (None, None);
+        let (la, lb) = (input(aa, o, &mut ca)?, input(ba, o, &mut cb)?);
+        with_arrays(&[(la, false), (lb, false), (o.lock(), true)], |v| {
+            let (r, mut w) = split(v);
+            ops.matmul_any(r[0], r[1], w[0], (m, k, n))
+        })
+    })?;
+    Ok(out)
+}
+
+/// The built-in ops on one stream: `ctx.ops` (the default stream) or
+/// `stream.ops`. Every method also takes `stream=` to run elsewhere.
+#[pyclass(frozen, name = "Ops", module = "unigpu")]
+#[derive(Debug)]
+pub struct PyOps {
+    ctx: Context,
+    stream: Option<Stream>,
+}
+
+impl PyOps {
+    pub(crate) fn new(ctx: Context, stream: Option<Stream>) -> PyOps {
+        PyOps { ctx, stream }
+    }
+
+    fn on<'a>(&'a self, stream: &'a Option<Bound<'_, PyStream>>) -> On<'a> {
+        On {
+            ctx: &self.ctx,
+            stream: stream
+                .as_ref()
+                .map(|s| &s.get().stream)
+                .or(self.stream.as_ref()),
+        }
+    }
+}
+
+/// Where a module-level op runs: the first array's context.
+fn on_array<'a>(x: &'a PyArray, stream: &'a Option<Bound<'_, PyStream>>) -> On<'a> {
+    On {
+        ctx: &x.ctx,
+        stream: stream.as_ref().map(|s| &s.get().stream),
+    }
+}
+
+#[pymethods]
+impl PyOps {
+    /// Sets every element of `x` to `value`; returns `x`.
+    #[pyo3(signature = (x, value, *, stream=None))]
+    fn fill<'py>(
+        &self,
+        py: Python<'py>,
+        x: Bound<'py, PyArray>,
+        value: &Bound<'py, PyAny>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        fill(py, self.on(&stream), x, value)
+    }
+
+    /// `dst[:] = src`; returns `dst`.
+    #[pyo3(signature = (src, dst, *, stream=None))]
+    fn copy<'py>(
+        &self,
+        py: Python<'py>,
+        src: &Bound<'py, PyArray>,
+        dst: Bound<'py, PyArray>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        copy(py, self.on(&stream), src, dst)
+    }
+
+    /// `a + b` into `out` (a new array when None); returns `out`.
+    #[pyo3(signature = (a, b, out=None, *, stream=None))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyArray>,
+        b: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        binary(py, self.on(&stream), Binary::Add, a, b, out)
+    }
+
+    /// `a - b`.
+    #[pyo3(signature = (a, b, out=None, *, stream=None))]
+    fn sub<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyArray>,
+        b: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        binary(py, self.on(&stream), Binary::Sub, a, b, out)
+    }
+
+    /// `a * b` (element-wise).
+    #[pyo3(signature = (a, b, out=None, *, stream=None))]
+    fn mul<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyArray>,
+        b: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        binary(py, self.on(&stream), Binary::Mul, a, b, out)
+    }
+
+    /// `y = alpha * x + y` (one fused multiply-add); returns `y`.
+    #[pyo3(signature = (alpha, x, y, *, stream=None))]
+    fn axpy<'py>(
+        &self,
+        py: Python<'py>,
+        alpha: &Bound<'py, PyAny>,
+        x: &Bound<'py, PyArray>,
+        y: Bound<'py, PyArray>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        axpy(py, self.on(&stream), alpha, x, y)
+    }
+
+    /// `x *= alpha`; returns `x`.
+    #[pyo3(signature = (alpha, x, *, stream=None))]
+    fn scale<'py>(
+        &self,
+        py: Python<'py>,
+        alpha: &Bound<'py, PyAny>,
+        x: Bound<'py, PyArray>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        scale(py, self.on(&stream), alpha, x)
+    }
+
+    /// `max(x, 0)`.
+    #[pyo3(signature = (x, out=None, *, stream=None))]
+    fn relu<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        unary(py, self.on(&stream), Unary::Relu, x, out)
+    }
+
+    /// `1 / (1 + exp(-x))`.
+    #[pyo3(signature = (x, out=None, *, stream=None))]
+    fn sigmoid<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        unary(py, self.on(&stream), Unary::Sigmoid, x, out)
+    }
+
+    /// `tanh(x)`.
+    #[pyo3(signature = (x, out=None, *, stream=None))]
+    fn tanh<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        unary(py, self.on(&stream), Unary::Tanh, x, out)
+    }
+
+    /// The sum of the elements (waits for it).
+    #[pyo3(signature = (x, *, stream=None))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyArray>,
+        stream: Option<Bound<'_, PyStream>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce(py, self.on(&stream), Reduce::Sum, x.get())
+    }
+
+    /// The largest element (waits for it); an error for an empty array.
+    #[pyo3(signature = (x, *, stream=None))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyArray>,
+        stream: Option<Bound<'_, PyStream>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce(py, self.on(&stream), Reduce::Max, x.get())
+    }
+
+    /// The dot product (waits for it).
+    #[pyo3(signature = (x, y, *, stream=None))]
+    fn dot(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyArray>,
+        y: &Bound<'_, PyArray>,
+        stream: Option<Bound<'_, PyStream>>,
+    ) -> PyResult<Py<PyAny>> {
+        dot(py, self.on(&stream), x.get(), y.get())
+    }
+
+    /// Row-major `(m×k) @ (k×n)` into `out` (m*n elements; new when None).
+    #[pyo3(signature = (a, b, m, k, n, out=None, *, stream=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn matmul<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyArray>,
+        b: &Bound<'py, PyArray>,
+        m: usize,
+        k: usize,
+        n: usize,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        matmul(py, self.on(&stream), a, b, m, k, n, out)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "unigpu.Ops(device='{}:{}', stream={})",
+            self.ctx.backend_name(),
+            self.ctx.device_id(),
+            if self.stream.is_some() {
+                "yes"
+            } else {
+                "default"
+            }
+        )
+    }
+}
+
+// Module-level ops: run in the first array's context.
+
+/// Sets every element of `x` to `value`; returns `x`.
+#[pyfunction(name = "fill")]
+#[pyo3(signature = (x, value, *, stream=None))]
+fn m_fill<'py>(
+    py: Python<'py>,
+    x: Bound<'py, PyArray>,
+    value: &Bound<'py, PyAny>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let xa = x.clone();
+    fill(py, on_array(xa.get(), &stream), x, value)
+}
+
+/// `dst[:] = src`; returns `dst`.
+#[pyfunction(name = "copy")]
+#[pyo3(signature = (src, dst, *, stream=None))]
+fn m_copy<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyArray>,
+    dst: Bound<'py, PyArray>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    copy(py, on_array(src.get(), &stream), src, dst)
+}
+
+/// `a + b` into `out` (a new array when None); returns `out`.
+#[pyfunction(name = "add")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_add<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary(py, on_array(a.get(), &stream), Binary::Add, a, b, out)
+}
+
+/// `a - b`.
+#[pyfunction(name = "sub")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_sub<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary(py, on_array(a.get(), &stream), Binary::Sub, a, b, out)
+}
+
+/// `a * b` (element-wise).
+#[pyfunction(name = "mul")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_mul<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary(py, on_array(a.get(), &stream), Binary::Mul, a, b, out)
+}
+
+/// `y = alpha * x + y`; returns `y`.
+#[pyfunction(name = "axpy")]
+#[pyo3(signature = (alpha, x, y, *, stream=None))]
+fn m_axpy<'py>(
+    py: Python<'py>,
+    alpha: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyArray>,
+    y: Bound<'py, PyArray>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    axpy(py, on_array(x.get(), &stream), alpha, x, y)
+}
+
+/// `x *= alpha`; returns `x`.
+#[pyfunction(name = "scale")]
+#[pyo3(signature = (alpha, x, *, stream=None))]
+fn m_scale<'py>(
+    py: Python<'py>,
+    alpha: &Bound<'py, PyAny>,
+    x: Bound<'py, PyArray>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let xa = x.clone();
+    scale(py, on_array(xa.get(), &stream), alpha, x)
+}
+
+/// `max(x, 0)`.
+#[pyfunction(name = "relu")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_relu<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    unary(py, on_array(x.get(), &stream), Unary::Relu, x, out)
+}
+
+/// `1 / (1 + exp(-x))`.
+#[pyfunction(name = "sigmoid")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_sigmoid<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    unary(py, on_array(x.get(), &stream), Unary::Sigmoid, x, out)
+}
+
+/// `tanh(x)`.
+#[pyfunction(name = "tanh")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_tanh<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    unary(py, on_array(x.get(), &stream), Unary::Tanh, x, out)
+}
+
+/// The sum of the elements.
+#[pyfunction(name = "sum")]
+#[pyo3(signature = (x, *, stream=None))]
+fn m_sum(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    reduce(py, on_array(x.get(), &stream), Reduce::Sum, x.get())
+}
+
+/// The largest element.
+#[pyfunction(name = "max")]
+#[pyo3(signature = (x, *, stream=None))]
+fn m_max(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    reduce(py, on_array(x.get(), &stream), Reduce::Max, x.get())
+}
+
+/// The dot product.
+#[pyfunction(name = "dot")]
+#[pyo3(signature = (x, y, *, stream=None))]
+fn m_dot(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    y: &Bound<'_, PyArray>,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    dot(py, on_array(x.get(), &stream), x.get(), y.get())
+}
+
+/// Row-major `(m×k) @ (k×n)`.
+#[pyfunction(name = "matmul")]
+#[pyo3(signature = (a, b, m, k, n, out=None, *, stream=None))]
+#[allow(clippy::too_many_arguments)]
+fn m_matmul<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    m: usize,
+    k: usize,
+    n: usize,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    matmul(py, on_array(a.get(), &stream), a, b, m, k, n, out)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(m_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(m_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(m_add, m)?)?;
+    m.add_function(wrap_pyfunction!(m_sub, m)?)?;
+    m.add_function(wrap_pyfunction!(m_mul, m)?)?;
+    m.add_function(wrap_pyfunction!(m_axpy, m)?)?;
+    m.add_function(wrap_pyfunction!(m_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(m_relu, m)?)?;
+    m.add_function(wrap_pyfunction!(m_sigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(m_tanh, m)?)?;
+    m.add_function(wrap_pyfunction!(m_sum, m)?)?;
+    m.add_function(wrap_pyfunction!(m_max, m)?)?;
+    m.add_function(wrap_pyfunction!(m_dot, m)?)?;
+    m.add_function(wrap_pyfunction!(m_matmul, m)?)?;
+    Ok(())
+}

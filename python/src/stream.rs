@@ -1,0 +1,149 @@
+//! `unigpu.Stream` and `unigpu.Event`.
+
+use pyo3::prelude::*;
+use unigpu::{Context, Event, Stream};
+
+use crate::context::PyContext;
+use crate::errors::err;
+use crate::kernel::{self, PyKernel};
+use crate::ops::PyOps;
+
+/// An ordered queue of work: a CUDA stream, or a worker thread on the CPU
+/// backend. Work on different streams may overlap; events order it.
+#[pyclass(frozen, name = "Stream", module = "unigpu")]
+#[derive(Debug)]
+pub struct PyStream {
+    pub(crate) stream: Stream,
+    pub(crate) ctx: Context,
+}
+
+impl PyStream {
+    pub(crate) fn new(ctx: &Context, stream: Stream) -> PyStream {
+        PyStream {
+            stream,
+            ctx: ctx.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyStream {
+    /// Waits until all work enqueued so far is done; raises the first error
+    /// any of it hit (StreamWorkError for a failing CPU implementation).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.stream.sync()).map_err(err(py))
+    }
+
+    /// True when all enqueued work is done. Never blocks.
+    fn is_idle(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.stream.is_idle()).map_err(err(py))
+    }
+
+    /// Same as `is_idle` (CUDA's name).
+    fn query(&self, py: Python<'_>) -> PyResult<bool> {
+        self.is_idle(py)
+    }
+
+    /// Work enqueued on this stream from now on waits for `event`; the
+    /// host does not wait.
+    fn wait(&self, py: Python<'_>, event: &Bound<'_, PyEvent>) -> PyResult<()> {
+        let event = &event.get().event;
+        py.detach(|| self.stream.wait(event)).map_err(err(py))
+    }
+
+    /// A new event that captures the work enqueued so far.
+    fn record(&self, py: Python<'_>) -> PyResult<PyEvent> {
+        py.detach(|| self.stream.record())
+            .map(PyEvent::new)
+            .map_err(err(py))
+    }
+
+    /// Launches `kernel` on this stream (see `Context.launch`).
+    #[pyo3(signature = (kernel, grid, block, args, *, shared_mem=0))]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        kernel: &Bound<'_, PyKernel>,
+        grid: &Bound<'_, PyAny>,
+        block: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyAny>,
+        shared_mem: u32,
+    ) -> PyResult<()> {
+        kernel::launch(
+            py,
+            &self.ctx,
+            kernel.get(),
+            &self.stream,
+            grid,
+            block,
+            args,
+            shared_mem,
+        )
+    }
+
+    /// The built-in ops on this stream.
+    #[getter]
+    fn ops(&self) -> PyOps {
+        PyOps::new(self.ctx.clone(), Some(self.stream.clone()))
+    }
+
+    /// The context the stream belongs to.
+    #[getter]
+    fn context(&self) -> PyContext {
+        PyContext {
+            ctx: self.ctx.clone(),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "unigpu.Stream(device='{}:{}')",
+            self.ctx.backend_name(),
+            self.ctx.device_id()
+        )
+    }
+}
+
+/// A marker in a stream's work, for ordering and timing.
+#[pyclass(frozen, name = "Event", module = "unigpu")]
+#[derive(Debug)]
+pub struct PyEvent {
+    pub(crate) event: Event,
+}
+
+impl PyEvent {
+    pub(crate) fn new(event: Event) -> PyEvent {
+        PyEvent { event }
+    }
+}
+
+#[pymethods]
+impl PyEvent {
+    /// Captures the work enqueued on `stream` so far (replacing any earlier
+    /// capture).
+    fn record(&self, py: Python<'_>, stream: &Bound<'_, PyStream>) -> PyResult<()> {
+        let stream = &stream.get().stream;
+        py.detach(|| self.event.record(stream)).map_err(err(py))
+    }
+
+    /// Waits until the captured work is done.
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.event.sync()).map_err(err(py))
+    }
+
+    /// True when the captured work is done (or nothing was captured).
+    fn query(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.event.query()).map_err(err(py))
+    }
+
+    /// Milliseconds from this event to the later event `end`; waits for
+    /// both.
+    fn elapsed_ms(&self, py: Python<'_>, end: &Bound<'_, PyEvent>) -> PyResult<f32> {
+        let end = &end.get().event;
+        py.detach(|| self.event.elapsed_ms(end)).map_err(err(py))
+    }
+
+    fn __repr__(&self) -> &'static str {
+        "unigpu.Event()"
+    }
+}

@@ -1,0 +1,138 @@
+"""unigpu: one safe GPU API, on CUDA when there is a GPU and on a real CPU
+backend when there is not.
+
+    import numpy as np, unigpu
+    ctx = unigpu.Context()                   # config/env, then torch -> cuda -> cpu
+    x = ctx.array(np.random.rand(1000).astype(np.float32))
+    y = ctx.zeros(1000, "f32")
+    unigpu.axpy(2.0, x, y)                   # y = 2x + y, on ctx's default stream
+    print(y.numpy()[:4])
+
+Every call that waits or does real work releases the GIL. Errors from the
+backends raise subclasses of ``UnigpuError`` whose message is the Rust
+library's. See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import atexit as _atexit
+
+from . import _unigpu
+from ._unigpu import (
+    Array,
+    BackendUnavailableError,
+    CompileError,
+    ConfigError,
+    Context,
+    ContextMismatchError,
+    DeviceInfo,
+    DlpackError,
+    DriverError,
+    DTypeMismatchError,
+    Event,
+    InvalidDeviceError,
+    Kernel,
+    KernelArgsError,
+    Module,
+    Ops,
+    OutOfMemoryError,
+    SizeMismatchError,
+    Stream,
+    StreamWorkError,
+    TorchError,
+    UnigpuError,
+    UnsupportedError,
+    __version__,
+    add,
+    axpy,
+    backends,
+    blocks_for,
+    copy,
+    devices,
+    dot,
+    dtypes,
+    fill,
+    from_dlpack,
+    matmul,
+    max,
+    mul,
+    relu,
+    scale,
+    sigmoid,
+    sub,
+    sum,
+    tanh,
+)
+
+__all__ = [
+    "Array",
+    "BackendUnavailableError",
+    "CompileError",
+    "ConfigError",
+    "Context",
+    "ContextMismatchError",
+    "DeviceInfo",
+    "DlpackError",
+    "DriverError",
+    "DTypeMismatchError",
+    "Event",
+    "InvalidDeviceError",
+    "Kernel",
+    "KernelArgsError",
+    "Module",
+    "Ops",
+    "OutOfMemoryError",
+    "SizeMismatchError",
+    "Stream",
+    "StreamWorkError",
+    "TorchError",
+    "UnigpuError",
+    "UnsupportedError",
+    "__version__",
+    "add",
+    "axpy",
+    "backends",
+    "bf16_to_float32",
+    "blocks_for",
+    "copy",
+    "devices",
+    "dot",
+    "dtypes",
+    "fill",
+    "float32_to_bf16",
+    "matmul",
+    "max",
+    "mul",
+    "relu",
+    "scale",
+    "sigmoid",
+    "sub",
+    "sum",
+    "tanh",
+]
+
+
+def bf16_to_float32(bits):
+    """bf16 bit patterns (what ``Array.numpy()`` returns for a bf16 array,
+    numpy.uint16) as float32 values, exactly."""
+    import numpy as np
+
+    bits = np.asarray(bits, dtype=np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bf16(values):
+    """float32 values rounded to bf16 (to nearest even, as unigpu rounds),
+    as numpy.uint16 bit patterns. NaN stays NaN."""
+    import numpy as np
+
+    v = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = ((v + (0x7FFF + ((v >> 16) & 1))) >> 16).astype(np.uint16)
+    nan = np.isnan(v.view(np.float32))
+    return np.where(nan, ((v >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+# Streams that still have Python CPU-implementation work queued are waited
+# for at exit, while the interpreter still runs threads (their worker needs
+# the GIL to finish).
+_atexit.register(_unigpu.drain_pending)
