@@ -26,8 +26,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut tests = Vec::new();
     for exe in build(
         &root,
-        // The generator's own tests need rustfmt, cargo and gcc, which the
-        // GPU machine lacks; they run in CI instead.
+        // The generator's own tests and the C API's need rustfmt, cargo and
+        // gcc, which the GPU machine lacks; they run in CI instead, and the
+        // C API's GPU run is bench/ffi_gpu_run.sh (C program built here).
         &[
             "test",
             "--workspace",
@@ -35,6 +36,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "xtask",
             "--exclude",
             "unigpu-gen-fixture",
+            "--exclude",
+            "unigpu-capi",
             "--release",
             "--no-run",
         ],

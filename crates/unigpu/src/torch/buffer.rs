@@ -54,19 +54,13 @@ impl TorchBuffer {
                 e.into()
             }
         })?;
-        Ok(TorchBuffer {
-            tensor,
-            len,
-            home: stream.id,
-            uses: Mutex::new(Uses {
-                writer: Some(stream.clone()),
-                readers: Vec::new(),
-            }),
-        })
+        Ok(TorchBuffer::from_tensor(tensor, len, stream))
     }
 
-    /// A tensor from elsewhere (a DLPack import) whose producer has ordered
-    /// its work before `stream`, as DLPack requires.
+    /// `tensor`, made for `stream` (the allocator's stream for a new one),
+    /// with `stream` as its last writer: a new tensor, or one from elsewhere
+    /// (a DLPack import) whose producer has ordered its work before
+    /// `stream`, as DLPack requires.
     pub(crate) fn from_tensor(
         tensor: bridge::Tensor,
         len: usize,
