@@ -9,7 +9,10 @@
 //! crates (`unsafe` `DlpackTensor::from_raw_*`), which vouch for the
 //! producer.
 
-use unigpu_safe::ForeignStream;
+/// A consumer's CUDA stream by handle, for [`DlpackSync::Stream`] (made
+/// with the `unsafe` `ForeignStream::from_raw`, whose caller vouches for the
+/// handle).
+pub use unigpu_safe::ForeignStream;
 use unigpu_safe::dlpack::{HostArray, HostMem, ffi};
 pub use unigpu_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
