@@ -171,7 +171,7 @@ pub(super) fn reduce<T: Float>(
             Reduce::Max => T::from_acc(
                 xs.iter()
                     .map(|v| v.to_acc())
-                    .fold(T::Acc::neg_infinity(), |m, v| m.max(v)),
+                    .fold(T::Acc::nan(), |m, v| m.max(v)),
             ),
         };
         *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);

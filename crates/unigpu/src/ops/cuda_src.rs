@@ -10,8 +10,10 @@ __device__ __forceinline__ float ug_b2f(ug_u16 b) { return __uint_as_float(((uns
 __device__ __forceinline__ ug_u16 ug_f2b(float f) { ug_u16 b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f)); return b; }
 __device__ __forceinline__ float ug_id_f(float x) { return x; }
 __device__ __forceinline__ double ug_id_d(double x) { return x; }
-__device__ __forceinline__ float ug_ninf_f() { return __int_as_float(0xff800000); }
-__device__ __forceinline__ double ug_ninf_d() { return __longlong_as_double(0xfff0000000000000ULL); }
+/* The identity of max: fmax(NaN, x) is x, so NaNs are skipped and only an
+   all-NaN array gives NaN, as Ops::max documents. */
+__device__ __forceinline__ float ug_nan_f() { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double ug_nan_d() { return __longlong_as_double(0x7ff8000000000000ULL); }
 
 #define UG_LOOP \
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
@@ -72,7 +74,7 @@ __device__ __forceinline__ void ug_map1(const T* a, T* out, unsigned long long n
   for (unsigned long long i = nv * W + UG_TID; i < n; i += UG_STRIDE) out[i] = f(a[i]);
 }
 
-#define UG_FLOAT_OPS(S, T, A, LD, ST, EXP, TANH, FMAX, NINF) \
+#define UG_FLOAT_OPS(S, T, A, LD, ST, EXP, TANH, FMAX, MAX_ID) \
 extern "C" __global__ void ug_add_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) + LD(y)); }); } \
 extern "C" __global__ void ug_sub_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) - LD(y)); }); } \
 extern "C" __global__ void ug_mul_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) * LD(y)); }); } \
@@ -88,22 +90,22 @@ extern "C" __global__ void ug_dot_##S(const T* x, const T* y, A* partial, unsign
   A acc = 0; UG_LOOP acc += LD(x[i]) * LD(y[i]); \
   UG_BLOCK_REDUCE(A, acc, m + o) if (threadIdx.x == 0) partial[blockIdx.x] = ug_s[0]; } \
 extern "C" __global__ void ug_max_##S(const T* x, A* partial, unsigned long long n) { \
-  A acc = NINF(); UG_LOOP acc = FMAX(acc, LD(x[i])); \
+  A acc = MAX_ID(); UG_LOOP acc = FMAX(acc, LD(x[i])); \
   UG_BLOCK_REDUCE(A, acc, FMAX(m, o)) if (threadIdx.x == 0) partial[blockIdx.x] = ug_s[0]; }
 
-UG_FLOAT_OPS(f32, float, float, ug_id_f, ug_id_f, expf, tanhf, fmaxf, ug_ninf_f)
-UG_FLOAT_OPS(f64, double, double, ug_id_d, ug_id_d, exp, tanh, fmax, ug_ninf_d)
-UG_FLOAT_OPS(f16, ug_u16, float, ug_h2f, ug_f2h, expf, tanhf, fmaxf, ug_ninf_f)
-UG_FLOAT_OPS(bf16, ug_u16, float, ug_b2f, ug_f2b, expf, tanhf, fmaxf, ug_ninf_f)
+UG_FLOAT_OPS(f32, float, float, ug_id_f, ug_id_f, expf, tanhf, fmaxf, ug_nan_f)
+UG_FLOAT_OPS(f64, double, double, ug_id_d, ug_id_d, exp, tanh, fmax, ug_nan_d)
+UG_FLOAT_OPS(f16, ug_u16, float, ug_h2f, ug_f2h, expf, tanhf, fmaxf, ug_nan_f)
+UG_FLOAT_OPS(bf16, ug_u16, float, ug_b2f, ug_f2b, expf, tanhf, fmaxf, ug_nan_f)
 
 /* Second pass of a reduction: one block folds the per-block partials. */
-#define UG_FINAL(S, A, FMAX, NINF) \
+#define UG_FINAL(S, A, FMAX, MAX_ID) \
 extern "C" __global__ void ug_sum_final_##S(const A* partial, A* out, unsigned long long n) { \
   A acc = 0; UG_LOOP acc += partial[i]; \
   UG_BLOCK_REDUCE(A, acc, m + o) if (threadIdx.x == 0) out[0] = ug_s[0]; } \
 extern "C" __global__ void ug_max_final_##S(const A* partial, A* out, unsigned long long n) { \
-  A acc = NINF(); UG_LOOP acc = FMAX(acc, partial[i]); \
+  A acc = MAX_ID(); UG_LOOP acc = FMAX(acc, partial[i]); \
   UG_BLOCK_REDUCE(A, acc, FMAX(m, o)) if (threadIdx.x == 0) out[0] = ug_s[0]; }
-UG_FINAL(f32, float, fmaxf, ug_ninf_f)
-UG_FINAL(f64, double, fmax, ug_ninf_d)
+UG_FINAL(f32, float, fmaxf, ug_nan_f)
+UG_FINAL(f64, double, fmax, ug_nan_d)
 "#;
