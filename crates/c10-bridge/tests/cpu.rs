@@ -35,7 +35,21 @@ fn cuda_availability_is_consistent_and_never_aborts() {
 #[test]
 fn without_cuda_every_cuda_call_is_a_clear_error() {
     if c10::cuda_is_available().unwrap() {
-        return; // covered by the GPU tests
+        // With a GPU the same calls succeed, on device 0.
+        assert!(c10::cuda_status().unwrap().is_empty());
+        let s = c10::stream_from_pool(0, false).unwrap();
+        assert_eq!(s.device_index().unwrap(), 0);
+        assert_eq!(c10::current_stream(0).unwrap().device_index().unwrap(), 0);
+        assert_eq!(c10::default_stream(0).unwrap().device_index().unwrap(), 0);
+        let mut ev = c10::event_new().unwrap();
+        ev.record(&s).unwrap();
+        ev.synchronize().unwrap();
+        assert!(ev.query().unwrap());
+        let (data, _, t) = random_tensor();
+        let pinned = t.pin_memory().unwrap();
+        assert!(!pinned.is_cuda().unwrap());
+        assert_eq!(pinned.to_f32_vec().unwrap(), data);
+        return;
     }
     let reason = c10::cuda_status().unwrap();
     assert!(!reason.is_empty());

@@ -60,11 +60,37 @@ fn device_count_without_a_gpu_is_a_clean_error() {
 
 #[test]
 fn malloc_without_a_gpu_is_a_clean_error_in_rust_and_c() {
-    if !expect_no_gpu() {
-        // With a device present this path is exercised by tests/gpu.rs.
+    let bytes = 1024 + rand::random::<u16>() as usize;
+    if let Ok(n) = unigpu_cuda_rt::device_count() {
+        // A device is present (UNIGPU_EXPECT_NO_GPU=1 already fails in
+        // `device_count_without_a_gpu_is_a_clean_error`): the same calls
+        // succeed, in Rust and in C.
+        assert!(!expect_no_gpu(), "UNIGPU_EXPECT_NO_GPU=1 but {n} device(s)");
+        unigpu_cuda_rt::init(0).unwrap();
+        let mut buf = unigpu_cuda_rt::malloc(bytes).unwrap();
+        assert_eq!(buf.size().unwrap(), bytes);
+        buf.fill(0x5a).unwrap();
+        let mut back = vec![0u8; bytes];
+        unigpu_cuda_rt::memcpy_dtoh(&mut back, &buf).unwrap();
+        assert!(back.iter().all(|&b| b == 0x5a));
+        let stream = unigpu_cuda_rt::stream_create().unwrap();
+        stream.synchronize().unwrap();
+        assert!(stream.is_idle().unwrap());
+
+        let mut out = std::ptr::null_mut();
+        // SAFETY: `out` is valid for writes.
+        let status = unsafe { capi::rt_cuda_malloc(bytes, &mut out) };
+        assert_eq!(status, capi::Status::Ok, "{}", last_error());
+        assert!(!out.is_null());
+        // SAFETY: `out` came from rt_cuda_malloc and is freed once.
+        unsafe { capi::rt_cuda_device_buffer_free(out) };
+        let mut count = -7;
+        // SAFETY: `count` is valid for writes.
+        let status = unsafe { capi::rt_cuda_device_count(&mut count) };
+        assert_eq!(status, capi::Status::Ok);
+        assert_eq!(count, n);
         return;
     }
-    let bytes = 1024 + rand::random::<u16>() as usize;
     let e = unigpu_cuda_rt::malloc(bytes).expect_err("no device: cudaMalloc fails");
     assert!(e.message().starts_with("cudaMalloc failed: cuda"), "{e}");
 

@@ -292,9 +292,27 @@ mod tests {
     }
 
     #[test]
-    fn the_cached_probe_never_panics_and_agrees_with_itself() {
+    fn the_cached_probe_is_computed_once_and_matches_a_fresh_one() {
         let first = probe();
-        assert_eq!(first, probe());
+        assert!(
+            std::ptr::eq(first, probe()),
+            "probe() is cached: every call returns the same result"
+        );
+        // Nothing about the machine changed since: probing again from
+        // scratch finds the same libraries, version and devices.
+        assert_eq!(*first, probe_uncached());
         assert_eq!(first.cuda_usable(), first.unusable_reason().is_none());
+        if first.driver.is_usable() {
+            assert!(first.driver.loaded_from.is_some(), "{first:?}");
+            assert!(first.driver_version.is_some(), "{first:?}");
+        } else {
+            assert!(!first.cuda_usable());
+            assert_eq!(first.driver_version, None);
+            assert!(first.device_count.is_err(), "{first:?}");
+            assert!(
+                first.unusable_reason().unwrap().starts_with("libcuda: "),
+                "{first:?}"
+            );
+        }
     }
 }

@@ -104,11 +104,71 @@ on_every_backend!(host_buffers_of_the_wrong_length_are_errors, |ctx| {
 });
 
 on_every_backend!(arrays_outlive_dropped_contexts, |ctx| {
+    // A context of its own, dropped (with every clone and stream) while
+    // its arrays live on: the arrays keep the device, and every operation
+    // on them still works.
     let host = random_vec::<u32>(random_len(10_000));
-    let array = {
-        let clone = ctx.clone();
-        clone.upload(&host).unwrap()
+    let n = host.len();
+    let (mut array, zeros) = {
+        let own = Context::new(ctx.backend(), ctx.device_id()).unwrap();
+        let s = own.create_stream().unwrap();
+        let mut a = own.zeros::<u32>(n).unwrap();
+        s.upload(&host, &mut a).unwrap();
+        let z = own.zeros::<u32>(n).unwrap();
+        (a, z)
     };
     assert_same(&host, &array.download().unwrap());
     assert_eq!(array.context().backend(), ctx.backend());
+    assert_eq!(array.context().device_id(), ctx.device_id());
+    let copy = array.try_clone().unwrap();
+    assert_same(&vec![0; n], &zeros.download().unwrap());
+    zeros.copy_to(&mut array).unwrap();
+    assert_same(&vec![0; n], &array.download().unwrap());
+    assert_same(&host, &copy.download().unwrap());
+    let fresh = random_vec::<u32>(n);
+    array.upload_from(&fresh).unwrap();
+    assert_same(&fresh, &array.download().unwrap());
+});
+
+on_every_backend!(to_context_copies_to_the_cpu_and_back, |ctx| {
+    // The CPU run moves between two CPU contexts; the GPU runs move
+    // CUDA (or torch) -> CPU -> CUDA (or torch), through host memory.
+    let cpu = common::cpu_ctx();
+    for n in sizes() {
+        let host = random_vec::<f64>(n);
+        let mut a = ctx.upload(&host).unwrap();
+        let on_cpu = a.to_context(&cpu).unwrap();
+        assert_eq!(on_cpu.context().backend(), unigpu::Backend::Cpu);
+        assert_eq!(on_cpu.len(), n);
+        assert_same(&host, &on_cpu.download().unwrap());
+        let back = on_cpu.to_context(ctx).unwrap();
+        assert_eq!(back.context().backend(), ctx.backend());
+        assert_eq!(back.context().device_id(), ctx.device_id());
+        assert_same(&host, &back.download().unwrap());
+        // Each is a copy: overwriting the source changes none of them.
+        a.upload_from(&vec![-1.0; n]).unwrap();
+        assert_same(&host, &on_cpu.download().unwrap());
+        assert_same(&host, &back.download().unwrap());
+        let same = a.to_context(ctx).unwrap();
+        assert_same(&vec![-1.0; n], &same.download().unwrap());
+    }
+});
+
+on_every_backend!(to_context_sees_pending_writes_on_a_stream, |ctx| {
+    // The move must wait for a write still queued on another stream.
+    let _parked = common::park_lock();
+    let s = ctx.create_stream().unwrap();
+    let n = random_len(1 << 16);
+    let host = random_vec::<i32>(n);
+    let mut a = ctx.zeros::<i32>(n).unwrap();
+    ctx.sync().unwrap();
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    s.host_fn(move || {
+        let _ = gate.recv_timeout(std::time::Duration::from_millis(300));
+    })
+    .unwrap();
+    s.upload(&host, &mut a).unwrap();
+    let moved = a.to_context(&common::cpu_ctx()).unwrap();
+    drop(open);
+    assert_same(&host, &moved.download().unwrap());
 });

@@ -170,6 +170,8 @@ fn the_default_context_records_why_each_backend_was_skipped() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_default_context_picks_the_first_gpu_backend_when_a_gpu_is_present() {
+    // A GPU first, so that without one this fails for that reason.
+    common::cuda_ctx();
     let ctx = Context::from_config(unigpu::Config::default()).unwrap();
     assert_eq!(
         ctx.backend(),

@@ -2,6 +2,10 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
 use common::{assert_same, random_len, random_vec, sizes};
 use unigpu::kernel::ParamKind;
 use unigpu::{Backend, CompileOptions, Context, CpuArgs, DType, Error, Grid, Kernel};
@@ -62,17 +66,92 @@ on_every_backend!(saxpy_matches_the_host, |ctx| {
 });
 
 on_every_backend!(launches_on_a_stream_are_ordered_with_other_streams, |ctx| {
+    let _parked = common::park_lock();
     let k = saxpy(ctx);
     let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
     let n = random_len(1 << 18);
     let hx = random_vec::<f32>(n);
     let mut x = ctx.zeros::<f32>(n).unwrap();
     let mut y = ctx.zeros::<f32>(n).unwrap();
+    ctx.sync().unwrap();
+    // Hold s1 back so the upload of x cannot happen before the launch on
+    // s2 is enqueued: a launch that did not wait for it would read zeros.
+    let (open, gate) = mpsc::channel::<()>();
+    let opened = Arc::new(AtomicBool::new(false));
+    let flag = opened.clone();
+    s1.host_fn(move || {
+        if gate.recv_timeout(Duration::from_secs(30)).is_ok() {
+            flag.store(true, Ordering::SeqCst);
+        }
+    })
+    .unwrap();
     s1.upload(&hx, &mut x).unwrap();
     s2.launch(&k, Grid::for_elems(n), (3.0f32, &x, &mut y, n as u32))
         .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !s2.is_idle().unwrap(),
+        "the launch ran while the upload it reads was held back"
+    );
+    open.send(()).unwrap();
     let want: Vec<f32> = hx.iter().map(|v| 3.0f32.mul_add(*v, 0.0)).collect();
     assert_same(&want, &s2.download(&y).unwrap());
+    s1.sync().unwrap();
+    assert!(
+        opened.load(Ordering::SeqCst),
+        "the gate timed out instead of being opened by the test"
+    );
+});
+
+on_every_backend!(launches_with_arrays_of_other_contexts, |ctx| {
+    // A CPU context as the other one: for the CPU run it is the same device
+    // (shared memory, accepted); for the GPU runs it is refused and nothing
+    // is written.
+    let k = saxpy(ctx);
+    let other = common::cpu_ctx();
+    let n = random_len(1000);
+    let (hx, hy) = (random_vec::<f32>(n), random_vec::<f32>(n));
+    let x_theirs = other.upload(&hx).unwrap();
+    let mut y_theirs = other.upload(&hy).unwrap();
+    let x_ours = ctx.upload(&hx).unwrap();
+    let mut y_ours = ctx.upload(&hy).unwrap();
+    let grid = Grid::for_elems(n);
+    if ctx.backend() == Backend::Cpu {
+        ctx.launch(&k, grid, (2.0f32, &x_theirs, &mut y_ours, n as u32))
+            .unwrap();
+        let want: Vec<f32> = hx
+            .iter()
+            .zip(&hy)
+            .map(|(x, y)| 2.0f32.mul_add(*x, *y))
+            .collect();
+        assert_same(&want, &y_ours.download().unwrap());
+        return;
+    }
+    for (what, result) in [
+        (
+            "a foreign input",
+            ctx.launch(&k, grid, (2.0f32, &x_theirs, &mut y_ours, n as u32)),
+        ),
+        (
+            "a foreign output",
+            ctx.launch(&k, grid, (2.0f32, &x_ours, &mut y_theirs, n as u32)),
+        ),
+        (
+            "a foreign input on a stream",
+            ctx.create_stream().unwrap().launch(
+                &k,
+                grid,
+                (2.0f32, &x_theirs, &mut y_ours, n as u32),
+            ),
+        ),
+    ] {
+        assert!(
+            matches!(result, Err(Error::ContextMismatch { what: "launch" })),
+            "launch with {what}: {result:?}"
+        );
+    }
+    assert_same(&hy, &y_ours.download().unwrap());
+    assert_same(&hy, &y_theirs.download().unwrap());
 });
 
 on_every_backend!(arguments_are_checked_against_the_declaration, |ctx| {

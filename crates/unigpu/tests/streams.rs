@@ -9,7 +9,55 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{assert_same, random_len, random_vec, sizes};
-use unigpu::{Backend, Error};
+use unigpu::{Backend, Error, Stream};
+
+/// How long a gate waits for the test to open it before giving up (the
+/// test then fails: see [`Gate::assert_opened_by_the_test`]).
+const GATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a test watches a gated consumer to see that it stays blocked.
+/// A consumer that does not wait finishes in microseconds, so this only
+/// has to outlast scheduling noise; a waiting one never finishes early.
+const WATCH: Duration = Duration::from_millis(200);
+
+/// Holds a stream back: a host function that blocks until the test calls
+/// [`Gate::open`]. Work enqueued after it on the stream cannot start, so a
+/// consumer that forgets to wait for that work runs early and reads stale
+/// data, and the test sees it. Take `common::park_lock()` while one is
+/// closed.
+struct Gate {
+    tx: mpsc::Sender<()>,
+    opened: Arc<AtomicBool>,
+}
+
+impl Gate {
+    fn close(s: &Stream) -> Gate {
+        let (tx, rx) = mpsc::channel::<()>();
+        let opened = Arc::new(AtomicBool::new(false));
+        let flag = opened.clone();
+        s.host_fn(move || {
+            if rx.recv_timeout(GATE_TIMEOUT).is_ok() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        Gate { tx, opened }
+    }
+
+    fn open(&self) {
+        self.tx.send(()).expect("the gate's host function is gone");
+    }
+
+    /// Call after the gated stream is synced: fails when the gate gave up
+    /// waiting (so the work behind it ran without the test's say-so).
+    #[track_caller]
+    fn assert_opened_by_the_test(&self) {
+        assert!(
+            self.opened.load(Ordering::SeqCst),
+            "the gate timed out after {GATE_TIMEOUT:?} instead of being opened by the test"
+        );
+    }
+}
 
 on_every_backend!(stream_upload_copy_download, |ctx| {
     let s = ctx.create_stream().unwrap();
@@ -52,32 +100,57 @@ on_every_backend!(writes_on_one_stream_are_seen_by_reads_on_another, |ctx| {
     let host = random_vec::<u32>(n);
     let mut a = ctx.zeros::<u32>(n).unwrap();
     let mut b = ctx.zeros::<u32>(n).unwrap();
-    let (tx, rx) = mpsc::channel::<()>();
-    // Hold s1 until the reads on s2 are enqueued, so they really wait.
-    s1.host_fn(move || {
-        let _ = rx.recv_timeout(Duration::from_secs(10));
-    })
-    .unwrap();
+    // The upload cannot start before the gate opens; a copy on s2 that did
+    // not wait for it would copy the zeros and finish at once.
+    let gate = Gate::close(&s1);
     s1.upload(&host, &mut a).unwrap();
     s2.copy(&a, &mut b).unwrap();
-    tx.send(()).unwrap();
+    std::thread::sleep(WATCH);
+    assert!(
+        !s2.is_idle().unwrap(),
+        "the copy on s2 finished while the write it reads was held back"
+    );
+    gate.open();
     assert_same(&host, &s2.download(&b).unwrap());
     assert_same(&host, &b.download().unwrap());
+    s1.sync().unwrap();
+    gate.assert_opened_by_the_test();
 });
 
 on_every_backend!(events_order_work_across_streams, |ctx| {
+    let _parked = common::park_lock();
     let (producer, consumer) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+    // Arrays the event alone orders: nothing links them to the producer.
+    let n = random_len(1 << 16);
+    let host = random_vec::<f32>(n);
+    let src = ctx.upload(&host).unwrap();
+    let mut dst = ctx.zeros::<f32>(n).unwrap();
+    // Warm up the consumer's copy: CUDA loads a kernel's module on its first launch (lazy loading), and
+    // loading waits for the device's streams, a gated one too,
+    // so a first launch behind the closed gate would block the test.
+    consumer.copy(&src, &mut dst).unwrap();
+    ctx.ops_on(&consumer).fill(&mut dst, 0.0).unwrap();
+    ctx.sync().unwrap();
     let flag = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Mutex::new(None));
+    let gate = Gate::close(&producer);
     let set = flag.clone();
     producer
-        .host_fn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            set.store(true, Ordering::SeqCst);
-        })
+        .host_fn(move || set.store(true, Ordering::SeqCst))
         .unwrap();
     let done = producer.record().unwrap();
     consumer.wait(&done).unwrap();
+    consumer.copy(&src, &mut dst).unwrap();
+    std::thread::sleep(WATCH);
+    assert!(
+        !done.query().unwrap(),
+        "the event is behind the closed gate"
+    );
+    assert!(
+        !consumer.is_idle().unwrap(),
+        "the consumer's copy ran before the event it waits for"
+    );
+    gate.open();
+    let seen = Arc::new(Mutex::new(None));
     let (read, out) = (flag.clone(), seen.clone());
     consumer
         .host_fn(move || *out.lock().unwrap() = Some(read.load(Ordering::SeqCst)))
@@ -89,6 +162,9 @@ on_every_backend!(events_order_work_across_streams, |ctx| {
         "the consumer ran before the event"
     );
     assert!(done.query().unwrap());
+    assert_same(&host, &consumer.download(&dst).unwrap());
+    producer.sync().unwrap();
+    gate.assert_opened_by_the_test();
 });
 
 on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
@@ -99,11 +175,7 @@ on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
         fresh.query().unwrap(),
         "an unrecorded event counts as complete"
     );
-    let (tx, rx) = mpsc::channel::<()>();
-    s.host_fn(move || {
-        let _ = rx.recv_timeout(Duration::from_secs(10));
-    })
-    .unwrap();
+    let gate = Gate::close(&s);
     let ev = s.record().unwrap();
     assert!(
         !s.is_idle().unwrap(),
@@ -111,11 +183,12 @@ on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
     );
     assert!(!s.query().unwrap());
     assert!(!ev.query().unwrap(), "the event is behind blocked work");
-    tx.send(()).unwrap();
+    gate.open();
     ev.sync().unwrap();
     assert!(ev.query().unwrap());
     s.sync().unwrap();
     assert!(s.is_idle().unwrap());
+    gate.assert_opened_by_the_test();
 });
 
 on_every_backend!(elapsed_time_covers_the_work_between_events, |ctx| {
@@ -127,10 +200,20 @@ on_every_backend!(elapsed_time_covers_the_work_between_events, |ctx| {
     let ms = start.elapsed_ms(&end).unwrap();
     // A lower bound only: a sleep lasts at least as long as asked.
     assert!(ms >= 29.0, "elapsed {ms} ms for a 30 ms sleep");
-    // Re-recording an event moves it.
-    let later = ctx.create_event().unwrap();
-    later.record(&s).unwrap();
-    assert!(end.elapsed_ms(&later).unwrap() >= 0.0);
+    // Re-recording an event moves it: `mark` first sits right after `end`,
+    // then after another 20 ms of work.
+    let mark = ctx.create_event().unwrap();
+    mark.record(&s).unwrap();
+    let first = end.elapsed_ms(&mark).unwrap();
+    assert!(first >= 0.0, "{first} ms between consecutive events");
+    s.host_fn(|| std::thread::sleep(Duration::from_millis(20)))
+        .unwrap();
+    mark.record(&s).unwrap();
+    let second = end.elapsed_ms(&mark).unwrap();
+    assert!(
+        second >= first + 19.0,
+        "re-recording did not move the event: {first} ms, then {second} ms"
+    );
 });
 
 on_every_backend!(a_panicking_host_fn_is_an_error_at_the_next_sync, |ctx| {
@@ -164,20 +247,60 @@ on_every_backend!(context_sync_waits_for_every_stream, |ctx| {
     }
 });
 
-on_every_backend!(events_and_streams_of_other_backends_are_refused, |ctx| {
-    let other = if ctx.backend() == Backend::Cpu {
-        return; // only the CUDA run has a second backend to mix in
-    } else {
-        common::cpu_ctx()
-    };
+#[track_caller]
+fn refused<T: std::fmt::Debug>(call: &str, result: unigpu::Result<T>) {
+    assert!(
+        matches!(result, Err(Error::ContextMismatch { .. })),
+        "{call} with a context of another backend: {result:?}"
+    );
+}
+
+on_every_backend!(events_streams_and_arrays_of_other_contexts, |ctx| {
+    // The other context is a CPU one. For the CPU run that is a second
+    // context on the same device, which shares memory and ordering with
+    // the first: every call accepts it. For the GPU runs every call refuses
+    // it, and nothing is written.
+    let other = common::cpu_ctx();
     let s = ctx.create_stream().unwrap();
-    let foreign = other.create_stream().unwrap().record().unwrap();
-    assert!(matches!(
-        s.wait(&foreign),
-        Err(Error::ContextMismatch { .. })
-    ));
-    let a = other.upload(&[1.0f32]).unwrap();
-    assert!(matches!(s.download(&a), Err(Error::ContextMismatch { .. })));
+    let foreign_stream = other.create_stream().unwrap();
+    let foreign_event = foreign_stream.record().unwrap();
+    let own_event = s.record().unwrap();
+    let host = random_vec::<f32>(random_len(1000));
+    let n = host.len();
+    let theirs = other.upload(&host).unwrap();
+    let mut their_dst = other.zeros::<f32>(n).unwrap();
+    let own_src = ctx.upload(&host).unwrap();
+    let mut ours = ctx.zeros::<f32>(n).unwrap();
+    let mut buf = vec![0.0f32; n];
+    if ctx.backend() == Backend::Cpu {
+        s.wait(&foreign_event).unwrap();
+        s.copy(&theirs, &mut ours).unwrap();
+        assert_same(&host, &s.download(&ours).unwrap());
+        s.upload(&random_vec::<f32>(n), &mut their_dst).unwrap();
+        s.copy(&own_src, &mut their_dst).unwrap();
+        s.download_into(&their_dst, &mut buf).unwrap();
+        assert_same(&host, &buf);
+        own_event.record(&foreign_stream).unwrap();
+        foreign_event.record(&s).unwrap();
+        assert!(own_event.elapsed_ms(&foreign_event).is_ok());
+        return;
+    }
+    refused("Stream::wait", s.wait(&foreign_event));
+    refused("Event::record", own_event.record(&foreign_stream));
+    refused("Event::record", foreign_event.record(&s));
+    refused("Event::elapsed_ms", own_event.elapsed_ms(&foreign_event));
+    refused("Event::elapsed_ms", foreign_event.elapsed_ms(&own_event));
+    refused("Stream::copy", s.copy(&theirs, &mut ours));
+    refused("Stream::copy", s.copy(&own_src, &mut their_dst));
+    refused("Stream::upload", s.upload(&host, &mut their_dst));
+    refused("Stream::download", s.download(&theirs));
+    refused("Stream::download_into", s.download_into(&theirs, &mut buf));
+    refused("Stream::download", foreign_stream.download(&own_src));
+    refused("GpuArray::copy_to", own_src.copy_to(&mut their_dst));
+    refused("GpuArray::copy_to", theirs.copy_to(&mut ours));
+    assert_same(&vec![0.0; n], &ours.download().unwrap());
+    assert_same(&vec![0.0; n], &their_dst.download().unwrap());
+    assert_same(&vec![0.0; n], &buf);
 });
 
 #[test]
