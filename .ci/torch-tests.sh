@@ -33,5 +33,21 @@ step "tests (feature torch, CPU; GPU tests are ignored here)"
 UNIGPU_EXPECT_NO_GPU=1 cargo test -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
   --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch
 
-step "the torch backend example says why it cannot run here"
-cargo run -q -p unigpu --features torch --example 07_torch_backend
+step "the torch backend example says why it cannot run here, and fails"
+# Without a GPU the example must exit 2 with "no torch GPU here: ..." (a
+# run that checked nothing is not a pass); anything else fails CI.
+cargo build -q -p unigpu --features torch --example 07_torch_backend
+set +e
+example_out=$(cargo run -q -p unigpu --features torch --example 07_torch_backend 2>&1)
+example_rc=$?
+set -e
+printf '%s\n' "$example_out"
+if [ "$example_rc" -ne 2 ] || ! grep -q '^no torch GPU here: ' <<<"$example_out"; then
+  echo "07_torch_backend: expected exit 2 with 'no torch GPU here: ...', got exit $example_rc" >&2
+  exit 1
+fi
+echo "07_torch_backend: exit 2 with the no-GPU message, as expected"
+
+step "GPU-marked tests (feature torch) all fail without a GPU, each with the no-GPU message"
+bash .ci/gpu-tests-fail-without-gpu.sh -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
+  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch

@@ -6,11 +6,14 @@
 //! - `gpu-pack`: package GPU test binaries for the device machine.
 //! - `capi-install --prefix DIR`: install the C API (libunigpu, headers,
 //!   pkg-config and CMake files; see docs/c-api.md).
+//! - `mutants`: write deliberate bugs into the CPU backend one at a time and
+//!   check that the tests catch each (docs/testing.md).
 
 mod capi_install;
 #[path = "gen/mod.rs"]
 mod generator; // `gen` is a reserved keyword in edition 2024
 mod gpu_pack;
+mod mutants;
 
 use std::process::ExitCode;
 
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
         "gen" => generator::run(&args),
         "gpu-pack" => gpu_pack::run(&args),
         "capi-install" => capi_install::run(&args),
+        "mutants" => mutants::run(&args),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
@@ -50,4 +54,6 @@ commands:
                             the device command that runs them
   capi-install --prefix DIR [--features F] [--debug] [--no-build]
                             build the C API and install libunigpu.a/.so, include/unigpu.h,
-                            lib/pkgconfig/unigpu.pc and lib/cmake/unigpu/ into DIR";
+                            lib/pkgconfig/unigpu.pc and lib/cmake/unigpu/ into DIR
+  mutants                   write deliberate bugs into the CPU backend one at a time and
+                            fail unless the facade's tests catch every one";

@@ -3,7 +3,9 @@
 //!
 //!     LIBTORCH_USE_PYTORCH=1 cargo run -p unigpu --features torch --example 07_torch_backend
 //!
-//! Needs a GPU usable through torch; says so and exits otherwise.
+//! Needs a GPU usable through torch; without one it says so ("no torch GPU
+//! here: ...") and exits with status 2, so that a run that could not check
+//! anything is never counted as a pass.
 
 use unigpu::{Backend, Context, Grid};
 
@@ -13,12 +15,15 @@ extern "C" __global__ void scale_add(float a, const float* x, float* y, unsigned
     if (i < n) y[i] = a * x[i] + y[i];
 }"#;
 
+/// The exit status when torch sees no GPU: the example could not run.
+const NO_TORCH_GPU: i32 = 2;
+
 fn main() -> unigpu::Result<()> {
     let ctx = match Context::new(Backend::Torch, 0) {
         Ok(ctx) => ctx,
         Err(e) => {
-            println!("no torch GPU here: {e}");
-            return Ok(());
+            eprintln!("no torch GPU here: {e}");
+            std::process::exit(NO_TORCH_GPU);
         }
     };
     println!("backend {} on {}", ctx.backend(), ctx.device_name()?);
