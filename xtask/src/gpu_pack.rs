@@ -12,7 +12,7 @@ use serde_json::Value;
 const PACK_DIR: &str = ".gpu-pack";
 /// Where the GPU machine keeps libcuda's companions and torch's libraries
 /// (../shared/DESIGN.md, "GPU machine").
-const DEVICE_LD_LIBRARY_PATH: &str =
+pub(crate) const DEVICE_LD_LIBRARY_PATH: &str =
     "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64";
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -178,7 +178,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 /// Strips the binaries and packs them into bin.tar.gz, which run.sh
 /// unpacks: the plain binaries no longer fit the device tool's carry limit.
 /// Returns the pack's size in bytes.
-fn shrink(pack: &Path) -> anyhow::Result<u64> {
+pub(crate) fn shrink(pack: &Path) -> anyhow::Result<u64> {
     let bin = pack.join("bin");
     let files: Vec<PathBuf> = fs::read_dir(&bin)?
         .map(|e| Ok(e?.path()))
@@ -232,7 +232,7 @@ fn build(root: &Path, cargo_args: &[&str], extra: &[String]) -> anyhow::Result<V
     build_with_env(root, cargo_args, extra, &[])
 }
 
-fn build_with_env(
+pub(crate) fn build_with_env(
     root: &Path,
     cargo_args: &[&str],
     extra: &[String],
@@ -274,7 +274,7 @@ fn copy_into(pack: &Path, exe: &Path) -> anyhow::Result<String> {
 }
 
 /// Copies `exe` into the pack as `<prefix><its name>`.
-fn copy_into_as(pack: &Path, exe: &Path, prefix: &str) -> anyhow::Result<String> {
+pub(crate) fn copy_into_as(pack: &Path, exe: &Path, prefix: &str) -> anyhow::Result<String> {
     let name = format!(
         "{prefix}{}",
         exe.file_name()

@@ -6,8 +6,9 @@
 //! - `gpu-pack`: package GPU test binaries for the device machine.
 //! - `capi-install --prefix DIR`: install the C API (libunigpu, headers,
 //!   pkg-config and CMake files; see docs/c-api.md).
-//! - `mutants`: write deliberate bugs into the CPU backend one at a time and
-//!   check that the tests catch each (docs/testing.md).
+//! - `mutants [--gpu-pack]`: write deliberate bugs into a backend one at a
+//!   time and check that the tests catch each: the CPU backend's here, the
+//!   CUDA and torch backends' packed for the GPU machine (docs/testing.md).
 
 mod capi_install;
 #[path = "gen/mod.rs"]
@@ -55,5 +56,6 @@ commands:
   capi-install --prefix DIR [--features F] [--debug] [--no-build]
                             build the C API and install libunigpu.a/.so, include/unigpu.h,
                             lib/pkgconfig/unigpu.pc and lib/cmake/unigpu/ into DIR
-  mutants                   write deliberate bugs into the CPU backend one at a time and
-                            fail unless the facade's tests catch every one";
+  mutants [--gpu-pack]      write deliberate bugs into the CPU backend one at a time and
+                            fail unless the facade's tests catch every one; --gpu-pack builds
+                            the CUDA and torch mutants into .gpu-mutants/ for the GPU machine";

@@ -296,7 +296,9 @@ impl Context {
             // context-wide sync waits for every stream.
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => {
-                d.cuda.synchronize()?;
+                d.cuda
+                    .synchronize()
+                    .map_err(|e| self.inner.default_stream.blame_last_kernel(e.into()))?;
                 self.inner.default_stream.sync()
             }
             DeviceImpl::Cpu => {

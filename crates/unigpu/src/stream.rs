@@ -65,6 +65,10 @@ impl Stream {
                 name,
                 message,
             },
+            (Error::Torch { call, message }, Some(kernel)) => Error::Torch {
+                call: format!("{call} (after kernel `{kernel}`, the last launched on this stream)"),
+                message,
+            },
             (e, _) => e,
         }
     }
@@ -91,7 +95,7 @@ impl Stream {
                 .synchronize()
                 .map_err(|e| self.blame_last_kernel(e.into())),
             #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => s.sync(),
+            StreamImpl::Torch(s) => s.sync().map_err(|e| self.blame_last_kernel(e)),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The on-disk kernel cache, seen from new processes: the test re-runs
-//! itself with `UNIGPU_CACHE_DIR` pointing at a fresh folder.
+//! itself with `UNIGPU_CACHE_DIR` pointing at a fresh folder, once per GPU
+//! backend (the child is told which one).
 
 mod common;
 
@@ -8,6 +9,7 @@ use std::process::Command;
 use unigpu::kernel::Origin;
 
 const CHILD: &str = "UNIGPU_TEST_CACHE_CHILD";
+const CHILD_BACKEND: &str = "UNIGPU_TEST_CACHE_BACKEND";
 const SRC_PREFIX: &str = r#"
 extern "C" __global__ void add_one(float* y, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -17,7 +19,7 @@ extern "C" __global__ void add_one(float* y, unsigned int n) {
 
 /// Compiles and runs a kernel in this process, printing where it came from.
 fn child() {
-    let ctx = common::cuda_ctx();
+    let ctx = common::gpu_ctx(&std::env::var(CHILD_BACKEND).unwrap());
     let tag = std::env::var(CHILD).unwrap();
     let module = ctx.compile(&format!("{SRC_PREFIX}// {tag}\n")).unwrap();
     let k = module.kernel("add_one").unwrap();
@@ -31,16 +33,17 @@ fn child() {
     println!("origin={:?}", module.origin());
 }
 
-fn run_child(dir: &std::path::Path, tag: &str) -> String {
+fn run_child(backend: &str, dir: &std::path::Path, tag: &str) -> String {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "disk_cache_serves_new_processes",
+            &format!("disk_cache_serves_new_processes_{backend}"),
             "--include-ignored",
             "--nocapture",
         ])
         .env("UNIGPU_CACHE_DIR", dir)
         .env(CHILD, tag)
+        .env(CHILD_BACKEND, backend)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -55,22 +58,20 @@ fn run_child(dir: &std::path::Path, tag: &str) -> String {
         .to_string()
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn disk_cache_serves_new_processes() {
+fn disk_cache_serves_new_processes(backend: &str) {
     if std::env::var(CHILD).is_ok() {
         return child();
     }
     let dir = tempfile::tempdir().unwrap();
     let tag = format!("{}", common::random_vec::<u64>(1)[0]);
     assert_eq!(
-        run_child(dir.path(), &tag),
+        run_child(backend, dir.path(), &tag),
         format!("{:?}", Origin::Compiled)
     );
     let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(files.len(), 1, "one cache file written");
     assert_eq!(
-        run_child(dir.path(), &tag),
+        run_child(backend, dir.path(), &tag),
         format!("{:?}", Origin::DiskCache)
     );
 
@@ -78,11 +79,24 @@ fn disk_cache_serves_new_processes() {
     let path = files[0].as_ref().unwrap().path();
     std::fs::write(&path, b"UGKCACH1 garbage").unwrap();
     assert_eq!(
-        run_child(dir.path(), &tag),
+        run_child(backend, dir.path(), &tag),
         format!("{:?}", Origin::Compiled)
     );
     assert_eq!(
-        run_child(dir.path(), &tag),
+        run_child(backend, dir.path(), &tag),
         format!("{:?}", Origin::DiskCache)
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn disk_cache_serves_new_processes_cuda() {
+    disk_cache_serves_new_processes("cuda");
+}
+
+#[cfg(feature = "torch")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn disk_cache_serves_new_processes_torch() {
+    disk_cache_serves_new_processes("torch");
 }

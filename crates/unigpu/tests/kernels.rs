@@ -277,24 +277,21 @@ fn grid_helpers() {
     );
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn compile_errors_carry_the_nvrtc_log_with_line_numbers() {
-    let ctx = common::cuda_ctx();
-    let src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n";
-    match ctx.compile(src) {
-        Err(Error::Compile { log }) => {
-            assert!(log.contains("undefined_name"), "{log}");
-            assert!(log.contains("(2)"), "the log names line 2: {log}");
+on_every_gpu_backend!(
+    compile_errors_carry_the_nvrtc_log_with_line_numbers,
+    |ctx| {
+        let src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n";
+        match ctx.compile(src) {
+            Err(Error::Compile { log }) => {
+                assert!(log.contains("undefined_name"), "{log}");
+                assert!(log.contains("(2)"), "the log names line 2: {log}");
+            }
+            other => panic!("expected a compile error, got {other:?}"),
         }
-        other => panic!("expected a compile error, got {other:?}"),
     }
-}
+);
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn compile_options_defines_includes_and_arch() {
-    let ctx = common::cuda_ctx();
+on_every_gpu_backend!(compile_options_defines_includes_and_arch, |ctx| {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("scale.h"), "#define SCALE_BY 3.0f\n").unwrap();
     let src = r#"
@@ -326,12 +323,9 @@ extern "C" __global__ void scaled(float* y, unsigned int n) {
         ctx.compile_with(src, &CompileOptions::default().include(dir.path())),
         Err(Error::Compile { .. })
     ));
-}
+});
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn dynamic_shared_memory_and_cpp_kernels() {
-    let ctx = common::cuda_ctx();
+on_every_gpu_backend!(dynamic_shared_memory_and_cpp_kernels, |ctx| {
     // Not extern "C": found through NVRTC's lowered (mangled) name.
     let src = r#"
 __global__ void reverse_block(const int* in, int* out) {
@@ -354,12 +348,9 @@ __global__ void reverse_block(const int* in, int* out) {
         .flat_map(|c| c.iter().rev().copied())
         .collect();
     assert_same(&want, &out.download().unwrap());
-}
+});
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_second_compile_is_a_cache_hit() {
-    let ctx = common::cuda_ctx();
+on_every_gpu_backend!(a_second_compile_is_a_cache_hit, |ctx| {
     let src = format!("{SAXPY}\n// unique {}\n", random_vec::<u64>(1)[0]);
     let first = ctx.compile(&src).unwrap();
     let second = ctx.compile(&src).unwrap();
@@ -371,22 +362,22 @@ fn a_second_compile_is_a_cache_hit() {
         !other.same_as(&first),
         "different options are a different key"
     );
-}
+});
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn an_invalid_launch_configuration_is_an_error_naming_the_kernel() {
-    let ctx = common::cuda_ctx();
-    let k = saxpy(&ctx);
-    let x = ctx.zeros::<f32>(8).unwrap();
-    let mut y = ctx.zeros::<f32>(8).unwrap();
-    let too_big = Grid::new((1, 1, 1), (4096, 1, 1));
-    let err = ctx
-        .launch(&k, too_big, (1.0f32, &x, &mut y, 8u32))
-        .unwrap_err();
-    assert!(err.to_string().contains("saxpy"), "{err}");
-    // The context is still fine afterwards.
-    ctx.launch(&k, Grid::for_elems(8), (1.0f32, &x, &mut y, 8u32))
-        .unwrap();
-    ctx.sync().unwrap();
-}
+on_every_gpu_backend!(
+    an_invalid_launch_configuration_is_an_error_naming_the_kernel,
+    |ctx| {
+        let k = saxpy(ctx);
+        let x = ctx.zeros::<f32>(8).unwrap();
+        let mut y = ctx.zeros::<f32>(8).unwrap();
+        let too_big = Grid::new((1, 1, 1), (4096, 1, 1));
+        let err = ctx
+            .launch(&k, too_big, (1.0f32, &x, &mut y, 8u32))
+            .unwrap_err();
+        assert!(err.to_string().contains("saxpy"), "{err}");
+        // The context is still fine afterwards.
+        ctx.launch(&k, Grid::for_elems(8), (1.0f32, &x, &mut y, 8u32))
+            .unwrap();
+        ctx.sync().unwrap();
+    }
+);

@@ -388,6 +388,42 @@ on_every_backend!(reductions_over_ten_million_elements, |ctx| {
     assert_eq!(ctx.ops().max(&s).unwrap(), max);
 });
 
+/// 2^27 bf16 integers in 1..=4, more than 512 per GPU thread (the CUDA
+/// sum runs 1,024 blocks of 256 threads). A running sum kept in bf16 stops
+/// growing exactly once it passes 256 (its ulp reaches 2, then 4, ...), so
+/// a sum accumulated in bf16 instead of f32 comes out far below the bound;
+/// the smaller sizes above leave each thread too few terms to show it.
+/// f16 has no such test: a sum this long overflows its range.
+fn long_bf16_ints() -> (Vec<bf16>, f64) {
+    let n = 1usize << 27;
+    let mut rng = rand::rng();
+    let mut total = 0u64;
+    let values = [1.0f32, 2.0, 3.0, 4.0].map(bf16::from_f32);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        // 32 values of two random bits each per draw: fast enough for a
+        // debug build.
+        let mut bits: u64 = rng.random();
+        for _ in 0..32 {
+            let v = (bits & 3) as usize;
+            bits >>= 2;
+            total += v as u64 + 1;
+            out.push(values[v]);
+        }
+    }
+    (out, total as f64)
+}
+
+on_every_backend!(a_long_bf16_sum_accumulates_in_f32, |ctx| {
+    let (hx, total) = long_bf16_ints();
+    let n = hx.len();
+    let x = ctx.upload(&hx).unwrap();
+    drop(hx);
+    // Every term is positive, so Σ|x| = Σx = total.
+    let sum = ctx.ops().sum(&x).unwrap();
+    check_reduction("sum", ctx.backend(), n, (total, total), sum);
+});
+
 #[test]
 fn reduction_bound_rejects_wrong_answers() {
     fn zero_is_rejected<T: Tol>() {
@@ -731,15 +767,8 @@ fn nan_and_inf<T: Tol>(ctx: &Context) {
     assert_close(&tanh, &out.download().unwrap(), transcendental_tol::<T>());
     ops.relu(&x, &mut out).unwrap();
     let got = out.download().unwrap();
-    // relu(NaN): the CPU and CUDA kernels compute `v > 0 ? v : 0`, so 0;
-    // torch's clamp_min keeps the NaN (specs/torch.yaml). The docs say
-    // only `max(x, 0)`; until the backends agree, each is held to its own.
-    let relu_nan = if ctx.backend() == Backend::Torch {
-        nan
-    } else {
-        0.0
-    };
-    assert_close(&[inf, 0.0, relu_nan, 0.0, 1.0, 0.0], &got, 0.0);
+    // relu keeps NaN on every backend (Ops::relu's docs).
+    assert_close(&[inf, 0.0, nan, 0.0, 1.0, 0.0], &got, 0.0);
 }
 on_every_backend!(nan_and_inf_inputs, |ctx| for_float_types!(nan_and_inf, ctx));
 

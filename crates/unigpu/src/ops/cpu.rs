@@ -86,11 +86,12 @@ pub(super) fn unary<T: Float>(
     let (x, out) = (buf(x)?, buf(out)?);
     let (dx, dout) = (x.data.clone(), out.data.clone());
     let f = match op {
+        // `!(v <= 0)` keeps NaN, as the docs promise.
         Unary::Relu => |v: T::Acc| {
-            if v > T::Acc::zero() {
-                v
-            } else {
+            if v <= T::Acc::zero() {
                 T::Acc::zero()
+            } else {
+                v
             }
         },
         Unary::Sigmoid => |v: T::Acc| T::Acc::one() / (T::Acc::one() + (-v).exp()),

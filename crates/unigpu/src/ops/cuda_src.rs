@@ -80,7 +80,7 @@ extern "C" __global__ void ug_sub_##S(const T* a, const T* b, T* out, unsigned l
 extern "C" __global__ void ug_mul_##S(const T* a, const T* b, T* out, unsigned long long n) { ug_map2(a, b, out, n, [](T x, T y) { return ST(LD(x) * LD(y)); }); } \
 extern "C" __global__ void ug_axpy_##S(A alpha, const T* x, T* y, unsigned long long n) { ug_map2(x, (const T*)y, y, n, [alpha](T a, T b) { return ST(alpha * LD(a) + LD(b)); }); } \
 extern "C" __global__ void ug_scale_##S(A alpha, T* x, unsigned long long n) { ug_map1((const T*)x, x, n, [alpha](T a) { return ST(alpha * LD(a)); }); } \
-extern "C" __global__ void ug_relu_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { A v = LD(a); return ST(v > (A)0 ? v : (A)0); }); } \
+extern "C" __global__ void ug_relu_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { A v = LD(a); return ST(v <= (A)0 ? (A)0 : v); }); } \
 extern "C" __global__ void ug_sigmoid_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { A v = LD(a); return ST((A)1 / ((A)1 + EXP(-v))); }); } \
 extern "C" __global__ void ug_tanh_##S(const T* x, T* out, unsigned long long n) { ug_map1(x, out, n, [](T a) { return ST(TANH(LD(a))); }); } \
 extern "C" __global__ void ug_sum_##S(const T* x, A* partial, unsigned long long n) { \

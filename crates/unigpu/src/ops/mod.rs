@@ -174,7 +174,8 @@ impl<'a> Ops<'a> {
         }
     }
 
-    /// `out = max(x, 0)`.
+    /// `out = max(x, 0)`; a NaN stays NaN (as in torch and numpy), on
+    /// every backend.
     pub fn relu<T: Float>(&self, x: &GpuArray<T>, out: &mut GpuArray<T>) -> Result<()> {
         self.unary(Unary::Relu, x, out)
     }

@@ -139,6 +139,54 @@ macro_rules! on_every_backend {
     };
 }
 
+/// `on_every_gpu_backend!(name, |ctx: &Context| { ... });` makes
+/// `name::cuda` and (with the `torch` feature) `name::torch` tests: for
+/// what only GPU backends have (NVRTC compiles, launch limits, faults).
+#[macro_export]
+macro_rules! on_every_gpu_backend {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            #[ignore = "needs a CUDA GPU"]
+            fn cuda() {
+                let body: fn(&unigpu::Context) = $body;
+                body(&$crate::common::cuda_ctx());
+            }
+
+            #[cfg(feature = "torch")]
+            #[test]
+            #[ignore = "needs a CUDA GPU"]
+            fn torch() {
+                let body: fn(&unigpu::Context) = $body;
+                body(&$crate::common::torch_ctx());
+            }
+        }
+    };
+}
+
+/// The GPU backends this build tests, by the name `gpu_ctx` takes: how a
+/// test that re-runs itself in a child process tells the child which one.
+pub fn gpu_backends() -> &'static [&'static str] {
+    if cfg!(feature = "torch") {
+        &["cuda", "torch"]
+    } else {
+        &["cuda"]
+    }
+}
+
+/// The context of a GPU backend named as in [`gpu_backends`].
+pub fn gpu_ctx(backend: &str) -> Context {
+    match backend {
+        "cuda" => cuda_ctx(),
+        #[cfg(feature = "torch")]
+        "torch" => torch_ctx(),
+        other => panic!("no GPU backend `{other}` in this build"),
+    }
+}
+
 /// Runs a generic body for every element type.
 #[macro_export]
 macro_rules! for_every_type {

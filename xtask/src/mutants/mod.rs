@@ -1,0 +1,284 @@
+//! `cargo xtask mutants`: proves the test suite can fail. Each mutation is
+//! a deliberate bug written into one backend's source (a reduction that
+//! drops its last block, a `wait` that does nothing, ...); the tests run
+//! against it and must fail. The source is restored after each mutation,
+//! also when the run is interrupted by an error. A mutation the tests
+//! survive is a hole in the suite, and the command fails.
+//!
+//! The CPU backend's mutations run here (in CI). The CUDA and torch
+//! backends' need a GPU: `--gpu-pack` builds the test binaries once per
+//! mutation into `.gpu-mutants/`, with a script that runs them on the GPU
+//! machine and reports the same way (see `gpu.rs`).
+//!
+//! The mutations patch text, so each names the exact lines it replaces; a
+//! source change that moves them makes the command fail with "not found"
+//! rather than test nothing.
+
+mod gpu;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+/// The backend whose tests must catch a mutation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Target {
+    Cpu,
+    Cuda,
+    Torch,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Cpu => "cpu",
+            Target::Cuda => "cuda",
+            Target::Torch => "torch",
+        }
+    }
+}
+
+/// One deliberate bug.
+struct Mutation {
+    name: &'static str,
+    target: Target,
+    file: &'static str,
+    /// Text that occurs exactly once in `file`.
+    original: &'static str,
+    mutated: &'static str,
+    /// The test binaries checked against it on the GPU machine: the
+    /// facade's, by name, or `safe:gpu` for the CUDA RAII crate's. (The
+    /// CPU mutations are checked against every test in [`CPU_TESTS`].)
+    tests: &'static [&'static str],
+}
+
+const MUTATIONS: &[Mutation] = &[
+    // ---- the CPU backend (run here and in CI)
+    Mutation {
+        name: "a reduction that drops its last block",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/ops/cpu.rs",
+        original: "        let xs = read(&dx);\n",
+        mutated: "        let whole = read(&dx);\n        let xs = &whole[..whole.len().saturating_sub(1024).max(whole.len() / 2)];\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "a wait that does nothing",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/stream.rs",
+        original: "                Some(fence) => s.enqueue(Box::new(move || {\n                    fence.wait();\n                    Ok(())\n                })),",
+        mutated: "                Some(fence) => s.enqueue(Box::new(move || {\n                    drop(fence);\n                    Ok(())\n                })),",
+        tests: &[],
+    },
+    Mutation {
+        name: "a sum accumulated in the element type (bf16 in bf16)",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/ops/cpu.rs",
+        original: "            Reduce::Sum => T::from_acc(acc_from_f64::<T>(\n                xs.iter().map(|v| v.to_acc().into()).sum(),\n            )),",
+        mutated: "            Reduce::Sum => xs\n                .iter()\n                .fold(T::from_acc(T::Acc::zero()), |s, v| T::from_acc(s.to_acc() + v.to_acc())),",
+        tests: &[],
+    },
+    Mutation {
+        name: "a matmul with one wrong tile",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/ops/cpu.rs",
+        original: "        T::Acc::gemm(&av, &bv, cv);\n",
+        mutated: "        T::Acc::gemm(&av, &bv, cv);\n        for i in (m.saturating_sub(8))..m {\n            for j in (n.saturating_sub(8))..n {\n                vc[i * n + j] = vc[i * n + j] * (T::Acc::one() + T::Acc::one());\n            }\n        }\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "a copy that skips its last element",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/stream.rs",
+        original: "                    write(&to).copy_from_slice(&read(&from));\n",
+        mutated: "                    let (mut to, from) = (write(&to), read(&from));\n                    let n = from.len().saturating_sub(1);\n                    to[..n].copy_from_slice(&from[..n]);\n",
+        tests: &[],
+    },
+    // ---- the CUDA backend (GPU machine)
+    Mutation {
+        name: "a reduction that drops its last block",
+        target: Target::Cuda,
+        file: "crates/unigpu/src/ops/cuda.rs",
+        original: "        (blocks as u64).into_arg(),\n",
+        mutated: "        ((blocks - usize::from(blocks > 1)) as u64).into_arg(),\n",
+        tests: &["ops"],
+    },
+    Mutation {
+        name: "a wait that does nothing",
+        target: Target::Cuda,
+        file: "crates/unigpu/src/stream.rs",
+        original: "(StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => Ok(s.wait(ev)?),",
+        mutated: "(StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => {\n                let _ = (s, ev);\n                Ok(())\n            }",
+        tests: &["streams", "kernels", "ops"],
+    },
+    Mutation {
+        name: "a sum accumulated in the element type (each thread's running bf16 sum kept in bf16)",
+        target: Target::Cuda,
+        file: "crates/unigpu/src/ops/cuda_src.rs",
+        original: "  A acc = 0; UG_LOOP acc += LD(x[i]); \\\n",
+        mutated: "  A acc = 0; UG_LOOP acc = LD(ST(acc + LD(x[i]))); \\\n",
+        tests: &["ops"],
+    },
+    Mutation {
+        name: "a matmul with one wrong tile (its last 8 rows never written)",
+        target: Target::Cuda,
+        file: "crates/unigpu/src/ops/cuda.rs",
+        original: "blas.gemm_row_major::<T>(s, m, n, k, a, b, c)",
+        mutated: "blas.gemm_row_major::<T>(s, m - m.min(8), n, k, a, b, c)",
+        tests: &["ops"],
+    },
+    Mutation {
+        name: "a copy that skips its last element",
+        target: Target::Cuda,
+        file: "crates/safe/src/buffer.rs",
+        original: "            .memcpy_dtod(&*self.slice, &mut *dst.slice)\n",
+        mutated: "            .memcpy_dtod(\n                &self.slice.slice(..self.len() - 1),\n                &mut dst.slice.slice_mut(..self.len() - 1),\n            )\n",
+        tests: &["arrays", "streams", "safe:gpu"],
+    },
+    // ---- the torch backend (GPU machine); the spec's C++ is regenerated
+    Mutation {
+        name: "a reduction that drops its last block",
+        target: Target::Torch,
+        file: "specs/torch.yaml",
+        original: "      return self.sum(::unigpu_c10::acc_type(self)).item<double>();\n",
+        mutated: "      auto kept = self.numel() - std::min<int64_t>(self.numel() / 2, 1024);\n      return self.narrow(0, 0, kept).sum(::unigpu_c10::acc_type(self)).item<double>();\n",
+        tests: &["ops"],
+    },
+    Mutation {
+        name: "a wait that does nothing",
+        target: Target::Torch,
+        file: "crates/unigpu/src/stream.rs",
+        original: "(StreamImpl::Torch(s), EventImpl::Torch(ev)) => Ok(s.inner.wait_event(&ev.read())?),",
+        mutated: "(StreamImpl::Torch(s), EventImpl::Torch(ev)) => {\n                let _ = (s, ev);\n                Ok(())\n            }",
+        tests: &["streams", "kernels", "ops"],
+    },
+    Mutation {
+        name: "a sum accumulated in the element type (512 running sums kept in bf16)",
+        target: Target::Torch,
+        file: "specs/torch.yaml",
+        original: "      return self.sum(::unigpu_c10::acc_type(self)).item<double>();\n",
+        mutated: "      auto n = self.numel();\n      auto rows = at::constant_pad_nd(self, {0, (512 - n % 512) % 512}).view({512, -1});\n      auto acc = at::zeros_like(rows[0]);\n      for (int64_t r = 0; r < 512; ++r) acc.add_(rows[r]);\n      return acc.sum(::unigpu_c10::acc_type(self)).item<double>();\n",
+        tests: &["ops"],
+    },
+    Mutation {
+        name: "a matmul with one wrong tile",
+        target: Target::Torch,
+        file: "specs/torch.yaml",
+        original: "      at::mm_out(c, a.view({m, k}), b.view({k, n}));\n",
+        mutated: "      at::mm_out(c, a.view({m, k}), b.view({k, n}));\n      auto r = std::min<int64_t>({8, m, n});\n      c.narrow(0, m - r, r).narrow(1, n - r, r).mul_(2);\n",
+        tests: &["ops"],
+    },
+    Mutation {
+        name: "a copy that skips its last element",
+        target: Target::Torch,
+        file: "specs/torch.yaml",
+        original: "      self.copy_(src, non_blocking);\n",
+        mutated: "      auto kept = std::max<int64_t>(self.numel() - 1, 0);\n      self.narrow(0, 0, kept).copy_(src.narrow(0, 0, kept), non_blocking);\n",
+        tests: &["arrays", "streams"],
+    },
+];
+
+/// The facade's test binaries the CPU mutations are checked against.
+const CPU_TESTS: &[&str] = &["ops", "streams", "arrays", "kernels", "dlpack"];
+
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    match args.first().map(String::as_str) {
+        None => run_cpu(),
+        Some("--gpu-pack") if args.len() == 1 => gpu::pack(),
+        Some(a) => bail!("`cargo xtask mutants` takes no arguments or `--gpu-pack` (got `{a}`)"),
+    }
+}
+
+fn run_cpu() -> anyhow::Result<()> {
+    let root = crate::generator::repo_root();
+    let mut survivors = Vec::new();
+    let cpu: Vec<&Mutation> = MUTATIONS
+        .iter()
+        .filter(|m| m.target == Target::Cpu)
+        .collect();
+    for m in &cpu {
+        println!("mutation: {}", m.name);
+        let failed = with_mutation(&root, m, || failing_tests(&root))?;
+        if failed.is_empty() {
+            println!("  SURVIVED: no test failed");
+            survivors.push(m.name);
+        } else {
+            println!(
+                "  caught by {} test(s): {}",
+                failed.len(),
+                failed.join(", ")
+            );
+        }
+    }
+    if !survivors.is_empty() {
+        bail!("the tests did not catch: {}", survivors.join("; "));
+    }
+    println!("mutants: {} caught, 0 survived", cpu.len());
+    Ok(())
+}
+
+/// Runs `f` with `m` written into its file, restoring the file afterwards.
+/// A mutated spec is regenerated into its FFI tiers, and regenerated again
+/// once restored.
+fn with_mutation<R>(
+    root: &Path,
+    m: &Mutation,
+    f: impl FnOnce() -> anyhow::Result<R>,
+) -> anyhow::Result<R> {
+    let path: PathBuf = root.join(m.file);
+    let source = fs::read_to_string(&path).with_context(|| format!("reading {}", m.file))?;
+    if source.matches(m.original).count() != 1 {
+        bail!(
+            "mutation `{}` ({}): its text is not found exactly once in {}; update xtask/src/mutants/mod.rs",
+            m.name,
+            m.target.name(),
+            m.file
+        );
+    }
+    let spec = m.file.starts_with("specs/");
+    fs::write(&path, source.replacen(m.original, m.mutated, 1))?;
+    let result = if spec {
+        regenerate(m.file).and_then(|()| f())
+    } else {
+        f()
+    };
+    fs::write(&path, &source).with_context(|| format!("restoring {}", m.file))?;
+    if spec {
+        regenerate(m.file).context("regenerating the restored spec")?;
+    }
+    result
+}
+
+fn regenerate(spec: &str) -> anyhow::Result<()> {
+    crate::generator::run(&[spec.to_string()])
+}
+
+/// The names of the tests that fail. A mutation that does not compile is
+/// an error, not a catch: it must build to count.
+fn failing_tests(root: &Path) -> anyhow::Result<Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["test", "-q", "-p", "unigpu", "--no-fail-fast"]);
+    for t in CPU_TESTS {
+        cmd.args(["--test", t]);
+    }
+    let out = cmd.output().context("running cargo test")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("error[E") || stderr.contains("could not compile") {
+        bail!("the mutated source does not compile:\n{stderr}");
+    }
+    let failed: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("---- "))
+        .filter_map(|l| l.strip_suffix(" stdout ----"))
+        .map(str::to_string)
+        .collect();
+    if out.status.success() && !failed.is_empty() {
+        bail!("cargo test succeeded yet listed failures; cannot tell what happened");
+    }
+    Ok(failed)
+}
