@@ -77,6 +77,13 @@ impl BlasHandle {
         }
         let blas = CudaBlas::new(stream.cudarc_stream().clone())
             .map_err(|e| cublas_error("cublasCreate", e))?;
+        // f16/bf16 products accumulate in f32, as `GemmElement` promises:
+        // by default cuBLAS may also reduce split-K partials in f16/bf16.
+        let mode = cudarc::cublas::sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+        // SAFETY: the handle was just created and is not shared yet.
+        unsafe { cudarc::cublas::sys::cublasSetMathMode(*blas.handle(), mode) }
+            .result()
+            .map_err(|e| cublas_error("cublasSetMathMode", e))?;
         Ok(BlasHandle {
             blas: Mutex::new(blas),
             device: stream.device().clone(),
