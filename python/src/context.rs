@@ -17,7 +17,7 @@ fn backend_of(name: &str) -> PyResult<Backend> {
     name.parse().map_err(|()| {
         PyValueError::new_err(format!(
             "unknown backend {name:?}; expected one of: {}",
-            Backend::FALLBACK_ORDER.map(|b| b.name()).join(", ")
+            Backend::ALL.map(|b| b.name()).join(", ")
         ))
     })
 }
@@ -314,5 +314,5 @@ pub(crate) fn devices(py: Python<'_>, backend: &str) -> PyResult<Vec<PyDeviceInf
 /// The backends, in the order `Context()` tries them.
 #[pyfunction]
 pub(crate) fn backends() -> Vec<&'static str> {
-    Backend::FALLBACK_ORDER.map(|b| b.name()).to_vec()
+    Backend::ALL.map(|b| b.name()).to_vec()
 }

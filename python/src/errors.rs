@@ -109,7 +109,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// The class (index into [`CLASSES`]) and attributes for `e`.
 fn class_of(e: &unigpu::Error) -> usize {
     use unigpu::Error as E;
-    match e {
+    // An error in a kernel is the class of what went wrong there.
+    match e.root() {
         E::OutOfMemory { .. } => 1,
         E::InvalidDevice { .. } => 2,
         E::BackendUnavailable { .. } => 3,
@@ -131,7 +132,10 @@ fn class_of(e: &unigpu::Error) -> usize {
 fn set_attrs(py: Python<'_>, value: &Bound<'_, PyAny>, e: &unigpu::Error) -> PyResult<()> {
     use unigpu::Error as E;
     let set = |k: &str, v: Bound<'_, PyAny>| value.setattr(k, v);
-    match e {
+    if let Some(kernel) = e.kernel() {
+        set("kernel", kernel.into_pyobject(py)?.into_any())?;
+    }
+    match e.root() {
         E::OutOfMemory { requested, free } => {
             set("requested", requested.into_pyobject(py)?.into_any())?;
             set("free", free.into_pyobject(py)?.into_any())?;
@@ -150,7 +154,6 @@ fn set_attrs(py: Python<'_>, value: &Bound<'_, PyAny>, e: &unigpu::Error) -> PyR
             set("reason", reason.into_pyobject(py)?.into_any())?;
         }
         E::Compile { log } => set("log", log.into_pyobject(py)?.into_any())?,
-        E::KernelArgs { kernel, .. } => set("kernel", kernel.into_pyobject(py)?.into_any())?,
         E::Unsupported { backend, .. } => {
             set("backend", backend.name().into_pyobject(py)?.into_any())?
         }
@@ -167,8 +170,13 @@ fn set_attrs(py: Python<'_>, value: &Bound<'_, PyAny>, e: &unigpu::Error) -> PyR
             set("actual", actual.name().into_pyobject(py)?.into_any())?;
         }
         E::Driver {
-            call, code, name, ..
+            backend,
+            call,
+            code,
+            name,
+            ..
         } => {
+            set("backend", backend.name().into_pyobject(py)?.into_any())?;
             set("call", call.into_pyobject(py)?.into_any())?;
             set("code", code.into_pyobject(py)?.into_any())?;
             set("name", name.into_pyobject(py)?.into_any())?;

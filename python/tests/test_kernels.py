@@ -125,9 +125,10 @@ def test_python_exception_comes_back_at_sync(cpu):
         s.sync()
     msg = str(e.value)
     assert msg.startswith(
-        "work on a stream failed: kernel `saxpy`: the Python CPU implementation raised ZeroDivisionError: nope"
+        "kernel `saxpy`: work on a stream failed: the Python CPU implementation raised ZeroDivisionError: nope"
     )
     assert "Traceback" in msg and "in bad" in msg
+    assert e.value.kernel == "saxpy"  # the kernel is an attribute, not only text
     s.sync()  # reported once; the stream stays usable
 
 

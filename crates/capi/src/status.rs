@@ -125,7 +125,8 @@ pub(crate) type Result<T = ()> = std::result::Result<T, Failure<ug_status>>;
 
 /// The status for a facade error.
 pub(crate) fn status_of(e: &Error) -> ug_status {
-    match e {
+    // An error in a kernel has the status of what went wrong there.
+    match e.root() {
         Error::OutOfMemory { .. } => ug_status::OUT_OF_MEMORY,
         Error::InvalidDevice { .. } => ug_status::INVALID_DEVICE,
         Error::BackendUnavailable { .. } => ug_status::BACKEND_UNAVAILABLE,

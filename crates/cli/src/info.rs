@@ -35,7 +35,7 @@ pub fn run() -> anyhow::Result<()> {
     );
 
     println!("devices:");
-    for backend in [Backend::Cuda, Backend::Cpu] {
+    for backend in Backend::ALL {
         match unigpu::list_devices(backend) {
             Ok(devices) => devices.iter().for_each(print_device),
             Err(e) => println!("  {backend}: none ({e})"),

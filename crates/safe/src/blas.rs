@@ -79,7 +79,8 @@ impl BlasHandle {
             .map_err(|e| cublas_error("cublasCreate", e))?;
         // f16/bf16 products accumulate in f32, as `GemmElement` promises:
         // by default cuBLAS may also reduce split-K partials in f16/bf16.
-        let mode = cudarc::cublas::sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+        let mode =
+            cudarc::cublas::sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
         // SAFETY: the handle was just created and is not shared yet.
         unsafe { cudarc::cublas::sys::cublasSetMathMode(*blas.handle(), mode) }
             .result()

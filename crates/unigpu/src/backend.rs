@@ -15,8 +15,16 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Every backend, in the order `Context::default()` tries them.
-    pub const FALLBACK_ORDER: [Backend; 3] = [Backend::Torch, Backend::Cuda, Backend::Cpu];
+    /// Every backend, in the order `Context::default()` tries them: the one
+    /// list of backends, which the fallback chain, config parsing, error
+    /// messages and `unigpu info` all read.
+    pub const ALL: [Backend; 3] = [Backend::Torch, Backend::Cuda, Backend::Cpu];
+
+    /// The names in [`Backend::ALL`], quoted and comma-separated, for
+    /// messages that list the choices.
+    pub fn quoted_names() -> String {
+        Backend::ALL.map(|b| format!("\"{}\"", b.name())).join(", ")
+    }
 
     /// The lowercase name used in config files and `UNIGPU_BACKEND`.
     pub fn name(self) -> &'static str {
@@ -37,10 +45,7 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        Backend::FALLBACK_ORDER
-            .into_iter()
-            .find(|b| b.name() == s)
-            .ok_or(())
+        Backend::ALL.into_iter().find(|b| b.name() == s).ok_or(())
     }
 }
 

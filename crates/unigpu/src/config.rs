@@ -26,7 +26,6 @@ pub const BACKEND_ENV: &str = "UNIGPU_BACKEND";
 /// Overrides the `device` key.
 pub const DEVICE_ENV: &str = "UNIGPU_DEVICE";
 
-const BACKEND_VALUES: &str = "\"auto\", \"torch\", \"cuda\", \"cpu\"";
 const DEVICE_VALUES: &str = "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\" (N = 0, 1, ...)";
 const DTYPE_VALUES: &str =
     "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
@@ -41,7 +40,7 @@ pub enum ConfigError {
         origin: String,
         key: &'static str,
         value: String,
-        allowed: &'static str,
+        allowed: String,
     },
     /// Not valid TOML, an unknown key, or a value of the wrong type.
     #[error("{origin}: {message}")]
@@ -168,7 +167,7 @@ impl Config {
                 origin: at(v.span()),
                 key: "dtype",
                 value: v.get_ref().clone(),
-                allowed: DTYPE_VALUES,
+                allowed: DTYPE_VALUES.into(),
             })?;
         }
         config.check_consistent(origin)?;
@@ -228,7 +227,8 @@ fn parse_backend(v: &str, origin: impl FnOnce() -> String) -> Result<BackendChoi
             origin: origin(),
             key: "backend",
             value: v.to_string(),
-            allowed: BACKEND_VALUES,
+            // From `Backend::ALL`, the one list of backends.
+            allowed: format!("\"auto\", {}", Backend::quoted_names()),
         })
 }
 
@@ -237,7 +237,7 @@ fn parse_device(v: &str, origin: impl FnOnce() -> String) -> Result<DeviceSpec, 
         origin: origin(),
         key: "device",
         value: v.to_string(),
-        allowed: DEVICE_VALUES,
+        allowed: DEVICE_VALUES.into(),
     })
 }
 

@@ -109,7 +109,7 @@ impl Context {
         let ordinal = config.device.map_or(0, |d| d.ordinal);
         let mut chain = Vec::new();
         let mut chosen = None;
-        for backend in Backend::FALLBACK_ORDER {
+        for backend in Backend::ALL {
             if chosen.is_some() {
                 chain.push(BackendAttempt {
                     backend,
@@ -207,7 +207,7 @@ impl Context {
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => Ok(DeviceInfo {
                 backend: Backend::Torch,
-                ..cuda_device_info(&d.cuda)?
+                ..cuda_device_info(&d.cuda).map_err(|e| e.on_backend(Backend::Torch))?
             }),
         }
     }
@@ -229,7 +229,10 @@ impl Context {
             // counts as used.
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => {
-                let (free, total) = d.cuda.memory_info()?;
+                let (free, total) = d
+                    .cuda
+                    .memory_info()
+                    .map_err(|e| Error::from(e).on_backend(Backend::Torch))?;
                 Ok(MemoryInfo { free, total })
             }
         }
@@ -296,9 +299,10 @@ impl Context {
             // context-wide sync waits for every stream.
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => {
-                d.cuda
-                    .synchronize()
-                    .map_err(|e| self.inner.default_stream.blame_last_kernel(e.into()))?;
+                d.cuda.synchronize().map_err(|e| {
+                    let e = Error::from(e).on_backend(Backend::Torch);
+                    self.inner.default_stream.blame_last_kernel(e)
+                })?;
                 self.inner.default_stream.sync()
             }
             DeviceImpl::Cpu => {
@@ -365,7 +369,12 @@ impl Context {
         let arch = match &self.inner.device {
             DeviceImpl::Cuda(d) => d.properties()?.compute_capability,
             #[cfg(feature = "torch")]
-            DeviceImpl::Torch(d) => d.cuda.properties()?.compute_capability,
+            DeviceImpl::Torch(d) => {
+                d.cuda
+                    .properties()
+                    .map_err(|e| Error::from(e).on_backend(Backend::Torch))?
+                    .compute_capability
+            }
             DeviceImpl::Cpu => (0, 0),
         };
         Ok(*self.inner.arch.get_or_init(|| arch))

@@ -39,7 +39,7 @@ pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
                 let d = crate::torch::open(ordinal)?;
                 Ok(DeviceInfo {
                     backend,
-                    ..cuda_device_info(&d.cuda)?
+                    ..cuda_device_info(&d.cuda).map_err(|e| e.on_backend(backend))?
                 })
             })
             .collect(),

@@ -51,8 +51,9 @@ pub enum Error {
     /// Handles from different contexts or backends were mixed in one call.
     #[error("{what}: the operands belong to different contexts or backends")]
     ContextMismatch { what: &'static str },
-    /// A bad configuration file or environment variable.
-    #[error(transparent)]
+    /// A bad configuration file or environment variable; the
+    /// [`ConfigError`] is this error's `source()`.
+    #[error("{0}")]
     Config(#[from] ConfigError),
     /// Work enqueued on a stream failed; reported by the next sync.
     #[error("work on a stream failed: {message}")]
@@ -60,14 +61,93 @@ pub enum Error {
     /// A C++ exception from torch not covered above (torch backend).
     #[error("torch error in {call}: {message}")]
     Torch { call: String, message: String },
-    /// A status from the CUDA driver not covered above.
-    #[error("CUDA driver error in {call}: {name} ({code}): {message}")]
+    /// A status from the CUDA driver not covered above. `backend` is the
+    /// backend whose call failed: torch contexts reach the driver too.
+    #[error("CUDA driver error in {call} ({backend} backend): {name} ({code}): {message}")]
     Driver {
+        backend: Backend,
         call: String,
         code: u32,
         name: String,
         message: String,
     },
+    /// `source` happened in kernel `kernel`: a launch that failed, a fault
+    /// found at the next sync (the last kernel launched on that stream),
+    /// or an error or panic of a CPU implementation.
+    #[error("kernel `{kernel}`: {source}")]
+    InKernel {
+        kernel: String,
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// The same error, said of `backend`: errors that come up through the
+    /// CUDA layer name cuda until the torch backend claims them.
+    #[allow(dead_code)] // only the torch backend (a cargo feature) relabels
+    pub(crate) fn on_backend(self, backend: Backend) -> Error {
+        match self {
+            Error::Driver {
+                call,
+                code,
+                name,
+                message,
+                ..
+            } => Error::Driver {
+                backend,
+                call,
+                code,
+                name,
+                message,
+            },
+            Error::BackendUnavailable { reason, .. } => {
+                Error::BackendUnavailable { backend, reason }
+            }
+            Error::InvalidDevice {
+                asked, available, ..
+            } => Error::InvalidDevice {
+                backend,
+                asked,
+                available,
+            },
+            Error::Unsupported { what, .. } => Error::Unsupported { backend, what },
+            Error::InKernel { kernel, source } => Error::InKernel {
+                kernel,
+                source: Box::new(source.on_backend(backend)),
+            },
+            other => other,
+        }
+    }
+
+    /// `self`, as having happened in kernel `kernel` (unless it already
+    /// names a kernel).
+    pub(crate) fn in_kernel(self, kernel: &str) -> Error {
+        match self {
+            e @ (Error::InKernel { .. } | Error::KernelArgs { .. }) => e,
+            e => Error::InKernel {
+                kernel: kernel.to_string(),
+                source: Box::new(e),
+            },
+        }
+    }
+
+    /// The error under any [`Error::InKernel`] wrappers: what went wrong,
+    /// wherever it happened.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::InKernel { source, .. } => source.root(),
+            e => e,
+        }
+    }
+
+    /// The kernel this error happened in, if it is known.
+    pub fn kernel(&self) -> Option<&str> {
+        match self {
+            Error::InKernel { kernel, .. } | Error::KernelArgs { kernel, .. } => Some(kernel),
+            _ => None,
+        }
+    }
 }
 
 /// Result with the facade's [`Error`].
@@ -105,11 +185,77 @@ impl From<unigpu_safe::SafeError> for Error {
                 name,
                 message,
             } => Error::Driver {
+                backend: Backend::Cuda,
                 call: call.to_string(),
                 code,
                 name,
                 message,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    fn driver() -> Error {
+        Error::from(unigpu_safe::SafeError::Driver {
+            call: "cuStreamSynchronize",
+            code: 700,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            message: "an illegal memory access was encountered".into(),
+        })
+    }
+
+    #[test]
+    fn driver_errors_say_their_backend() {
+        let e = driver();
+        assert!(matches!(
+            e,
+            Error::Driver {
+                backend: Backend::Cuda,
+                ..
+            }
+        ));
+        let e = e.on_backend(Backend::Torch);
+        assert!(matches!(
+            e,
+            Error::Driver {
+                backend: Backend::Torch,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("torch backend"), "{e}");
+    }
+
+    #[test]
+    fn the_kernel_is_a_field_and_the_cause_the_source() {
+        let e = driver().in_kernel("saxpy");
+        assert_eq!(e.kernel(), Some("saxpy"));
+        assert!(matches!(e.root(), Error::Driver { code: 700, .. }));
+        assert_eq!(
+            e.source().map(ToString::to_string),
+            Some(driver().to_string())
+        );
+        // Relabelling reaches through the wrapper; wrapping twice does not nest.
+        let e = e.on_backend(Backend::Torch).in_kernel("other");
+        assert_eq!(e.kernel(), Some("saxpy"));
+        assert!(matches!(
+            e.root(),
+            Error::Driver {
+                backend: Backend::Torch,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_config_error_is_the_source() {
+        let e = Error::from(crate::Config::parse("backend = 3", "test").unwrap_err());
+        let source = e.source().expect("the config error is the source");
+        assert!(source.downcast_ref::<ConfigError>().is_some());
     }
 }

@@ -47,29 +47,13 @@ impl Stream {
         self.last_kernel.store(kernel_id, Ordering::Relaxed);
     }
 
-    /// Adds the last launched kernel's name to a fault found at sync time.
+    /// A fault found at sync time, as having happened in the last kernel
+    /// launched on this stream (where one was).
     pub(crate) fn blame_last_kernel(&self, e: Error) -> Error {
-        let last = crate::kernel::name_of(self.last_kernel.load(Ordering::Relaxed));
-        match (e, last.as_deref()) {
-            (
-                Error::Driver {
-                    call,
-                    code,
-                    name,
-                    message,
-                },
-                Some(kernel),
-            ) => Error::Driver {
-                call: format!("{call} (after kernel `{kernel}`, the last launched on this stream)"),
-                code,
-                name,
-                message,
-            },
-            (Error::Torch { call, message }, Some(kernel)) => Error::Torch {
-                call: format!("{call} (after kernel `{kernel}`, the last launched on this stream)"),
-                message,
-            },
-            (e, _) => e,
+        let faulted = matches!(e, Error::Driver { .. } | Error::Torch { .. });
+        match crate::kernel::name_of(self.last_kernel.load(Ordering::Relaxed)) {
+            Some(kernel) if faulted => e.in_kernel(&kernel),
+            _ => e,
         }
     }
 
@@ -95,7 +79,9 @@ impl Stream {
                 .synchronize()
                 .map_err(|e| self.blame_last_kernel(e.into())),
             #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => s.sync().map_err(|e| self.blame_last_kernel(e)),
+            StreamImpl::Torch(s) => s
+                .sync()
+                .map_err(|e| self.blame_last_kernel(e.on_backend(crate::Backend::Torch))),
         }
     }
 
@@ -167,7 +153,10 @@ impl Stream {
             })),
             StreamImpl::Cuda(s) => Ok(s.host_fn(f)?),
             #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => Ok(s.foreign.host_fn(f)?),
+            StreamImpl::Torch(s) => s
+                .foreign
+                .host_fn(f)
+                .map_err(|e| Error::from(e).on_backend(crate::Backend::Torch)),
         }
     }
 

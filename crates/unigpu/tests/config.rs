@@ -42,7 +42,7 @@ fn every_key_parses() {
     }
 }
 
-fn bad_value(text: &str) -> (String, &'static str, String, &'static str) {
+fn bad_value(text: &str) -> (String, &'static str, String, String) {
     match parse(text).unwrap_err() {
         ConfigError::BadValue {
             origin,

@@ -140,7 +140,7 @@ fn the_default_context_records_why_each_backend_was_skipped() {
     let chain = ctx.fallback_chain();
     assert_eq!(
         chain.iter().map(|a| a.backend).collect::<Vec<_>>(),
-        Backend::FALLBACK_ORDER.to_vec()
+        Backend::ALL.to_vec()
     );
     let gpu = unigpu::cuda_probe().cuda_usable();
     let expected = if gpu { GPU_DEFAULT } else { Backend::Cpu };

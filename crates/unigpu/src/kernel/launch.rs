@@ -68,7 +68,7 @@ impl Stream {
                 self.note_launch(kernel.inner.id);
                 s.foreign
                     .launch(func, grid.to_dims(), &params)
-                    .map_err(|e| name_kernel(e.into(), name))
+                    .map_err(|e| name_kernel(Error::from(e).on_backend(Backend::Torch), name))
             }
             StreamImpl::Cpu(s) => {
                 let f = kernel.inner.cpu.clone().ok_or_else(|| Error::Unsupported {
@@ -171,25 +171,11 @@ fn check_args(kernel: &Kernel, args: &[Arg<'_>]) -> Result<()> {
 /// Puts the kernel's name on errors that do not already carry it.
 fn name_kernel(e: Error, name: &str) -> Error {
     match e {
-        Error::Driver {
-            call,
-            code,
-            name: status,
-            message,
-        } => Error::Driver {
-            call: format!("{call} (kernel `{name}`)"),
-            code,
-            name: status,
-            message,
-        },
         Error::KernelArgs { kernel, message } if kernel.starts_with('(') => Error::KernelArgs {
             kernel: name.to_string(),
             message,
         },
-        Error::StreamWork { message } => Error::StreamWork {
-            message: format!("kernel `{name}`: {message}"),
-        },
-        other => other,
+        e => e.in_kernel(name),
     }
 }
 

@@ -41,7 +41,7 @@ impl From<bridge::cuda_interop::InteropError> for Error {
         use bridge::cuda_interop::InteropError as I;
         match e {
             I::Torch(e) => torch_error(e),
-            I::Cuda(e) => e.into(),
+            I::Cuda(e) => Error::from(e).on_backend(Backend::Torch),
             I::Mismatch(what) => Error::Unsupported {
                 backend: Backend::Torch,
                 what,
