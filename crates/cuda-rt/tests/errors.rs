@@ -44,7 +44,7 @@ fn device_count_without_a_gpu_is_a_clean_error() {
             );
             assert!(
                 e.to_string()
-                    .starts_with("cuda: device_count: cudaGetDeviceCount failed"),
+                    .starts_with("cuda_rt: device_count: cudaGetDeviceCount failed"),
                 "{e}"
             );
         }
