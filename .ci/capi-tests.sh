@@ -10,7 +10,7 @@
 #    (`cargo xtask capi-install`): pkg-config (shared and static) and CMake
 #    (unigpu::unigpu_static and unigpu::unigpu);
 # 5. features torch and cuda: every function of include/ug_torch.h and
-#    include/rt_cuda.h is exported by both libraries, and tests/c/tiers_smoke.c
+#    include/ug_cuda_rt.h is exported by both libraries, and tests/c/tiers_smoke.c
 #    calls all three APIs through libunigpu.so (needs .venv-torch and
 #    .venv-cuda, which .ci/torch-tests.sh and .ci/gen-tests.sh set up; this
 #    script installs the same pip packages if they are missing);
@@ -172,7 +172,7 @@ TORCH_LIB=$("$TORCH_VENV/bin/python" -c 'import os, torch; print(os.path.join(os
 )
 FLIB="$ROOT/target/debug"
 missing=0
-for tier in ug_torch rt_cuda; do
+for tier in ug_torch ug_cuda_rt; do
   declared=$(grep -E "^[a-z_0-9]+[ *]+${tier}_[a-z0-9_]+\(" "include/$tier.h" | grep -oE "${tier}_[a-z0-9_]+\(" | tr -d '(' | sort -u)
   so=$(nm -D --defined-only "$FLIB/libunigpu.so" | awk '$2 == "T" {print $3}' | sort -u)
   a=$(nm --defined-only "$FLIB/libunigpu.a" 2>/dev/null | awk '$2 == "T" {print $3}' | sort -u)

@@ -60,12 +60,12 @@ step "cargo xtask gen --check"
 cargo xtask gen --check
 
 step "format and lints of the generator and its crates"
-cargo fmt --check -p xtask -p unigpu-gen-fixture -p unigpu-cuda-rt -p unigpu-capi-runtime
-cargo clippy -p xtask -p unigpu-gen-fixture -p unigpu-cuda-rt -p unigpu-capi-runtime --all-targets -- -D warnings
+cargo fmt --check -p xtask -p unigpu-fixture -p unigpu-cuda-rt -p unigpu-capi-runtime
+cargo clippy -p xtask -p unigpu-fixture -p unigpu-cuda-rt -p unigpu-capi-runtime --all-targets -- -D warnings
 
 run_tests "generator (xtask)" cargo test -p xtask
 run_tests "C-ABI runtime (capi-runtime)" cargo test -p unigpu-capi-runtime
-UNIGPU_REQUIRE_VALGRIND=1 run_tests "fixture library (gen-fixture)" cargo test -p unigpu-gen-fixture
+UNIGPU_REQUIRE_VALGRIND=1 run_tests "fixture library (crates/fixture)" cargo test -p unigpu-fixture
 
 # --- direct CUDA tier against the pip wheels -----------------------------------
 step "CUDA wheels into $VENV: $CUDA_RUNTIME_WHEEL $CUDA_CRT_WHEEL"

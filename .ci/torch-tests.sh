@@ -26,12 +26,12 @@ TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.
 export LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 step "clippy (feature torch)"
-cargo clippy -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
-  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch --all-targets -- -D warnings
+cargo clippy -p unigpu-torch-sys -p unigpu-torch-bridge -p unigpu \
+  --features unigpu-torch-sys/torch,unigpu-torch-bridge/torch,unigpu/torch --all-targets -- -D warnings
 
 step "tests (feature torch, CPU; GPU tests are ignored here)"
-UNIGPU_EXPECT_NO_GPU=1 cargo test -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
-  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch
+UNIGPU_EXPECT_NO_GPU=1 cargo test -p unigpu-torch-sys -p unigpu-torch-bridge -p unigpu \
+  --features unigpu-torch-sys/torch,unigpu-torch-bridge/torch,unigpu/torch
 
 step "the torch backend example says why it cannot run here, and fails"
 # Without a GPU the example must exit 2 with "no torch GPU here: ..." (a
@@ -49,5 +49,5 @@ fi
 echo "07_torch_backend: exit 2 with the no-GPU message, as expected"
 
 step "GPU-marked tests (feature torch) all fail without a GPU, each with the no-GPU message"
-bash .ci/gpu-tests-fail-without-gpu.sh -p unigpu-torch-sys -p unigpu-c10-bridge -p unigpu \
-  --features unigpu-torch-sys/torch,unigpu-c10-bridge/torch,unigpu/torch
+bash .ci/gpu-tests-fail-without-gpu.sh -p unigpu-torch-sys -p unigpu-torch-bridge -p unigpu \
+  --features unigpu-torch-sys/torch,unigpu-torch-bridge/torch,unigpu/torch

@@ -44,21 +44,21 @@ typedef enum ug_torch_status {
 /**
  * A c10 CUDA stream. Pool streams are recycled by c10; dropping the handle never destroys the CUDA stream.
  *
- * Opaque handle to a C++ `::unigpu_c10::Stream`.
+ * Opaque handle to a C++ `::unigpu_torch::Stream`.
  */
 typedef struct ug_torch_stream ug_torch_stream;
 
 /**
  * A CUDA event with timing enabled, created lazily by its first record.
  *
- * Opaque handle to a C++ `::unigpu_c10::Event`.
+ * Opaque handle to a C++ `::unigpu_torch::Event`.
  */
 typedef struct ug_torch_event ug_torch_event;
 
 /**
  * Makes a stream current on its device until the guard is dropped, then restores the previous one.
  *
- * Opaque handle to a C++ `::unigpu_c10::Guard`.
+ * Opaque handle to a C++ `::unigpu_torch::Guard`.
  */
 typedef struct ug_torch_stream_guard ug_torch_stream_guard;
 
@@ -72,7 +72,7 @@ typedef struct ug_torch_tensor ug_torch_tensor;
 /**
  * A DLPack capsule (DLManagedTensor) owning its tensor until imported or dropped.
  *
- * Opaque handle to a C++ `::unigpu_c10::DlPack`.
+ * Opaque handle to a C++ `::unigpu_torch::DlPack`.
  */
 typedef struct ug_torch_dl_pack ug_torch_dl_pack;
 

@@ -1171,7 +1171,7 @@ enum ug_status ug_op_matmul(const struct ug_stream *stream, const struct ug_arra
  * `buf` may be NULL (or `len` 0) to ask for the length first.
  *
  * One message is kept per thread, shared with the `ug_torch_*` and
- * `rt_cuda_*` functions of the same library. A successful call clears it; a
+ * `ug_cuda_rt_*` functions of the same library. A successful call clears it; a
  * `_free` leaves it alone.
  *
  * # Safety

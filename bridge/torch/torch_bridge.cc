@@ -11,7 +11,7 @@ namespace unigpu_gen::torch {
   try {
     auto gen_body_ = [&]() {
 #line 42 "specs/torch.yaml"
-return ::unigpu_c10::cuda_device_count();
+return ::unigpu_torch::cuda_device_count();
 #line 16 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
@@ -24,7 +24,7 @@ bool cuda_is_available() {
   try {
     auto gen_body_ = [&]() {
 #line 48 "specs/torch.yaml"
-return ::unigpu_c10::cuda_device_count() > 0;
+return ::unigpu_torch::cuda_device_count() > 0;
 #line 29 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
@@ -38,7 +38,7 @@ return ::unigpu_c10::cuda_device_count() > 0;
     auto gen_body_ = [&]() {
 #line 54 "specs/torch.yaml"
 try {
-  ::unigpu_c10::require_cuda("torch CUDA");
+  ::unigpu_torch::require_cuda("torch CUDA");
   return std::string();
 } catch (const std::exception& e) {
   return std::string(e.what());
@@ -55,9 +55,9 @@ try {
   try {
     auto gen_body_ = [&]() {
 #line 68 "specs/torch.yaml"
-auto dev = ::unigpu_c10::cuda_device("stream_from_pool", device);
-const auto& impl = ::unigpu_c10::require_cuda("stream_from_pool");
-return ::unigpu_c10::Stream{impl.getStreamFromGlobalPool(dev, high_priority)};
+auto dev = ::unigpu_torch::cuda_device("stream_from_pool", device);
+const auto& impl = ::unigpu_torch::require_cuda("stream_from_pool");
+return ::unigpu_torch::Stream{impl.getStreamFromGlobalPool(dev, high_priority)};
 #line 62 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<TorchStream>(gen_body_());
@@ -70,8 +70,8 @@ return ::unigpu_c10::Stream{impl.getStreamFromGlobalPool(dev, high_priority)};
   try {
     auto gen_body_ = [&]() {
 #line 78 "specs/torch.yaml"
-auto dev = ::unigpu_c10::cuda_device("current_stream", device);
-return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("current_stream").getStream(dev)};
+auto dev = ::unigpu_torch::cuda_device("current_stream", device);
+return ::unigpu_torch::Stream{::unigpu_torch::require_cuda("current_stream").getStream(dev)};
 #line 76 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<TorchStream>(gen_body_());
@@ -84,8 +84,8 @@ return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("current_stream").getStre
   try {
     auto gen_body_ = [&]() {
 #line 87 "specs/torch.yaml"
-auto dev = ::unigpu_c10::cuda_device("default_stream", device);
-return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("default_stream").getDefaultStream(dev)};
+auto dev = ::unigpu_torch::cuda_device("default_stream", device);
+return ::unigpu_torch::Stream{::unigpu_torch::require_cuda("default_stream").getDefaultStream(dev)};
 #line 90 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<TorchStream>(gen_body_());
@@ -98,8 +98,8 @@ return ::unigpu_c10::Stream{::unigpu_c10::require_cuda("default_stream").getDefa
   try {
     auto gen_body_ = [&]() {
 #line 94 "specs/torch.yaml"
-::unigpu_c10::require_cuda("event_new");
-return std::make_unique<::unigpu_c10::Event>();
+::unigpu_torch::require_cuda("event_new");
+return std::make_unique<::unigpu_torch::Event>();
 #line 104 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<TorchEvent>(gen_body_());
@@ -112,8 +112,8 @@ return std::make_unique<::unigpu_c10::Event>();
   try {
     auto gen_body_ = [&]() {
 #line 103 "specs/torch.yaml"
-::unigpu_c10::require_cuda("guard_stream");
-return std::make_unique<::unigpu_c10::Guard>(stream);
+::unigpu_torch::require_cuda("guard_stream");
+return std::make_unique<::unigpu_torch::Guard>(stream);
 #line 118 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<StreamGuard>(gen_body_());
@@ -152,7 +152,7 @@ return t;
     auto gen_body_ = [&]() {
 #line 134 "specs/torch.yaml"
 std::vector<std::int64_t> shape(sizes.begin(), sizes.end());
-at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("tensor_randn", device);
+at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("tensor_randn", device);
 return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
 #line 158 "bridge/torch/torch_bridge.cc"
     };
@@ -167,8 +167,8 @@ return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
     auto gen_body_ = [&]() {
 #line 146 "specs/torch.yaml"
 if (numel < 0) throw std::invalid_argument("tensor_empty: negative numel " + std::to_string(numel));
-at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("tensor_empty", device);
-return at::empty({numel}, at::TensorOptions().dtype(::unigpu_c10::scalar_type(dtype, "tensor_empty")).device(target));
+at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("tensor_empty", device);
+return at::empty({numel}, at::TensorOptions().dtype(::unigpu_torch::scalar_type(dtype, "tensor_empty")).device(target));
 #line 173 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
@@ -194,7 +194,7 @@ return *reinterpret_cast<const at::Tensor*>(static_cast<std::uintptr_t>(tch_ptr)
   try {
     auto gen_body_ = [&]() {
 #line 165 "specs/torch.yaml"
-return ::unigpu_c10::DlPack(at::toDLPack(tensor));
+return ::unigpu_torch::DlPack(at::toDLPack(tensor));
 #line 199 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
@@ -221,7 +221,7 @@ return at::fromDLPack(capsule.take("tensor_from_dlpack"));
     auto gen_body_ = [&]() {
 #line 182 "specs/torch.yaml"
 if (ptr == 0) throw std::invalid_argument("dlpack_from_raw: the tensor pointer is NULL");
-return ::unigpu_c10::DlPack(reinterpret_cast<DLManagedTensor*>(static_cast<std::uintptr_t>(ptr)));
+return ::unigpu_torch::DlPack(reinterpret_cast<DLManagedTensor*>(static_cast<std::uintptr_t>(ptr)));
 #line 226 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
@@ -234,7 +234,7 @@ void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
 #line 191 "specs/torch.yaml"
-::unigpu_c10::require_cuda("synchronize").synchronizeStream(self.inner);
+::unigpu_torch::require_cuda("synchronize").synchronizeStream(self.inner);
 #line 239 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
@@ -247,7 +247,7 @@ bool torch_stream_query([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
 #line 199 "specs/torch.yaml"
-return ::unigpu_c10::require_cuda("query").queryStream(self.inner);
+return ::unigpu_torch::require_cuda("query").queryStream(self.inner);
 #line 252 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
@@ -260,7 +260,7 @@ void torch_stream_wait_event([[maybe_unused]] const TorchStream& self, [[maybe_u
   try {
     auto gen_body_ = [&]() {
 #line 208 "specs/torch.yaml"
-::unigpu_c10::require_cuda("wait_event");
+::unigpu_torch::require_cuda("wait_event");
 event.inner.block(self.inner);
 #line 266 "bridge/torch/torch_bridge.cc"
     };
@@ -287,7 +287,7 @@ return self.inner.device_index();
   try {
     auto gen_body_ = [&]() {
 #line 225 "specs/torch.yaml"
-::unigpu_c10::require_cuda("native_handle");
+::unigpu_torch::require_cuda("native_handle");
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.inner.native_handle()));
 #line 293 "bridge/torch/torch_bridge.cc"
     };
@@ -314,7 +314,7 @@ void torch_event_record([[maybe_unused]] TorchEvent& self, [[maybe_unused]] cons
   try {
     auto gen_body_ = [&]() {
 #line 242 "specs/torch.yaml"
-::unigpu_c10::require_cuda("record");
+::unigpu_torch::require_cuda("record");
 self.inner.record(stream.inner);
 #line 320 "bridge/torch/torch_bridge.cc"
     };
@@ -328,7 +328,7 @@ void torch_event_synchronize([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
 #line 250 "specs/torch.yaml"
-::unigpu_c10::require_cuda("synchronize");
+::unigpu_torch::require_cuda("synchronize");
 self.inner.synchronize();
 #line 334 "bridge/torch/torch_bridge.cc"
     };
@@ -342,7 +342,7 @@ bool torch_event_query([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
 #line 259 "specs/torch.yaml"
-::unigpu_c10::require_cuda("query");
+::unigpu_torch::require_cuda("query");
 return self.inner.query();
 #line 348 "bridge/torch/torch_bridge.cc"
     };
@@ -356,7 +356,7 @@ double torch_event_elapsed_ms([[maybe_unused]] const TorchEvent& self, [[maybe_u
   try {
     auto gen_body_ = [&]() {
 #line 270 "specs/torch.yaml"
-::unigpu_c10::require_cuda("elapsed_ms");
+::unigpu_torch::require_cuda("elapsed_ms");
 return self.inner.elapsedTime(end.inner);
 #line 362 "bridge/torch/torch_bridge.cc"
     };
@@ -399,7 +399,7 @@ return self.is_contiguous();
   try {
     auto gen_body_ = [&]() {
 #line 298 "specs/torch.yaml"
-return ::unigpu_c10::dtype_code(self.scalar_type());
+return ::unigpu_torch::dtype_code(self.scalar_type());
 #line 404 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
@@ -451,7 +451,7 @@ void tensor_record_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] 
   try {
     auto gen_body_ = [&]() {
 #line 331 "specs/torch.yaml"
-::unigpu_c10::require_cuda("record_stream");
+::unigpu_torch::require_cuda("record_stream");
 self.record_stream(stream.inner);
 #line 457 "bridge/torch/torch_bridge.cc"
     };
@@ -465,7 +465,7 @@ void tensor_write_bytes([[maybe_unused]] Tensor& self, [[maybe_unused]] ::rust::
   try {
     auto gen_body_ = [&]() {
 #line 340 "specs/torch.yaml"
-::unigpu_c10::check_bytes(self, host.size(), "write_bytes");
+::unigpu_torch::check_bytes(self, host.size(), "write_bytes");
 auto src = at::from_blob(const_cast<std::uint8_t*>(host.data()), {self.numel()},
                          at::TensorOptions().dtype(self.scalar_type()));
 // Blocking would synchronize the whole stream; a pageable source
@@ -483,7 +483,7 @@ void tensor_read_bytes([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::r
   try {
     auto gen_body_ = [&]() {
 #line 354 "specs/torch.yaml"
-::unigpu_c10::check_bytes(self, host.size(), "read_bytes");
+::unigpu_torch::check_bytes(self, host.size(), "read_bytes");
 auto dst = at::from_blob(host.data(), {self.numel()}, at::TensorOptions().dtype(self.scalar_type()));
 dst.copy_(self, /*non_blocking=*/false);
 #line 490 "bridge/torch/torch_bridge.cc"
@@ -498,7 +498,7 @@ void tensor_fill_bits([[maybe_unused]] Tensor& self, [[maybe_unused]] ::std::uin
   try {
     auto gen_body_ = [&]() {
 #line 364 "specs/torch.yaml"
-::unigpu_c10::fill_bits(self, bits);
+::unigpu_torch::fill_bits(self, bits);
 #line 503 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
@@ -615,7 +615,7 @@ double tensor_sum_acc([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
 #line 440 "specs/torch.yaml"
-return self.sum(::unigpu_c10::acc_type(self)).item<double>();
+return self.sum(::unigpu_torch::acc_type(self)).item<double>();
 #line 620 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
@@ -628,7 +628,7 @@ double tensor_max_ignoring_nan([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
 #line 448 "specs/torch.yaml"
-return ::unigpu_c10::max_ignoring_nan(self);
+return ::unigpu_torch::max_ignoring_nan(self);
 #line 633 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
@@ -683,9 +683,9 @@ return std::vector<float>(p, p + host.numel());
   try {
     auto gen_body_ = [&]() {
 #line 493 "specs/torch.yaml"
-::unigpu_c10::require_cuda("to_stream");
+::unigpu_torch::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
-at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_c10::cuda_device("to_stream", device);
+at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
 #line 691 "bridge/torch/torch_bridge.cc"
     };
@@ -725,7 +725,7 @@ self.copy_(src, non_blocking);
   try {
     auto gen_body_ = [&]() {
 #line 522 "specs/torch.yaml"
-::unigpu_c10::require_cuda("pin_memory");
+::unigpu_torch::require_cuda("pin_memory");
 return self.pin_memory();
 #line 731 "bridge/torch/torch_bridge.cc"
     };

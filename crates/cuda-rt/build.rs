@@ -1,5 +1,5 @@
 //! With feature `cuda`: compiles the generated tier-1 bridge of
-//! specs/cuda.yaml against the CUDA runtime headers and links libcudart.
+//! specs/cuda_rt.yaml against the CUDA runtime headers and links libcudart.
 //! Without it: nothing (the crate is empty), so the workspace builds on
 //! machines without CUDA.
 //!
@@ -82,7 +82,7 @@ mod cuda {
         let (libdir, link) = cudart(&home)?;
         let include = home.join("include");
         cxx_build::bridge("src/generated/bridge.rs")
-            .file(root.join("bridge/cuda/cuda_bridge.cc"))
+            .file(root.join("bridge/cuda_rt/cuda_rt_bridge.cc"))
             .include(root.join("bridge"))
             // -isystem: warnings inside CUDA's own headers are not ours.
             .flag("-isystem")
@@ -97,9 +97,9 @@ mod cuda {
         println!("cargo:rustc-env=UNIGPU_CUDA_RT_LIBDIR={}", libdir.display());
         for path in [
             "src/generated/bridge.rs",
-            "../../bridge/cuda/cuda_bridge.cc",
-            "../../bridge/cuda/cuda_bridge.h",
-            "../../bridge/cuda/rt_cuda_support.h",
+            "../../bridge/cuda_rt/cuda_rt_bridge.cc",
+            "../../bridge/cuda_rt/cuda_rt_bridge.h",
+            "../../bridge/cuda_rt/cuda_rt_support.h",
         ] {
             println!("cargo:rerun-if-changed={path}");
         }

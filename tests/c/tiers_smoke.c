@@ -3,7 +3,7 @@
  * tier, and the one per-thread last error they share with ug_*.
  * Built and run by .ci/capi-tests.sh against libunigpu.so built with
  * `--features torch,cuda`, on a machine with or without a GPU. */
-#include "rt_cuda.h"
+#include "ug_cuda_rt.h"
 #include "ug_torch.h"
 #include "unigpu.h"
 
@@ -34,12 +34,12 @@ int main(void) {
 
   /* cuda tier: a device count, or the runtime's error without a driver. */
   int32_t cuda_devices = -1;
-  rt_cuda_status st = rt_cuda_device_count(&cuda_devices);
-  if (st == RT_CUDA_OK) {
+  ug_cuda_rt_status st = ug_cuda_rt_device_count(&cuda_devices);
+  if (st == UG_CUDA_RT_OK) {
     printf("tiers_smoke: cudart sees %d device(s)\n", cuda_devices);
   } else {
     char tier[256], ug[256];
-    size_t a = rt_cuda_last_error_message(tier, sizeof tier);
+    size_t a = ug_cuda_rt_last_error_message(tier, sizeof tier);
     size_t b = ug_last_error_message(ug, sizeof ug);
     printf("tiers_smoke: cudart: %s\n", tier);
     /* One last-error slot for every tier of the library. */

@@ -6,7 +6,7 @@
 //! writes
 //!
 //! - `DIR/lib/libunigpu.a`, `DIR/lib/libunigpu.so`;
-//! - `DIR/include/unigpu.h`, plus `ug_torch.h` / `rt_cuda.h` with the
+//! - `DIR/include/unigpu.h`, plus `ug_torch.h` / `ug_cuda_rt.h` with the
 //!   `torch` / `cuda` features;
 //! - `DIR/lib/pkgconfig/unigpu.pc`;
 //! - `DIR/lib/cmake/unigpu/unigpuConfig.cmake` and
@@ -103,7 +103,7 @@ pub fn run(args: &[String]) -> Result<()> {
         headers.push("ug_torch.h");
     }
     if opts.features.iter().any(|f| f == "cuda") {
-        headers.push("rt_cuda.h");
+        headers.push("ug_cuda_rt.h");
     }
     for h in &headers {
         copy(&root.join("include").join(h), &include.join(h))?;

@@ -35,7 +35,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "--exclude",
             "xtask",
             "--exclude",
-            "unigpu-gen-fixture",
+            "unigpu-fixture",
             "--exclude",
             "unigpu-capi",
             "--release",
@@ -45,7 +45,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     )? {
         tests.push(copy_into(&pack, &exe)?);
     }
-    // The direct-CUDA tier (specs/cuda.yaml) builds against the CUDA headers
+    // The direct-CUDA tier (specs/cuda_rt.yaml) builds against the CUDA headers
     // from pip; `.ci/gen-tests.sh` installs them into .venv-cuda.
     match cuda_wheel_home(&root) {
         Some(home) => {
@@ -79,9 +79,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let torch = [
             "test",
             "-p",
-            "unigpu-c10-bridge",
+            "unigpu-torch-bridge",
             "--features",
-            "unigpu-c10-bridge/torch",
+            "unigpu-torch-bridge/torch",
             "--release",
             "--no-run",
         ];
@@ -92,9 +92,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let torch_examples = [
             "build",
             "-p",
-            "unigpu-c10-bridge",
+            "unigpu-torch-bridge",
             "--features",
-            "unigpu-c10-bridge/torch",
+            "unigpu-torch-bridge/torch",
             "--release",
             "--examples",
         ];

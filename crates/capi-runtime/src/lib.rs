@@ -1,6 +1,6 @@
 //! The C-ABI runtime of unigpu: what every `extern "C"` export needs, once.
 //!
-//! The tier-2 modules that `cargo xtask gen` writes (`fx_*`, `rt_cuda_*`,
+//! The tier-2 modules that `cargo xtask gen` writes (`ug_fixture_*`, `ug_cuda_rt_*`,
 //! `ug_torch_*`) and the hand-written C API (`ug_*`) all sit on this crate.
 //! Each keeps its own `#[repr(C)]` status enum with its own values and tells
 //! the runtime which of its variants mean what by implementing
@@ -48,8 +48,8 @@
 //!
 //! The last error is one thread-local of this crate, so every tier linked
 //! into one Rust artifact (a binary, a `cdylib` or a `staticlib`) shares it:
-//! after a failed `fx_*` call, `fx_last_error_message` and
-//! `rt_cuda_last_error_message` both return its message, and a successful
+//! after a failed `ug_fixture_*` call, `ug_fixture_last_error_message` and
+//! `ug_cuda_rt_last_error_message` both return its message, and a successful
 //! call into any tier clears it. (Two separate Rust staticlibs linked into
 //! one C program each carry their own copy of this crate, so each has its own
 //! slot.)
@@ -140,7 +140,7 @@ pub use owned::{c_string, free_array, free_handle, free_string, into_array, into
 /// success and the failures the runtime itself detects.
 ///
 /// Each C API implements it for its own `#[repr(C)]` enum, keeping its own
-/// values (`FX_OK = 0`, …) and any further codes of its own (`EXCEPTION`,
+/// values (`UG_FIXTURE_OK = 0`, …) and any further codes of its own (`EXCEPTION`,
 /// out of memory, …), which its [`Failure`]s may carry.
 pub trait StatusCode: Copy {
     /// Success: the out-parameters were written.

@@ -7,7 +7,7 @@ use rand::Rng;
 
 use crate::*;
 
-/// A status enum shaped like the generated tiers' (`fx_status`, …).
+/// A status enum shaped like the generated tiers' (`ug_fixture_status`, …).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tier {
@@ -266,14 +266,14 @@ fn handles_arrays_and_strings_round_trip_and_frees_accept_null() {
     assert!(!ptr.is_null());
     // SAFETY: as above.
     unsafe { free_array(ptr, len) };
-    let s = c_string::<Tier>("text".into(), "fx_version").expect("no NUL");
+    let s = c_string::<Tier>("text".into(), "ug_fixture_version").expect("no NUL");
     // SAFETY: from `CString::into_raw`, freed once.
     unsafe { free_string(s.into_raw()) };
     assert_eq!(
-        c_string::<Tier>("a\0b".into(), "fx_version"),
+        c_string::<Tier>("a\0b".into(), "ug_fixture_version"),
         Err(Failure::new(
             Tier::InvalidArgument,
-            "fx_version: the returned string contains a NUL byte"
+            "ug_fixture_version: the returned string contains a NUL byte"
         ))
     );
     // SAFETY: NULL is a no-op.
@@ -294,12 +294,12 @@ fn frees_keep_the_message_and_catch_a_panicking_destructor() {
     }
     set_last_error("an earlier failure");
     // SAFETY: from `into_handle`, freed once.
-    unsafe { free_handle(into_handle(1u64), "fx_counter") };
+    unsafe { free_handle(into_handle(1u64), "ug_fixture_counter") };
     assert_eq!(last_error(), "an earlier failure", "frees leave it alone");
     // SAFETY: from `into_handle`, freed once.
-    unsafe { free_handle(into_handle(Bomb), "fx_counter") };
+    unsafe { free_handle(into_handle(Bomb), "ug_fixture_counter") };
     assert_eq!(
         last_error(),
-        "a Rust panic was caught while freeing a fx_counter: destructor failed"
+        "a Rust panic was caught while freeing a ug_fixture_counter: destructor failed"
     );
 }

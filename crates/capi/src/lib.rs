@@ -20,7 +20,7 @@
 //!   (crates/capi-runtime): a panic becomes `UG_PANIC`, never an abort or an
 //!   unwind into C. A failure records its message for
 //!   `ug_last_error_message(buf, len)`, one per thread (shared with the
-//!   `ug_torch_*` / `rt_cuda_*` tiers linked into the same library); a
+//!   `ug_torch_*` / `ug_cuda_rt_*` tiers linked into the same library); a
 //!   success clears it. The few infallible exports (`ug_version*`,
 //!   `ug_status_name`, `ug_dtype_size`, the `ug_scalar_*` / `ug_arg_*` /
 //!   `ug_grid_for_elems` value constructors) only build plain values and
@@ -39,8 +39,8 @@
 //!   promises in `# Safety`.
 //!
 //! Features `torch` and `cuda` link the generated `ug_torch_*` and
-//! `rt_cuda_*` tiers into the same library (their headers are
-//! include/ug_torch.h and include/rt_cuda.h).
+//! `ug_cuda_rt_*` tiers into the same library (their headers are
+//! include/ug_torch.h and include/ug_cuda_rt.h).
 
 pub mod array;
 pub mod context;

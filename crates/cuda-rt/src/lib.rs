@@ -1,5 +1,5 @@
-//! The direct CUDA runtime tier, generated from `specs/cuda.yaml` by
-//! `cargo xtask gen`: `rt_cuda_*` C functions, a cxx bridge, and safe RAII
+//! The direct CUDA runtime tier, generated from `specs/cuda_rt.yaml` by
+//! `cargo xtask gen`: `ug_cuda_rt_*` C functions, a cxx bridge, and safe RAII
 //! wrappers over libcudart (device count, malloc/free, H2D/D2H copies,
 //! streams).
 //!
@@ -10,11 +10,11 @@
 //!
 //! Layer contract (with `cuda`):
 //! - `generated::bridge` (tier 1): the `#[cxx::bridge]`; CUDA errors are
-//!   thrown as C++ exceptions by bridge/cuda/rt_cuda_support.h and arrive as `Err`.
+//!   thrown as C++ exceptions by bridge/cuda_rt/cuda_rt_support.h and arrive as `Err`.
 //! - `generated::safe` (tier 3, re-exported): `DeviceBuffer` (cudaFree on
 //!   drop) and `CudaStream` (cudaStreamDestroy on drop); every call returns
 //!   `Result<_, Error>`, never panics. No `unsafe`.
-//! - `generated::capi` (tier 2): the C ABI declared in include/rt_cuda.h.
+//! - `generated::capi` (tier 2): the C ABI declared in include/ug_cuda_rt.h.
 
 #[cfg(feature = "cuda")]
 pub mod generated;

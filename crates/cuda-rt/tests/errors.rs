@@ -14,7 +14,7 @@ fn expect_no_gpu() -> bool {
 fn last_error() -> String {
     let mut buf = [0 as c_char; 512];
     // SAFETY: `buf` is valid for `buf.len()` writes.
-    let n = unsafe { capi::rt_cuda_last_error_message(buf.as_mut_ptr(), buf.len()) };
+    let n = unsafe { capi::ug_cuda_rt_last_error_message(buf.as_mut_ptr(), buf.len()) };
     // SAFETY: the function NUL-terminates within `buf`.
     let s = unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
@@ -44,7 +44,7 @@ fn device_count_without_a_gpu_is_a_clean_error() {
             );
             assert!(
                 e.to_string()
-                    .starts_with("cuda: device_count: cudaGetDeviceCount failed"),
+                    .starts_with("cuda_rt: device_count: cudaGetDeviceCount failed"),
                 "{e}"
             );
         }
@@ -79,14 +79,14 @@ fn malloc_without_a_gpu_is_a_clean_error_in_rust_and_c() {
 
         let mut out = std::ptr::null_mut();
         // SAFETY: `out` is valid for writes.
-        let status = unsafe { capi::rt_cuda_malloc(bytes, &mut out) };
+        let status = unsafe { capi::ug_cuda_rt_malloc(bytes, &mut out) };
         assert_eq!(status, capi::Status::Ok, "{}", last_error());
         assert!(!out.is_null());
-        // SAFETY: `out` came from rt_cuda_malloc and is freed once.
-        unsafe { capi::rt_cuda_device_buffer_free(out) };
+        // SAFETY: `out` came from ug_cuda_rt_malloc and is freed once.
+        unsafe { capi::ug_cuda_rt_device_buffer_free(out) };
         let mut count = -7;
         // SAFETY: `count` is valid for writes.
-        let status = unsafe { capi::rt_cuda_device_count(&mut count) };
+        let status = unsafe { capi::ug_cuda_rt_device_count(&mut count) };
         assert_eq!(status, capi::Status::Ok);
         assert_eq!(count, n);
         return;
@@ -97,7 +97,7 @@ fn malloc_without_a_gpu_is_a_clean_error_in_rust_and_c() {
     let sentinel = 0x5a5a_usize as *mut unigpu_cuda_rt::DeviceBuffer;
     let mut out = sentinel;
     // SAFETY: `out` is valid for writes.
-    let status = unsafe { capi::rt_cuda_malloc(bytes, &mut out) };
+    let status = unsafe { capi::ug_cuda_rt_malloc(bytes, &mut out) };
     assert_eq!(status, capi::Status::Exception);
     assert_eq!(out, sentinel, "out-parameter untouched on failure");
     let msg = last_error();
@@ -108,7 +108,7 @@ fn malloc_without_a_gpu_is_a_clean_error_in_rust_and_c() {
 
     let mut count = -7;
     // SAFETY: `count` is valid for writes.
-    let status = unsafe { capi::rt_cuda_device_count(&mut count) };
+    let status = unsafe { capi::ug_cuda_rt_device_count(&mut count) };
     assert_eq!(status, capi::Status::Exception);
     assert_eq!(count, -7);
     assert!(last_error().contains("cudaGetDeviceCount failed"));
@@ -125,20 +125,20 @@ fn malloc_without_a_gpu_is_a_clean_error_in_rust_and_c() {
 #[test]
 fn c_abi_rejects_null_pointers_before_calling_cuda() {
     // SAFETY: NULL is allowed and rejected.
-    let status = unsafe { capi::rt_cuda_malloc(16, std::ptr::null_mut()) };
+    let status = unsafe { capi::ug_cuda_rt_malloc(16, std::ptr::null_mut()) };
     assert_eq!(status, capi::Status::NullArgument);
     assert_eq!(last_error(), "`out` is NULL");
     // SAFETY: NULL handle is rejected before use.
-    let status = unsafe { capi::rt_cuda_memcpy_htod(std::ptr::null_mut(), [1u8].as_ptr(), 1) };
+    let status = unsafe { capi::ug_cuda_rt_memcpy_htod(std::ptr::null_mut(), [1u8].as_ptr(), 1) };
     assert_eq!(status, capi::Status::NullArgument);
     assert_eq!(last_error(), "`dst` is NULL");
     // SAFETY: freeing NULL is a no-op.
-    unsafe { capi::rt_cuda_device_buffer_free(std::ptr::null_mut()) };
+    unsafe { capi::ug_cuda_rt_device_buffer_free(std::ptr::null_mut()) };
     // SAFETY: freeing NULL is a no-op.
-    unsafe { capi::rt_cuda_stream_free(std::ptr::null_mut()) };
+    unsafe { capi::ug_cuda_rt_stream_free(std::ptr::null_mut()) };
     let mut v = 0;
     // SAFETY: `v` is valid for writes.
-    let result = unsafe { capi::rt_cuda_runtime_version(&mut v) };
+    let result = unsafe { capi::ug_cuda_rt_runtime_version(&mut v) };
     assert_eq!(result, capi::Status::Ok);
     assert!((13000..14000).contains(&v));
     assert_eq!(last_error(), "", "success clears the message");

@@ -117,27 +117,27 @@ fn c_abi_on_a_gpu() {
     let host = random_bytes(4096 + rand::rng().random_range(0..4096));
     let mut buf: *mut unigpu_cuda_rt::DeviceBuffer = std::ptr::null_mut();
     // SAFETY: `buf` is valid for writes.
-    let result = unsafe { capi::rt_cuda_malloc(host.len(), &mut buf) };
+    let result = unsafe { capi::ug_cuda_rt_malloc(host.len(), &mut buf) };
     assert_eq!(result, capi::Status::Ok);
     assert!(!buf.is_null());
     // SAFETY: `buf` is a live handle; `host` is valid for `host.len()` reads.
-    let result = unsafe { capi::rt_cuda_memcpy_htod(buf, host.as_ptr(), host.len()) };
+    let result = unsafe { capi::ug_cuda_rt_memcpy_htod(buf, host.as_ptr(), host.len()) };
     assert_eq!(result, capi::Status::Ok);
     let mut back = vec![0u8; host.len()];
     // SAFETY: `back` is valid for writes of its length; `buf` is live.
-    let result = unsafe { capi::rt_cuda_memcpy_dtoh(back.as_mut_ptr(), back.len(), buf) };
+    let result = unsafe { capi::ug_cuda_rt_memcpy_dtoh(back.as_mut_ptr(), back.len(), buf) };
     assert_eq!(result, capi::Status::Ok);
     assert_same(&back, &host);
     let mut stream: *mut unigpu_cuda_rt::CudaStream = std::ptr::null_mut();
     // SAFETY: `stream` is valid for writes.
-    let result = unsafe { capi::rt_cuda_stream_create(&mut stream) };
+    let result = unsafe { capi::ug_cuda_rt_stream_create(&mut stream) };
     assert_eq!(result, capi::Status::Ok);
     // SAFETY: `stream` is a live handle.
-    let result = unsafe { capi::rt_cuda_stream_synchronize(stream) };
+    let result = unsafe { capi::ug_cuda_rt_stream_synchronize(stream) };
     assert_eq!(result, capi::Status::Ok);
     // SAFETY: both handles are live and not used afterwards.
     unsafe {
-        capi::rt_cuda_stream_free(stream);
-        capi::rt_cuda_device_buffer_free(buf);
+        capi::ug_cuda_rt_stream_free(stream);
+        capi::ug_cuda_rt_device_buffer_free(buf);
     }
 }

@@ -8,7 +8,7 @@
 //!   above this crate may call into [`driver`] or [`nvrtc`] before
 //!   [`probe()`] has reported the library as loadable; the probe itself only
 //!   uses `dlopen` and never panics.
-//! - No ownership, no RAII, no policy: that is the `unigpu-safe` crate's job.
+//! - No ownership, no RAII, no policy: that is the `unigpu-cuda-safe` crate's job.
 
 pub mod probe;
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use unigpu_safe::DeviceBuffer;
+use unigpu_cuda_safe::DeviceBuffer;
 
 use crate::context::DeviceImpl;
 use crate::cpu::CpuBuffer;
@@ -211,7 +211,7 @@ impl<T: Element> GpuArray<T> {
 
 impl Context {
     /// The default stream of a cuda context, or the error for another backend.
-    pub(crate) fn cuda_stream(&self) -> Result<&unigpu_safe::CudaStreamHandle> {
+    pub(crate) fn cuda_stream(&self) -> Result<&unigpu_cuda_safe::CudaStreamHandle> {
         match &self.default_stream().imp {
             StreamImpl::Cuda(s) => Ok(s),
             _ => Err(Error::ContextMismatch {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use unigpu_safe::{CudaDevice, CudaStreamHandle};
+use unigpu_cuda_safe::{CudaDevice, CudaStreamHandle};
 
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
@@ -46,7 +46,7 @@ struct Inner {
     /// Kernels of the built-in ops, looked up once each.
     builtin: Mutex<HashMap<String, crate::kernel::Kernel>>,
     /// The cuBLAS handle, created on the first matmul.
-    blas: Mutex<Option<Arc<unigpu_safe::BlasHandle>>>,
+    blas: Mutex<Option<Arc<unigpu_cuda_safe::BlasHandle>>>,
 }
 
 #[derive(Debug)]
@@ -345,7 +345,7 @@ impl Context {
     }
 
     /// The context's cuBLAS handle, created on first use.
-    pub(crate) fn blas(&self) -> Result<Arc<unigpu_safe::BlasHandle>> {
+    pub(crate) fn blas(&self) -> Result<Arc<unigpu_cuda_safe::BlasHandle>> {
         let mut slot = crate::cpu::lock(&self.inner.blas);
         if let Some(b) = slot.as_ref() {
             return Ok(b.clone());
@@ -356,7 +356,7 @@ impl Context {
                 what: "cuBLAS".into(),
             });
         };
-        let handle = Arc::new(unigpu_safe::BlasHandle::new(s)?);
+        let handle = Arc::new(unigpu_cuda_safe::BlasHandle::new(s)?);
         *slot = Some(handle.clone());
         Ok(handle)
     }

@@ -28,9 +28,9 @@ pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
     match backend {
         Backend::Cpu => Ok(vec![cpu_device_info()]),
         Backend::Cuda => {
-            let count = unigpu_safe::device_count()?;
+            let count = unigpu_cuda_safe::device_count()?;
             (0..count)
-                .map(|ordinal| cuda_device_info(&unigpu_safe::CudaDevice::open(ordinal)?))
+                .map(|ordinal| cuda_device_info(&unigpu_cuda_safe::CudaDevice::open(ordinal)?))
                 .collect()
         }
         #[cfg(feature = "torch")]
@@ -62,7 +62,7 @@ pub(crate) fn cpu_device_info() -> DeviceInfo {
     }
 }
 
-pub(crate) fn cuda_device_info(device: &unigpu_safe::CudaDevice) -> Result<DeviceInfo> {
+pub(crate) fn cuda_device_info(device: &unigpu_cuda_safe::CudaDevice) -> Result<DeviceInfo> {
     let props = device.properties()?;
     let (free, total) = device.memory_info()?;
     Ok(DeviceInfo {

@@ -12,9 +12,9 @@
 /// A consumer's CUDA stream by handle, for [`DlpackSync::Stream`] (made
 /// with the `unsafe` `ForeignStream::from_raw`, whose caller vouches for the
 /// handle).
-pub use unigpu_safe::ForeignStream;
-use unigpu_safe::dlpack::{HostArray, HostMem, ffi};
-pub use unigpu_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
+pub use unigpu_cuda_safe::ForeignStream;
+use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ffi};
+pub use unigpu_cuda_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
 use crate::any_array::with_dtype;
 use crate::array::Storage;
@@ -51,11 +51,11 @@ pub fn dtype_of(view: &TensorView) -> Result<DType> {
     let d = view.dtype;
     DType::ALL
         .into_iter()
-        .find(|t| with_dtype!(*t, T => unigpu_safe::dlpack::dtype_of::<T>() == d))
+        .find(|t| with_dtype!(*t, T => unigpu_cuda_safe::dlpack::dtype_of::<T>() == d))
         .ok_or_else(|| Error::Dlpack {
             message: format!(
                 "dtype {} has no unigpu element type (f32 f64 f16 bf16 i32 u32 i64 u64 u8 are supported)",
-                unigpu_safe::dlpack::dtype_name(d)
+                unigpu_cuda_safe::dlpack::dtype_name(d)
             ),
         })
 }
@@ -109,7 +109,7 @@ impl<T: Element> GpuArray<T> {
                 Some(host) => CpuBuffer::shared(host.clone()),
                 None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
             }),
-            DeviceImpl::Cuda(_) => Storage::Cuda(unigpu_safe::DeviceBuffer::from_dlpack(
+            DeviceImpl::Cuda(_) => Storage::Cuda(unigpu_cuda_safe::DeviceBuffer::from_dlpack(
                 ctx.cuda_stream()?,
                 tensor,
             )?),

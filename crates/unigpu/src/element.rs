@@ -70,8 +70,8 @@ impl FromStr for DType {
 
 /// A plain number type that can live in a `GpuArray`: f32, f64, i32, u32,
 /// i64, u64, u8, and `half::f16` / `half::bf16`. Sealed through
-/// `unigpu_safe::Element`: every bit pattern is a valid value.
-pub trait Element: unigpu_safe::Element + PartialEq + 'static {
+/// `unigpu_cuda_safe::Element`: every bit pattern is a valid value.
+pub trait Element: unigpu_cuda_safe::Element + PartialEq + 'static {
     const DTYPE: DType;
     /// The array as an [`crate::AnyArray`] (use `AnyArray::from`).
     #[doc(hidden)]

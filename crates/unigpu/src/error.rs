@@ -153,9 +153,9 @@ impl Error {
 /// Result with the facade's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl From<unigpu_safe::SafeError> for Error {
-    fn from(e: unigpu_safe::SafeError) -> Self {
-        use unigpu_safe::SafeError as S;
+impl From<unigpu_cuda_safe::SafeError> for Error {
+    fn from(e: unigpu_cuda_safe::SafeError) -> Self {
+        use unigpu_cuda_safe::SafeError as S;
         match e {
             S::Unavailable { reason } => Error::BackendUnavailable {
                 backend: Backend::Cuda,

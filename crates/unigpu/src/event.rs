@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use unigpu_safe::CudaEventHandle;
+use unigpu_cuda_safe::CudaEventHandle;
 
 use crate::cpu::CpuEvent;
 use crate::stream::{Stream, StreamImpl};

@@ -15,7 +15,7 @@
 //!
 //! # Rules of this layer
 //! - Safe Rust only (`#![forbid(unsafe_code)]`): everything unsafe lives in
-//!   `unigpu-safe` and the -sys crates below it.
+//!   `unigpu-cuda-safe` and the -sys crates below it.
 //! - Every backend offers the same operations with the same ordering
 //!   semantics; a backend that cannot do something returns an error that
 //!   says so, never a panic.
@@ -62,8 +62,8 @@ pub use half::{bf16, f16};
 
 /// What the CUDA probe found: whether libcuda and libnvrtc load, the
 /// driver version and the device count, or why not. Never panics.
-pub fn cuda_probe() -> &'static unigpu_safe::Probe {
-    unigpu_safe::probe()
+pub fn cuda_probe() -> &'static unigpu_cuda_safe::Probe {
+    unigpu_cuda_safe::probe()
 }
 
-pub use unigpu_safe::{LibraryStatus, Probe};
+pub use unigpu_cuda_safe::{LibraryStatus, Probe};

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use unigpu_safe::{CudaEventHandle, CudaStreamHandle};
+use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle};
 
 use crate::array::Storage;
 use crate::cpu::{self, CpuEvent, CpuStream};
@@ -253,12 +253,14 @@ pub(crate) fn check_len(what: &'static str, expected: usize, actual: usize) -> R
     }
 }
 
-fn read<T: Element>(a: &unigpu_safe::dlpack::HostArray<T>) -> unigpu_safe::dlpack::HostRead<'_, T> {
+fn read<T: Element>(
+    a: &unigpu_cuda_safe::dlpack::HostArray<T>,
+) -> unigpu_cuda_safe::dlpack::HostRead<'_, T> {
     a.read()
 }
 
 fn write<T: Element>(
-    a: &unigpu_safe::dlpack::HostArray<T>,
-) -> unigpu_safe::dlpack::HostWrite<'_, T> {
+    a: &unigpu_cuda_safe::dlpack::HostArray<T>,
+) -> unigpu_cuda_safe::dlpack::HostWrite<'_, T> {
     a.write()
 }

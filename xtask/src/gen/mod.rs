@@ -188,7 +188,10 @@ pub fn generate(root: &Path, specs: &[PathBuf]) -> Result<Vec<GenFile>> {
             }
         };
         match load_str(&shown, &text) {
-            Ok(spec) => models.push(spec),
+            Ok(spec) => match misnamed(&shown, &text, &spec) {
+                Some(e) => errors.push(e),
+                None => models.push(spec),
+            },
             Err(mut e) => errors.append(&mut e),
         }
     }
@@ -201,6 +204,32 @@ pub fn generate(root: &Path, specs: &[PathBuf]) -> Result<Vec<GenFile>> {
     }
     output::check_unique(&files)?;
     Ok(files)
+}
+
+/// One spec, one name: a spec file is named after its `library`
+/// (specs/<library>.yaml), as its bridge folder and C header are.
+fn misnamed(shown: &str, text: &str, spec: &Spec) -> Option<SpecError> {
+    let stem = Path::new(shown).file_stem()?.to_string_lossy();
+    if stem == spec.library {
+        return None;
+    }
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("library:"))
+        .map_or(0, |i| i as u64 + 1);
+    Some(SpecError {
+        file: shown.to_string(),
+        line,
+        column: 1,
+        message: format!(
+            "spec file `{shown}` is not named after its library `{}`",
+            spec.library
+        ),
+        hint: format!(
+            "rename the file to specs/{}.yaml, or change `library` to `{stem}`",
+            spec.library
+        ),
+    })
 }
 
 /// All files of one spec.

@@ -225,7 +225,7 @@ impl Spec {
         self.all_functions().any(|f| f.ret == Ty::Str)
     }
 
-    /// The C name of the status enum, e.g. `fx_status`.
+    /// The C name of the status enum, e.g. `ug_fixture_status`.
     pub fn c_status(&self) -> String {
         format!("{}_status", self.prefix)
     }

@@ -2,21 +2,24 @@
 
 /// Joins `prefix` and `name` with `_` without ever repeating the prefix.
 ///
-/// - `name` already starts with the whole prefix (`rt_cuda_malloc`): kept as is.
-/// - the tail segments of the prefix equal the head segments of the name
-///   (`rt_cuda` + `cuda_malloc`): the overlap is written once (`rt_cuda_malloc`).
+/// - `name` already starts with the whole prefix (`ug_cuda_rt_malloc`): kept as is.
+/// - the head segments of the name equal a run of the prefix's segments
+///   other than its first (`ug_cuda_rt` + `cuda_malloc`, `rt_malloc` or
+///   `cuda_rt_malloc`; `ug_torch` + `torch_stream`): that run is written
+///   once (`ug_cuda_rt_malloc`, `ug_torch_stream`); the longest run wins.
 /// - otherwise: `prefix_name`.
 ///
-/// This is the fix for the earlier generator's `rt_cuda_cuda_*` symbols.
+/// This is the fix for the earlier generator's doubled symbols (a prefix
+/// followed by the library's own name again, such as `ug_cuda_rt_cuda_*`).
 pub fn join_prefix(prefix: &str, name: &str) -> String {
     if name == prefix || name.starts_with(&format!("{prefix}_")) {
         return name.to_string();
     }
     let p: Vec<&str> = prefix.split('_').collect();
     let n: Vec<&str> = name.split('_').collect();
-    let max = p.len().min(n.len().saturating_sub(1));
+    let max = (p.len() - 1).min(n.len().saturating_sub(1));
     for k in (1..=max).rev() {
-        if p[p.len() - k..] == n[..k] {
+        if p[1..].windows(k).any(|run| run == &n[..k]) {
             return format!("{prefix}_{}", n[k..].join("_"));
         }
     }
@@ -185,15 +188,43 @@ mod tests {
 
     #[test]
     fn join_never_doubles_the_prefix() {
-        assert_eq!(join_prefix("rt_cuda", "malloc"), "rt_cuda_malloc");
-        assert_eq!(join_prefix("rt_cuda", "cuda_malloc"), "rt_cuda_malloc");
-        assert_eq!(join_prefix("rt_cuda", "rt_cuda_malloc"), "rt_cuda_malloc");
-        assert_eq!(join_prefix("rt_cuda", "cuda_stream"), "rt_cuda_stream");
-        assert_eq!(join_prefix("fx", "fxx"), "fx_fxx");
-        assert_eq!(join_prefix("fx", "counter"), "fx_counter");
-        assert_eq!(strip_prefix("rt_cuda", "cuda_malloc"), "malloc");
-        assert_eq!(strip_prefix("rt_cuda", "rt_cuda_init"), "init");
-        assert_eq!(strip_prefix("fx", "make_counter"), "make_counter");
+        assert_eq!(join_prefix("ug_cuda_rt", "malloc"), "ug_cuda_rt_malloc");
+        assert_eq!(
+            join_prefix("ug_cuda_rt", "cuda_malloc"),
+            "ug_cuda_rt_malloc"
+        );
+        assert_eq!(join_prefix("ug_cuda_rt", "rt_malloc"), "ug_cuda_rt_malloc");
+        assert_eq!(
+            join_prefix("ug_cuda_rt", "cuda_rt_malloc"),
+            "ug_cuda_rt_malloc"
+        );
+        assert_eq!(
+            join_prefix("ug_cuda_rt", "ug_cuda_rt_malloc"),
+            "ug_cuda_rt_malloc"
+        );
+        assert_eq!(
+            join_prefix("ug_cuda_rt", "cuda_stream"),
+            "ug_cuda_rt_stream"
+        );
+        // Only the library's segments overlap, not the `ug` namespace, and
+        // a run must be contiguous.
+        assert_eq!(
+            join_prefix("ug_cuda_rt", "ug_malloc"),
+            "ug_cuda_rt_ug_malloc"
+        );
+        assert_eq!(join_prefix("ug_a_b", "b_a_x"), "ug_a_b_a_x");
+        // A name is never emptied.
+        assert_eq!(join_prefix("ug_cuda_rt", "cuda"), "ug_cuda_rt_cuda");
+        assert_eq!(join_prefix("ug_torch", "torch_stream"), "ug_torch_stream");
+        assert_eq!(join_prefix("ug_fixture", "fixturex"), "ug_fixture_fixturex");
+        assert_eq!(join_prefix("ug_fixture", "counter"), "ug_fixture_counter");
+        assert_eq!(
+            join_prefix("ug_fixture", "fx_sum_values"),
+            "ug_fixture_fx_sum_values"
+        );
+        assert_eq!(strip_prefix("ug_cuda_rt", "cuda_malloc"), "malloc");
+        assert_eq!(strip_prefix("ug_cuda_rt", "ug_cuda_rt_init"), "init");
+        assert_eq!(strip_prefix("ug_fixture", "make_counter"), "make_counter");
     }
 
     #[test]

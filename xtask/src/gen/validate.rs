@@ -221,6 +221,16 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
         && !names::is_snake_ident(p_)
     {
         cx.err(*p, format!("prefix `{p_}` is not a snake_case identifier"), "use lower-case letters, digits and single underscores, without a trailing `_` (the generator adds it)");
+    } else if let (Some((p_, p)), Some((l, _))) = (&prefix, &library)
+        && *p_ != format!("ug_{l}")
+    {
+        // One spec, one name: specs/<library>.yaml, bridge/<library>/, and
+        // the C prefix and header include/ug_<library>.h all follow from it.
+        cx.err(
+            *p,
+            format!("prefix `{p_}` does not follow from library `{l}`"),
+            format!("write `prefix: ug_{l}`: the C symbols are ug_{l}_* and the header is include/ug_{l}.h"),
+        );
     }
     let namespace = cx.required(
         &raw.namespace,
@@ -255,7 +265,7 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
         cx.err(
             *p,
             format!("rust_crate `{rc}` must be a relative path inside the repository"),
-            "write it like `crates/gen-fixture`",
+            "write it like `crates/fixture`",
         );
     }
     let prefix_s = prefix.as_ref().map(|(p, _)| p.clone()).unwrap_or_default();
@@ -288,7 +298,7 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
             cx.err(
                 at,
                 format!("duplicate name: {what} `{name}` is already defined at line {}:{}", first.line, first.column),
-                "rename one of them (C symbols get the prefix once, so `cuda_x` and `x` collide under prefix `rt_cuda`)",
+                "rename one of them (C symbols get the prefix once, so `cuda_x` and `x` collide under prefix `ug_cuda_rt`)",
             );
             false
         } else {

@@ -91,7 +91,7 @@ fn build_into(root: &Path, pack: &Path, idx: usize, tests: &[&str]) -> anyhow::R
         "--release",
         "--no-run",
     ];
-    let mut safe: Vec<&str> = vec!["test", "-p", "unigpu-safe", "--release", "--no-run"];
+    let mut safe: Vec<&str> = vec!["test", "-p", "unigpu-cuda-safe", "--release", "--no-run"];
     let (mut want_facade, mut want_safe) = (false, false);
     for t in tests {
         match t.strip_prefix("safe:") {

@@ -132,7 +132,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a copy that skips its last element",
         target: Target::Cuda,
-        file: "crates/safe/src/buffer.rs",
+        file: "crates/cuda-safe/src/buffer.rs",
         original: "            .memcpy_dtod(&*self.slice, &mut *dst.slice)\n",
         mutated: "            .memcpy_dtod(\n                &self.slice.slice(..self.len() - 1),\n                &mut dst.slice.slice_mut(..self.len() - 1),\n            )\n",
         tests: &["arrays", "streams", "safe:gpu"],
@@ -142,8 +142,8 @@ const MUTATIONS: &[Mutation] = &[
         name: "a reduction that drops its last block",
         target: Target::Torch,
         file: "specs/torch.yaml",
-        original: "      return self.sum(::unigpu_c10::acc_type(self)).item<double>();\n",
-        mutated: "      auto kept = self.numel() - std::min<int64_t>(self.numel() / 2, 1024);\n      return self.narrow(0, 0, kept).sum(::unigpu_c10::acc_type(self)).item<double>();\n",
+        original: "      return self.sum(::unigpu_torch::acc_type(self)).item<double>();\n",
+        mutated: "      auto kept = self.numel() - std::min<int64_t>(self.numel() / 2, 1024);\n      return self.narrow(0, 0, kept).sum(::unigpu_torch::acc_type(self)).item<double>();\n",
         tests: &["ops"],
     },
     Mutation {
@@ -158,8 +158,8 @@ const MUTATIONS: &[Mutation] = &[
         name: "a sum accumulated in the element type (512 running sums kept in bf16)",
         target: Target::Torch,
         file: "specs/torch.yaml",
-        original: "      return self.sum(::unigpu_c10::acc_type(self)).item<double>();\n",
-        mutated: "      auto n = self.numel();\n      auto rows = at::constant_pad_nd(self, {0, (512 - n % 512) % 512}).view({512, -1});\n      auto acc = at::zeros_like(rows[0]);\n      for (int64_t r = 0; r < 512; ++r) acc.add_(rows[r]);\n      return acc.sum(::unigpu_c10::acc_type(self)).item<double>();\n",
+        original: "      return self.sum(::unigpu_torch::acc_type(self)).item<double>();\n",
+        mutated: "      auto n = self.numel();\n      auto rows = at::constant_pad_nd(self, {0, (512 - n % 512) % 512}).view({512, -1});\n      auto acc = at::zeros_like(rows[0]);\n      for (int64_t r = 0; r < 512; ++r) acc.add_(rows[r]);\n      return acc.sum(::unigpu_torch::acc_type(self)).item<double>();\n",
         tests: &["ops"],
     },
     Mutation {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use unigpu_safe::dlpack::{HostArray, HostMem};
+use unigpu_cuda_safe::dlpack::{HostArray, HostMem};
 
 use super::fence::{Fence, lock};
 use super::memory::try_alloc_vec;

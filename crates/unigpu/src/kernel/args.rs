@@ -4,9 +4,9 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use unigpu_safe::dlpack::{HostArray, HostRead, HostWrite};
+use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
 
-use unigpu_safe::KernelParam;
+use unigpu_cuda_safe::KernelParam;
 
 use crate::array::Storage;
 use crate::cpu::Tracker;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use unigpu_safe::nvrtc::Compiled;
+use unigpu_cuda_safe::nvrtc::Compiled;
 
 /// Names the on-disk cache folder; `off` disables the disk cache.
 pub const CACHE_DIR_ENV: &str = "UNIGPU_CACHE_DIR";

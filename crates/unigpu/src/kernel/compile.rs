@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use unigpu_safe::nvrtc::{self, Compiled};
-use unigpu_safe::{CudaDevice, CudaModuleHandle};
+use unigpu_cuda_safe::nvrtc::{self, Compiled};
+use unigpu_cuda_safe::{CudaDevice, CudaModuleHandle};
 
 use super::cache;
 use super::signature::parse_kernels;

@@ -54,8 +54,8 @@ impl Grid {
             .product()
     }
 
-    pub(crate) fn to_dims(self) -> unigpu_safe::LaunchDims {
-        unigpu_safe::LaunchDims {
+    pub(crate) fn to_dims(self) -> unigpu_cuda_safe::LaunchDims {
+        unigpu_cuda_safe::LaunchDims {
             grid_dim: self.grid,
             block_dim: self.block,
             shared_mem_bytes: self.shared_mem_bytes,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use unigpu_safe::KernelParam;
+use unigpu_cuda_safe::KernelParam;
 
 use super::args::{Arg, CpuArgs, CpuValue};
 use super::{Grid, Kernel, KernelArgs, ParamKind};
@@ -43,7 +43,7 @@ impl Stream {
                     })
                     .collect::<Result<Vec<KernelParam<'_>>>>()?;
                 self.note_launch(kernel.inner.id);
-                unigpu_safe::launch(s, func, grid.to_dims(), &mut params)
+                unigpu_cuda_safe::launch(s, func, grid.to_dims(), &mut params)
                     .map_err(|e| name_kernel(e.into(), name))
             }
             // A torch array goes in as its device address, after its
@@ -180,7 +180,7 @@ fn name_kernel(e: Error, name: &str) -> Error {
 }
 
 /// The kernel's CUDA function, or why it has none.
-fn cuda_function(kernel: &Kernel) -> Result<&unigpu_safe::CudaFunctionHandle> {
+fn cuda_function(kernel: &Kernel) -> Result<&unigpu_cuda_safe::CudaFunctionHandle> {
     kernel
         .inner
         .cuda

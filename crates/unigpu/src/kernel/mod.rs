@@ -12,7 +12,7 @@ mod signature;
 
 use std::sync::Arc;
 
-use unigpu_safe::{CudaFunctionHandle, CudaModuleHandle};
+use unigpu_cuda_safe::{CudaFunctionHandle, CudaModuleHandle};
 
 pub use args::{Arg, ArrayArg, CpuArgs, KernelArg, KernelArgs, Scalar};
 pub use cache::{CACHE_DIR_ENV, disk_dir};

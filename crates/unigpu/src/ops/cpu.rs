@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use unigpu_safe::dlpack::{HostArray, HostRead, HostWrite};
+use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 use num_traits::{Float as _, One, Zero};

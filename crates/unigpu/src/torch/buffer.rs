@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use unigpu_c10_bridge as bridge;
+use unigpu_torch_bridge as bridge;
 
 use super::TorchStream;
 use crate::{Element, Error, Result};

@@ -1,7 +1,7 @@
 //! Opening a GPU through torch.
 
-use unigpu_c10_bridge as bridge;
-use unigpu_safe::CudaDevice;
+use unigpu_cuda_safe::CudaDevice;
+use unigpu_torch_bridge as bridge;
 
 use crate::{Backend, Error, Result};
 

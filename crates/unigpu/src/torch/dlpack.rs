@@ -1,9 +1,9 @@
 //! DLPack on the torch backend: arrays are CUDA tensors, shared through
 //! the bridge's `Tensor::to_managed` / `from_managed`.
 
-use unigpu_c10_bridge as bridge;
-use unigpu_safe::CudaEventHandle;
-use unigpu_safe::dlpack::ffi;
+use unigpu_cuda_safe::CudaEventHandle;
+use unigpu_cuda_safe::dlpack::ffi;
+use unigpu_torch_bridge as bridge;
 
 use super::TorchBuffer;
 use super::ops::{buf, stream_of};

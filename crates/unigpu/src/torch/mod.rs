@@ -18,7 +18,7 @@ pub(crate) use dlpack::{from_dlpack, to_dlpack};
 pub(crate) use stream::{TorchEvent, TorchStream};
 pub(crate) use transfer::{cuda_to_torch, torch_to_cuda};
 
-use unigpu_c10_bridge as bridge;
+use unigpu_torch_bridge as bridge;
 
 use crate::{Backend, Error};
 

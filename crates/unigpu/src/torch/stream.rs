@@ -2,8 +2,8 @@
 
 use std::sync::RwLock;
 
-use unigpu_c10_bridge as bridge;
-use unigpu_safe::{CudaDevice, ForeignStream};
+use unigpu_cuda_safe::{CudaDevice, ForeignStream};
+use unigpu_torch_bridge as bridge;
 
 use crate::Result;
 

@@ -2,7 +2,7 @@
 //! device-to-device copy ordered on both sides' streams, never through the
 //! host.
 
-use unigpu_c10_bridge::cuda_interop;
+use unigpu_torch_bridge::cuda_interop;
 
 use super::ops::{buf, buf_mut, stream_of};
 use crate::array::Storage;

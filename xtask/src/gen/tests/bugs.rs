@@ -66,11 +66,11 @@ fn bug2_method_lambdas_are_called_with_the_handle_not_on_inner() {
     }
 }
 
-/// Bug 3: double prefixes such as `rt_cuda_cuda_*`.
+/// Bug 3: double prefixes such as `ug_cuda_rt_cuda_*`.
 #[test]
 fn bug3_no_double_prefix() {
-    let spec = r#"library: rt
-prefix: rt_cuda
+    let spec = r#"library: cuda_rt
+prefix: ug_cuda_rt
 namespace: rt_ns
 rust_crate: crates/rt
 handle_types:
@@ -79,7 +79,7 @@ handle_types:
 functions:
   - name: cuda_init
     cpp_body: return;
-  - name: rt_cuda_device_count
+  - name: ug_cuda_rt_device_count
     return: i32
     cpp_body: return 0;
   - name: malloc
@@ -96,27 +96,27 @@ methods:
     cpp_method: sync
 "#;
     let files = emit_text(spec);
-    let h = file(&files, "include/rt_cuda.h");
+    let h = file(&files, "include/ug_cuda_rt.h");
     for sym in [
-        "rt_cuda_status rt_cuda_init(void);",
-        "rt_cuda_status rt_cuda_device_count(int32_t* out);",
-        "rt_cuda_status rt_cuda_malloc(size_t bytes, uint64_t* out);",
-        "rt_cuda_status rt_cuda_stream_create(rt_cuda_stream** out);",
-        "rt_cuda_status rt_cuda_stream_sync(rt_cuda_stream* self);",
-        "void rt_cuda_stream_free(rt_cuda_stream* handle);",
-        "typedef struct rt_cuda_stream rt_cuda_stream;",
+        "ug_cuda_rt_status ug_cuda_rt_init(void);",
+        "ug_cuda_rt_status ug_cuda_rt_device_count(int32_t* out);",
+        "ug_cuda_rt_status ug_cuda_rt_malloc(size_t bytes, uint64_t* out);",
+        "ug_cuda_rt_status ug_cuda_rt_stream_create(ug_cuda_rt_stream** out);",
+        "ug_cuda_rt_status ug_cuda_rt_stream_sync(ug_cuda_rt_stream* self);",
+        "void ug_cuda_rt_stream_free(ug_cuda_rt_stream* handle);",
+        "typedef struct ug_cuda_rt_stream ug_cuda_rt_stream;",
     ] {
         assert!(h.contains(sym), "missing `{sym}` in:\n{h}");
     }
     for f in &files {
         assert!(
-            !f.contents.contains("rt_cuda_cuda"),
+            !f.contents.contains("ug_cuda_rt_cuda"),
             "{}:\n{}",
             f.path,
             f.contents
         );
         assert!(
-            !f.contents.contains("rt_cuda_rt_cuda"),
+            !f.contents.contains("ug_cuda_rt_ug_cuda_rt"),
             "{}:\n{}",
             f.path,
             f.contents
@@ -136,7 +136,7 @@ methods:
     let errs = load_err(&clash);
     assert!(
         errs.iter()
-            .any(|e| e.message.contains("duplicate name") && e.message.contains("rt_cuda_init")),
+            .any(|e| e.message.contains("duplicate name") && e.message.contains("ug_cuda_rt_init")),
         "{errs:?}"
     );
 }

@@ -10,14 +10,14 @@ fn check_names_each_stale_file() {
     std::fs::write(root.join("specs/mini.yaml"), MINI).expect("write");
 
     let err = run_in(&root, Vec::new(), true).expect_err("nothing generated yet");
-    assert!(format!("{err:#}").contains("include/mn.h"), "{err:#}");
+    assert!(format!("{err:#}").contains("include/ug_mini.h"), "{err:#}");
     assert!(!root.join("include").exists(), "--check writes nothing");
 
     run_in(&root, Vec::new(), false).expect("generate");
     run_in(&root, Vec::new(), true).expect("fresh output passes --check");
 
     // Edit one generated file by hand and change the spec for another.
-    let header = root.join("include/mn.h");
+    let header = root.join("include/ug_mini.h");
     let mut text = std::fs::read_to_string(&header).expect("read");
     text.push_str("/* hand edit */\n");
     std::fs::write(&header, text).expect("write");
@@ -29,7 +29,7 @@ fn check_names_each_stale_file() {
     )
     .expect("write");
     let err = format!("{:#}", run_in(&root, Vec::new(), true).expect_err("stale"));
-    assert!(err.contains("include/mn.h"), "{err}");
+    assert!(err.contains("include/ug_mini.h"), "{err}");
     assert!(err.contains("crates/mini/src/generated/safe.rs"), "{err}");
     assert_eq!(
         std::fs::read_to_string(&safe).expect("read"),

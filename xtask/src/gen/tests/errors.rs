@@ -100,7 +100,7 @@ fn duplicate_names() {
     );
     let e = only(&load_err(&spec)).clone();
     assert!(
-        e.message.contains("duplicate name") && e.message.contains("mn_make"),
+        e.message.contains("duplicate name") && e.message.contains("ug_mini_make"),
         "{e}"
     );
     let (first_line, _) = pos_of(&spec, "functions:", "make");
@@ -162,7 +162,7 @@ fn missing_fields() {
     assert_at(&e, &spec, "methods:", "handle: Thing");
 
     // Top-level fields.
-    let spec = MINI.replace("prefix: mn\n", "");
+    let spec = MINI.replace("prefix: ug_mini\n", "");
     let e = only(&load_err(&spec)).clone();
     assert!(e.message.contains("missing field `prefix`"), "{e}");
     assert_eq!((e.line, e.column), (1, 1));
@@ -217,20 +217,20 @@ fn errors_from_all_specs_are_reported_together() {
 fn a_bad_spec_writes_nothing_and_names_the_file() {
     let root = temp_dir("bad");
     std::fs::create_dir_all(root.join("specs")).expect("mkdir");
-    std::fs::write(root.join("specs/a_good.yaml"), MINI).expect("write");
+    std::fs::write(root.join("specs/mini.yaml"), MINI).expect("write");
     let bad = MINI
         .replace("library: mini", "library: other")
-        .replace("prefix: mn", "prefix: ot")
+        .replace("prefix: ug_mini", "prefix: ug_other")
         .replace("crates/mini", "crates/other")
         .replace("    return: i32\n", "    return: Thingy\n");
-    std::fs::write(root.join("specs/b_bad.yaml"), &bad).expect("write");
+    std::fs::write(root.join("specs/other.yaml"), &bad).expect("write");
     let before = list_files(&root);
     let err = run_in(&root, Vec::new(), false).expect_err("a bad spec fails the run");
     let msg = format!("{err:#}");
     let (line, col) = pos_of(&bad, "methods:", "Thingy");
     assert!(
         msg.contains(&format!(
-            "specs/b_bad.yaml:{line}:{col}: unknown handle `Thingy`"
+            "specs/other.yaml:{line}:{col}: unknown handle `Thingy`"
         )),
         "{msg}"
     );
@@ -238,8 +238,8 @@ fn a_bad_spec_writes_nothing_and_names_the_file() {
     assert_eq!(list_files(&root), before, "no partial output");
 
     // The good spec alone generates.
-    run_in(&root, vec![root.join("specs/a_good.yaml")], false).expect("good spec");
-    assert!(root.join("include/mn.h").is_file());
+    run_in(&root, vec![root.join("specs/mini.yaml")], false).expect("good spec");
+    assert!(root.join("include/ug_mini.h").is_file());
     assert!(root.join("bridge/mini/mini_bridge.cc").is_file());
     assert!(root.join("crates/mini/src/generated/safe.rs").is_file());
     std::fs::remove_dir_all(&root).ok();
@@ -255,7 +255,16 @@ fn names_are_checked() {
         ),
         ("    name: get\n", "    name: delete\n", "C++ keyword"),
         ("  - name: Thing\n", "  - name: thing\n", "not CamelCase"),
-        ("prefix: mn\n", "prefix: mn_\n", "prefix `mn_`"),
+        (
+            "prefix: ug_mini\n",
+            "prefix: ug_mini_\n",
+            "prefix `ug_mini_`",
+        ),
+        (
+            "prefix: ug_mini\n",
+            "prefix: mn\n",
+            "does not follow from library `mini`",
+        ),
         (
             "namespace: mini_ns\n",
             "namespace: mini::class\n",
@@ -285,4 +294,34 @@ fn names_are_checked() {
             "{what}: {errs:#?}"
         );
     }
+}
+
+#[test]
+fn one_spec_has_one_name() {
+    // The prefix follows from the library: ug_<library>.
+    let spec = MINI.replace("prefix: ug_mini\n", "prefix: ug_mini2\n");
+    let e = only(&load_err(&spec)).clone();
+    assert!(
+        e.message
+            .contains("prefix `ug_mini2` does not follow from library `mini`"),
+        "{e}"
+    );
+    assert!(e.hint.contains("prefix: ug_mini"), "{e}");
+    assert_at(&e, &spec, "prefix:", "ug_mini2");
+
+    // The spec file is named after the library too.
+    let root = temp_dir("misnamed");
+    std::fs::create_dir_all(root.join("specs")).expect("mkdir");
+    std::fs::write(root.join("specs/tiny.yaml"), MINI).expect("write");
+    let err = run_in(&root, Vec::new(), false).expect_err("misnamed spec");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains(
+            "specs/tiny.yaml:1:1: spec file `specs/tiny.yaml` is not named after its library `mini`"
+        ),
+        "{msg}"
+    );
+    assert!(msg.contains("specs/mini.yaml"), "{msg}");
+    assert_eq!(list_files(&root), vec!["specs/tiny.yaml".to_string()]);
+    std::fs::remove_dir_all(&root).ok();
 }

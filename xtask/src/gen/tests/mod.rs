@@ -18,7 +18,7 @@ use super::output::GenFile;
 
 /// A minimal valid spec that tests extend.
 pub const MINI: &str = r#"library: mini
-prefix: mn
+prefix: ug_mini
 namespace: mini_ns
 rust_crate: crates/mini
 handle_types:

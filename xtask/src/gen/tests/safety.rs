@@ -30,7 +30,7 @@ fn a_safety_contract_makes_the_rust_call_unsafe_and_documents_it() {
     );
     let capi = file(&files, "generated/capi.rs");
     assert!(capi.contains("unsafe { safe::from_raw(ptr) }"), "{capi}");
-    let header = file(&files, "mn.h");
+    let header = file(&files, "ug_mini.h");
     assert!(
         header.contains("Safety: `ptr` points to a live int"),
         "{header}"

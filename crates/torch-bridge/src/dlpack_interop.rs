@@ -1,0 +1,73 @@
+//! DLPack for torch tensors through unigpu-cuda-safe's [`ManagedTensor`], so a
+//! torch tensor and a unigpu buffer of any backend can share memory.
+//! Hand-written over the spec's `Tensor::share` and `unsafe`
+//! `dlpack_from_raw`.
+
+use unigpu_cuda_safe::Element;
+use unigpu_cuda_safe::dlpack::{self, Export, ManagedTensor, ffi};
+
+use crate::cuda_interop::{InteropError, dtype_code};
+use crate::generated::safe::{Tensor, dlpack_from_raw, tensor_from_dlpack};
+
+impl Tensor {
+    /// Exports this tensor, a contiguous CUDA tensor of `T`s, as a DLPack
+    /// tensor sharing its storage. The export holds its own reference to
+    /// the tensor, so the storage lives until the consumer deletes it.
+    pub fn to_managed<T: Element + 'static>(&self) -> Result<ManagedTensor, InteropError> {
+        let index = self.device_index()?;
+        if index < 0 {
+            return Err(InteropError::Mismatch(
+                "the tensor is not a CUDA tensor".into(),
+            ));
+        }
+        if self.dtype_code()? != dtype_code::<T>() {
+            return Err(InteropError::Mismatch(format!(
+                "the tensor's dtype is not {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        if !self.is_contiguous()? {
+            return Err(InteropError::Mismatch(
+                "the tensor is not contiguous".into(),
+            ));
+        }
+        let len = usize::try_from(self.numel()?)
+            .map_err(|_| InteropError::Mismatch("negative numel".into()))?;
+        let desc = Export {
+            data: self.data_address()?,
+            device: ffi::DLDevice {
+                device_type: ffi::kDLCUDA,
+                device_id: index as i32,
+            },
+            dtype: dlpack::dtype_of::<T>(),
+            len,
+            read_only: false,
+        };
+        let owner = self.share()?;
+        // SAFETY: the owner is a reference to this tensor, which keeps its
+        // storage (and so `desc.len` elements at `desc.data`) allocated.
+        Ok(unsafe { ManagedTensor::export(Box::new(owner), desc) })
+    }
+
+    /// A 1-D tensor sharing the memory of `tensor`, which must be a
+    /// contiguous CUDA tensor (any shape; it is flattened). torch calls the
+    /// producer's deleter when the last reference to the tensor goes.
+    pub fn from_managed(tensor: ManagedTensor) -> Result<Tensor, InteropError> {
+        let view = tensor.view()?;
+        if view.device.device_type != ffi::kDLCUDA {
+            return Err(InteropError::Mismatch(format!(
+                "a tensor on DLPack device type {} is not CUDA memory",
+                view.device.device_type
+            )));
+        }
+        // Re-wrapped as a 1-D legacy tensor of our own, the form
+        // at::fromDLPack takes; the original is its owner.
+        let raw = tensor.flattened()?.into_raw_legacy().map_err(|_| {
+            InteropError::Mismatch("a flattened tensor is always exportable as legacy".into())
+        })?;
+        // SAFETY: `raw` comes from `ManagedTensor::export` (valid until its
+        // deleter runs) and is owned by nobody else after `into_raw_legacy`.
+        let mut capsule = unsafe { dlpack_from_raw(raw as u64) }?;
+        Ok(tensor_from_dlpack(&mut capsule)?)
+    }
+}
