@@ -202,7 +202,7 @@ mod tests {
     use super::*;
 
     fn driver() -> Error {
-        Error::from(unigpu_safe::SafeError::Driver {
+        Error::from(unigpu_cuda_safe::SafeError::Driver {
             call: "cuStreamSynchronize",
             code: 700,
             name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),

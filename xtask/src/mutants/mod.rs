@@ -282,3 +282,26 @@ fn failing_tests(root: &Path) -> anyhow::Result<Vec<String>> {
     }
     Ok(failed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MUTATIONS;
+
+    /// Every mutation still finds the text it replaces, so a refactor that
+    /// moves it fails here, in CI, rather than on the GPU machine.
+    #[test]
+    fn every_mutation_finds_its_text_exactly_once() {
+        let root = crate::generator::repo_root();
+        for m in MUTATIONS {
+            let source = std::fs::read_to_string(root.join(m.file)).unwrap();
+            assert_eq!(
+                source.matches(m.original).count(),
+                1,
+                "mutation `{}` ({}) in {}",
+                m.name,
+                m.target.name(),
+                m.file
+            );
+        }
+    }
+}
