@@ -6,7 +6,7 @@ use std::fmt;
 use unigpu_cuda_safe::DeviceBuffer;
 
 use crate::context::DeviceImpl;
-use crate::cpu::CpuBuffer;
+use crate::backend::cpu::CpuBuffer;
 use crate::stream::{StreamImpl, check_len};
 use crate::{Context, DType, Element, Error, Result};
 
@@ -31,7 +31,7 @@ pub(crate) enum Storage<T: Element> {
     Cpu(CpuBuffer<T>),
     Cuda(DeviceBuffer<T>),
     #[cfg(feature = "torch")]
-    Torch(crate::torch::TorchBuffer),
+    Torch(crate::backend::torch::TorchBuffer),
 }
 
 impl<T: Element> fmt::Debug for GpuArray<T> {
@@ -70,8 +70,8 @@ impl<T: Element> GpuArray<T> {
             DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
             DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::alloc(ctx.cuda_stream()?, len)?),
             #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => Storage::Torch(crate::torch::TorchBuffer::uninit::<T>(
-                crate::torch::ops::stream_of(ctx.default_stream(), "alloc")?,
+            DeviceImpl::Torch(_) => Storage::Torch(crate::backend::torch::TorchBuffer::uninit::<T>(
+                crate::backend::torch::ops::stream_of(ctx.default_stream(), "alloc")?,
                 len,
             )?),
         };
@@ -193,8 +193,8 @@ impl<T: Element> GpuArray<T> {
         if self.ctx.device_id() == ctx.device_id() {
             use crate::Backend;
             match (self.ctx.backend(), ctx.backend()) {
-                (Backend::Cuda, Backend::Torch) => return crate::torch::cuda_to_torch(self, ctx),
-                (Backend::Torch, Backend::Cuda) => return crate::torch::torch_to_cuda(self, ctx),
+                (Backend::Cuda, Backend::Torch) => return crate::backend::torch::cuda_to_torch(self, ctx),
+                (Backend::Torch, Backend::Cuda) => return crate::backend::torch::torch_to_cuda(self, ctx),
                 _ => {}
             }
         }

@@ -9,7 +9,7 @@ use unigpu_cuda_safe::{CudaDevice, CudaStreamHandle};
 
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
-use crate::cpu::CpuStream;
+use crate::backend::cpu::CpuStream;
 use crate::device::{DeviceInfo, MemoryInfo, cpu_device_info, cuda_device_info};
 use crate::event::Event;
 use crate::stream::{Stream, StreamImpl};
@@ -54,7 +54,7 @@ pub(crate) enum DeviceImpl {
     Cpu,
     Cuda(CudaDevice),
     #[cfg(feature = "torch")]
-    Torch(crate::torch::TorchDevice),
+    Torch(crate::backend::torch::TorchDevice),
 }
 
 impl Context {
@@ -307,7 +307,7 @@ impl Context {
             }
             DeviceImpl::Cpu => {
                 let streams: Vec<Arc<CpuStream>> = {
-                    let mut list = crate::cpu::lock(&self.inner.cpu_streams);
+                    let mut list = crate::backend::cpu::lock(&self.inner.cpu_streams);
                     list.retain(|w| w.strong_count() > 0);
                     list.iter().filter_map(Weak::upgrade).collect()
                 };
@@ -336,17 +336,17 @@ impl Context {
 
     /// A kernel of the built-in ops (compiled on first use).
     pub(crate) fn builtin_kernel(&self, name: &str) -> Result<crate::kernel::Kernel> {
-        if let Some(k) = crate::cpu::lock(&self.inner.builtin).get(name) {
+        if let Some(k) = crate::backend::cpu::lock(&self.inner.builtin).get(name) {
             return Ok(k.clone());
         }
-        let kernel = self.compile(crate::ops::cuda_src::SOURCE)?.kernel(name)?;
-        crate::cpu::lock(&self.inner.builtin).insert(name.to_string(), kernel.clone());
+        let kernel = self.compile(crate::backend::cuda::ops_src::SOURCE)?.kernel(name)?;
+        crate::backend::cpu::lock(&self.inner.builtin).insert(name.to_string(), kernel.clone());
         Ok(kernel)
     }
 
     /// The context's cuBLAS handle, created on first use.
     pub(crate) fn blas(&self) -> Result<Arc<unigpu_cuda_safe::BlasHandle>> {
-        let mut slot = crate::cpu::lock(&self.inner.blas);
+        let mut slot = crate::backend::cpu::lock(&self.inner.blas);
         if let Some(b) = slot.as_ref() {
             return Ok(b.clone());
         }
@@ -396,7 +396,7 @@ impl Context {
 
     fn track(&self, stream: &Stream) {
         if let StreamImpl::Cpu(s) = &stream.imp {
-            crate::cpu::lock(&self.inner.cpu_streams).push(Arc::downgrade(s));
+            crate::backend::cpu::lock(&self.inner.cpu_streams).push(Arc::downgrade(s));
         }
     }
 }
@@ -438,7 +438,7 @@ fn open(backend: Backend, ordinal: usize) -> Result<DeviceImpl> {
         }),
         Backend::Cuda => Ok(DeviceImpl::Cuda(CudaDevice::open(ordinal)?)),
         #[cfg(feature = "torch")]
-        Backend::Torch => Ok(DeviceImpl::Torch(crate::torch::open(ordinal)?)),
+        Backend::Torch => Ok(DeviceImpl::Torch(crate::backend::torch::open(ordinal)?)),
         #[cfg(not(feature = "torch"))]
         Backend::Torch => Err(Error::BackendUnavailable {
             backend,
@@ -453,7 +453,7 @@ fn new_stream(device: &DeviceImpl) -> Result<Stream> {
         DeviceImpl::Cuda(d) => StreamImpl::Cuda(CudaStreamHandle::new(d)?),
         #[cfg(feature = "torch")]
         DeviceImpl::Torch(d) => {
-            StreamImpl::Torch(Arc::new(crate::torch::TorchStream::from_pool(&d.cuda)?))
+            StreamImpl::Torch(Arc::new(crate::backend::torch::TorchStream::from_pool(&d.cuda)?))
         }
     };
     Ok(Stream::from_impl(imp))
@@ -466,7 +466,7 @@ fn default_stream(device: &DeviceImpl) -> Result<Stream> {
     match device {
         #[cfg(feature = "torch")]
         DeviceImpl::Torch(d) => Ok(Stream::from_impl(StreamImpl::Torch(Arc::new(
-            crate::torch::TorchStream::current(&d.cuda)?,
+            crate::backend::torch::TorchStream::current(&d.cuda)?,
         )))),
         _ => new_stream(device),
     }

@@ -1,6 +1,6 @@
 //! What a device is: name, capability, memory.
 
-use crate::cpu::memory;
+use crate::backend::cpu::memory;
 use crate::{Backend, Result};
 
 /// Free and total memory of a device, in bytes. For the CPU backend this is
@@ -34,9 +34,9 @@ pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
                 .collect()
         }
         #[cfg(feature = "torch")]
-        Backend::Torch => (0..crate::torch::device_count()?)
+        Backend::Torch => (0..crate::backend::torch::device_count()?)
             .map(|ordinal| {
-                let d = crate::torch::open(ordinal)?;
+                let d = crate::backend::torch::open(ordinal)?;
                 Ok(DeviceInfo {
                     backend,
                     ..cuda_device_info(&d.cuda).map_err(|e| e.on_backend(backend))?

@@ -19,7 +19,7 @@ pub use unigpu_cuda_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 use crate::any_array::with_dtype;
 use crate::array::Storage;
 use crate::context::DeviceImpl;
-use crate::cpu::CpuBuffer;
+use crate::backend::cpu::CpuBuffer;
 use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
 
 /// How an export is ordered before the consumer's first use, as the
@@ -91,7 +91,7 @@ impl<T: Element> GpuArray<T> {
                 Ok(tensor)
             }
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::to_dlpack(self, sync),
+            Storage::Torch(_) => crate::backend::torch::to_dlpack(self, sync),
         }
     }
 
@@ -114,7 +114,7 @@ impl<T: Element> GpuArray<T> {
                 tensor,
             )?),
             #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => return crate::torch::from_dlpack(ctx, tensor),
+            DeviceImpl::Torch(_) => return crate::backend::torch::from_dlpack(ctx, tensor),
         };
         Ok(GpuArray {
             ctx: ctx.clone(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use unigpu_cuda_safe::CudaEventHandle;
 
-use crate::cpu::CpuEvent;
+use crate::backend::cpu::CpuEvent;
 use crate::stream::{Stream, StreamImpl};
 use crate::{Error, Result};
 
@@ -25,7 +25,7 @@ pub(crate) enum EventImpl {
     Cpu(Arc<CpuEvent>),
     Cuda(CudaEventHandle),
     #[cfg(feature = "torch")]
-    Torch(crate::torch::TorchEvent),
+    Torch(crate::backend::torch::TorchEvent),
 }
 
 impl Event {

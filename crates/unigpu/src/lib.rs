@@ -31,7 +31,6 @@ mod array;
 mod backend;
 pub mod config;
 mod context;
-mod cpu;
 mod device;
 pub mod dlpack;
 mod element;
@@ -40,8 +39,6 @@ mod event;
 pub mod kernel;
 pub mod ops;
 mod stream;
-#[cfg(feature = "torch")]
-mod torch;
 
 pub use any_array::AnyArray;
 pub use array::GpuArray;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle};
 
 use crate::array::Storage;
-use crate::cpu::{self, CpuEvent, CpuStream};
+use crate::backend::cpu::{self, CpuEvent, CpuStream};
 use crate::event::{Event, EventImpl};
 use crate::{Element, Error, GpuArray, Result};
 
@@ -32,7 +32,7 @@ pub(crate) enum StreamImpl {
     Cpu(Arc<CpuStream>),
     Cuda(CudaStreamHandle),
     #[cfg(feature = "torch")]
-    Torch(Arc<crate::torch::TorchStream>),
+    Torch(Arc<crate::backend::torch::TorchStream>),
 }
 
 impl Stream {
@@ -136,7 +136,7 @@ impl Stream {
             StreamImpl::Cpu(_) => EventImpl::Cpu(Arc::new(CpuEvent::default())),
             StreamImpl::Cuda(s) => EventImpl::Cuda(CudaEventHandle::new(s.device())?),
             #[cfg(feature = "torch")]
-            StreamImpl::Torch(_) => EventImpl::Torch(crate::torch::TorchEvent::new()?),
+            StreamImpl::Torch(_) => EventImpl::Torch(crate::backend::torch::TorchEvent::new()?),
         };
         Ok(Event { imp })
     }
@@ -176,7 +176,7 @@ impl Stream {
             }
             (StreamImpl::Cuda(s), Storage::Cuda(d)) => Ok(d.write_from(s, host)?),
             #[cfg(feature = "torch")]
-            (StreamImpl::Torch(_), Storage::Torch(_)) => crate::torch::ops::upload(self, host, dst),
+            (StreamImpl::Torch(_), Storage::Torch(_)) => crate::backend::torch::ops::upload(self, host, dst),
             _ => Err(Error::ContextMismatch {
                 what: "Stream::upload",
             }),
@@ -209,7 +209,7 @@ impl Stream {
             (StreamImpl::Cuda(s), Storage::Cuda(b)) => Ok(b.read_into(s, host)?),
             #[cfg(feature = "torch")]
             (StreamImpl::Torch(_), Storage::Torch(_)) => {
-                crate::torch::ops::download_into(self, src, host)
+                crate::backend::torch::ops::download_into(self, src, host)
             }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::download",
@@ -232,7 +232,7 @@ impl Stream {
             (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Ok(a.copy_to(s, b)?),
             #[cfg(feature = "torch")]
             (StreamImpl::Torch(_), Storage::Torch(_), Storage::Torch(_)) => {
-                crate::torch::ops::copy(self, src, dst)
+                crate::backend::torch::ops::copy(self, src, dst)
             }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::copy",

@@ -59,7 +59,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a reduction that drops its last block",
         target: Target::Cpu,
-        file: "crates/unigpu/src/ops/cpu.rs",
+        file: "crates/unigpu/src/backend/cpu/ops.rs",
         original: "        let xs = read(&dx);\n",
         mutated: "        let whole = read(&dx);\n        let xs = &whole[..whole.len().saturating_sub(1024).max(whole.len() / 2)];\n",
         tests: &[],
@@ -75,7 +75,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a sum accumulated in the element type (bf16 in bf16)",
         target: Target::Cpu,
-        file: "crates/unigpu/src/ops/cpu.rs",
+        file: "crates/unigpu/src/backend/cpu/ops.rs",
         original: "            Reduce::Sum => T::from_acc(acc_from_f64::<T>(\n                xs.iter().map(|v| v.to_acc().into()).sum(),\n            )),",
         mutated: "            Reduce::Sum => xs\n                .iter()\n                .fold(T::from_acc(T::Acc::zero()), |s, v| T::from_acc(s.to_acc() + v.to_acc())),",
         tests: &[],
@@ -83,7 +83,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a matmul with one wrong tile",
         target: Target::Cpu,
-        file: "crates/unigpu/src/ops/cpu.rs",
+        file: "crates/unigpu/src/backend/cpu/ops.rs",
         original: "        T::Acc::gemm(&av, &bv, cv);\n",
         mutated: "        T::Acc::gemm(&av, &bv, cv);\n        for i in (m.saturating_sub(8))..m {\n            for j in (n.saturating_sub(8))..n {\n                vc[i * n + j] = vc[i * n + j] * (T::Acc::one() + T::Acc::one());\n            }\n        }\n",
         tests: &[],
@@ -100,7 +100,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a reduction that drops its last block",
         target: Target::Cuda,
-        file: "crates/unigpu/src/ops/cuda.rs",
+        file: "crates/unigpu/src/backend/cuda/ops.rs",
         original: "        (blocks as u64).into_arg(),\n",
         mutated: "        ((blocks - usize::from(blocks > 1)) as u64).into_arg(),\n",
         tests: &["ops"],
@@ -116,7 +116,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a sum accumulated in the element type (each thread's running bf16 sum kept in bf16)",
         target: Target::Cuda,
-        file: "crates/unigpu/src/ops/cuda_src.rs",
+        file: "crates/unigpu/src/backend/cuda/ops_src.rs",
         original: "  A acc = 0; UG_LOOP acc += LD(x[i]); \\\n",
         mutated: "  A acc = 0; UG_LOOP acc = LD(ST(acc + LD(x[i]))); \\\n",
         tests: &["ops"],
@@ -124,7 +124,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a matmul with one wrong tile (its last 8 rows never written)",
         target: Target::Cuda,
-        file: "crates/unigpu/src/ops/cuda.rs",
+        file: "crates/unigpu/src/backend/cuda/ops.rs",
         original: "blas.gemm_row_major::<T>(s, m, n, k, a, b, c)",
         mutated: "blas.gemm_row_major::<T>(s, m - m.min(8), n, k, a, b, c)",
         tests: &["ops"],

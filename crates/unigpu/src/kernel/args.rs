@@ -9,7 +9,7 @@ use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
 use unigpu_cuda_safe::KernelParam;
 
 use crate::array::Storage;
-use crate::cpu::Tracker;
+use crate::backend::cpu::Tracker;
 use crate::{DType, Element, Error, GpuArray, Result};
 
 /// A plain value passed to a kernel.
@@ -100,7 +100,7 @@ pub(crate) mod sealed {
         fn cuda_param_mut(&mut self) -> Option<KernelParam<'_>>;
         fn cpu_slot(&self) -> Option<(Arc<dyn Any + Send + Sync>, Tracker)>;
         #[cfg(feature = "torch")]
-        fn torch_buffer(&self) -> Option<&crate::torch::TorchBuffer>;
+        fn torch_buffer(&self) -> Option<&crate::backend::torch::TorchBuffer>;
     }
 }
 
@@ -133,7 +133,7 @@ impl<T: Element> sealed::Storage for GpuArray<T> {
         }
     }
     #[cfg(feature = "torch")]
-    fn torch_buffer(&self) -> Option<&crate::torch::TorchBuffer> {
+    fn torch_buffer(&self) -> Option<&crate::backend::torch::TorchBuffer> {
         match &self.storage {
             Storage::Torch(b) => Some(b),
             _ => None,

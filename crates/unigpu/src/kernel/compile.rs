@@ -104,11 +104,11 @@ impl Context {
         };
         let flags = options.nvrtc_options(arch);
         let key = cache::key(source, &flags, arch, nvrtc_version()?);
-        if let Some(m) = crate::cpu::lock(self.module_cache()).get(&key) {
+        if let Some(m) = crate::backend::cpu::lock(self.module_cache()).get(&key) {
             return Ok(m.clone());
         }
         let module = load_or_compile(device, source, &flags, &key)?;
-        crate::cpu::lock(self.module_cache()).insert(key, module.clone());
+        crate::backend::cpu::lock(self.module_cache()).insert(key, module.clone());
         Ok(module)
     }
 }
@@ -129,7 +129,7 @@ fn load_or_compile(
     key: &cache::Key,
 ) -> Result<Module> {
     let decls = parse_kernels(source);
-    let cached = crate::cpu::lock(cache::memory()).get(key).cloned();
+    let cached = crate::backend::cpu::lock(cache::memory()).get(key).cloned();
     if let Some(c) = cached {
         return finish(device, decls, c, Origin::MemoryCache);
     }
@@ -142,7 +142,7 @@ fn load_or_compile(
             Origin::DiskCache,
         )
     {
-        crate::cpu::lock(cache::memory()).insert(*key, Arc::new(c));
+        crate::backend::cpu::lock(cache::memory()).insert(*key, Arc::new(c));
         return Ok(m);
     }
     // Name expressions give the mangled names of non-`extern "C"` kernels;
@@ -155,7 +155,7 @@ fn load_or_compile(
     names.dedup();
     let compiled = Arc::new(nvrtc::compile(source, "unigpu_kernel.cu", flags, &names)?);
     cache::store(key, &compiled);
-    crate::cpu::lock(cache::memory()).insert(*key, compiled.clone());
+    crate::backend::cpu::lock(cache::memory()).insert(*key, compiled.clone());
     finish(device, decls, compiled, Origin::Compiled)
 }
 

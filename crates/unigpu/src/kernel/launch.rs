@@ -105,13 +105,13 @@ impl Stream {
                 let kernel_name: Arc<str> = name.into();
                 let reads: Vec<_> = reads.iter().collect();
                 let writes: Vec<_> = writes.iter().collect();
-                crate::cpu::submit(s, &reads, &writes, move || {
+                crate::backend::cpu::submit(s, &reads, &writes, move || {
                     let args = CpuArgs { values, grid };
                     // Caught here, not by the worker, so the error names the kernel.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&args)))
                         .unwrap_or_else(|p| {
                             Err(Error::StreamWork {
-                                message: crate::cpu::panic_message(p.as_ref()),
+                                message: crate::backend::cpu::panic_message(p.as_ref()),
                             })
                         })
                         .map_err(|e| name_kernel(e, &kernel_name))

@@ -27,7 +27,7 @@ use crate::{Backend, Error, Result};
 static KERNEL_NAMES: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
 
 fn register(name: &str) -> usize {
-    let mut names = crate::cpu::lock(&KERNEL_NAMES);
+    let mut names = crate::backend::cpu::lock(&KERNEL_NAMES);
     if let Some(i) = names.iter().position(|n| &**n == name) {
         return i + 1;
     }
@@ -38,7 +38,7 @@ fn register(name: &str) -> usize {
 /// The name of kernel `id`, if it is one.
 pub(crate) fn name_of(id: usize) -> Option<Arc<str>> {
     id.checked_sub(1)
-        .and_then(|i| crate::cpu::lock(&KERNEL_NAMES).get(i).cloned())
+        .and_then(|i| crate::backend::cpu::lock(&KERNEL_NAMES).get(i).cloned())
 }
 
 /// A CPU implementation of a kernel: gets the launch's arguments by

@@ -2,9 +2,8 @@
 //! activations, reductions, and matmul (cuBLAS on CUDA, `matrixmultiply`
 //! on the CPU).
 
-pub(crate) mod cpu;
-mod cuda;
-pub(crate) mod cuda_src;
+use crate::backend::cpu::ops as cpu;
+use crate::backend::cuda::ops as cuda;
 
 use num_traits::Float as NumFloat;
 
@@ -111,7 +110,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::fill(self.stream, x, value),
             Storage::Cuda(_) => cuda::fill(self.ctx, self.stream, x, value),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::fill(self.stream, x, value),
+            Storage::Torch(_) => crate::backend::torch::ops::fill(self.stream, x, value),
         }
     }
 
@@ -159,7 +158,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::axpy(self.stream, alpha, x, y),
             Storage::Cuda(_) => cuda::axpy(self.ctx, self.stream, alpha, x, y),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::axpy(self.stream, alpha, x, y),
+            Storage::Torch(_) => crate::backend::torch::ops::axpy(self.stream, alpha, x, y),
         }
     }
 
@@ -170,7 +169,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::scale(self.stream, alpha, x),
             Storage::Cuda(_) => cuda::scale(self.ctx, self.stream, alpha, x),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::scale(self.stream, alpha, x),
+            Storage::Torch(_) => crate::backend::torch::ops::scale(self.stream, alpha, x),
         }
     }
 
@@ -238,7 +237,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::matmul(self.stream, a, b, c, (m, k, n)),
             Storage::Cuda(_) => cuda::matmul(self.ctx, self.stream, a, b, c, (m, k, n)),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::matmul(self.stream, a, b, c, (m, k, n)),
+            Storage::Torch(_) => crate::backend::torch::ops::matmul(self.stream, a, b, c, (m, k, n)),
         }
     }
 
@@ -258,7 +257,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::binary(self.stream, op, a, b, out),
             Storage::Cuda(_) => cuda::binary(self.ctx, self.stream, op, a, b, out),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::binary(self.stream, op, a, b, out),
+            Storage::Torch(_) => crate::backend::torch::ops::binary(self.stream, op, a, b, out),
         }
     }
 
@@ -270,7 +269,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::unary(self.stream, op, x, out),
             Storage::Cuda(_) => cuda::unary(self.ctx, self.stream, op, x, out),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::unary(self.stream, op, x, out),
+            Storage::Torch(_) => crate::backend::torch::ops::unary(self.stream, op, x, out),
         }
     }
 
@@ -283,7 +282,7 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::reduce(self.stream, op, x, y),
             Storage::Cuda(_) => cuda::reduce(self.ctx, self.stream, op, x, y),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::torch::ops::reduce(self.stream, op, x, y),
+            Storage::Torch(_) => crate::backend::torch::ops::reduce(self.stream, op, x, y),
         }
     }
 

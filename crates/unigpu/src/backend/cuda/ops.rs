@@ -1,7 +1,7 @@
 //! The CUDA side of the built-in ops: launches of the kernels in
 //! `cuda_src`, and cuBLAS for matmul.
 
-use super::{Binary, Float, Reduce, Unary};
+use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::array::Storage;
 use crate::kernel::{Arg, Grid, KernelArg, Scalar};
 use crate::stream::StreamImpl;
@@ -35,7 +35,7 @@ fn launch(
     stream.launch(&kernel, grid(n, max_blocks), args)
 }
 
-pub(super) fn fill<T: Element>(
+pub(crate) fn fill<T: Element>(
     ctx: &Context,
     stream: &Stream,
     x: &mut GpuArray<T>,
@@ -90,7 +90,7 @@ fn map<T: Float>(
     launch(ctx, stream, &name, vectors::<T>(n), MAX_BLOCKS, args)
 }
 
-pub(super) fn binary<T: Float>(
+pub(crate) fn binary<T: Float>(
     ctx: &Context,
     stream: &Stream,
     op: Binary,
@@ -113,7 +113,7 @@ pub(super) fn binary<T: Float>(
     )
 }
 
-pub(super) fn unary<T: Float>(
+pub(crate) fn unary<T: Float>(
     ctx: &Context,
     stream: &Stream,
     op: Unary,
@@ -129,7 +129,7 @@ pub(super) fn unary<T: Float>(
     map::<T>(ctx, stream, op, n, vec![x.into_arg(), out.into_arg()])
 }
 
-pub(super) fn axpy<T: Float>(
+pub(crate) fn axpy<T: Float>(
     ctx: &Context,
     stream: &Stream,
     alpha: T,
@@ -147,7 +147,7 @@ pub(super) fn axpy<T: Float>(
     )
 }
 
-pub(super) fn scale<T: Float>(
+pub(crate) fn scale<T: Float>(
     ctx: &Context,
     stream: &Stream,
     alpha: T,
@@ -158,7 +158,7 @@ pub(super) fn scale<T: Float>(
     map::<T>(ctx, stream, "scale", n, vec![alpha, x.into_arg()])
 }
 
-pub(super) fn reduce<T: Float>(
+pub(crate) fn reduce<T: Float>(
     ctx: &Context,
     stream: &Stream,
     op: Reduce,
@@ -208,7 +208,7 @@ pub(super) fn reduce<T: Float>(
     Ok(T::from_acc(value[0]))
 }
 
-pub(super) fn matmul<T: Float>(
+pub(crate) fn matmul<T: Float>(
     ctx: &Context,
     stream: &Stream,
     a: &GpuArray<T>,

@@ -7,6 +7,7 @@ mod buffer;
 mod event;
 mod fence;
 pub(crate) mod memory;
+pub(crate) mod ops;
 mod stream;
 
 pub(crate) use buffer::{CpuBuffer, Tracker, submit};

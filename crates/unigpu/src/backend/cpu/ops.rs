@@ -8,9 +8,9 @@ use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
 use ndarray::{ArrayView2, ArrayViewMut2};
 use num_traits::{Float as _, One, Zero};
 
-use super::{Binary, Float, Reduce, Unary};
+use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::array::Storage;
-use crate::cpu::{CpuBuffer, CpuStream, submit};
+use crate::backend::cpu::{CpuBuffer, CpuStream, submit};
 use crate::stream::StreamImpl;
 use crate::{Element, Error, GpuArray, Result, Stream};
 
@@ -40,7 +40,7 @@ fn write<T: Element>(a: &HostArray<T>) -> HostWrite<'_, T> {
     a.write()
 }
 
-pub(super) fn fill<T: Element>(s: &Stream, x: &mut GpuArray<T>, value: T) -> Result<()> {
+pub(crate) fn fill<T: Element>(s: &Stream, x: &mut GpuArray<T>, value: T) -> Result<()> {
     let x = buf(x)?;
     let data = x.data.clone();
     submit(stream(s)?, &[], &[&x.uses], move || {
@@ -50,7 +50,7 @@ pub(super) fn fill<T: Element>(s: &Stream, x: &mut GpuArray<T>, value: T) -> Res
     .map(drop)
 }
 
-pub(super) fn binary<T: Float>(
+pub(crate) fn binary<T: Float>(
     s: &Stream,
     op: Binary,
     a: &GpuArray<T>,
@@ -77,7 +77,7 @@ pub(super) fn binary<T: Float>(
     .map(drop)
 }
 
-pub(super) fn unary<T: Float>(
+pub(crate) fn unary<T: Float>(
     s: &Stream,
     op: Unary,
     x: &GpuArray<T>,
@@ -106,7 +106,7 @@ pub(super) fn unary<T: Float>(
     .map(drop)
 }
 
-pub(super) fn axpy<T: Float>(
+pub(crate) fn axpy<T: Float>(
     s: &Stream,
     alpha: T,
     x: &GpuArray<T>,
@@ -125,7 +125,7 @@ pub(super) fn axpy<T: Float>(
     .map(drop)
 }
 
-pub(super) fn scale<T: Float>(s: &Stream, alpha: T, x: &mut GpuArray<T>) -> Result<()> {
+pub(crate) fn scale<T: Float>(s: &Stream, alpha: T, x: &mut GpuArray<T>) -> Result<()> {
     let x = buf(x)?;
     let dx = x.data.clone();
     let alpha = alpha.to_acc();
@@ -138,7 +138,7 @@ pub(super) fn scale<T: Float>(s: &Stream, alpha: T, x: &mut GpuArray<T>) -> Resu
     .map(drop)
 }
 
-pub(super) fn reduce<T: Float>(
+pub(crate) fn reduce<T: Float>(
     s: &Stream,
     op: Reduce,
     x: &GpuArray<T>,
@@ -189,7 +189,7 @@ fn acc_from_f64<T: Float>(v: f64) -> T::Acc {
     num_traits::cast(v).unwrap_or_else(T::Acc::nan)
 }
 
-pub(super) fn matmul<T: Float>(
+pub(crate) fn matmul<T: Float>(
     s: &Stream,
     a: &GpuArray<T>,
     b: &GpuArray<T>,
