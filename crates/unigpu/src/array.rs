@@ -5,8 +5,8 @@ use std::fmt;
 
 use unigpu_cuda_safe::DeviceBuffer;
 
-use crate::context::DeviceImpl;
 use crate::backend::cpu::CpuBuffer;
+use crate::context::DeviceImpl;
 use crate::stream::{StreamImpl, check_len};
 use crate::{Context, DType, Element, Error, Result};
 
@@ -70,10 +70,12 @@ impl<T: Element> GpuArray<T> {
             DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
             DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::alloc(ctx.cuda_stream()?, len)?),
             #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => Storage::Torch(crate::backend::torch::TorchBuffer::uninit::<T>(
-                crate::backend::torch::ops::stream_of(ctx.default_stream(), "alloc")?,
-                len,
-            )?),
+            DeviceImpl::Torch(_) => {
+                Storage::Torch(crate::backend::torch::TorchBuffer::uninit::<T>(
+                    crate::backend::torch::ops::stream_of(ctx.default_stream(), "alloc")?,
+                    len,
+                )?)
+            }
         };
         Ok(GpuArray {
             ctx: ctx.clone(),
@@ -193,8 +195,12 @@ impl<T: Element> GpuArray<T> {
         if self.ctx.device_id() == ctx.device_id() {
             use crate::Backend;
             match (self.ctx.backend(), ctx.backend()) {
-                (Backend::Cuda, Backend::Torch) => return crate::backend::torch::cuda_to_torch(self, ctx),
-                (Backend::Torch, Backend::Cuda) => return crate::backend::torch::torch_to_cuda(self, ctx),
+                (Backend::Cuda, Backend::Torch) => {
+                    return crate::backend::torch::cuda_to_torch(self, ctx);
+                }
+                (Backend::Torch, Backend::Cuda) => {
+                    return crate::backend::torch::torch_to_cuda(self, ctx);
+                }
                 _ => {}
             }
         }

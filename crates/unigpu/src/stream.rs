@@ -4,11 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle};
-
 use crate::array::Storage;
-use crate::backend::cpu::{self, CpuEvent, CpuStream};
-use crate::event::{Event, EventImpl};
+pub(crate) use crate::backend::StreamImpl;
+use crate::backend::cpu;
+use crate::event::Event;
 use crate::{Element, Error, GpuArray, Result};
 
 /// An ordered queue of work. On CUDA it is a non-blocking CUDA stream; on
@@ -25,14 +24,6 @@ pub struct Stream {
     /// Id of the last kernel launched here (0: none), named in errors
     /// found at sync time. An atomic, so launching takes no lock.
     last_kernel: Arc<AtomicUsize>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum StreamImpl {
-    Cpu(Arc<CpuStream>),
-    Cuda(CudaStreamHandle),
-    #[cfg(feature = "torch")]
-    Torch(Arc<crate::backend::torch::TorchStream>),
 }
 
 impl Stream {
@@ -61,28 +52,14 @@ impl Stream {
     /// torch backends, for libraries that take a stream by handle (DLPack
     /// consumers); `None` on the CPU backend.
     pub fn cuda_handle(&self) -> Option<u64> {
-        match &self.imp {
-            StreamImpl::Cpu(_) => None,
-            StreamImpl::Cuda(s) => Some(s.raw()),
-            #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => Some(s.foreign.raw()),
-        }
+        self.imp.native()
     }
 
     /// Blocks until all work enqueued so far is done. Returns the first
     /// error any of it raised (a panicking host function, a failed launch,
     /// a fault in a kernel, which names the last kernel launched here).
     pub fn sync(&self) -> Result<()> {
-        match &self.imp {
-            StreamImpl::Cpu(s) => s.synchronize(),
-            StreamImpl::Cuda(s) => s
-                .synchronize()
-                .map_err(|e| self.blame_last_kernel(e.into())),
-            #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => s
-                .sync()
-                .map_err(|e| self.blame_last_kernel(e.on_backend(crate::Backend::Torch))),
-        }
+        self.imp.sync().map_err(|e| self.blame_last_kernel(e))
     }
 
     /// Same as [`Stream::sync`].
@@ -92,12 +69,7 @@ impl Stream {
 
     /// True when all enqueued work is done. Never blocks.
     pub fn is_idle(&self) -> Result<bool> {
-        match &self.imp {
-            StreamImpl::Cpu(s) => Ok(s.is_idle()),
-            StreamImpl::Cuda(s) => Ok(s.query()?),
-            #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => Ok(s.inner.query()?),
-        }
+        self.imp.is_idle()
     }
 
     /// Same as [`Stream::is_idle`], under CUDA's name.
@@ -107,21 +79,7 @@ impl Stream {
 
     /// Work enqueued on this stream after this call waits for `event`.
     pub fn wait(&self, event: &Event) -> Result<()> {
-        match (&self.imp, &event.imp) {
-            (StreamImpl::Cpu(s), EventImpl::Cpu(ev)) => match ev.fence() {
-                Some(fence) => s.enqueue(Box::new(move || {
-                    fence.wait();
-                    Ok(())
-                })),
-                None => Ok(()),
-            },
-            (StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => Ok(s.wait(ev)?),
-            #[cfg(feature = "torch")]
-            (StreamImpl::Torch(s), EventImpl::Torch(ev)) => Ok(s.inner.wait_event(&ev.read())?),
-            _ => Err(Error::ContextMismatch {
-                what: "Stream::wait",
-            }),
-        }
+        self.imp.wait(&event.imp)
     }
 
     /// A new event that captures the work enqueued so far.
@@ -132,13 +90,9 @@ impl Stream {
     }
 
     pub(crate) fn new_event(&self) -> Result<Event> {
-        let imp = match &self.imp {
-            StreamImpl::Cpu(_) => EventImpl::Cpu(Arc::new(CpuEvent::default())),
-            StreamImpl::Cuda(s) => EventImpl::Cuda(CudaEventHandle::new(s.device())?),
-            #[cfg(feature = "torch")]
-            StreamImpl::Torch(_) => EventImpl::Torch(crate::backend::torch::TorchEvent::new()?),
-        };
-        Ok(Event { imp })
+        Ok(Event {
+            imp: self.imp.new_event()?,
+        })
     }
 
     /// Runs `f` on the host once the work before it on this stream is done;
@@ -146,18 +100,7 @@ impl Stream {
     /// unigpu (on CUDA it runs on a driver thread). A panic in `f` is
     /// caught and returned by the next [`Stream::sync`].
     pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
-        match &self.imp {
-            StreamImpl::Cpu(s) => s.enqueue(Box::new(move || {
-                f();
-                Ok(())
-            })),
-            StreamImpl::Cuda(s) => Ok(s.host_fn(f)?),
-            #[cfg(feature = "torch")]
-            StreamImpl::Torch(s) => s
-                .foreign
-                .host_fn(f)
-                .map_err(|e| Error::from(e).on_backend(crate::Backend::Torch)),
-        }
+        self.imp.host_fn(Box::new(f))
     }
 
     /// Copies `host` into `dst`, ordered on this stream. Returns once `host`
@@ -176,7 +119,9 @@ impl Stream {
             }
             (StreamImpl::Cuda(s), Storage::Cuda(d)) => Ok(d.write_from(s, host)?),
             #[cfg(feature = "torch")]
-            (StreamImpl::Torch(_), Storage::Torch(_)) => crate::backend::torch::ops::upload(self, host, dst),
+            (StreamImpl::Torch(_), Storage::Torch(_)) => {
+                crate::backend::torch::ops::upload(self, host, dst)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::upload",
             }),

@@ -67,9 +67,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Cpu,
-        file: "crates/unigpu/src/stream.rs",
-        original: "                Some(fence) => s.enqueue(Box::new(move || {\n                    fence.wait();\n                    Ok(())\n                })),",
-        mutated: "                Some(fence) => s.enqueue(Box::new(move || {\n                    drop(fence);\n                    Ok(())\n                })),",
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "            Some(fence) => stream.enqueue(Box::new(move || {\n                fence.wait();\n                Ok(())\n            })),",
+        mutated: "            Some(fence) => stream.enqueue(Box::new(move || {\n                drop(fence);\n                Ok(())\n            })),",
         tests: &[],
     },
     Mutation {
@@ -108,9 +108,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Cuda,
-        file: "crates/unigpu/src/stream.rs",
-        original: "(StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => Ok(s.wait(ev)?),",
-        mutated: "(StreamImpl::Cuda(s), EventImpl::Cuda(ev)) => {\n                let _ = (s, ev);\n                Ok(())\n            }",
+        file: "crates/unigpu/src/backend/cuda/api.rs",
+        original: "        Ok(stream.wait(event)?)\n",
+        mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
     },
     Mutation {
@@ -149,9 +149,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Torch,
-        file: "crates/unigpu/src/stream.rs",
-        original: "(StreamImpl::Torch(s), EventImpl::Torch(ev)) => Ok(s.inner.wait_event(&ev.read())?),",
-        mutated: "(StreamImpl::Torch(s), EventImpl::Torch(ev)) => {\n                let _ = (s, ev);\n                Ok(())\n            }",
+        file: "crates/unigpu/src/backend/torch/api.rs",
+        original: "        Ok(stream.inner.wait_event(&event.read())?)\n",
+        mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
     },
     Mutation {

@@ -3,6 +3,7 @@
 //! the streams signal, and buffers track their pending uses so work on
 //! different streams is ordered the way CUDA orders it.
 
+mod api;
 mod buffer;
 mod event;
 mod fence;
@@ -14,3 +15,5 @@ pub(crate) use buffer::{CpuBuffer, Tracker, submit};
 pub(crate) use event::CpuEvent;
 pub(crate) use fence::lock;
 pub(crate) use stream::{CpuStream, panic_message};
+
+pub(crate) use api::Cpu;

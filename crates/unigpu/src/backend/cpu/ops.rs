@@ -8,9 +8,9 @@ use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
 use ndarray::{ArrayView2, ArrayViewMut2};
 use num_traits::{Float as _, One, Zero};
 
-use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::array::Storage;
 use crate::backend::cpu::{CpuBuffer, CpuStream, submit};
+use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::stream::StreamImpl;
 use crate::{Element, Error, GpuArray, Result, Stream};
 

@@ -1,9 +1,9 @@
 //! The CUDA side of the built-in ops: launches of the kernels in
 //! `cuda_src`, and cuBLAS for matmul.
 
-use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::array::Storage;
 use crate::kernel::{Arg, Grid, KernelArg, Scalar};
+use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::stream::StreamImpl;
 use crate::{Context, Element, Error, GpuArray, Result, Stream};
 

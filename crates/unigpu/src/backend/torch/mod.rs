@@ -5,6 +5,7 @@
 //! for device queries, host callbacks on c10 streams and copies to and from
 //! the cuda backend.
 
+mod api;
 mod buffer;
 mod device;
 mod dlpack;
@@ -49,3 +50,5 @@ impl From<bridge::cuda_interop::InteropError> for Error {
         }
     }
 }
+
+pub(crate) use api::Torch;

@@ -1,0 +1,56 @@
+//! The CUDA backend's side of the contract.
+
+use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle};
+
+use crate::Result;
+use crate::backend::{Api, Backend};
+
+/// The CUDA backend: the driver API through `unigpu-cuda-safe`.
+#[derive(Debug)]
+pub(crate) struct Cuda;
+
+impl Api for Cuda {
+    const KIND: Backend = Backend::Cuda;
+    type Stream = CudaStreamHandle;
+    type Event = CudaEventHandle;
+
+    fn stream_sync(stream: &Self::Stream) -> Result<()> {
+        Ok(stream.synchronize()?)
+    }
+
+    fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
+        Ok(stream.query()?)
+    }
+
+    fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        Ok(stream.wait(event)?)
+    }
+
+    fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        Ok(stream.host_fn(f)?)
+    }
+
+    fn native_stream(stream: &Self::Stream) -> Option<u64> {
+        Some(stream.raw())
+    }
+
+    fn new_event(stream: &Self::Stream) -> Result<Self::Event> {
+        Ok(CudaEventHandle::new(stream.device())?)
+    }
+
+    fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        Ok(event.record(stream)?)
+    }
+
+    fn event_sync(event: &Self::Event) -> Result<()> {
+        Ok(event.synchronize()?)
+    }
+
+    fn event_query(event: &Self::Event) -> Result<bool> {
+        Ok(event.query()?)
+    }
+
+    fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
+        Ok(start.elapsed_ms(end)?)
+    }
+}

@@ -1,0 +1,121 @@
+//! The one place that names every backend: the enums the public types
+//! hold, and the dispatch from them to each backend's [`Api`].
+
+use super::Api;
+use super::cpu::Cpu;
+use super::cuda::Cuda;
+#[cfg(feature = "torch")]
+use super::torch::Torch;
+use crate::{Error, Result};
+
+/// A stream of any backend.
+#[derive(Debug, Clone)]
+pub(crate) enum StreamImpl {
+    Cpu(<Cpu as Api>::Stream),
+    Cuda(<Cuda as Api>::Stream),
+    #[cfg(feature = "torch")]
+    Torch(<Torch as Api>::Stream),
+}
+
+/// An event of any backend.
+#[derive(Debug)]
+pub(crate) enum EventImpl {
+    Cpu(<Cpu as Api>::Event),
+    Cuda(<Cuda as Api>::Event),
+    #[cfg(feature = "torch")]
+    Torch(<Torch as Api>::Event),
+}
+
+/// Runs `$body` with `$A` the backend of `$value` (a dispatch enum) and
+/// `$x` its handle.
+macro_rules! on_backend {
+    ($enum:ident, $value:expr, $A:ident, $x:ident => $body:expr) => {
+        match $value {
+            $enum::Cpu($x) => {
+                type $A = Cpu;
+                $body
+            }
+            $enum::Cuda($x) => {
+                type $A = Cuda;
+                $body
+            }
+            #[cfg(feature = "torch")]
+            $enum::Torch($x) => {
+                type $A = Torch;
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` with `$A` the backend of two handles, or returns
+/// `ContextMismatch` naming `$what` when they are of different backends.
+macro_rules! on_backend2 {
+    ($e1:ident, $v1:expr, $e2:ident, $v2:expr, $what:expr, $A:ident, ($x:ident, $y:ident) => $body:expr) => {
+        match ($v1, $v2) {
+            ($e1::Cpu($x), $e2::Cpu($y)) => {
+                type $A = Cpu;
+                $body
+            }
+            ($e1::Cuda($x), $e2::Cuda($y)) => {
+                type $A = Cuda;
+                $body
+            }
+            #[cfg(feature = "torch")]
+            ($e1::Torch($x), $e2::Torch($y)) => {
+                type $A = Torch;
+                $body
+            }
+            _ => Err(Error::ContextMismatch { what: $what }),
+        }
+    };
+}
+
+impl StreamImpl {
+    pub(crate) fn sync(&self) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => A::stream_sync(s))
+    }
+
+    pub(crate) fn is_idle(&self) -> Result<bool> {
+        on_backend!(StreamImpl, self, A, s => A::stream_is_idle(s))
+    }
+
+    pub(crate) fn wait(&self, event: &EventImpl) -> Result<()> {
+        on_backend2!(StreamImpl, self, EventImpl, event, "Stream::wait", A, (s, e) => A::stream_wait(s, e))
+    }
+
+    pub(crate) fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => A::host_fn(s, f))
+    }
+
+    pub(crate) fn native(&self) -> Option<u64> {
+        on_backend!(StreamImpl, self, A, s => A::native_stream(s))
+    }
+
+    pub(crate) fn new_event(&self) -> Result<EventImpl> {
+        Ok(match self {
+            StreamImpl::Cpu(s) => EventImpl::Cpu(Cpu::new_event(s)?),
+            StreamImpl::Cuda(s) => EventImpl::Cuda(Cuda::new_event(s)?),
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch(s) => EventImpl::Torch(Torch::new_event(s)?),
+        })
+    }
+}
+
+impl EventImpl {
+    pub(crate) fn record(&self, stream: &StreamImpl) -> Result<()> {
+        on_backend2!(EventImpl, self, StreamImpl, stream, "Event::record", A, (e, s) => A::record(e, s))
+    }
+
+    pub(crate) fn sync(&self) -> Result<()> {
+        on_backend!(EventImpl, self, A, e => A::event_sync(e))
+    }
+
+    pub(crate) fn query(&self) -> Result<bool> {
+        on_backend!(EventImpl, self, A, e => A::event_query(e))
+    }
+
+    pub(crate) fn elapsed_ms(&self, end: &EventImpl) -> Result<f32> {
+        on_backend2!(EventImpl, self, EventImpl, end, "Event::elapsed_ms", A, (a, b) => A::elapsed_ms(a, b))
+    }
+}

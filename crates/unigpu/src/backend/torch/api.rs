@@ -1,0 +1,66 @@
+//! The torch backend's side of the contract.
+
+use std::sync::Arc;
+
+use super::{TorchEvent, TorchStream};
+use crate::backend::{Api, Backend};
+use crate::{Error, Result};
+
+/// The torch backend: c10 streams and events, torch tensors and ops.
+#[derive(Debug)]
+pub(crate) struct Torch;
+
+/// A driver error met through a torch context, said of torch.
+fn driver(e: unigpu_cuda_safe::SafeError) -> Error {
+    Error::from(e).on_backend(Backend::Torch)
+}
+
+impl Api for Torch {
+    const KIND: Backend = Backend::Torch;
+    type Stream = Arc<TorchStream>;
+    type Event = TorchEvent;
+
+    fn stream_sync(stream: &Self::Stream) -> Result<()> {
+        stream.sync().map_err(|e| e.on_backend(Backend::Torch))
+    }
+
+    fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
+        Ok(stream.inner.query()?)
+    }
+
+    fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        Ok(stream.inner.wait_event(&event.read())?)
+    }
+
+    fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        stream.foreign.host_fn(f).map_err(driver)
+    }
+
+    fn native_stream(stream: &Self::Stream) -> Option<u64> {
+        Some(stream.foreign.raw())
+    }
+
+    fn new_event(_: &Self::Stream) -> Result<Self::Event> {
+        TorchEvent::new()
+    }
+
+    fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        event.record(stream)
+    }
+
+    fn event_sync(event: &Self::Event) -> Result<()> {
+        Ok(event.read().synchronize()?)
+    }
+
+    fn event_query(event: &Self::Event) -> Result<bool> {
+        Ok(event.read().query()?)
+    }
+
+    fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
+        // c10 refuses to time events that are still pending.
+        let (a, b) = (start.read(), end.read());
+        a.synchronize()?;
+        b.synchronize()?;
+        Ok(a.elapsed_ms(&b)? as f32)
+    }
+}
