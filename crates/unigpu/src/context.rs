@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use unigpu_cuda_safe::{CudaDevice, CudaStreamHandle};
 
+use crate::backend::cpu::CpuStream;
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
-use crate::backend::cpu::CpuStream;
 use crate::device::{DeviceInfo, MemoryInfo, cpu_device_info, cuda_device_info};
 use crate::event::Event;
 use crate::stream::{Stream, StreamImpl};
@@ -339,7 +339,9 @@ impl Context {
         if let Some(k) = crate::backend::cpu::lock(&self.inner.builtin).get(name) {
             return Ok(k.clone());
         }
-        let kernel = self.compile(crate::backend::cuda::ops_src::SOURCE)?.kernel(name)?;
+        let kernel = self
+            .compile(crate::backend::cuda::ops_src::SOURCE)?
+            .kernel(name)?;
         crate::backend::cpu::lock(&self.inner.builtin).insert(name.to_string(), kernel.clone());
         Ok(kernel)
     }
@@ -452,9 +454,9 @@ fn new_stream(device: &DeviceImpl) -> Result<Stream> {
         DeviceImpl::Cpu => StreamImpl::Cpu(Arc::new(CpuStream::new()?)),
         DeviceImpl::Cuda(d) => StreamImpl::Cuda(CudaStreamHandle::new(d)?),
         #[cfg(feature = "torch")]
-        DeviceImpl::Torch(d) => {
-            StreamImpl::Torch(Arc::new(crate::backend::torch::TorchStream::from_pool(&d.cuda)?))
-        }
+        DeviceImpl::Torch(d) => StreamImpl::Torch(Arc::new(
+            crate::backend::torch::TorchStream::from_pool(&d.cuda)?,
+        )),
     };
     Ok(Stream::from_impl(imp))
 }

@@ -18,8 +18,8 @@ pub use unigpu_cuda_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
 use crate::any_array::with_dtype;
 use crate::array::Storage;
-use crate::context::DeviceImpl;
 use crate::backend::cpu::CpuBuffer;
+use crate::context::DeviceImpl;
 use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
 
 /// How an export is ordered before the consumer's first use, as the

@@ -237,7 +237,9 @@ impl<'a> Ops<'a> {
             Storage::Cpu(_) => cpu::matmul(self.stream, a, b, c, (m, k, n)),
             Storage::Cuda(_) => cuda::matmul(self.ctx, self.stream, a, b, c, (m, k, n)),
             #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::matmul(self.stream, a, b, c, (m, k, n)),
+            Storage::Torch(_) => {
+                crate::backend::torch::ops::matmul(self.stream, a, b, c, (m, k, n))
+            }
         }
     }
 
