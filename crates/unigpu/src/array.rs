@@ -48,7 +48,7 @@ impl<T: Element> fmt::Debug for GpuArray<T> {
 impl<T: Element> GpuArray<T> {
     pub(crate) fn zeros(ctx: &Context, len: usize) -> Result<Self> {
         let storage = match ctx.device() {
-            DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
+            DeviceImpl::Cpu(_) => Storage::Cpu(CpuBuffer::zeros(len)?),
             DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::zeros(ctx.cuda_stream()?, len)?),
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(_) => {
@@ -67,7 +67,7 @@ impl<T: Element> GpuArray<T> {
         let storage = match ctx.device() {
             // Host memory must be initialised to be safe Rust; zeroing it is
             // the cheapest way.
-            DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::zeros(len)?),
+            DeviceImpl::Cpu(_) => Storage::Cpu(CpuBuffer::zeros(len)?),
             DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::alloc(ctx.cuda_stream()?, len)?),
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(_) => {
@@ -85,7 +85,7 @@ impl<T: Element> GpuArray<T> {
 
     pub(crate) fn from_host(ctx: &Context, host: &[T]) -> Result<Self> {
         let storage = match ctx.device() {
-            DeviceImpl::Cpu => Storage::Cpu(CpuBuffer::from_slice(host)?),
+            DeviceImpl::Cpu(_) => Storage::Cpu(CpuBuffer::from_slice(host)?),
             DeviceImpl::Cuda(_) => {
                 Storage::Cuda(DeviceBuffer::from_host(ctx.cuda_stream()?, host)?)
             }

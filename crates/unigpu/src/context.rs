@@ -3,21 +3,15 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use unigpu_cuda_safe::{CudaDevice, CudaStreamHandle};
-
-use crate::backend::cpu::CpuStream;
+pub(crate) use crate::backend::DeviceImpl;
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
-use crate::device::{DeviceInfo, MemoryInfo, cpu_device_info, cuda_device_info};
+use crate::device::{DeviceInfo, MemoryInfo};
 use crate::event::Event;
 use crate::stream::{Stream, StreamImpl};
 use crate::{Backend, DType, Element, Error, GpuArray, Result};
-
-#[cfg(not(feature = "torch"))]
-pub(crate) const TORCH_UNAVAILABLE: &str =
-    "unigpu was built without the `torch` feature (the torch tier is not in this build)";
 
 /// A device plus its default stream, shared by everything made from it.
 ///
@@ -36,9 +30,6 @@ struct Inner {
     default_stream: Stream,
     chain: Vec<BackendAttempt>,
     config: Config,
-    /// CPU streams made from this context, so `sync` can wait for them all
-    /// as `cuCtxSynchronize` does on CUDA.
-    cpu_streams: Mutex<Vec<Weak<CpuStream>>>,
     /// Modules compiled in this context, by cache key.
     modules: Mutex<HashMap<crate::kernel::cache::Key, crate::kernel::Module>>,
     /// The device's compute capability, read once.
@@ -47,14 +38,6 @@ struct Inner {
     builtin: Mutex<HashMap<String, crate::kernel::Kernel>>,
     /// The cuBLAS handle, created on the first matmul.
     blas: Mutex<Option<Arc<unigpu_cuda_safe::BlasHandle>>>,
-}
-
-#[derive(Debug)]
-pub(crate) enum DeviceImpl {
-    Cpu,
-    Cuda(CudaDevice),
-    #[cfg(feature = "torch")]
-    Torch(crate::backend::torch::TorchDevice),
 }
 
 impl Context {
@@ -124,7 +107,7 @@ impl Context {
                 });
                 continue;
             }
-            match open(backend, ordinal) {
+            match DeviceImpl::open(backend, ordinal) {
                 Ok(device) => {
                     chain.push(BackendAttempt {
                         backend,
@@ -144,7 +127,7 @@ impl Context {
             backend: Backend::Cpu,
             reason: "no backend could be opened".into(),
         })?;
-        let default_stream = default_stream(&device)?;
+        let default_stream = Stream::from_impl(device.default_stream()?);
         let ctx = Context {
             inner: Arc::new(Inner {
                 device,
@@ -152,25 +135,18 @@ impl Context {
                 default_stream: default_stream.clone(),
                 chain,
                 config,
-                cpu_streams: Mutex::new(Vec::new()),
                 modules: Mutex::default(),
                 arch: OnceLock::new(),
                 builtin: Mutex::default(),
                 blas: Mutex::default(),
             }),
         };
-        ctx.track(&default_stream);
         Ok(ctx)
     }
 
     /// The backend this context runs on.
     pub fn backend(&self) -> Backend {
-        match self.inner.device {
-            DeviceImpl::Cpu => Backend::Cpu,
-            DeviceImpl::Cuda(_) => Backend::Cuda,
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => Backend::Torch,
-        }
+        self.inner.device.backend()
     }
 
     /// `"cpu"`, `"cuda"` or `"torch"`.
@@ -201,15 +177,7 @@ impl Context {
 
     /// Name, capability and memory of this context's device.
     pub fn device_info(&self) -> Result<DeviceInfo> {
-        match &self.inner.device {
-            DeviceImpl::Cpu => Ok(cpu_device_info()),
-            DeviceImpl::Cuda(d) => cuda_device_info(d),
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(d) => Ok(DeviceInfo {
-                backend: Backend::Torch,
-                ..cuda_device_info(&d.cuda).map_err(|e| e.on_backend(Backend::Torch))?
-            }),
-        }
+        self.inner.device.info()
     }
 
     /// The device's name, e.g. "NVIDIA H200".
@@ -219,23 +187,7 @@ impl Context {
 
     /// Free and total device memory now.
     pub fn memory_info(&self) -> Result<MemoryInfo> {
-        match &self.inner.device {
-            DeviceImpl::Cpu => Ok(cpu_device_info().memory),
-            DeviceImpl::Cuda(d) => {
-                let (free, total) = d.memory_info()?;
-                Ok(MemoryInfo { free, total })
-            }
-            // The driver's figure: memory torch's caching allocator holds
-            // counts as used.
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(d) => {
-                let (free, total) = d
-                    .cuda
-                    .memory_info()
-                    .map_err(|e| Error::from(e).on_backend(Backend::Torch))?;
-                Ok(MemoryInfo { free, total })
-            }
-        }
+        self.inner.device.memory_info()
     }
 
     /// An array of `len` elements whose contents are unspecified (zeroes on
@@ -266,9 +218,7 @@ impl Context {
 
     /// A new stream, independent of the default one.
     pub fn create_stream(&self) -> Result<Stream> {
-        let stream = new_stream(&self.inner.device)?;
-        self.track(&stream);
-        Ok(stream)
+        Ok(Stream::from_impl(self.inner.device.new_stream()?))
     }
 
     /// Same as [`Context::create_stream`].
@@ -289,38 +239,12 @@ impl Context {
     /// Waits for all work on every stream of this context, then returns the
     /// first error any of it raised, including errors kept from drops.
     pub fn sync(&self) -> Result<()> {
-        match &self.inner.device {
-            DeviceImpl::Cuda(d) => {
-                d.synchronize()
-                    .map_err(|e| self.inner.default_stream.blame_last_kernel(e.into()))?;
-                self.inner.default_stream.sync()
-            }
-            // torch's work and ours share the primary context, so one
-            // context-wide sync waits for every stream.
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(d) => {
-                d.cuda.synchronize().map_err(|e| {
-                    let e = Error::from(e).on_backend(Backend::Torch);
-                    self.inner.default_stream.blame_last_kernel(e)
-                })?;
-                self.inner.default_stream.sync()
-            }
-            DeviceImpl::Cpu => {
-                let streams: Vec<Arc<CpuStream>> = {
-                    let mut list = crate::backend::cpu::lock(&self.inner.cpu_streams);
-                    list.retain(|w| w.strong_count() > 0);
-                    list.iter().filter_map(Weak::upgrade).collect()
-                };
-                let mut first = Ok(());
-                for s in streams {
-                    let r = s.synchronize();
-                    if first.is_ok() {
-                        first = r;
-                    }
-                }
-                first
-            }
-        }
+        let stream = &self.inner.default_stream;
+        self.inner
+            .device
+            .synchronize()
+            .map_err(|e| stream.blame_last_kernel(e))?;
+        stream.sync()
     }
 
     /// Same as [`Context::sync`].
@@ -377,7 +301,7 @@ impl Context {
                     .map_err(|e| Error::from(e).on_backend(Backend::Torch))?
                     .compute_capability
             }
-            DeviceImpl::Cpu => (0, 0),
+            DeviceImpl::Cpu(_) => (0, 0),
         };
         Ok(*self.inner.arch.get_or_init(|| arch))
     }
@@ -387,19 +311,7 @@ impl Context {
     }
 
     pub(crate) fn same_device(&self, other: &Context) -> bool {
-        match (&self.inner.device, &other.inner.device) {
-            (DeviceImpl::Cpu, DeviceImpl::Cpu) => true,
-            (DeviceImpl::Cuda(a), DeviceImpl::Cuda(b)) => a == b,
-            #[cfg(feature = "torch")]
-            (DeviceImpl::Torch(a), DeviceImpl::Torch(b)) => a.ordinal == b.ordinal,
-            _ => false,
-        }
-    }
-
-    fn track(&self, stream: &Stream) {
-        if let StreamImpl::Cpu(s) = &stream.imp {
-            crate::backend::cpu::lock(&self.inner.cpu_streams).push(Arc::downgrade(s));
-        }
+        self.inner.device.same(&other.inner.device)
     }
 }
 
@@ -427,49 +339,5 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
         BackendChoice::Auto => {
             backend == Backend::Cuda && config.device.is_some_and(|d| d.kind == Backend::Cuda)
         }
-    }
-}
-
-fn open(backend: Backend, ordinal: usize) -> Result<DeviceImpl> {
-    match backend {
-        Backend::Cpu if ordinal == 0 => Ok(DeviceImpl::Cpu),
-        Backend::Cpu => Err(Error::InvalidDevice {
-            backend,
-            asked: ordinal,
-            available: 1,
-        }),
-        Backend::Cuda => Ok(DeviceImpl::Cuda(CudaDevice::open(ordinal)?)),
-        #[cfg(feature = "torch")]
-        Backend::Torch => Ok(DeviceImpl::Torch(crate::backend::torch::open(ordinal)?)),
-        #[cfg(not(feature = "torch"))]
-        Backend::Torch => Err(Error::BackendUnavailable {
-            backend,
-            reason: TORCH_UNAVAILABLE.into(),
-        }),
-    }
-}
-
-fn new_stream(device: &DeviceImpl) -> Result<Stream> {
-    let imp = match device {
-        DeviceImpl::Cpu => StreamImpl::Cpu(Arc::new(CpuStream::new()?)),
-        DeviceImpl::Cuda(d) => StreamImpl::Cuda(CudaStreamHandle::new(d)?),
-        #[cfg(feature = "torch")]
-        DeviceImpl::Torch(d) => StreamImpl::Torch(Arc::new(
-            crate::backend::torch::TorchStream::from_pool(&d.cuda)?,
-        )),
-    };
-    Ok(Stream::from_impl(imp))
-}
-
-/// The stream a new context's array operations use: a fresh stream on
-/// CUDA, and on torch the stream torch code would use now (usually c10's
-/// default stream), so unigpu's work is ordered with the caller's torch work.
-fn default_stream(device: &DeviceImpl) -> Result<Stream> {
-    match device {
-        #[cfg(feature = "torch")]
-        DeviceImpl::Torch(d) => Ok(Stream::from_impl(StreamImpl::Torch(Arc::new(
-            crate::backend::torch::TorchStream::current(&d.cuda)?,
-        )))),
-        _ => new_stream(device),
     }
 }

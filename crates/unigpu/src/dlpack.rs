@@ -103,7 +103,7 @@ impl<T: Element> GpuArray<T> {
     /// rule: the consumer passes its stream to the producer).
     pub fn from_dlpack(ctx: &Context, tensor: DlpackTensor) -> Result<GpuArray<T>> {
         let storage = match ctx.device() {
-            DeviceImpl::Cpu => Storage::Cpu(match tensor.owner::<HostArray<T>>() {
+            DeviceImpl::Cpu(_) => Storage::Cpu(match tensor.owner::<HostArray<T>>() {
                 // Our own export coming back: share the array's memory
                 // through its lock rather than alias it with a second one.
                 Some(host) => CpuBuffer::shared(host.clone()),

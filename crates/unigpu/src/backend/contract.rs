@@ -3,16 +3,32 @@
 use std::fmt::Debug;
 
 use super::Backend;
-use crate::Result;
+use crate::{DeviceInfo, MemoryInfo, Result};
 
 /// One backend: its handle types and every operation on them. Static
 /// dispatch: `dispatch.rs` holds one enum variant per backend.
 ///
-/// (Being built up: streams and events so far; devices, buffers, ops and
+/// (Being built up: devices, streams and events so far; buffers, ops and
 /// launch follow the plan in docs/design/backend-contract.md.)
 pub(crate) trait Api: Sized + 'static {
     /// Which backend this is.
     const KIND: Backend;
+
+    /// An opened device, with whatever the backend keeps per device.
+    type Device: Debug + Send + Sync;
+
+    /// How many devices the backend can use here, or why none.
+    fn device_count() -> Result<usize>;
+    fn open(ordinal: usize) -> Result<Self::Device>;
+    fn info(device: &Self::Device) -> Result<DeviceInfo>;
+    fn memory_info(device: &Self::Device) -> Result<MemoryInfo>;
+    fn same_device(a: &Self::Device, b: &Self::Device) -> bool;
+    /// Waits for the work of every stream of the device; returns the first
+    /// error.
+    fn synchronize(device: &Self::Device) -> Result<()>;
+    /// The stream a new context's array operations use.
+    fn default_stream(device: &Self::Device) -> Result<Self::Stream>;
+    fn new_stream(device: &Self::Device) -> Result<Self::Stream>;
 
     /// An ordered queue of work. Cheap to clone.
     type Stream: Debug + Clone + Send + Sync;

@@ -2,11 +2,12 @@
 //! hold, and the dispatch from them to each backend's [`Api`].
 
 use super::Api;
+use super::Backend;
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 #[cfg(feature = "torch")]
 use super::torch::Torch;
-use crate::{Error, Result};
+use crate::{DeviceInfo, Error, MemoryInfo, Result};
 
 /// A stream of any backend.
 #[derive(Debug, Clone)]
@@ -117,5 +118,98 @@ impl EventImpl {
 
     pub(crate) fn elapsed_ms(&self, end: &EventImpl) -> Result<f32> {
         on_backend2!(EventImpl, self, EventImpl, end, "Event::elapsed_ms", A, (a, b) => A::elapsed_ms(a, b))
+    }
+}
+
+/// An opened device of any backend.
+#[derive(Debug)]
+pub(crate) enum DeviceImpl {
+    Cpu(<Cpu as Api>::Device),
+    Cuda(<Cuda as Api>::Device),
+    #[cfg(feature = "torch")]
+    Torch(<Torch as Api>::Device),
+}
+
+#[cfg(not(feature = "torch"))]
+pub(crate) const TORCH_UNAVAILABLE: &str =
+    "unigpu was built without the `torch` feature (the torch tier is not in this build)";
+
+impl DeviceImpl {
+    pub(crate) fn open(backend: Backend, ordinal: usize) -> Result<DeviceImpl> {
+        Ok(match backend {
+            Backend::Cpu => DeviceImpl::Cpu(Cpu::open(ordinal)?),
+            Backend::Cuda => DeviceImpl::Cuda(Cuda::open(ordinal)?),
+            #[cfg(feature = "torch")]
+            Backend::Torch => DeviceImpl::Torch(Torch::open(ordinal)?),
+            #[cfg(not(feature = "torch"))]
+            Backend::Torch => {
+                return Err(Error::BackendUnavailable {
+                    backend,
+                    reason: TORCH_UNAVAILABLE.into(),
+                });
+            }
+        })
+    }
+
+    /// Every device `backend` can use here, or why none.
+    pub(crate) fn list(backend: Backend) -> Result<Vec<DeviceInfo>> {
+        fn all<A: Api>() -> Result<Vec<DeviceInfo>> {
+            (0..A::device_count()?)
+                .map(|i| A::info(&A::open(i)?))
+                .collect()
+        }
+        match backend {
+            Backend::Cpu => all::<Cpu>(),
+            Backend::Cuda => all::<Cuda>(),
+            #[cfg(feature = "torch")]
+            Backend::Torch => all::<Torch>(),
+            #[cfg(not(feature = "torch"))]
+            Backend::Torch => Err(Error::BackendUnavailable {
+                backend,
+                reason: TORCH_UNAVAILABLE.into(),
+            }),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        fn kind<A: Api>(_: &A::Device) -> Backend {
+            A::KIND
+        }
+        on_backend!(DeviceImpl, self, A, d => kind::<A>(d))
+    }
+
+    pub(crate) fn info(&self) -> Result<DeviceInfo> {
+        on_backend!(DeviceImpl, self, A, d => A::info(d))
+    }
+
+    pub(crate) fn memory_info(&self) -> Result<MemoryInfo> {
+        on_backend!(DeviceImpl, self, A, d => A::memory_info(d))
+    }
+
+    pub(crate) fn same(&self, other: &DeviceImpl) -> bool {
+        let same: Result<bool> = on_backend2!(DeviceImpl, self, DeviceImpl, other, "same device", A, (a, b) => Ok(A::same_device(a, b)));
+        same.unwrap_or(false)
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        on_backend!(DeviceImpl, self, A, d => A::synchronize(d))
+    }
+
+    pub(crate) fn default_stream(&self) -> Result<StreamImpl> {
+        Ok(match self {
+            DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::default_stream(d)?),
+            DeviceImpl::Cuda(d) => StreamImpl::Cuda(Cuda::default_stream(d)?),
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::default_stream(d)?),
+        })
+    }
+
+    pub(crate) fn new_stream(&self) -> Result<StreamImpl> {
+        Ok(match self {
+            DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::new_stream(d)?),
+            DeviceImpl::Cuda(d) => StreamImpl::Cuda(Cuda::new_stream(d)?),
+            #[cfg(feature = "torch")]
+            DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::new_stream(d)?),
+        })
     }
 }

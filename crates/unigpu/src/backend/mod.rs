@@ -5,10 +5,11 @@ mod contract;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod dispatch;
+mod driver;
 mod kind;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 
 pub(crate) use contract::Api;
-pub(crate) use dispatch::{EventImpl, StreamImpl};
+pub(crate) use dispatch::{DeviceImpl, EventImpl, StreamImpl};
 pub use kind::{Backend, BackendAttempt, Outcome};

@@ -82,7 +82,7 @@ impl Context {
     /// other NVRTC options.
     pub fn compile_with(&self, source: &str, options: &CompileOptions) -> Result<Module> {
         let device = match self.device() {
-            DeviceImpl::Cpu => {
+            DeviceImpl::Cpu(_) => {
                 return Ok(Module {
                     inner: Arc::new(ModuleInner {
                         backend: self.backend(),

@@ -1,17 +1,91 @@
 //! The CPU backend's side of the contract.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
-use super::{CpuEvent, CpuStream};
-use crate::Result;
+use super::memory;
+use super::{CpuEvent, CpuStream, lock};
 use crate::backend::{Api, Backend};
+use crate::{DeviceInfo, Error, MemoryInfo, Result};
 
 /// The CPU backend: host memory, one worker thread per stream.
 #[derive(Debug)]
 pub(crate) struct Cpu;
 
+/// The host as a device: it remembers its streams, so that a device-wide
+/// sync waits for them all as `cuCtxSynchronize` does on CUDA.
+#[derive(Debug, Default)]
+pub(crate) struct CpuDevice {
+    streams: Mutex<Vec<Weak<CpuStream>>>,
+}
+
+fn cpu_info() -> DeviceInfo {
+    let (free, total) = memory::memory_info();
+    DeviceInfo {
+        backend: Backend::Cpu,
+        ordinal: 0,
+        name: memory::cpu_name(),
+        compute_capability: None,
+        memory: MemoryInfo { free, total },
+    }
+}
+
 impl Api for Cpu {
     const KIND: Backend = Backend::Cpu;
+    type Device = CpuDevice;
+
+    fn device_count() -> Result<usize> {
+        Ok(1)
+    }
+
+    fn open(ordinal: usize) -> Result<Self::Device> {
+        if ordinal != 0 {
+            return Err(Error::InvalidDevice {
+                backend: Backend::Cpu,
+                asked: ordinal,
+                available: 1,
+            });
+        }
+        Ok(CpuDevice::default())
+    }
+
+    fn info(_: &Self::Device) -> Result<DeviceInfo> {
+        Ok(cpu_info())
+    }
+
+    fn memory_info(_: &Self::Device) -> Result<MemoryInfo> {
+        let (free, total) = memory::memory_info();
+        Ok(MemoryInfo { free, total })
+    }
+
+    fn same_device(_: &Self::Device, _: &Self::Device) -> bool {
+        true
+    }
+
+    fn synchronize(device: &Self::Device) -> Result<()> {
+        let streams: Vec<Arc<CpuStream>> = {
+            let mut list = lock(&device.streams);
+            list.retain(|w| w.strong_count() > 0);
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut first = Ok(());
+        for s in streams {
+            let r = s.synchronize();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn default_stream(device: &Self::Device) -> Result<Self::Stream> {
+        Self::new_stream(device)
+    }
+
+    fn new_stream(device: &Self::Device) -> Result<Self::Stream> {
+        let stream = Arc::new(CpuStream::new()?);
+        lock(&device.streams).push(Arc::downgrade(&stream));
+        Ok(stream)
+    }
     type Stream = Arc<CpuStream>;
     type Event = Arc<CpuEvent>;
 

@@ -1,9 +1,9 @@
 //! The CUDA backend's side of the contract.
 
-use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle};
+use unigpu_cuda_safe::{CudaDevice, CudaEventHandle, CudaStreamHandle};
 
-use crate::Result;
-use crate::backend::{Api, Backend};
+use crate::backend::{Api, Backend, driver};
+use crate::{DeviceInfo, MemoryInfo, Result};
 
 /// The CUDA backend: the driver API through `unigpu-cuda-safe`.
 #[derive(Debug)]
@@ -11,6 +11,41 @@ pub(crate) struct Cuda;
 
 impl Api for Cuda {
     const KIND: Backend = Backend::Cuda;
+    type Device = CudaDevice;
+
+    fn device_count() -> Result<usize> {
+        Ok(unigpu_cuda_safe::device_count()?)
+    }
+
+    fn open(ordinal: usize) -> Result<Self::Device> {
+        Ok(CudaDevice::open(ordinal)?)
+    }
+
+    fn info(device: &Self::Device) -> Result<DeviceInfo> {
+        driver::device_info(device, Backend::Cuda)
+    }
+
+    fn memory_info(device: &Self::Device) -> Result<MemoryInfo> {
+        driver::memory_info(device, Backend::Cuda)
+    }
+
+    fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
+        a == b
+    }
+
+    fn synchronize(device: &Self::Device) -> Result<()> {
+        Ok(device.synchronize()?)
+    }
+
+    /// A created non-blocking stream, not the legacy NULL stream, so work
+    /// on other streams really overlaps with it.
+    fn default_stream(device: &Self::Device) -> Result<Self::Stream> {
+        Self::new_stream(device)
+    }
+
+    fn new_stream(device: &Self::Device) -> Result<Self::Stream> {
+        Ok(CudaStreamHandle::new(device)?)
+    }
     type Stream = CudaStreamHandle;
     type Event = CudaEventHandle;
 

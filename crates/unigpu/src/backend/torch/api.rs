@@ -2,21 +2,60 @@
 
 use std::sync::Arc;
 
-use super::{TorchEvent, TorchStream};
-use crate::backend::{Api, Backend};
-use crate::{Error, Result};
+use super::{TorchDevice, TorchEvent, TorchStream};
+use crate::backend::{Api, Backend, driver};
+use crate::{DeviceInfo, Error, MemoryInfo, Result};
 
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
 pub(crate) struct Torch;
 
 /// A driver error met through a torch context, said of torch.
-fn driver(e: unigpu_cuda_safe::SafeError) -> Error {
+fn driver_error(e: unigpu_cuda_safe::SafeError) -> Error {
     Error::from(e).on_backend(Backend::Torch)
 }
 
 impl Api for Torch {
     const KIND: Backend = Backend::Torch;
+    type Device = TorchDevice;
+
+    fn device_count() -> Result<usize> {
+        super::device_count()
+    }
+
+    fn open(ordinal: usize) -> Result<Self::Device> {
+        super::open(ordinal)
+    }
+
+    fn info(device: &Self::Device) -> Result<DeviceInfo> {
+        driver::device_info(&device.cuda, Backend::Torch)
+    }
+
+    /// The driver's figure: memory torch's caching allocator holds counts
+    /// as used.
+    fn memory_info(device: &Self::Device) -> Result<MemoryInfo> {
+        driver::memory_info(&device.cuda, Backend::Torch)
+    }
+
+    fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
+        a.ordinal == b.ordinal
+    }
+
+    /// torch's work and ours share the primary context, so one
+    /// context-wide sync waits for every stream.
+    fn synchronize(device: &Self::Device) -> Result<()> {
+        device.cuda.synchronize().map_err(driver_error)
+    }
+
+    /// The stream torch code would use now (usually c10's default stream),
+    /// so unigpu's work is ordered with the caller's torch work.
+    fn default_stream(device: &Self::Device) -> Result<Self::Stream> {
+        Ok(Arc::new(TorchStream::current(&device.cuda)?))
+    }
+
+    fn new_stream(device: &Self::Device) -> Result<Self::Stream> {
+        Ok(Arc::new(TorchStream::from_pool(&device.cuda)?))
+    }
     type Stream = Arc<TorchStream>;
     type Event = TorchEvent;
 
@@ -33,7 +72,7 @@ impl Api for Torch {
     }
 
     fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
-        stream.foreign.host_fn(f).map_err(driver)
+        stream.foreign.host_fn(f).map_err(driver_error)
     }
 
     fn native_stream(stream: &Self::Stream) -> Option<u64> {
