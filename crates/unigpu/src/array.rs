@@ -3,10 +3,7 @@
 
 use std::fmt;
 
-use unigpu_cuda_safe::DeviceBuffer;
-
-use crate::backend::cpu::CpuBuffer;
-use crate::context::DeviceImpl;
+pub(crate) use crate::backend::Storage;
 use crate::stream::{StreamImpl, check_len};
 use crate::{Context, DType, Element, Error, Result};
 
@@ -27,13 +24,6 @@ pub struct GpuArray<T: Element> {
     pub(crate) storage: Storage<T>,
 }
 
-pub(crate) enum Storage<T: Element> {
-    Cpu(CpuBuffer<T>),
-    Cuda(DeviceBuffer<T>),
-    #[cfg(feature = "torch")]
-    Torch(crate::backend::torch::TorchBuffer),
-}
-
 impl<T: Element> fmt::Debug for GpuArray<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GpuArray")
@@ -47,69 +37,29 @@ impl<T: Element> fmt::Debug for GpuArray<T> {
 
 impl<T: Element> GpuArray<T> {
     pub(crate) fn zeros(ctx: &Context, len: usize) -> Result<Self> {
-        let storage = match ctx.device() {
-            DeviceImpl::Cpu(_) => Storage::Cpu(CpuBuffer::zeros(len)?),
-            DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::zeros(ctx.cuda_stream()?, len)?),
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => {
-                let mut a = GpuArray::uninit(ctx, len)?;
-                ctx.ops().fill(&mut a, T::default())?;
-                return Ok(a);
-            }
-        };
         Ok(GpuArray {
             ctx: ctx.clone(),
-            storage,
+            storage: Storage::zeros(&ctx.default_stream().imp, len)?,
         })
     }
 
     pub(crate) fn uninit(ctx: &Context, len: usize) -> Result<Self> {
-        let storage = match ctx.device() {
-            // Host memory must be initialised to be safe Rust; zeroing it is
-            // the cheapest way.
-            DeviceImpl::Cpu(_) => Storage::Cpu(CpuBuffer::zeros(len)?),
-            DeviceImpl::Cuda(_) => Storage::Cuda(DeviceBuffer::alloc(ctx.cuda_stream()?, len)?),
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => {
-                Storage::Torch(crate::backend::torch::TorchBuffer::uninit::<T>(
-                    crate::backend::torch::ops::stream_of(ctx.default_stream(), "alloc")?,
-                    len,
-                )?)
-            }
-        };
         Ok(GpuArray {
             ctx: ctx.clone(),
-            storage,
+            storage: Storage::alloc(&ctx.default_stream().imp, len)?,
         })
     }
 
     pub(crate) fn from_host(ctx: &Context, host: &[T]) -> Result<Self> {
-        let storage = match ctx.device() {
-            DeviceImpl::Cpu(_) => Storage::Cpu(CpuBuffer::from_slice(host)?),
-            DeviceImpl::Cuda(_) => {
-                Storage::Cuda(DeviceBuffer::from_host(ctx.cuda_stream()?, host)?)
-            }
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => {
-                let mut a = GpuArray::uninit(ctx, host.len())?;
-                a.upload_from(host)?;
-                return Ok(a);
-            }
-        };
         Ok(GpuArray {
             ctx: ctx.clone(),
-            storage,
+            storage: Storage::from_host(&ctx.default_stream().imp, host)?,
         })
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match &self.storage {
-            Storage::Cpu(b) => b.len(),
-            Storage::Cuda(b) => b.len(),
-            #[cfg(feature = "torch")]
-            Storage::Torch(b) => b.len(),
-        }
+        self.storage.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -142,31 +92,14 @@ impl<T: Element> GpuArray<T> {
     /// Like [`GpuArray::download`], into a slice of the same length.
     pub fn download_into(&self, host: &mut [T]) -> Result<()> {
         check_len("GpuArray::download_into", self.len(), host.len())?;
-        match &self.storage {
-            Storage::Cpu(b) => {
-                b.read_into(host);
-                Ok(())
-            }
-            Storage::Cuda(b) => Ok(b.read_into(self.ctx.cuda_stream()?, host)?),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => self.ctx.default_stream().download_into(self, host),
-        }
+        self.storage.read(&self.ctx.default_stream().imp, host)
     }
 
     /// Overwrites the array with `host` (same length), after every pending
     /// use of it has finished.
     pub fn upload_from(&mut self, host: &[T]) -> Result<()> {
         check_len("GpuArray::upload_from", self.len(), host.len())?;
-        let ctx = self.ctx.clone();
-        match &mut self.storage {
-            Storage::Cpu(b) => {
-                b.write_from(host);
-                Ok(())
-            }
-            Storage::Cuda(b) => Ok(b.write_from(ctx.cuda_stream()?, host)?),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => ctx.default_stream().upload(host, self),
-        }
+        self.storage.write(&self.ctx.default_stream().imp, host)
     }
 
     /// Device-to-device copy into `dst`, on the context's default stream.

@@ -1,12 +1,10 @@
 //! Streams: ordered queues of device work. Work on different streams may
 //! run at the same time; events order it.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
-use crate::array::Storage;
 pub(crate) use crate::backend::StreamImpl;
-use crate::backend::cpu;
 use crate::event::Event;
 use crate::{Element, Error, GpuArray, Result};
 
@@ -107,25 +105,7 @@ impl Stream {
     /// may be reused; the copy itself may still be pending.
     pub fn upload<T: Element>(&self, host: &[T], dst: &mut GpuArray<T>) -> Result<()> {
         check_len("Stream::upload", dst.len(), host.len())?;
-        match (&self.imp, &mut dst.storage) {
-            (StreamImpl::Cpu(s), Storage::Cpu(d)) => {
-                let owned = host.to_vec();
-                let data = d.data.clone();
-                cpu::submit(s, &[], &[&d.uses], move || {
-                    write(&data).copy_from_slice(&owned);
-                    Ok(())
-                })
-                .map(drop)
-            }
-            (StreamImpl::Cuda(s), Storage::Cuda(d)) => Ok(d.write_from(s, host)?),
-            #[cfg(feature = "torch")]
-            (StreamImpl::Torch(_), Storage::Torch(_)) => {
-                crate::backend::torch::ops::upload(self, host, dst)
-            }
-            _ => Err(Error::ContextMismatch {
-                what: "Stream::upload",
-            }),
-        }
+        self.imp.upload(host, &mut dst.storage)
     }
 
     /// Copies `src` into a new vector after the work before it on this
@@ -139,50 +119,13 @@ impl Stream {
     /// Like [`Stream::download`], into an existing slice of the same length.
     pub fn download_into<T: Element>(&self, src: &GpuArray<T>, host: &mut [T]) -> Result<()> {
         check_len("Stream::download_into", src.len(), host.len())?;
-        match (&self.imp, &src.storage) {
-            (StreamImpl::Cpu(s), Storage::Cpu(b)) => {
-                let staged: Arc<Mutex<Vec<T>>> = Arc::default();
-                let (data, out) = (b.data.clone(), staged.clone());
-                let done = cpu::submit(s, &[&b.uses], &[], move || {
-                    *out.lock().unwrap_or_else(|e| e.into_inner()) = read(&data).to_vec();
-                    Ok(())
-                })?;
-                done.wait();
-                host.copy_from_slice(&staged.lock().unwrap_or_else(|e| e.into_inner()));
-                Ok(())
-            }
-            (StreamImpl::Cuda(s), Storage::Cuda(b)) => Ok(b.read_into(s, host)?),
-            #[cfg(feature = "torch")]
-            (StreamImpl::Torch(_), Storage::Torch(_)) => {
-                crate::backend::torch::ops::download_into(self, src, host)
-            }
-            _ => Err(Error::ContextMismatch {
-                what: "Stream::download",
-            }),
-        }
+        self.imp.download_into(&src.storage, host)
     }
 
     /// Device-to-device copy of `src` into `dst`, ordered on this stream.
     pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
         check_len("Stream::copy", dst.len(), src.len())?;
-        match (&self.imp, &src.storage, &mut dst.storage) {
-            (StreamImpl::Cpu(s), Storage::Cpu(a), Storage::Cpu(b)) => {
-                let (from, to) = (a.data.clone(), b.data.clone());
-                cpu::submit(s, &[&a.uses], &[&b.uses], move || {
-                    write(&to).copy_from_slice(&read(&from));
-                    Ok(())
-                })
-                .map(drop)
-            }
-            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Ok(a.copy_to(s, b)?),
-            #[cfg(feature = "torch")]
-            (StreamImpl::Torch(_), Storage::Torch(_), Storage::Torch(_)) => {
-                crate::backend::torch::ops::copy(self, src, dst)
-            }
-            _ => Err(Error::ContextMismatch {
-                what: "Stream::copy",
-            }),
-        }
+        self.imp.copy(&src.storage, &mut dst.storage)
     }
 }
 
@@ -196,16 +139,4 @@ pub(crate) fn check_len(what: &'static str, expected: usize, actual: usize) -> R
             actual,
         })
     }
-}
-
-fn read<T: Element>(
-    a: &unigpu_cuda_safe::dlpack::HostArray<T>,
-) -> unigpu_cuda_safe::dlpack::HostRead<'_, T> {
-    a.read()
-}
-
-fn write<T: Element>(
-    a: &unigpu_cuda_safe::dlpack::HostArray<T>,
-) -> unigpu_cuda_safe::dlpack::HostWrite<'_, T> {
-    a.write()
 }

@@ -3,7 +3,7 @@
 use std::fmt::Debug;
 
 use super::Backend;
-use crate::{DeviceInfo, MemoryInfo, Result};
+use crate::{DeviceInfo, Element, MemoryInfo, Result};
 
 /// One backend: its handle types and every operation on them. Static
 /// dispatch: `dispatch.rs` holds one enum variant per backend.
@@ -58,4 +58,43 @@ pub(crate) trait Api: Sized + 'static {
     fn event_query(event: &Self::Event) -> Result<bool>;
     /// Milliseconds from `start` to `end`; waits for both.
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32>;
+
+    /// `len` elements of `T` in this backend's memory. Every use of a
+    /// buffer is ordered after the earlier uses it conflicts with, on any
+    /// stream; dropping one with work pending is safe.
+    type Buffer<T: Element>: Debug + Send + Sync;
+
+    /// Contents unspecified (zeroes where the backend must initialise).
+    fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
+    fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
+    fn from_host<T: Element>(stream: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>>;
+    fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize;
+    /// Blocks until `host` holds the buffer, after its pending writes
+    /// (`stream` is the context's default stream).
+    fn read<T: Element>(stream: &Self::Stream, src: &Self::Buffer<T>, host: &mut [T])
+    -> Result<()>;
+    /// Blocks until the buffer holds `host`, after its pending uses.
+    fn write<T: Element>(
+        stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+        host: &[T],
+    ) -> Result<()>;
+    /// Ordered on `stream`; returns once `host` may be reused.
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// Ordered on `stream`; returns once `host` holds the data.
+    fn download_into<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()>;
+    /// Device-to-device, ordered on `stream`.
+    fn copy<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()>;
 }

@@ -7,7 +7,7 @@ use super::cpu::Cpu;
 use super::cuda::Cuda;
 #[cfg(feature = "torch")]
 use super::torch::Torch;
-use crate::{DeviceInfo, Error, MemoryInfo, Result};
+use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
 
 /// A stream of any backend.
 #[derive(Debug, Clone)]
@@ -211,5 +211,84 @@ impl DeviceImpl {
             #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::new_stream(d)?),
         })
+    }
+}
+
+/// The memory of a `GpuArray<T>`, on any backend.
+pub(crate) enum Storage<T: Element> {
+    Cpu(<Cpu as Api>::Buffer<T>),
+    Cuda(<Cuda as Api>::Buffer<T>),
+    #[cfg(feature = "torch")]
+    Torch(<Torch as Api>::Buffer<T>),
+}
+
+macro_rules! new_storage {
+    ($stream:expr, $s:ident, $A:ident => $body:expr) => {
+        Ok(match $stream {
+            StreamImpl::Cpu($s) => {
+                type $A = Cpu;
+                Storage::Cpu($body?)
+            }
+            StreamImpl::Cuda($s) => {
+                type $A = Cuda;
+                Storage::Cuda($body?)
+            }
+            #[cfg(feature = "torch")]
+            StreamImpl::Torch($s) => {
+                type $A = Torch;
+                Storage::Torch($body?)
+            }
+        })
+    };
+}
+
+impl<T: Element> Storage<T> {
+    /// `len` elements with unspecified contents, for `stream`'s device.
+    pub(crate) fn alloc(stream: &StreamImpl, len: usize) -> Result<Storage<T>> {
+        new_storage!(stream, s, A => A::alloc::<T>(s, len))
+    }
+
+    pub(crate) fn zeros(stream: &StreamImpl, len: usize) -> Result<Storage<T>> {
+        new_storage!(stream, s, A => A::zeros::<T>(s, len))
+    }
+
+    pub(crate) fn from_host(stream: &StreamImpl, host: &[T]) -> Result<Storage<T>> {
+        new_storage!(stream, s, A => A::from_host::<T>(s, host))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        on_backend!(Storage, self, A, b => A::len::<T>(b))
+    }
+
+    pub(crate) fn read(&self, stream: &StreamImpl, host: &mut [T]) -> Result<()> {
+        on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::download", A, (b, s) => A::read(s, b, host))
+    }
+
+    pub(crate) fn write(&mut self, stream: &StreamImpl, host: &[T]) -> Result<()> {
+        on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::upload_from", A, (b, s) => A::write(s, b, host))
+    }
+}
+
+impl StreamImpl {
+    pub(crate) fn upload<T: Element>(&self, host: &[T], dst: &mut Storage<T>) -> Result<()> {
+        on_backend2!(StreamImpl, self, Storage, dst, "Stream::upload", A, (s, d) => A::upload(s, host, d))
+    }
+
+    pub(crate) fn download_into<T: Element>(&self, src: &Storage<T>, host: &mut [T]) -> Result<()> {
+        on_backend2!(StreamImpl, self, Storage, src, "Stream::download", A, (s, b) => A::download_into(s, b, host))
+    }
+
+    pub(crate) fn copy<T: Element>(&self, src: &Storage<T>, dst: &mut Storage<T>) -> Result<()> {
+        match (self, src, dst) {
+            (StreamImpl::Cpu(s), Storage::Cpu(a), Storage::Cpu(b)) => Cpu::copy(s, a, b),
+            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Cuda::copy(s, a, b),
+            #[cfg(feature = "torch")]
+            (StreamImpl::Torch(s), Storage::Torch(a), Storage::Torch(b)) => {
+                Torch::copy::<T>(s, a, b)
+            }
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::copy",
+            }),
+        }
     }
 }

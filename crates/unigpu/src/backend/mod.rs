@@ -11,5 +11,5 @@ mod kind;
 pub(crate) mod torch;
 
 pub(crate) use contract::Api;
-pub(crate) use dispatch::{DeviceImpl, EventImpl, StreamImpl};
+pub(crate) use dispatch::{DeviceImpl, EventImpl, Storage, StreamImpl};
 pub use kind::{Backend, BackendAttempt, Outcome};

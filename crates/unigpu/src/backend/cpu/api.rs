@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use super::memory;
-use super::{CpuEvent, CpuStream, lock};
+use super::{CpuBuffer, CpuEvent, CpuStream, lock, submit};
 use crate::backend::{Api, Backend};
-use crate::{DeviceInfo, Error, MemoryInfo, Result};
+use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
 
 /// The CPU backend: host memory, one worker thread per stream.
 #[derive(Debug)]
@@ -138,5 +138,78 @@ impl Api for Cpu {
 
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
         start.elapsed_ms(end)
+    }
+
+    type Buffer<T: Element> = CpuBuffer<T>;
+
+    // Host memory must be initialised to be safe Rust; zeroing it is the
+    // cheapest way.
+    fn alloc<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        CpuBuffer::zeros(len)
+    }
+
+    fn zeros<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        CpuBuffer::zeros(len)
+    }
+
+    fn from_host<T: Element>(_: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>> {
+        CpuBuffer::from_slice(host)
+    }
+
+    fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize {
+        buffer.len()
+    }
+
+    fn read<T: Element>(_: &Self::Stream, src: &Self::Buffer<T>, host: &mut [T]) -> Result<()> {
+        src.read_into(host);
+        Ok(())
+    }
+
+    fn write<T: Element>(_: &Self::Stream, dst: &mut Self::Buffer<T>, host: &[T]) -> Result<()> {
+        dst.write_from(host);
+        Ok(())
+    }
+
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let owned = host.to_vec();
+        let data = dst.data.clone();
+        submit(stream, &[], &[&dst.uses], move || {
+            data.write().copy_from_slice(&owned);
+            Ok(())
+        })
+        .map(drop)
+    }
+
+    fn download_into<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        let staged: Arc<Mutex<Vec<T>>> = Arc::default();
+        let (data, out) = (src.data.clone(), staged.clone());
+        let done = submit(stream, &[&src.uses], &[], move || {
+            *lock(&out) = data.read().to_vec();
+            Ok(())
+        })?;
+        done.wait();
+        host.copy_from_slice(&lock(&staged));
+        Ok(())
+    }
+
+    fn copy<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let (from, to) = (src.data.clone(), dst.data.clone());
+        submit(stream, &[&src.uses], &[&dst.uses], move || {
+            to.write().copy_from_slice(&from.read());
+            Ok(())
+        })
+        .map(drop)
     }
 }

@@ -1,9 +1,9 @@
 //! The CUDA backend's side of the contract.
 
-use unigpu_cuda_safe::{CudaDevice, CudaEventHandle, CudaStreamHandle};
+use unigpu_cuda_safe::{CudaDevice, CudaEventHandle, CudaStreamHandle, DeviceBuffer};
 
 use crate::backend::{Api, Backend, driver};
-use crate::{DeviceInfo, MemoryInfo, Result};
+use crate::{DeviceInfo, Element, MemoryInfo, Result};
 
 /// The CUDA backend: the driver API through `unigpu-cuda-safe`.
 #[derive(Debug)]
@@ -87,5 +87,63 @@ impl Api for Cuda {
 
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
         Ok(start.elapsed_ms(end)?)
+    }
+
+    type Buffer<T: Element> = DeviceBuffer<T>;
+
+    fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        Ok(DeviceBuffer::alloc(stream, len)?)
+    }
+
+    fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        Ok(DeviceBuffer::zeros(stream, len)?)
+    }
+
+    fn from_host<T: Element>(stream: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>> {
+        Ok(DeviceBuffer::from_host(stream, host)?)
+    }
+
+    fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize {
+        buffer.len()
+    }
+
+    fn read<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        Ok(src.read_into(stream, host)?)
+    }
+
+    fn write<T: Element>(
+        stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+        host: &[T],
+    ) -> Result<()> {
+        Ok(dst.write_from(stream, host)?)
+    }
+
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        Ok(dst.write_from(stream, host)?)
+    }
+
+    fn download_into<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        Ok(src.read_into(stream, host)?)
+    }
+
+    fn copy<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        Ok(src.copy_to(stream, dst)?)
     }
 }

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use super::{TorchDevice, TorchEvent, TorchStream};
+use super::{TorchBuffer, TorchDevice, TorchEvent, TorchStream};
 use crate::backend::{Api, Backend, driver};
-use crate::{DeviceInfo, Error, MemoryInfo, Result};
+use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
 
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
@@ -101,5 +101,76 @@ impl Api for Torch {
         a.synchronize()?;
         b.synchronize()?;
         Ok(a.elapsed_ms(&b)? as f32)
+    }
+
+    type Buffer<T: Element> = TorchBuffer;
+
+    fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        TorchBuffer::uninit::<T>(stream, len)
+    }
+
+    fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        let mut b = Self::alloc::<T>(stream, len)?;
+        let _current = stream.enter()?;
+        b.order(stream, true)?;
+        b.tensor_mut().fill_bits(0)?;
+        Ok(b)
+    }
+
+    fn from_host<T: Element>(stream: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>> {
+        let mut b = Self::alloc::<T>(stream, host.len())?;
+        Self::upload(stream, host, &mut b)?;
+        Ok(b)
+    }
+
+    fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize {
+        buffer.len()
+    }
+
+    fn read<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        Self::download_into(stream, src, host)
+    }
+
+    fn write<T: Element>(
+        stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+        host: &[T],
+    ) -> Result<()> {
+        Self::upload(stream, host, dst)
+    }
+
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let _current = stream.enter()?;
+        dst.order(stream, true)?;
+        Ok(dst.tensor_mut().write_bytes(bytemuck::cast_slice(host))?)
+    }
+
+    fn download_into<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        let _current = stream.enter()?;
+        src.order(stream, false)?;
+        Ok(src.tensor.read_bytes(bytemuck::cast_slice_mut(host))?)
+    }
+
+    fn copy<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let _current = stream.enter()?;
+        src.order(stream, false)?;
+        dst.order(stream, true)?;
+        Ok(dst.tensor_mut().copy_from(&src.tensor, false)?)
     }
 }

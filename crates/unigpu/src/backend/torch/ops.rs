@@ -41,40 +41,6 @@ pub(crate) fn buf_mut<'a, T: Element>(
     }
 }
 
-pub(crate) fn upload<T: Element>(stream: &Stream, host: &[T], dst: &mut GpuArray<T>) -> Result<()> {
-    let s = stream_of(stream, "Stream::upload")?;
-    let d = buf_mut(dst, "Stream::upload")?;
-    let _current = s.enter()?;
-    d.order(s, true)?;
-    Ok(d.tensor_mut().write_bytes(bytemuck::cast_slice(host))?)
-}
-
-pub(crate) fn download_into<T: Element>(
-    stream: &Stream,
-    src: &GpuArray<T>,
-    host: &mut [T],
-) -> Result<()> {
-    let s = stream_of(stream, "Stream::download")?;
-    let b = buf(src, "Stream::download")?;
-    let _current = s.enter()?;
-    b.order(s, false)?;
-    Ok(b.tensor.read_bytes(bytemuck::cast_slice_mut(host))?)
-}
-
-pub(crate) fn copy<T: Element>(
-    stream: &Stream,
-    src: &GpuArray<T>,
-    dst: &mut GpuArray<T>,
-) -> Result<()> {
-    let s = stream_of(stream, "Stream::copy")?;
-    let a = buf(src, "Stream::copy")?;
-    let d = buf_mut(dst, "Stream::copy")?;
-    let _current = s.enter()?;
-    a.order(s, false)?;
-    d.order(s, true)?;
-    Ok(d.tensor_mut().copy_from(&a.tensor, false)?)
-}
-
 pub(crate) fn fill<T: Element>(stream: &Stream, x: &mut GpuArray<T>, value: T) -> Result<()> {
     let s = stream_of(stream, "fill")?;
     let d = buf_mut(x, "fill")?;
