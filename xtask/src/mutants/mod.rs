@@ -91,9 +91,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a copy that skips its last element",
         target: Target::Cpu,
-        file: "crates/unigpu/src/stream.rs",
-        original: "                    write(&to).copy_from_slice(&read(&from));\n",
-        mutated: "                    let (mut to, from) = (write(&to), read(&from));\n                    let n = from.len().saturating_sub(1);\n                    to[..n].copy_from_slice(&from[..n]);\n",
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "            to.write().copy_from_slice(&from.read());\n",
+        mutated: "            let (mut to, from) = (to.write(), from.read());\n            let n = from.len().saturating_sub(1);\n            to[..n].copy_from_slice(&from[..n]);\n",
         tests: &[],
     },
     // ---- the CUDA backend (GPU machine)
