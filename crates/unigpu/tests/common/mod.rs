@@ -121,20 +121,7 @@ macro_rules! on_every_backend {
                 body(&$crate::common::cpu_ctx());
             }
 
-            #[test]
-            #[ignore = "needs a CUDA GPU"]
-            fn cuda() {
-                let body: fn(&unigpu::Context) = $body;
-                body(&$crate::common::cuda_ctx());
-            }
-
-            #[cfg(feature = "torch")]
-            #[test]
-            #[ignore = "needs a CUDA GPU"]
-            fn torch() {
-                let body: fn(&unigpu::Context) = $body;
-                body(&$crate::common::torch_ctx());
-            }
+            $crate::gpu_variants!($body);
         }
     };
 }
@@ -149,35 +136,36 @@ macro_rules! on_every_gpu_backend {
             #[allow(unused_imports)]
             use super::*;
 
-            #[test]
-            #[ignore = "needs a CUDA GPU"]
-            fn cuda() {
-                let body: fn(&unigpu::Context) = $body;
-                body(&$crate::common::cuda_ctx());
-            }
-
-            #[cfg(feature = "torch")]
-            #[test]
-            #[ignore = "needs a CUDA GPU"]
-            fn torch() {
-                let body: fn(&unigpu::Context) = $body;
-                body(&$crate::common::torch_ctx());
-            }
+            $crate::gpu_variants!($body);
         }
     };
 }
 
-/// The GPU backends this build tests, by the name `gpu_ctx` takes: how a
-/// test that re-runs itself in a child process tells the child which one.
-pub fn gpu_backends() -> &'static [&'static str] {
-    if cfg!(feature = "torch") {
-        &["cuda", "torch"]
-    } else {
-        &["cuda"]
-    }
+/// The GPU variants of one test body: `cuda` and, with the `torch`
+/// feature, `torch`; each ignored without a GPU and failing (not skipping)
+/// when asked to run without one.
+#[macro_export]
+macro_rules! gpu_variants {
+    ($body:expr) => {
+        #[test]
+        #[ignore = "needs a CUDA GPU"]
+        fn cuda() {
+            let body: fn(&unigpu::Context) = $body;
+            body(&$crate::common::cuda_ctx());
+        }
+
+        #[cfg(feature = "torch")]
+        #[test]
+        #[ignore = "needs a CUDA GPU"]
+        fn torch() {
+            let body: fn(&unigpu::Context) = $body;
+            body(&$crate::common::torch_ctx());
+        }
+    };
 }
 
-/// The context of a GPU backend named as in [`gpu_backends`].
+/// The context of the GPU backend named `backend` ("cuda", or "torch"
+/// with the feature), for tests that re-run themselves in a child process.
 pub fn gpu_ctx(backend: &str) -> Context {
     match backend {
         "cuda" => cuda_ctx(),
