@@ -39,50 +39,8 @@ macro_rules! with_array {
     };
 }
 
-/// Runs `$body` with `$T` as the element type named by `$dtype`.
-macro_rules! with_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = ::half::f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = ::half::bf16;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use {with_array, with_dtype};
+pub(crate) use with_array;
+pub(crate) use crate::element::with_dtype;
 
 impl<T: Element> From<GpuArray<T>> for AnyArray {
     fn from(a: GpuArray<T>) -> AnyArray {

@@ -4,7 +4,7 @@
 use std::fmt;
 
 pub(crate) use crate::backend::Storage;
-use crate::stream::{StreamImpl, check_len};
+use crate::stream::check_len;
 use crate::{Context, DType, Element, Error, Result};
 
 /// `len` elements of `T` on the context's device.
@@ -124,18 +124,15 @@ impl<T: Element> GpuArray<T> {
             self.copy_to(&mut out)?;
             return Ok(out);
         }
-        #[cfg(feature = "torch")]
-        if self.ctx.device_id() == ctx.device_id() {
-            use crate::Backend;
-            match (self.ctx.backend(), ctx.backend()) {
-                (Backend::Cuda, Backend::Torch) => {
-                    return crate::backend::torch::cuda_to_torch(self, ctx);
-                }
-                (Backend::Torch, Backend::Cuda) => {
-                    return crate::backend::torch::torch_to_cuda(self, ctx);
-                }
-                _ => {}
-            }
+        if self.ctx.device_id() == ctx.device_id()
+            && let Some(moved) = self
+                .storage
+                .move_to(&self.ctx.default_stream().imp, &ctx.default_stream().imp)
+        {
+            return Ok(GpuArray {
+                ctx: ctx.clone(),
+                storage: moved?,
+            });
         }
         ctx.upload(&self.download()?)
     }
@@ -145,17 +142,5 @@ impl<T: Element> GpuArray<T> {
         let mut out = GpuArray::uninit(&self.ctx, self.len())?;
         self.copy_to(&mut out)?;
         Ok(out)
-    }
-}
-
-impl Context {
-    /// The default stream of a cuda context, or the error for another backend.
-    pub(crate) fn cuda_stream(&self) -> Result<&unigpu_cuda_safe::CudaStreamHandle> {
-        match &self.default_stream().imp {
-            StreamImpl::Cuda(s) => Ok(s),
-            _ => Err(Error::ContextMismatch {
-                what: "a CUDA array in a context of another backend",
-            }),
-        }
     }
 }

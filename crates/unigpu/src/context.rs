@@ -3,15 +3,19 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 pub(crate) use crate::backend::DeviceImpl;
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::event::Event;
-use crate::stream::{Stream, StreamImpl};
+use crate::kernel::{CompileOptions, Module};
+use crate::stream::Stream;
 use crate::{Backend, DType, Element, Error, GpuArray, Result};
+
+/// Modules compiled in a context, by source and options.
+pub(crate) type ModuleCache = HashMap<(String, CompileOptions), Module>;
 
 /// A device plus its default stream, shared by everything made from it.
 ///
@@ -30,14 +34,8 @@ struct Inner {
     default_stream: Stream,
     chain: Vec<BackendAttempt>,
     config: Config,
-    /// Modules compiled in this context, by cache key.
-    modules: Mutex<HashMap<crate::kernel::cache::Key, crate::kernel::Module>>,
-    /// The device's compute capability, read once.
-    arch: OnceLock<(i32, i32)>,
-    /// Kernels of the built-in ops, looked up once each.
-    builtin: Mutex<HashMap<String, crate::kernel::Kernel>>,
-    /// The cuBLAS handle, created on the first matmul.
-    blas: Mutex<Option<Arc<unigpu_cuda_safe::BlasHandle>>>,
+    /// Modules compiled in this context, by source and options.
+    modules: Mutex<ModuleCache>,
 }
 
 impl Context {
@@ -136,9 +134,6 @@ impl Context {
                 chain,
                 config,
                 modules: Mutex::default(),
-                arch: OnceLock::new(),
-                builtin: Mutex::default(),
-                blas: Mutex::default(),
             }),
         };
         Ok(ctx)
@@ -252,58 +247,8 @@ impl Context {
         self.sync()
     }
 
-    pub(crate) fn module_cache(
-        &self,
-    ) -> &Mutex<HashMap<crate::kernel::cache::Key, crate::kernel::Module>> {
+    pub(crate) fn module_cache(&self) -> &Mutex<ModuleCache> {
         &self.inner.modules
-    }
-
-    /// A kernel of the built-in ops (compiled on first use).
-    pub(crate) fn builtin_kernel(&self, name: &str) -> Result<crate::kernel::Kernel> {
-        if let Some(k) = crate::backend::cpu::lock(&self.inner.builtin).get(name) {
-            return Ok(k.clone());
-        }
-        let kernel = self
-            .compile(crate::backend::cuda::ops_src::SOURCE)?
-            .kernel(name)?;
-        crate::backend::cpu::lock(&self.inner.builtin).insert(name.to_string(), kernel.clone());
-        Ok(kernel)
-    }
-
-    /// The context's cuBLAS handle, created on first use.
-    pub(crate) fn blas(&self) -> Result<Arc<unigpu_cuda_safe::BlasHandle>> {
-        let mut slot = crate::backend::cpu::lock(&self.inner.blas);
-        if let Some(b) = slot.as_ref() {
-            return Ok(b.clone());
-        }
-        let StreamImpl::Cuda(s) = &self.inner.default_stream.imp else {
-            return Err(Error::Unsupported {
-                backend: self.backend(),
-                what: "cuBLAS".into(),
-            });
-        };
-        let handle = Arc::new(unigpu_cuda_safe::BlasHandle::new(s)?);
-        *slot = Some(handle.clone());
-        Ok(handle)
-    }
-
-    /// The compute capability kernels are compiled for by default.
-    pub(crate) fn device_arch(&self) -> Result<(i32, i32)> {
-        if let Some(a) = self.inner.arch.get() {
-            return Ok(*a);
-        }
-        let arch = match &self.inner.device {
-            DeviceImpl::Cuda(d) => d.properties()?.compute_capability,
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(d) => {
-                d.cuda
-                    .properties()
-                    .map_err(|e| Error::from(e).on_backend(Backend::Torch))?
-                    .compute_capability
-            }
-            DeviceImpl::Cpu(_) => (0, 0),
-        };
-        Ok(*self.inner.arch.get_or_init(|| arch))
     }
 
     pub(crate) fn device(&self) -> &DeviceImpl {

@@ -92,3 +92,48 @@ element!(
     f32 => F32, f64 => F64, half::f16 => F16, half::bf16 => BF16,
     i32 => I32, u32 => U32, i64 => I64, u64 => U64, u8 => U8
 );
+
+/// Runs `$body` with `$T` as the element type named by `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::element::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::element::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::element::DType::F16 => {
+                type $T = ::half::f16;
+                $body
+            }
+            $crate::element::DType::BF16 => {
+                type $T = ::half::bf16;
+                $body
+            }
+            $crate::element::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::element::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::element::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::element::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::element::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;

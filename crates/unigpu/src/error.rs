@@ -132,6 +132,18 @@ impl Error {
         }
     }
 
+    /// `in_kernel`, and also the name for an argument error raised inside
+    /// a CPU implementation (which does not know its kernel's name).
+    pub(crate) fn for_kernel(self, kernel: &str) -> Error {
+        match self {
+            Error::KernelArgs { kernel: k, message } if k.starts_with('(') => Error::KernelArgs {
+                kernel: kernel.to_string(),
+                message,
+            },
+            e => e.in_kernel(kernel),
+        }
+    }
+
     /// The error under any [`Error::InKernel`] wrappers: what went wrong,
     /// wherever it happened.
     pub fn root(&self) -> &Error {

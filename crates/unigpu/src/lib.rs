@@ -37,6 +37,7 @@ mod element;
 mod error;
 mod event;
 pub mod kernel;
+mod lock;
 pub mod ops;
 mod stream;
 

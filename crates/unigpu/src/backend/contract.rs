@@ -3,7 +3,17 @@
 use std::fmt::Debug;
 
 use super::Backend;
-use crate::{DeviceInfo, Element, MemoryInfo, Result};
+use super::code::{KernelRef, Program};
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::dlpack::sync::DlpackSync;
+use crate::element::Element;
+use crate::error::Result;
+use unigpu_cuda_safe::dlpack::ManagedTensor;
+use crate::kernel::grid::Grid;
+use crate::kernel::options::CompileOptions;
+use crate::kernel::scalar::Scalar;
+use crate::kernel::signature::KernelDecl;
+use crate::ops::{Binary, Float, Reduce, Unary};
 
 /// One backend: its handle types and every operation on them. Static
 /// dispatch: `dispatch.rs` holds one enum variant per backend.
@@ -97,4 +107,102 @@ pub(crate) trait Api: Sized + 'static {
         src: &Self::Buffer<T>,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()>;
+
+    // ---- built-in ops: lengths and devices are checked by the caller;
+    // each is ordered on `stream` like a kernel launch.
+
+    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()>;
+    /// `out = a (op) b`, element-wise, computed in `T::Acc`.
+    fn binary<T: Float>(
+        stream: &Self::Stream,
+        op: Binary,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `out = op(x)`, element-wise; relu keeps NaN.
+    fn unary<T: Float>(
+        stream: &Self::Stream,
+        op: Unary,
+        x: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `y = alpha * x + y`.
+    fn axpy<T: Float>(
+        stream: &Self::Stream,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `x = alpha * x`.
+    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()>;
+    /// Sum, max (NaN-ignoring; the caller rejects empty input) or dot,
+    /// accumulated in at least `T::Acc`. Waits for the result.
+    fn reduce<T: Float>(
+        stream: &Self::Stream,
+        op: Reduce,
+        x: &Self::Buffer<T>,
+        y: Option<&Self::Buffer<T>>,
+    ) -> Result<T>;
+    /// `c = a · b`, row-major, `a` m×k, `b` k×n; f16/bf16 accumulate in f32.
+    fn matmul<T: Float>(
+        stream: &Self::Stream,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        c: &mut Self::Buffer<T>,
+        mkn: (usize, usize, usize),
+    ) -> Result<()>;
+
+    // ---- DLPack
+
+    /// Shares `buffer` as a DLPack tensor that keeps its memory alive,
+    /// ordered before the consumer as `sync` says (`stream` is the
+    /// context's default stream).
+    fn to_dlpack<T: Element>(
+        stream: &Self::Stream,
+        buffer: &mut Self::Buffer<T>,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor>;
+    /// Takes `tensor` as a buffer without copying, or says why it cannot
+    /// (another device, another dtype, read-only, not contiguous).
+    fn from_dlpack<T: Element>(
+        stream: &Self::Stream,
+        tensor: ManagedTensor,
+    ) -> Result<Self::Buffer<T>>;
+
+    // ---- kernels
+
+    /// Compiles CUDA C++ `source` (whose kernels are `decls`) for the
+    /// device, or returns a `Program` with no code where the backend runs
+    /// kernels' host code instead (cpu). A backend that can do neither says
+    /// so with `Unsupported`.
+    fn compile(
+        device: &Self::Device,
+        source: &str,
+        options: &CompileOptions,
+        decls: &[KernelDecl],
+    ) -> Result<Program>;
+
+    /// A buffer of any element type, borrowed as a launch argument.
+    type Arg<'a>;
+    /// `buffer` as an argument the kernel reads.
+    fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_>;
+    /// `buffer` as an argument the kernel writes (and may read).
+    fn arg_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Self::Arg<'_>;
+    /// Enqueues the code of `kernel` this backend runs (or says it has
+    /// none) on `stream`, after the earlier uses of its buffer arguments
+    /// that it conflicts with. Arguments are already checked against the
+    /// kernel's declaration.
+    fn launch(
+        stream: &Self::Stream,
+        kernel: KernelRef<'_>,
+        grid: Grid,
+        args: Vec<LaunchArg<'_, Self>>,
+    ) -> Result<()>;
+}
+
+/// One argument of a launch on backend `A`.
+pub(crate) enum LaunchArg<'a, A: Api> {
+    Scalar(Scalar),
+    Buffer(A::Arg<'a>),
 }

@@ -1,13 +1,24 @@
 //! The one place that names every backend: the enums the public types
 //! hold, and the dispatch from them to each backend's [`Api`].
 
+use super::code::{KernelRef, Program};
+use super::contract::LaunchArg;
 use super::Api;
 use super::Backend;
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 #[cfg(feature = "torch")]
 use super::torch::Torch;
-use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
+use crate::ops::{Binary, Float, Reduce, Unary};
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::dlpack::sync::DlpackSync;
+use unigpu_cuda_safe::dlpack::ManagedTensor;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::kernel::grid::Grid;
+use crate::kernel::options::CompileOptions;
+use crate::kernel::scalar::Scalar;
+use crate::kernel::signature::KernelDecl;
 
 /// A stream of any backend.
 #[derive(Debug, Clone)]
@@ -289,6 +300,201 @@ impl StreamImpl {
             _ => Err(Error::ContextMismatch {
                 what: "Stream::copy",
             }),
+        }
+    }
+}
+
+/// Where a backend's handles sit in the dispatch enums: each backend's
+/// buffer taken back out of a `Storage`, or `ContextMismatch` when it is
+/// another backend's.
+trait Variant: Api {
+    fn buffer<T: Element>(s: &Storage<T>) -> Option<&Self::Buffer<T>>;
+    fn buffer_mut<T: Element>(s: &mut Storage<T>) -> Option<&mut Self::Buffer<T>>;
+    fn launch_arg(a: ArgImpl<'_>) -> Option<LaunchArg<'_, Self>>;
+}
+
+macro_rules! variant {
+    ($A:ident) => {
+        impl Variant for $A {
+            fn buffer<T: Element>(s: &Storage<T>) -> Option<&Self::Buffer<T>> {
+                match s {
+                    Storage::$A(b) => Some(b),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+            fn buffer_mut<T: Element>(s: &mut Storage<T>) -> Option<&mut Self::Buffer<T>> {
+                match s {
+                    Storage::$A(b) => Some(b),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+            fn launch_arg(a: ArgImpl<'_>) -> Option<LaunchArg<'_, Self>> {
+                match a {
+                    ArgImpl::Scalar(s) => Some(LaunchArg::Scalar(s)),
+                    ArgImpl::$A(b) => Some(LaunchArg::Buffer(b)),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+variant!(Cpu);
+variant!(Cuda);
+#[cfg(feature = "torch")]
+variant!(Torch);
+
+fn mine<'a, A: Variant, T: Element>(s: &'a Storage<T>, what: &'static str) -> Result<&'a A::Buffer<T>> {
+    A::buffer(s).ok_or(Error::ContextMismatch { what })
+}
+
+fn mine_mut<'a, A: Variant, T: Element>(
+    s: &'a mut Storage<T>,
+    what: &'static str,
+) -> Result<&'a mut A::Buffer<T>> {
+    A::buffer_mut(s).ok_or(Error::ContextMismatch { what })
+}
+
+/// The built-in ops, on the stream's backend.
+impl StreamImpl {
+    pub(crate) fn fill<T: Element>(&self, x: &mut Storage<T>, value: T) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => A::fill::<T>(s, mine_mut::<A, T>(x, "fill")?, value))
+    }
+
+    pub(crate) fn binary<T: Float>(
+        &self,
+        op: Binary,
+        a: &Storage<T>,
+        b: &Storage<T>,
+        out: &mut Storage<T>,
+    ) -> Result<()> {
+        const WHAT: &str = "element-wise op";
+        on_backend!(StreamImpl, self, A, s => A::binary::<T>(
+            s,
+            op,
+            mine::<A, T>(a, WHAT)?,
+            mine::<A, T>(b, WHAT)?,
+            mine_mut::<A, T>(out, WHAT)?,
+        ))
+    }
+
+    pub(crate) fn unary<T: Float>(&self, op: Unary, x: &Storage<T>, out: &mut Storage<T>) -> Result<()> {
+        const WHAT: &str = "element-wise op";
+        on_backend!(StreamImpl, self, A, s => A::unary::<T>(s, op, mine::<A, T>(x, WHAT)?, mine_mut::<A, T>(out, WHAT)?))
+    }
+
+    pub(crate) fn axpy<T: Float>(&self, alpha: T, x: &Storage<T>, y: &mut Storage<T>) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => A::axpy::<T>(s, alpha, mine::<A, T>(x, "axpy")?, mine_mut::<A, T>(y, "axpy")?))
+    }
+
+    pub(crate) fn scale<T: Float>(&self, alpha: T, x: &mut Storage<T>) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => A::scale::<T>(s, alpha, mine_mut::<A, T>(x, "scale")?))
+    }
+
+    pub(crate) fn reduce<T: Float>(&self, op: Reduce, x: &Storage<T>, y: Option<&Storage<T>>) -> Result<T> {
+        const WHAT: &str = "reduction";
+        on_backend!(StreamImpl, self, A, s => {
+            let y = match y {
+                Some(y) => Some(mine::<A, T>(y, WHAT)?),
+                None => None,
+            };
+            A::reduce::<T>(s, op, mine::<A, T>(x, WHAT)?, y)
+        })
+    }
+
+    pub(crate) fn matmul<T: Float>(
+        &self,
+        a: &Storage<T>,
+        b: &Storage<T>,
+        c: &mut Storage<T>,
+        mkn: (usize, usize, usize),
+    ) -> Result<()> {
+        const WHAT: &str = "matmul";
+        on_backend!(StreamImpl, self, A, s => A::matmul::<T>(
+            s,
+            mine::<A, T>(a, WHAT)?,
+            mine::<A, T>(b, WHAT)?,
+            mine_mut::<A, T>(c, WHAT)?,
+            mkn,
+        ))
+    }
+}
+
+/// One launch argument, on any backend.
+pub(crate) enum ArgImpl<'a> {
+    Scalar(Scalar),
+    Cpu(<Cpu as Api>::Arg<'a>),
+    Cuda(<Cuda as Api>::Arg<'a>),
+    #[cfg(feature = "torch")]
+    Torch(<Torch as Api>::Arg<'a>),
+}
+
+impl<T: Element> Storage<T> {
+    pub(crate) fn arg(&self) -> ArgImpl<'_> {
+        match self {
+            Storage::Cpu(b) => ArgImpl::Cpu(Cpu::arg::<T>(b)),
+            Storage::Cuda(b) => ArgImpl::Cuda(Cuda::arg::<T>(b)),
+            #[cfg(feature = "torch")]
+            Storage::Torch(b) => ArgImpl::Torch(Torch::arg::<T>(b)),
+        }
+    }
+
+    pub(crate) fn arg_mut(&mut self) -> ArgImpl<'_> {
+        match self {
+            Storage::Cpu(b) => ArgImpl::Cpu(Cpu::arg_mut::<T>(b)),
+            Storage::Cuda(b) => ArgImpl::Cuda(Cuda::arg_mut::<T>(b)),
+            #[cfg(feature = "torch")]
+            Storage::Torch(b) => ArgImpl::Torch(Torch::arg_mut::<T>(b)),
+        }
+    }
+}
+
+impl StreamImpl {
+    pub(crate) fn launch(&self, kernel: KernelRef<'_>, grid: Grid, args: Vec<ArgImpl<'_>>) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => {
+            let args = args
+                .into_iter()
+                .map(|a| A::launch_arg(a).ok_or(Error::ContextMismatch { what: "launch" }))
+                .collect::<Result<Vec<_>>>()?;
+            A::launch(s, kernel, grid, args)
+        })
+    }
+}
+
+impl DeviceImpl {
+    pub(crate) fn compile(&self, source: &str, options: &CompileOptions, decls: &[KernelDecl]) -> Result<Program> {
+        on_backend!(DeviceImpl, self, A, d => A::compile(d, source, options, decls))
+    }
+}
+
+/// DLPack, on the array's backend.
+impl<T: Element> Storage<T> {
+    pub(crate) fn to_dlpack(&mut self, stream: &StreamImpl, sync: DlpackSync<'_>) -> Result<ManagedTensor> {
+        on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::to_dlpack", A, (b, s) => A::to_dlpack::<T>(s, b, sync))
+    }
+
+    pub(crate) fn from_dlpack(stream: &StreamImpl, tensor: ManagedTensor) -> Result<Storage<T>> {
+        new_storage!(stream, s, A => A::from_dlpack::<T>(s, tensor))
+    }
+
+    /// A copy in another backend's memory on the same GPU, made without the
+    /// host, where the two backends have such a path (`None` where not).
+    pub(crate) fn move_to(&self, from: &StreamImpl, to: &StreamImpl) -> Option<Result<Storage<T>>> {
+        match (self, from, to) {
+            #[cfg(feature = "torch")]
+            (Storage::Cuda(b), StreamImpl::Cuda(c), StreamImpl::Torch(t)) => {
+                Some(super::interop::cuda_to_torch(b, c, t).map(Storage::Torch))
+            }
+            #[cfg(feature = "torch")]
+            (Storage::Torch(b), StreamImpl::Torch(t), StreamImpl::Cuda(c)) => {
+                Some(super::interop::torch_to_cuda(b, t, c).map(Storage::Cuda))
+            }
+            _ => {
+                let _ = (from, to);
+                None
+            }
         }
     }
 }

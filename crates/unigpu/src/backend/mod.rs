@@ -1,15 +1,21 @@
 //! The backends, one folder each: `cpu/`, `cuda/` and (feature `torch`)
 //! `torch/`. Each holds its own buffers, streams, events and ops.
 
+mod code;
 mod contract;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod dispatch;
 mod driver;
+#[cfg(feature = "torch")]
+mod interop;
 mod kind;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 
 pub(crate) use contract::Api;
-pub(crate) use dispatch::{DeviceImpl, EventImpl, Storage, StreamImpl};
+pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
+pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
+pub(crate) use dispatch::{ArgImpl, DeviceImpl, EventImpl, Storage, StreamImpl};
+pub use cpu::{CpuArgs, CpuKernelFn};
 pub use kind::{Backend, BackendAttempt, Outcome};

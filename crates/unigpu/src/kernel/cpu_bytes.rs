@@ -7,7 +7,7 @@
 //! locks are held until the views are dropped, so a caller may keep views of
 //! every array at once while it runs.
 
-use super::args::{CpuArgs, CpuValue};
+use crate::backend::cpu::{CpuArgs, CpuValue};
 use crate::{DType, Error, Result, Scalar};
 
 /// What one argument of a CPU launch is.
@@ -106,7 +106,7 @@ impl CpuArgs {
     /// [`CpuArgs::input`] does.
     pub fn bytes(&self, i: usize) -> Result<CpuBytes<'_>> {
         let dtype = self.array_dtype(i)?;
-        crate::any_array::with_dtype!(dtype, T => {
+        crate::element::with_dtype!(dtype, T => {
             let guard = self.input::<T>(i)?;
             Ok(CpuBytes(Box::new(Guard {
                 guard,
@@ -120,7 +120,7 @@ impl CpuArgs {
     /// Errors as [`CpuArgs::output`] does.
     pub fn bytes_mut(&self, i: usize) -> Result<CpuBytesMut<'_>> {
         let dtype = self.array_dtype(i)?;
-        crate::any_array::with_dtype!(dtype, T => {
+        crate::element::with_dtype!(dtype, T => {
             let guard = self.output::<T>(i)?;
             Ok(CpuBytesMut(Box::new(Guard {
                 guard,

@@ -3,31 +3,38 @@
 //! Rust implementation a kernel carries runs instead.
 
 mod args;
-pub mod cache;
 mod compile;
 mod cpu_bytes;
-mod grid;
+pub(crate) mod grid;
 mod launch;
-mod signature;
+pub(crate) mod options;
+pub(crate) mod scalar;
+pub(crate) mod signature;
 
 use std::sync::Arc;
 
-use unigpu_cuda_safe::{CudaFunctionHandle, CudaModuleHandle};
-
-pub use args::{Arg, ArrayArg, CpuArgs, KernelArg, KernelArgs, Scalar};
-pub use cache::{CACHE_DIR_ENV, disk_dir};
-pub use compile::CompileOptions;
+pub use args::{Arg, ArrayArg, KernelArg, KernelArgs};
 pub use cpu_bytes::{CpuArgKind, CpuBytes, CpuBytesMut};
 pub use grid::Grid;
+pub use options::{CompileOptions, Origin};
+pub use scalar::Scalar;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
 
+pub use crate::backend::{CpuArgs, CpuKernelFn};
+use crate::backend::{KernelCode, KernelRef, Lookup, ModuleCode};
 use crate::{Backend, Error, Result};
+
+/// The compiled-kernel caches' folder.
+pub mod cache {
+    pub use crate::backend::{CACHE_DIR_ENV, disk_dir};
+}
+pub use cache::{CACHE_DIR_ENV, disk_dir};
 
 /// Kernel names by id (index + 1). Only read when an error is reported.
 static KERNEL_NAMES: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
 
 fn register(name: &str) -> usize {
-    let mut names = crate::backend::cpu::lock(&KERNEL_NAMES);
+    let mut names = crate::lock::lock(&KERNEL_NAMES);
     if let Some(i) = names.iter().position(|n| &**n == name) {
         return i + 1;
     }
@@ -38,12 +45,8 @@ fn register(name: &str) -> usize {
 /// The name of kernel `id`, if it is one.
 pub(crate) fn name_of(id: usize) -> Option<Arc<str>> {
     id.checked_sub(1)
-        .and_then(|i| crate::backend::cpu::lock(&KERNEL_NAMES).get(i).cloned())
+        .and_then(|i| crate::lock::lock(&KERNEL_NAMES).get(i).cloned())
 }
-
-/// A CPU implementation of a kernel: gets the launch's arguments by
-/// position and does the kernel's work over host slices.
-pub type CpuKernelFn = Arc<dyn Fn(&CpuArgs) -> Result<()> + Send + Sync>;
 
 /// A compiled program. `Clone` is cheap; Send + Sync.
 #[derive(Debug, Clone)]
@@ -51,26 +54,12 @@ pub struct Module {
     inner: Arc<ModuleInner>,
 }
 
-/// Where a compiled module came from: the answer to "did the cache work?".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// NVRTC compiled it now.
-    Compiled,
-    /// This process had compiled the same program before.
-    MemoryCache,
-    /// Loaded from the on-disk cache.
-    DiskCache,
-    /// The CPU backend: nothing to compile.
-    NotCompiled,
-}
-
 #[derive(Debug)]
 struct ModuleInner {
     backend: Backend,
     origin: Origin,
     decls: Vec<KernelDecl>,
-    /// The loaded module and (name, lowered symbol) pairs; `None` on CPU.
-    cuda: Option<(CudaModuleHandle, Vec<(String, String)>)>,
+    code: ModuleCode,
     log: String,
 }
 
@@ -78,27 +67,17 @@ impl Module {
     /// The kernel called `name` (its source name, not the mangled one).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let decl = self.inner.decls.iter().find(|d| d.name == name);
-        let cuda = match &self.inner.cuda {
-            Some((module, lowered)) => {
-                let symbol = lowered
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map_or(name, |(_, l)| l.as_str());
-                Some(module.function(symbol).map_err(|e| match Error::from(e) {
-                    Error::Driver { .. } => self.no_such_kernel(name),
-                    other => other,
-                })?)
-            }
-            None if decl.is_none() => return Err(self.no_such_kernel(name)),
-            None => None,
+        let code = match self.inner.code.kernel(name)? {
+            Lookup::Found(code) => vec![code],
+            Lookup::NoCode if decl.is_some() => Vec::new(),
+            Lookup::Missing | Lookup::NoCode => return Err(self.no_such_kernel(name)),
         };
         Ok(Kernel {
             inner: Arc::new(KernelInner {
                 id: register(name),
                 name: name.to_string(),
                 params: decl.and_then(|d| d.params.clone()),
-                cuda,
-                cpu: None,
+                code,
             }),
         })
     }
@@ -148,8 +127,9 @@ struct KernelInner {
     id: usize,
     name: String,
     params: Option<Vec<ParamKind>>,
-    cuda: Option<CudaFunctionHandle>,
-    cpu: Option<CpuKernelFn>,
+    /// Every form of code the kernel has; a launch runs the one that fits
+    /// its stream's backend.
+    code: Vec<KernelCode>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -157,8 +137,10 @@ impl std::fmt::Debug for Kernel {
         f.debug_struct("Kernel")
             .field("name", &self.inner.name)
             .field("params", &self.inner.params)
-            .field("cuda", &self.inner.cuda.is_some())
-            .field("cpu", &self.inner.cpu.is_some())
+            .field(
+                "code",
+                &self.inner.code.iter().map(KernelCode::form).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -177,21 +159,27 @@ impl Kernel {
                 id: register(name),
                 name: name.to_string(),
                 params,
-                cuda: None,
-                cpu: Some(Arc::new(f)),
+                code: vec![KernelCode::Cpu(Arc::new(f))],
             }),
         }
     }
 
     /// The same kernel with a CPU implementation, used on the CPU backend.
     pub fn with_cpu(self, f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static) -> Kernel {
+        let mut code: Vec<KernelCode> = self
+            .inner
+            .code
+            .iter()
+            .filter(|c| !matches!(c, KernelCode::Cpu(_)))
+            .cloned()
+            .collect();
+        code.push(KernelCode::Cpu(Arc::new(f)));
         Kernel {
             inner: Arc::new(KernelInner {
                 id: self.inner.id,
                 name: self.inner.name.clone(),
                 params: self.inner.params.clone(),
-                cuda: self.inner.cuda.clone(),
-                cpu: Some(Arc::new(f)),
+                code,
             }),
         }
     }
@@ -206,6 +194,13 @@ impl Kernel {
     }
 
     pub fn has_cpu_impl(&self) -> bool {
-        self.inner.cpu.is_some()
+        self.code_ref().cpu().is_some()
+    }
+
+    pub(crate) fn code_ref(&self) -> KernelRef<'_> {
+        KernelRef {
+            name: &self.inner.name,
+            code: &self.inner.code,
+        }
     }
 }

@@ -2,76 +2,13 @@
 //! activations, reductions, and matmul (cuBLAS on CUDA, `matrixmultiply`
 //! on the CPU).
 
-use crate::backend::cpu::ops as cpu;
-use crate::backend::cuda::ops as cuda;
+mod kinds;
 
-use num_traits::Float as NumFloat;
+pub use kinds::Float;
+pub(crate) use kinds::{Binary, Reduce, Unary};
 
-use crate::array::Storage;
 use crate::stream::check_len;
-use crate::{Context, Element, Error, GpuArray, Result, Stream, bf16, f16};
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// Floating-point element types the arithmetic ops take: f32, f64, f16 and
-/// bf16. f16/bf16 are computed in f32 and rounded once per result.
-pub trait Float: Element + unigpu_cuda_safe::GemmElement + sealed::Sealed {
-    /// The type arithmetic is done in: f32, or f64 for f64.
-    type Acc: Element + NumFloat + Into<f64> + Send + Sync + cpu::CpuGemm;
-    #[doc(hidden)]
-    const SUFFIX: &'static str;
-    #[doc(hidden)]
-    const ACC_SUFFIX: &'static str;
-    fn to_acc(self) -> Self::Acc;
-    fn from_acc(a: Self::Acc) -> Self;
-}
-
-macro_rules! float {
-    ($t:ty, $acc:ty, $suffix:literal, $acc_suffix:literal, $to:expr, $from:expr) => {
-        impl sealed::Sealed for $t {}
-        impl Float for $t {
-            type Acc = $acc;
-            const SUFFIX: &'static str = $suffix;
-            const ACC_SUFFIX: &'static str = $acc_suffix;
-            fn to_acc(self) -> $acc {
-                $to(self)
-            }
-            fn from_acc(a: $acc) -> Self {
-                $from(a)
-            }
-        }
-    };
-}
-float!(f32, f32, "f32", "f32", |x| x, |a| a);
-float!(f64, f64, "f64", "f64", |x| x, |a| a);
-float!(f16, f32, "f16", "f32", f16::to_f32, f16::from_f32);
-float!(bf16, f32, "bf16", "f32", bf16::to_f32, bf16::from_f32);
-
-/// The element-wise ops that take two inputs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Binary {
-    Add,
-    Sub,
-    Mul,
-}
-
-/// The element-wise ops that take one input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unary {
-    Relu,
-    Sigmoid,
-    Tanh,
-}
-
-/// The reductions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reduce {
-    Sum,
-    Max,
-    Dot,
-}
+use crate::{Context, Element, Error, GpuArray, Result, Stream};
 
 /// Built-in ops on one stream: `ctx.ops()` (the default stream) or
 /// `ctx.ops_on(&stream)`. Every call is stream-ordered like a kernel
@@ -106,12 +43,7 @@ impl<'a> Ops<'a> {
     /// Sets every element of `x` to `value`.
     pub fn fill<T: Element>(&self, x: &mut GpuArray<T>, value: T) -> Result<()> {
         self.same_backend(&x.ctx, "fill")?;
-        match &x.storage {
-            Storage::Cpu(_) => cpu::fill(self.stream, x, value),
-            Storage::Cuda(_) => cuda::fill(self.ctx, self.stream, x, value),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::fill(self.stream, x, value),
-        }
+        self.stream.imp.fill(&mut x.storage, value)
     }
 
     /// `dst = src`.
@@ -154,23 +86,13 @@ impl<'a> Ops<'a> {
         check_len("axpy", y.len(), x.len())?;
         self.same_backend(&x.ctx, "axpy")?;
         self.same_backend(&y.ctx, "axpy")?;
-        match &x.storage {
-            Storage::Cpu(_) => cpu::axpy(self.stream, alpha, x, y),
-            Storage::Cuda(_) => cuda::axpy(self.ctx, self.stream, alpha, x, y),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::axpy(self.stream, alpha, x, y),
-        }
+        self.stream.imp.axpy(alpha, &x.storage, &mut y.storage)
     }
 
     /// `x = alpha * x`.
     pub fn scale<T: Float>(&self, alpha: T, x: &mut GpuArray<T>) -> Result<()> {
         self.same_backend(&x.ctx, "scale")?;
-        match &x.storage {
-            Storage::Cpu(_) => cpu::scale(self.stream, alpha, x),
-            Storage::Cuda(_) => cuda::scale(self.ctx, self.stream, alpha, x),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::scale(self.stream, alpha, x),
-        }
+        self.stream.imp.scale(alpha, &mut x.storage)
     }
 
     /// `out = max(x, 0)`; a NaN stays NaN (as in torch and numpy), on
@@ -233,14 +155,9 @@ impl<'a> Ops<'a> {
         for arr in [&a.ctx, &b.ctx, &c.ctx] {
             self.same_backend(arr, "matmul")?;
         }
-        match &a.storage {
-            Storage::Cpu(_) => cpu::matmul(self.stream, a, b, c, (m, k, n)),
-            Storage::Cuda(_) => cuda::matmul(self.ctx, self.stream, a, b, c, (m, k, n)),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => {
-                crate::backend::torch::ops::matmul(self.stream, a, b, c, (m, k, n))
-            }
-        }
+        self.stream
+            .imp
+            .matmul(&a.storage, &b.storage, &mut c.storage, (m, k, n))
     }
 
     fn binary<T: Float>(
@@ -255,24 +172,16 @@ impl<'a> Ops<'a> {
         for c in [&a.ctx, &b.ctx, &out.ctx] {
             self.same_backend(c, "element-wise op")?;
         }
-        match &a.storage {
-            Storage::Cpu(_) => cpu::binary(self.stream, op, a, b, out),
-            Storage::Cuda(_) => cuda::binary(self.ctx, self.stream, op, a, b, out),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::binary(self.stream, op, a, b, out),
-        }
+        self.stream
+            .imp
+            .binary(op, &a.storage, &b.storage, &mut out.storage)
     }
 
     fn unary<T: Float>(&self, op: Unary, x: &GpuArray<T>, out: &mut GpuArray<T>) -> Result<()> {
         check_len("element-wise op", out.len(), x.len())?;
         self.same_backend(&x.ctx, "element-wise op")?;
         self.same_backend(&out.ctx, "element-wise op")?;
-        match &x.storage {
-            Storage::Cpu(_) => cpu::unary(self.stream, op, x, out),
-            Storage::Cuda(_) => cuda::unary(self.ctx, self.stream, op, x, out),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::unary(self.stream, op, x, out),
-        }
+        self.stream.imp.unary(op, &x.storage, &mut out.storage)
     }
 
     fn reduce<T: Float>(&self, op: Reduce, x: &GpuArray<T>, y: Option<&GpuArray<T>>) -> Result<T> {
@@ -280,12 +189,9 @@ impl<'a> Ops<'a> {
         if let Some(y) = y {
             self.same_backend(&y.ctx, "reduction")?;
         }
-        match &x.storage {
-            Storage::Cpu(_) => cpu::reduce(self.stream, op, x, y),
-            Storage::Cuda(_) => cuda::reduce(self.ctx, self.stream, op, x, y),
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::ops::reduce(self.stream, op, x, y),
-        }
+        self.stream
+            .imp
+            .reduce(op, &x.storage, y.map(|y| &y.storage))
     }
 
     fn same_backend(&self, other: &Context, what: &'static str) -> Result<()> {

@@ -3,8 +3,19 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use super::memory;
-use super::{CpuBuffer, CpuEvent, CpuStream, lock, submit};
+use super::{CpuBuffer, CpuEvent, CpuStream, submit};
+use crate::lock::lock;
+use super::launch::{self, CpuArg};
+use super::ops;
+use crate::backend::code::{KernelRef, ModuleCode, Program};
+use crate::backend::contract::LaunchArg;
+use crate::kernel::grid::Grid;
+use crate::kernel::options::{CompileOptions, Origin};
+use crate::kernel::signature::KernelDecl;
+use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::backend::{Api, Backend};
+use crate::dlpack::sync::DlpackSync;
+use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor};
 use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
 
 /// The CPU backend: host memory, one worker thread per stream.
@@ -211,5 +222,122 @@ impl Api for Cpu {
             Ok(())
         })
         .map(drop)
+    }
+
+    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()> {
+        ops::fill::<T>(stream, x, value)
+    }
+
+    fn binary<T: Float>(
+        stream: &Self::Stream,
+        op: Binary,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::binary::<T>(stream, op, a, b, out)
+    }
+
+    fn unary<T: Float>(
+        stream: &Self::Stream,
+        op: Unary,
+        x: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::unary::<T>(stream, op, x, out)
+    }
+
+    fn axpy<T: Float>(
+        stream: &Self::Stream,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::axpy::<T>(stream, alpha, x, y)
+    }
+
+    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()> {
+        ops::scale::<T>(stream, alpha, x)
+    }
+
+    fn reduce<T: Float>(
+        stream: &Self::Stream,
+        op: Reduce,
+        x: &Self::Buffer<T>,
+        y: Option<&Self::Buffer<T>>,
+    ) -> Result<T> {
+        ops::reduce::<T>(stream, op, x, y)
+    }
+
+    fn matmul<T: Float>(
+        stream: &Self::Stream,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        c: &mut Self::Buffer<T>,
+        mkn: (usize, usize, usize),
+    ) -> Result<()> {
+        ops::matmul::<T>(stream, a, b, c, mkn)
+    }
+
+    fn to_dlpack<T: Element>(
+        _: &Self::Stream,
+        buffer: &mut Self::Buffer<T>,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        match sync {
+            DlpackSync::Host => buffer.uses.wait_all(),
+            DlpackSync::Unordered => {}
+            DlpackSync::Stream(_) => {
+                return Err(Error::Dlpack {
+                    message: "a CPU array cannot be ordered on a CUDA stream (a CPU consumer passes no stream)".into(),
+                });
+            }
+        }
+        Ok(buffer.data.to_dlpack())
+    }
+
+    fn from_dlpack<T: Element>(
+        _: &Self::Stream,
+        tensor: ManagedTensor,
+    ) -> Result<Self::Buffer<T>> {
+        Ok(match tensor.owner::<HostArray<T>>() {
+            // Our own export coming back: share the array's memory
+            // through its lock rather than alias it with a second one.
+            Some(host) => CpuBuffer::shared(host.clone()),
+            None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
+        })
+    }
+
+    /// Nothing to compile: kernels run their CPU implementation here.
+    fn compile(
+        _: &Self::Device,
+        _: &str,
+        _: &CompileOptions,
+        _: &[KernelDecl],
+    ) -> Result<Program> {
+        Ok(Program {
+            origin: Origin::NotCompiled,
+            log: String::new(),
+            code: ModuleCode::Host,
+        })
+    }
+
+    type Arg<'a> = CpuArg;
+
+    fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
+        CpuArg::new(buffer, false)
+    }
+
+    fn arg_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Self::Arg<'_> {
+        CpuArg::new(buffer, true)
+    }
+
+    fn launch(
+        stream: &Self::Stream,
+        kernel: KernelRef<'_>,
+        grid: Grid,
+        args: Vec<LaunchArg<'_, Self>>,
+    ) -> Result<()> {
+        launch::launch(stream, kernel, grid, args)
     }
 }

@@ -3,7 +3,8 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::fence::{Fence, lock};
+use super::fence::Fence;
+use crate::lock::lock;
 use super::stream::CpuStream;
 use crate::{Error, Result};
 

@@ -1,7 +1,9 @@
 //! A one-shot completion flag with a timestamp: the CPU backend's version of
 //! a recorded CUDA event.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::lock::lock;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Default)]
@@ -34,10 +36,4 @@ impl Fence {
     pub(crate) fn done_at(&self) -> Option<Instant> {
         *lock(&self.0.done_at)
     }
-}
-
-/// Locks, ignoring poison: nothing in this backend panics while holding a
-/// lock (user closures run outside every lock, under catch_unwind).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

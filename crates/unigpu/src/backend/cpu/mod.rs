@@ -4,16 +4,19 @@
 //! different streams is ordered the way CUDA orders it.
 
 mod api;
+mod args;
 mod buffer;
 mod event;
 mod fence;
+mod launch;
 pub(crate) mod memory;
 pub(crate) mod ops;
 mod stream;
 
 pub(crate) use buffer::{CpuBuffer, Tracker, submit};
 pub(crate) use event::CpuEvent;
-pub(crate) use fence::lock;
 pub(crate) use stream::{CpuStream, panic_message};
 
 pub(crate) use api::Cpu;
+pub use args::{CpuArgs, CpuKernelFn};
+pub(crate) use args::CpuValue;

@@ -6,7 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use super::fence::lock;
+use crate::lock::lock;
 use crate::{Error, Result};
 
 pub(crate) type Job = Box<dyn FnOnce() -> Result<()> + Send + 'static>;

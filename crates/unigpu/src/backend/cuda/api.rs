@@ -1,9 +1,23 @@
 //! The CUDA backend's side of the contract.
 
-use unigpu_cuda_safe::{CudaDevice, CudaEventHandle, CudaStreamHandle, DeviceBuffer};
+use std::sync::Arc;
 
+use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle, DeviceBuffer, KernelParam};
+
+use super::device::{Device, Stream};
+use super::ops;
+use crate::backend::code::{KernelRef, Program};
+use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
-use crate::{DeviceInfo, Element, MemoryInfo, Result};
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::dlpack::sync::DlpackSync;
+use unigpu_cuda_safe::dlpack::ManagedTensor;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::kernel::grid::Grid;
+use crate::kernel::options::CompileOptions;
+use crate::kernel::signature::KernelDecl;
+use crate::ops::{Binary, Float, Reduce, Unary};
 
 /// The CUDA backend: the driver API through `unigpu-cuda-safe`.
 #[derive(Debug)]
@@ -11,30 +25,30 @@ pub(crate) struct Cuda;
 
 impl Api for Cuda {
     const KIND: Backend = Backend::Cuda;
-    type Device = CudaDevice;
+    type Device = Arc<Device>;
 
     fn device_count() -> Result<usize> {
         Ok(unigpu_cuda_safe::device_count()?)
     }
 
     fn open(ordinal: usize) -> Result<Self::Device> {
-        Ok(CudaDevice::open(ordinal)?)
+        Device::open(ordinal)
     }
 
     fn info(device: &Self::Device) -> Result<DeviceInfo> {
-        driver::device_info(device, Backend::Cuda)
+        driver::device_info(&device.driver, Backend::Cuda)
     }
 
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo> {
-        driver::memory_info(device, Backend::Cuda)
+        driver::memory_info(&device.driver, Backend::Cuda)
     }
 
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
-        a == b
+        a.driver == b.driver
     }
 
     fn synchronize(device: &Self::Device) -> Result<()> {
-        Ok(device.synchronize()?)
+        Ok(device.driver.synchronize()?)
     }
 
     /// A created non-blocking stream, not the legacy NULL stream, so work
@@ -44,37 +58,40 @@ impl Api for Cuda {
     }
 
     fn new_stream(device: &Self::Device) -> Result<Self::Stream> {
-        Ok(CudaStreamHandle::new(device)?)
+        Ok(Stream {
+            handle: CudaStreamHandle::new(&device.driver)?,
+            device: device.clone(),
+        })
     }
-    type Stream = CudaStreamHandle;
+    type Stream = Stream;
     type Event = CudaEventHandle;
 
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
-        Ok(stream.synchronize()?)
+        Ok(stream.handle.synchronize()?)
     }
 
     fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
-        Ok(stream.query()?)
+        Ok(stream.handle.query()?)
     }
 
     fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
-        Ok(stream.wait(event)?)
+        Ok(stream.handle.wait(event)?)
     }
 
     fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
-        Ok(stream.host_fn(f)?)
+        Ok(stream.handle.host_fn(f)?)
     }
 
     fn native_stream(stream: &Self::Stream) -> Option<u64> {
-        Some(stream.raw())
+        Some(stream.handle.raw())
     }
 
     fn new_event(stream: &Self::Stream) -> Result<Self::Event> {
-        Ok(CudaEventHandle::new(stream.device())?)
+        Ok(CudaEventHandle::new(&stream.device.driver)?)
     }
 
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
-        Ok(event.record(stream)?)
+        Ok(event.record(&stream.handle)?)
     }
 
     fn event_sync(event: &Self::Event) -> Result<()> {
@@ -92,15 +109,15 @@ impl Api for Cuda {
     type Buffer<T: Element> = DeviceBuffer<T>;
 
     fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
-        Ok(DeviceBuffer::alloc(stream, len)?)
+        Ok(DeviceBuffer::alloc(&stream.handle, len)?)
     }
 
     fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
-        Ok(DeviceBuffer::zeros(stream, len)?)
+        Ok(DeviceBuffer::zeros(&stream.handle, len)?)
     }
 
     fn from_host<T: Element>(stream: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>> {
-        Ok(DeviceBuffer::from_host(stream, host)?)
+        Ok(DeviceBuffer::from_host(&stream.handle, host)?)
     }
 
     fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize {
@@ -112,7 +129,7 @@ impl Api for Cuda {
         src: &Self::Buffer<T>,
         host: &mut [T],
     ) -> Result<()> {
-        Ok(src.read_into(stream, host)?)
+        Ok(src.read_into(&stream.handle, host)?)
     }
 
     fn write<T: Element>(
@@ -120,7 +137,7 @@ impl Api for Cuda {
         dst: &mut Self::Buffer<T>,
         host: &[T],
     ) -> Result<()> {
-        Ok(dst.write_from(stream, host)?)
+        Ok(dst.write_from(&stream.handle, host)?)
     }
 
     fn upload<T: Element>(
@@ -128,7 +145,7 @@ impl Api for Cuda {
         host: &[T],
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        Ok(dst.write_from(stream, host)?)
+        Ok(dst.write_from(&stream.handle, host)?)
     }
 
     fn download_into<T: Element>(
@@ -136,7 +153,7 @@ impl Api for Cuda {
         src: &Self::Buffer<T>,
         host: &mut [T],
     ) -> Result<()> {
-        Ok(src.read_into(stream, host)?)
+        Ok(src.read_into(&stream.handle, host)?)
     }
 
     fn copy<T: Element>(
@@ -144,6 +161,125 @@ impl Api for Cuda {
         src: &Self::Buffer<T>,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        Ok(src.copy_to(stream, dst)?)
+        Ok(src.copy_to(&stream.handle, dst)?)
+    }
+
+    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()> {
+        ops::fill::<T>(stream, x, value)
+    }
+
+    fn binary<T: Float>(
+        stream: &Self::Stream,
+        op: Binary,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::binary::<T>(stream, op, a, b, out)
+    }
+
+    fn unary<T: Float>(
+        stream: &Self::Stream,
+        op: Unary,
+        x: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::unary::<T>(stream, op, x, out)
+    }
+
+    fn axpy<T: Float>(
+        stream: &Self::Stream,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::axpy::<T>(stream, alpha, x, y)
+    }
+
+    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()> {
+        ops::scale::<T>(stream, alpha, x)
+    }
+
+    fn reduce<T: Float>(
+        stream: &Self::Stream,
+        op: Reduce,
+        x: &Self::Buffer<T>,
+        y: Option<&Self::Buffer<T>>,
+    ) -> Result<T> {
+        ops::reduce::<T>(stream, op, x, y)
+    }
+
+    fn matmul<T: Float>(
+        stream: &Self::Stream,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        c: &mut Self::Buffer<T>,
+        mkn: (usize, usize, usize),
+    ) -> Result<()> {
+        ops::matmul::<T>(stream, a, b, c, mkn)
+    }
+
+    fn to_dlpack<T: Element>(
+        stream: &Self::Stream,
+        buffer: &mut Self::Buffer<T>,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        let (tensor, ready) = buffer.to_dlpack(&stream.handle)?;
+        match sync {
+            DlpackSync::Host => ready.synchronize()?,
+            DlpackSync::Stream(consumer) => consumer.wait(&ready)?,
+            DlpackSync::Unordered => {}
+        }
+        Ok(tensor)
+    }
+
+    fn from_dlpack<T: Element>(
+        stream: &Self::Stream,
+        tensor: ManagedTensor,
+    ) -> Result<Self::Buffer<T>> {
+        Ok(DeviceBuffer::from_dlpack(&stream.handle, tensor)?)
+    }
+
+    fn compile(
+        device: &Self::Device,
+        source: &str,
+        options: &CompileOptions,
+        decls: &[KernelDecl],
+    ) -> Result<Program> {
+        Ok(driver::compile(&device.driver, source, options, decls)?.into())
+    }
+
+    type Arg<'a> = KernelParam<'a>;
+
+    fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
+        KernelParam::Buffer(buffer)
+    }
+
+    fn arg_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Self::Arg<'_> {
+        KernelParam::BufferMut(buffer)
+    }
+
+    fn launch(
+        stream: &Self::Stream,
+        kernel: KernelRef<'_>,
+        grid: Grid,
+        args: Vec<LaunchArg<'_, Self>>,
+    ) -> Result<()> {
+        let f = kernel.cuda().ok_or_else(|| Error::Unsupported {
+            backend: Backend::Cuda,
+            what: format!(
+                "kernel `{}` has no CUDA code (it was made with Kernel::cpu_only)",
+                kernel.name
+            ),
+        })?;
+        let mut params: Vec<KernelParam<'_>> = args
+            .into_iter()
+            .map(|a| match a {
+                LaunchArg::Scalar(s) => s.to_param(),
+                LaunchArg::Buffer(p) => p,
+            })
+            .collect();
+        unigpu_cuda_safe::launch(&stream.handle, f, grid.to_dims(), &mut params)
+            .map_err(|e| Error::from(e).for_kernel(kernel.name))
     }
 }

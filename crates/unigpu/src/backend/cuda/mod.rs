@@ -2,6 +2,7 @@
 //! kernels, cuBLAS for matmul.
 
 mod api;
+pub(crate) mod device;
 pub(crate) mod ops;
 pub(crate) mod ops_src;
 

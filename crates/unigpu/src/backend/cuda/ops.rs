@@ -1,11 +1,14 @@
-//! The CUDA side of the built-in ops: launches of the kernels in
-//! `cuda_src`, and cuBLAS for matmul.
+//! The built-in ops on the CUDA backend: launches of the kernels in
+//! `ops_src`, and cuBLAS for matmul.
 
-use crate::array::Storage;
-use crate::kernel::{Arg, Grid, KernelArg, Scalar};
+use unigpu_cuda_safe::{DeviceBuffer, KernelParam};
+
+use super::device::Stream;
+use crate::element::Element;
+use crate::error::Result;
+use crate::kernel::grid::Grid;
+use crate::kernel::scalar::Scalar;
 use crate::ops::{Binary, Float, Reduce, Unary};
-use crate::stream::StreamImpl;
-use crate::{Context, Element, Error, GpuArray, Result, Stream};
 
 /// Most blocks of a grid-stride loop; past this, threads loop.
 const MAX_BLOCKS: usize = 1 << 20;
@@ -24,79 +27,78 @@ fn vectors<T>(n: usize) -> usize {
 }
 
 fn launch(
-    ctx: &Context,
     stream: &Stream,
     name: &str,
     n: usize,
     max_blocks: usize,
-    args: Vec<Arg<'_>>,
+    params: &mut [KernelParam<'_>],
 ) -> Result<()> {
-    let kernel = ctx.builtin_kernel(name)?;
-    stream.launch(&kernel, grid(n, max_blocks), args)
+    let f = stream.device.builtin(name)?;
+    let dims = grid(n, max_blocks).to_dims();
+    Ok(unigpu_cuda_safe::launch(&stream.handle, &f, dims, params)?)
 }
 
-pub(crate) fn fill<T: Element>(
-    ctx: &Context,
-    stream: &Stream,
-    x: &mut GpuArray<T>,
-    value: T,
-) -> Result<()> {
+fn param<'a, T: Element>(v: T) -> KernelParam<'a> {
+    Scalar::new(v).to_param()
+}
+
+pub(crate) fn fill<T: Element>(stream: &Stream, x: &mut DeviceBuffer<T>, value: T) -> Result<()> {
     let n = x.len();
     if n == 0 {
         return Ok(());
     }
     let bytes = bytemuck::bytes_of(&value);
+    // The kernels fill raw bits, so one per element width serves every type.
     let (name, v) = match bytes.len() {
-        1 => ("ug_fill_b1", Scalar::new(bytes[0])),
+        1 => ("ug_fill_b1", param(bytes[0])),
         2 => (
             "ug_fill_b2",
-            Scalar::new(half::f16::from_bits(u16::from_le_bytes([
-                bytes[0], bytes[1],
-            ]))),
+            param(half::f16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]]))),
         ),
         4 => (
             "ug_fill_b4",
-            Scalar::new(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+            param(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
         ),
         _ => (
             "ug_fill_b8",
-            Scalar::new(u64::from_le_bytes(bytes.try_into().unwrap_or_default())),
+            param(u64::from_le_bytes(bytes.try_into().unwrap_or_default())),
         ),
     };
     launch(
-        ctx,
         stream,
         name,
         n,
         MAX_BLOCKS,
-        vec![x.into_arg(), Arg::Scalar(v), (n as u64).into_arg()],
+        &mut [KernelParam::BufferMut(x), v, param(n as u64)],
     )
 }
 
+/// The name of the element-wise kernel `ug_{op}_{T}`.
+fn map_name<T: Float>(op: &str) -> String {
+    format!("ug_{op}_{}", T::SUFFIX)
+}
+
 /// Launches the element-wise kernel `ug_{op}_{T}` over `n` elements, with
-/// `args` followed by `n`.
+/// `params` followed by `n`.
 fn map<T: Float>(
-    ctx: &Context,
     stream: &Stream,
     op: &str,
     n: usize,
-    mut args: Vec<Arg<'_>>,
+    mut params: Vec<KernelParam<'_>>,
 ) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
-    args.push((n as u64).into_arg());
-    let name = format!("ug_{op}_{}", T::SUFFIX);
-    launch(ctx, stream, &name, vectors::<T>(n), MAX_BLOCKS, args)
+    params.push(param(n as u64));
+    launch(stream, &map_name::<T>(op), vectors::<T>(n), MAX_BLOCKS, &mut params)
 }
 
 pub(crate) fn binary<T: Float>(
-    ctx: &Context,
     stream: &Stream,
     op: Binary,
-    a: &GpuArray<T>,
-    b: &GpuArray<T>,
-    out: &mut GpuArray<T>,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
 ) -> Result<()> {
     let op = match op {
         Binary::Add => "add",
@@ -104,21 +106,19 @@ pub(crate) fn binary<T: Float>(
         Binary::Mul => "mul",
     };
     let n = out.len();
-    map::<T>(
-        ctx,
-        stream,
-        op,
-        n,
-        vec![a.into_arg(), b.into_arg(), out.into_arg()],
-    )
+    let params = vec![
+        KernelParam::Buffer(a),
+        KernelParam::Buffer(b),
+        KernelParam::BufferMut(out),
+    ];
+    map::<T>(stream, op, n, params)
 }
 
 pub(crate) fn unary<T: Float>(
-    ctx: &Context,
     stream: &Stream,
     op: Unary,
-    x: &GpuArray<T>,
-    out: &mut GpuArray<T>,
+    x: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
 ) -> Result<()> {
     let op = match op {
         Unary::Relu => "relu",
@@ -126,112 +126,74 @@ pub(crate) fn unary<T: Float>(
         Unary::Tanh => "tanh",
     };
     let n = out.len();
-    map::<T>(ctx, stream, op, n, vec![x.into_arg(), out.into_arg()])
+    let params = vec![KernelParam::Buffer(x), KernelParam::BufferMut(out)];
+    map::<T>(stream, op, n, params)
 }
 
 pub(crate) fn axpy<T: Float>(
-    ctx: &Context,
     stream: &Stream,
     alpha: T,
-    x: &GpuArray<T>,
-    y: &mut GpuArray<T>,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
 ) -> Result<()> {
-    let alpha = Arg::Scalar(Scalar::new(alpha.to_acc()));
     let n = y.len();
-    map::<T>(
-        ctx,
-        stream,
-        "axpy",
-        n,
-        vec![alpha, x.into_arg(), y.into_arg()],
-    )
+    let params = vec![
+        param(alpha.to_acc()),
+        KernelParam::Buffer(x),
+        KernelParam::BufferMut(y),
+    ];
+    map::<T>(stream, "axpy", n, params)
 }
 
-pub(crate) fn scale<T: Float>(
-    ctx: &Context,
-    stream: &Stream,
-    alpha: T,
-    x: &mut GpuArray<T>,
-) -> Result<()> {
-    let alpha = Arg::Scalar(Scalar::new(alpha.to_acc()));
+pub(crate) fn scale<T: Float>(stream: &Stream, alpha: T, x: &mut DeviceBuffer<T>) -> Result<()> {
     let n = x.len();
-    map::<T>(ctx, stream, "scale", n, vec![alpha, x.into_arg()])
+    let params = vec![param(alpha.to_acc()), KernelParam::BufferMut(x)];
+    map::<T>(stream, "scale", n, params)
 }
 
 pub(crate) fn reduce<T: Float>(
-    ctx: &Context,
     stream: &Stream,
     op: Reduce,
-    x: &GpuArray<T>,
-    y: Option<&GpuArray<T>>,
+    x: &DeviceBuffer<T>,
+    y: Option<&DeviceBuffer<T>>,
 ) -> Result<T> {
     let n = x.len();
     if n == 0 {
         return Ok(T::from_acc(num_traits::Zero::zero()));
     }
     let blocks = n.div_ceil(Grid::DEFAULT_BLOCK as usize).min(REDUCE_BLOCKS);
-    let mut partial = ctx.alloc::<T::Acc>(blocks)?;
-    let mut out = ctx.alloc::<T::Acc>(1)?;
+    let mut partial = DeviceBuffer::<T::Acc>::alloc(&stream.handle, blocks)?;
+    let mut out = DeviceBuffer::<T::Acc>::alloc(&stream.handle, 1)?;
     let (first, last) = match op {
         Reduce::Sum => ("sum", "sum_final"),
         Reduce::Dot => ("dot", "sum_final"),
         Reduce::Max => ("max", "max_final"),
     };
-    let mut args = vec![x.into_arg()];
+    let mut params = vec![KernelParam::Buffer(x)];
     if let Some(y) = y {
-        args.push(y.into_arg());
+        params.push(KernelParam::Buffer(y));
     }
-    args.extend([partial.as_arg_mut(), (n as u64).into_arg()]);
-    launch(
-        ctx,
-        stream,
-        &format!("ug_{first}_{}", T::SUFFIX),
-        n,
-        REDUCE_BLOCKS,
-        args,
-    )?;
-    let final_args = vec![
-        partial.into_arg(),
-        out.as_arg_mut(),
-        (blocks as u64).into_arg(),
+    params.extend([KernelParam::BufferMut(&mut partial), param(n as u64)]);
+    launch(stream, &map_name::<T>(first), n, REDUCE_BLOCKS, &mut params)?;
+    let last = format!("ug_{last}_{}", T::ACC_SUFFIX);
+    let mut params = [
+        KernelParam::Buffer(&partial),
+        KernelParam::BufferMut(&mut out),
+        param(blocks as u64),
     ];
-    launch(
-        ctx,
-        stream,
-        &format!("ug_{last}_{}", T::ACC_SUFFIX),
-        blocks,
-        1,
-        final_args,
-    )?;
-    let value = stream.download(&out)?;
-    drop(partial);
+    launch(stream, &last, blocks, 1, &mut params)?;
+    let mut value = [T::Acc::default()];
+    out.read_into(&stream.handle, &mut value)?;
     Ok(T::from_acc(value[0]))
 }
 
 pub(crate) fn matmul<T: Float>(
-    ctx: &Context,
     stream: &Stream,
-    a: &GpuArray<T>,
-    b: &GpuArray<T>,
-    c: &mut GpuArray<T>,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    c: &mut DeviceBuffer<T>,
     (m, k, n): (usize, usize, usize),
 ) -> Result<()> {
-    let (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b), Storage::Cuda(c)) =
-        (&stream.imp, &a.storage, &b.storage, &mut c.storage)
-    else {
-        return Err(Error::ContextMismatch { what: "matmul" });
-    };
-    let blas = ctx.blas()?;
-    Ok(blas.gemm_row_major::<T>(s, m, n, k, a, b, c)?)
-}
-
-/// `&mut GpuArray` as a launch argument, without giving up the binding.
-trait IntoArgMut {
-    fn as_arg_mut(&mut self) -> Arg<'_>;
-}
-
-impl<T: Element> IntoArgMut for GpuArray<T> {
-    fn as_arg_mut(&mut self) -> Arg<'_> {
-        Arg::ArrayMut(self)
-    }
+    let blas = stream.device.blas(&stream.handle)?;
+    Ok(blas.gemm_row_major::<T>(&stream.handle, m, n, k, a, b, c)?)
 }

@@ -3,8 +3,21 @@
 use std::sync::Arc;
 
 use super::{TorchBuffer, TorchDevice, TorchEvent, TorchStream};
+use unigpu_cuda_safe::KernelParam;
+
+use super::ops;
+use crate::backend::code::{KernelRef, Program};
+use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
-use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::dlpack::sync::DlpackSync;
+use unigpu_cuda_safe::dlpack::ManagedTensor;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::kernel::grid::Grid;
+use crate::kernel::options::CompileOptions;
+use crate::kernel::signature::KernelDecl;
+use crate::ops::{Binary, Float, Reduce, Unary};
 
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
@@ -172,5 +185,130 @@ impl Api for Torch {
         src.order(stream, false)?;
         dst.order(stream, true)?;
         Ok(dst.tensor_mut().copy_from(&src.tensor, false)?)
+    }
+
+    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()> {
+        ops::fill::<T>(stream, x, value)
+    }
+
+    fn binary<T: Float>(
+        stream: &Self::Stream,
+        op: Binary,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::binary::<T>(stream, op, a, b, out)
+    }
+
+    fn unary<T: Float>(
+        stream: &Self::Stream,
+        op: Unary,
+        x: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::unary::<T>(stream, op, x, out)
+    }
+
+    fn axpy<T: Float>(
+        stream: &Self::Stream,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        ops::axpy::<T>(stream, alpha, x, y)
+    }
+
+    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()> {
+        ops::scale::<T>(stream, alpha, x)
+    }
+
+    fn reduce<T: Float>(
+        stream: &Self::Stream,
+        op: Reduce,
+        x: &Self::Buffer<T>,
+        y: Option<&Self::Buffer<T>>,
+    ) -> Result<T> {
+        ops::reduce::<T>(stream, op, x, y)
+    }
+
+    fn matmul<T: Float>(
+        stream: &Self::Stream,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        c: &mut Self::Buffer<T>,
+        mkn: (usize, usize, usize),
+    ) -> Result<()> {
+        ops::matmul::<T>(stream, a, b, c, mkn)
+    }
+
+    fn to_dlpack<T: Element>(
+        stream: &Self::Stream,
+        buffer: &mut Self::Buffer<T>,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        super::dlpack::export::<T>(stream, buffer, sync)
+    }
+
+    fn from_dlpack<T: Element>(
+        stream: &Self::Stream,
+        tensor: ManagedTensor,
+    ) -> Result<Self::Buffer<T>> {
+        super::dlpack::import::<T>(stream, tensor)
+    }
+
+    /// torch shares the device's primary context with the driver API, so
+    /// kernels compile and load as on the cuda backend.
+    fn compile(
+        device: &Self::Device,
+        source: &str,
+        options: &CompileOptions,
+        decls: &[KernelDecl],
+    ) -> Result<Program> {
+        driver::compile(&device.cuda, source, options, decls)
+            .map(Into::into)
+            .map_err(|e| e.on_backend(Backend::Torch))
+    }
+
+    /// The buffer and whether the kernel writes it.
+    type Arg<'a> = (&'a TorchBuffer, bool);
+
+    fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
+        (buffer, false)
+    }
+
+    fn arg_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Self::Arg<'_> {
+        (buffer, true)
+    }
+
+    /// A tensor goes in as its device address, after its earlier uses on
+    /// other c10 streams (the buffer's bookkeeping).
+    fn launch(
+        stream: &Self::Stream,
+        kernel: KernelRef<'_>,
+        grid: Grid,
+        args: Vec<LaunchArg<'_, Self>>,
+    ) -> Result<()> {
+        let f = kernel.cuda().ok_or_else(|| Error::Unsupported {
+            backend: Backend::Torch,
+            what: format!(
+                "kernel `{}` has no CUDA code (it was made with Kernel::cpu_only)",
+                kernel.name
+            ),
+        })?;
+        let mut params = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                LaunchArg::Scalar(v) => params.push(v.to_param()),
+                LaunchArg::Buffer((buffer, write)) => {
+                    buffer.order(stream, write)?;
+                    params.push(KernelParam::U64(buffer.tensor.data_address()?));
+                }
+            }
+        }
+        stream
+            .foreign
+            .launch(f, grid.to_dims(), &params)
+            .map_err(|e| driver_error(e).for_kernel(kernel.name))
     }
 }

@@ -1,23 +1,22 @@
 //! DLPack on the torch backend: arrays are CUDA tensors, shared through
 //! the bridge's `Tensor::to_managed` / `from_managed`.
 
+use std::sync::Arc;
+
 use unigpu_cuda_safe::CudaEventHandle;
-use unigpu_cuda_safe::dlpack::ffi;
+use unigpu_cuda_safe::dlpack::{ManagedTensor, ffi};
 use unigpu_torch_bridge as bridge;
 
-use super::TorchBuffer;
-use super::ops::{buf, stream_of};
-use crate::array::Storage;
-use crate::dlpack::{DlpackSync, DlpackTensor};
-use crate::{Context, Element, Error, GpuArray, Result};
+use super::{TorchBuffer, TorchStream};
+use crate::dlpack::sync::DlpackSync;
+use crate::element::Element;
+use crate::error::{Error, Result};
 
-pub(crate) fn to_dlpack<T: Element>(
-    a: &mut GpuArray<T>,
+pub(crate) fn export<T: Element>(
+    s: &Arc<TorchStream>,
+    b: &mut TorchBuffer,
     sync: DlpackSync<'_>,
-) -> Result<DlpackTensor> {
-    let what = "GpuArray::to_dlpack";
-    let s = stream_of(a.ctx.default_stream(), what)?;
-    let b = buf(a, what)?;
+) -> Result<ManagedTensor> {
     {
         let _current = s.enter()?;
         // The consumer may write: order after every earlier use.
@@ -36,17 +35,15 @@ pub(crate) fn to_dlpack<T: Element>(
     Ok(tensor)
 }
 
-pub(crate) fn from_dlpack<T: Element>(ctx: &Context, tensor: DlpackTensor) -> Result<GpuArray<T>> {
-    let what = "Context::from_dlpack";
+pub(crate) fn import<T: Element>(s: &Arc<TorchStream>, tensor: ManagedTensor) -> Result<TorchBuffer> {
     let view = tensor.view()?;
-    let ours = (ffi::kDLCUDA, ctx.device_id() as i32);
+    let ordinal = s.foreign.device().ordinal();
+    let ours = (ffi::kDLCUDA, ordinal as i32);
     if (view.device.device_type, view.device.device_id) != ours {
         return Err(Error::Dlpack {
             message: format!(
-                "the tensor is on DLPack device ({}, {}), this torch context is CUDA device {}",
-                view.device.device_type,
-                view.device.device_id,
-                ctx.device_id()
+                "the tensor is on DLPack device ({}, {}), this torch context is CUDA device {ordinal}",
+                view.device.device_type, view.device.device_id,
             ),
         });
     }
@@ -56,10 +53,6 @@ pub(crate) fn from_dlpack<T: Element>(ctx: &Context, tensor: DlpackTensor) -> Re
             message: "the tensor is read-only, and unigpu arrays are writable".into(),
         });
     }
-    let s = stream_of(ctx.default_stream(), what)?;
     let t = bridge::Tensor::from_managed(tensor)?;
-    Ok(GpuArray {
-        ctx: ctx.clone(),
-        storage: Storage::Torch(TorchBuffer::from_tensor(t, view.len, s)),
-    })
+    Ok(TorchBuffer::from_tensor(t, view.len, s))
 }

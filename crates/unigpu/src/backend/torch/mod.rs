@@ -11,17 +11,15 @@ mod device;
 mod dlpack;
 pub(crate) mod ops;
 mod stream;
-mod transfer;
 
 pub(crate) use buffer::TorchBuffer;
 pub(crate) use device::{TorchDevice, device_count, open};
-pub(crate) use dlpack::{from_dlpack, to_dlpack};
 pub(crate) use stream::{TorchEvent, TorchStream};
-pub(crate) use transfer::{cuda_to_torch, torch_to_cuda};
 
 use unigpu_torch_bridge as bridge;
 
-use crate::{Backend, Error};
+use crate::backend::Backend;
+use crate::error::Error;
 
 /// A C++ exception from torch, as the facade's error.
 pub(crate) fn torch_error(e: bridge::Error) -> Error {

@@ -6,44 +6,14 @@ use std::sync::Arc;
 use num_traits::{Float as _, NumCast};
 
 use super::{TorchBuffer, TorchStream};
-use crate::array::Storage;
+use crate::element::Element;
+use crate::error::{Error, Result};
 use crate::ops::{Binary, Float, Reduce, Unary};
-use crate::stream::StreamImpl;
-use crate::{Element, Error, GpuArray, Result, Stream};
 
-pub(crate) fn stream_of<'a>(
-    stream: &'a Stream,
-    what: &'static str,
-) -> Result<&'a Arc<TorchStream>> {
-    match &stream.imp {
-        StreamImpl::Torch(s) => Ok(s),
-        _ => Err(Error::ContextMismatch { what }),
-    }
-}
+type Stream = Arc<TorchStream>;
 
-pub(crate) fn buf<'a, T: Element>(
-    x: &'a GpuArray<T>,
-    what: &'static str,
-) -> Result<&'a TorchBuffer> {
-    match &x.storage {
-        Storage::Torch(b) => Ok(b),
-        _ => Err(Error::ContextMismatch { what }),
-    }
-}
-
-pub(crate) fn buf_mut<'a, T: Element>(
-    x: &'a mut GpuArray<T>,
-    what: &'static str,
-) -> Result<&'a mut TorchBuffer> {
-    match &mut x.storage {
-        Storage::Torch(b) => Ok(b),
-        _ => Err(Error::ContextMismatch { what }),
-    }
-}
-
-pub(crate) fn fill<T: Element>(stream: &Stream, x: &mut GpuArray<T>, value: T) -> Result<()> {
-    let s = stream_of(stream, "fill")?;
-    let d = buf_mut(x, "fill")?;
+pub(crate) fn fill<T: Element>(s: &Stream, x: &mut TorchBuffer, value: T) -> Result<()> {
+    let d = x;
     let mut bits = [0u8; 8];
     let value = bytemuck::bytes_of(&value);
     bits[..value.len()].copy_from_slice(value);
@@ -53,15 +23,13 @@ pub(crate) fn fill<T: Element>(stream: &Stream, x: &mut GpuArray<T>, value: T) -
 }
 
 pub(crate) fn binary<T: Float>(
-    stream: &Stream,
+    s: &Stream,
     op: Binary,
-    a: &GpuArray<T>,
-    b: &GpuArray<T>,
-    out: &mut GpuArray<T>,
+    a: &TorchBuffer,
+    b: &TorchBuffer,
+    out: &mut TorchBuffer,
 ) -> Result<()> {
-    let what = "element-wise op";
-    let s = stream_of(stream, what)?;
-    let (a, b, o) = (buf(a, what)?, buf(b, what)?, buf_mut(out, what)?);
+    let o = out;
     let _current = s.enter()?;
     a.order(s, false)?;
     b.order(s, false)?;
@@ -75,14 +43,12 @@ pub(crate) fn binary<T: Float>(
 }
 
 pub(crate) fn unary<T: Float>(
-    stream: &Stream,
+    s: &Stream,
     op: Unary,
-    x: &GpuArray<T>,
-    out: &mut GpuArray<T>,
+    x: &TorchBuffer,
+    out: &mut TorchBuffer,
 ) -> Result<()> {
-    let what = "element-wise op";
-    let s = stream_of(stream, what)?;
-    let (x, o) = (buf(x, what)?, buf_mut(out, what)?);
+    let o = out;
     let _current = s.enter()?;
     x.order(s, false)?;
     o.order(s, true)?;
@@ -95,13 +61,11 @@ pub(crate) fn unary<T: Float>(
 }
 
 pub(crate) fn axpy<T: Float>(
-    stream: &Stream,
+    s: &Stream,
     alpha: T,
-    x: &GpuArray<T>,
-    y: &mut GpuArray<T>,
+    x: &TorchBuffer,
+    y: &mut TorchBuffer,
 ) -> Result<()> {
-    let s = stream_of(stream, "axpy")?;
-    let (x, y) = (buf(x, "axpy")?, buf_mut(y, "axpy")?);
     let _current = s.enter()?;
     x.order(s, false)?;
     y.order(s, true)?;
@@ -109,29 +73,24 @@ pub(crate) fn axpy<T: Float>(
         .add_scaled(&x.tensor, alpha.to_acc().into())?)
 }
 
-pub(crate) fn scale<T: Float>(stream: &Stream, alpha: T, x: &mut GpuArray<T>) -> Result<()> {
-    let s = stream_of(stream, "scale")?;
-    let x = buf_mut(x, "scale")?;
+pub(crate) fn scale<T: Float>(s: &Stream, alpha: T, x: &mut TorchBuffer) -> Result<()> {
     let _current = s.enter()?;
     x.order(s, true)?;
     Ok(x.tensor_mut().scale(alpha.to_acc().into())?)
 }
 
 pub(crate) fn reduce<T: Float>(
-    stream: &Stream,
+    s: &Stream,
     op: Reduce,
-    x: &GpuArray<T>,
-    y: Option<&GpuArray<T>>,
+    x: &TorchBuffer,
+    y: Option<&TorchBuffer>,
 ) -> Result<T> {
-    let s = stream_of(stream, "reduction")?;
-    let x = buf(x, "reduction")?;
     let _current = s.enter()?;
     x.order(s, false)?;
     let value = match (op, y) {
         (Reduce::Sum, _) => x.tensor.sum_acc()?,
         (Reduce::Max, _) => x.tensor.max_ignoring_nan()?,
         (Reduce::Dot, Some(y)) => {
-            let y = buf(y, "reduction")?;
             y.order(s, false)?;
             x.tensor.dot_acc(&y.tensor)?
         }
@@ -149,14 +108,12 @@ pub(crate) fn reduce<T: Float>(
 }
 
 pub(crate) fn matmul<T: Float>(
-    stream: &Stream,
-    a: &GpuArray<T>,
-    b: &GpuArray<T>,
-    c: &mut GpuArray<T>,
+    s: &Stream,
+    a: &TorchBuffer,
+    b: &TorchBuffer,
+    c: &mut TorchBuffer,
     (m, k, n): (usize, usize, usize),
 ) -> Result<()> {
-    let s = stream_of(stream, "matmul")?;
-    let (a, b, c) = (buf(a, "matmul")?, buf(b, "matmul")?, buf_mut(c, "matmul")?);
     let dim = |d: usize| {
         i64::try_from(d).map_err(|_| Error::SizeMismatch {
             what: "matmul dimension",

@@ -1,10 +1,18 @@
-//! What the cuda and torch backends share: the CUDA driver's view of a
-//! device (torch's devices are CUDA devices, opened beside it).
+//! What the cuda and torch backends share, being two ways to drive the
+//! same CUDA devices (torch's devices are CUDA devices, opened beside it):
+//! the driver's view of a device, and NVRTC compiles with their caches.
+//! Not a backend: it names none, and neither backend folder is used here.
+
+pub(crate) mod cache;
+mod compile;
+
+pub(crate) use compile::{CudaProgram, LoadedModule, compile};
 
 use unigpu_cuda_safe::CudaDevice;
 
 use super::Backend;
-use crate::{DeviceInfo, Error, MemoryInfo, Result};
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::error::{Error, Result};
 
 /// Name, capability and memory of `device`, said of `backend`.
 pub(crate) fn device_info(device: &CudaDevice, backend: Backend) -> Result<DeviceInfo> {

@@ -13,29 +13,15 @@
 /// with the `unsafe` `ForeignStream::from_raw`, whose caller vouches for the
 /// handle).
 pub use unigpu_cuda_safe::ForeignStream;
-use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ffi};
+pub(crate) mod sync;
+
+pub use sync::DlpackSync;
+use unigpu_cuda_safe::dlpack::ffi;
 pub use unigpu_cuda_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
-use crate::any_array::with_dtype;
-use crate::array::Storage;
-use crate::backend::cpu::CpuBuffer;
-use crate::context::DeviceImpl;
+use crate::element::with_dtype;
+use crate::backend::Storage;
 use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
-
-/// How an export is ordered before the consumer's first use, as the
-/// `stream` argument of `__dlpack__` asks.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub enum DlpackSync<'a> {
-    /// Block until every pending use of the array is done (a consumer on
-    /// the host, or one that gave no stream).
-    Host,
-    /// Make this CUDA stream (the consumer's) wait for the pending uses;
-    /// nothing blocks.
-    Stream(&'a ForeignStream),
-    /// No ordering: the consumer has arranged it (DLPack's `stream=-1`).
-    Unordered,
-}
 
 /// The DLPack `(device_type, device_id)` of a backend's device: CPU 1,
 /// CUDA 2 (torch tensors here are CUDA tensors).
@@ -67,32 +53,8 @@ impl<T: Element> GpuArray<T> {
     /// write: until the consumer is done, ordering the array's other uses
     /// against it is the caller's duty, as in every DLPack exchange.
     pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
-        let ctx = self.ctx.clone();
-        match &mut self.storage {
-            Storage::Cpu(b) => {
-                match sync {
-                    DlpackSync::Host => b.uses.wait_all(),
-                    DlpackSync::Unordered => {}
-                    DlpackSync::Stream(_) => {
-                        return Err(Error::Dlpack {
-                            message: "a CPU array cannot be ordered on a CUDA stream (a CPU consumer passes no stream)".into(),
-                        });
-                    }
-                }
-                Ok(b.data.to_dlpack())
-            }
-            Storage::Cuda(b) => {
-                let (tensor, ready) = b.to_dlpack(ctx.cuda_stream()?)?;
-                match sync {
-                    DlpackSync::Host => ready.synchronize()?,
-                    DlpackSync::Stream(consumer) => consumer.wait(&ready)?,
-                    DlpackSync::Unordered => {}
-                }
-                Ok(tensor)
-            }
-            #[cfg(feature = "torch")]
-            Storage::Torch(_) => crate::backend::torch::to_dlpack(self, sync),
-        }
+        let stream = &self.ctx.default_stream().imp;
+        self.storage.to_dlpack(stream, sync)
     }
 
     /// Takes `tensor` as an array of `ctx` without copying. The tensor must
@@ -102,20 +64,7 @@ impl<T: Element> GpuArray<T> {
     /// the producer's only as far as the producer arranged it (DLPack's
     /// rule: the consumer passes its stream to the producer).
     pub fn from_dlpack(ctx: &Context, tensor: DlpackTensor) -> Result<GpuArray<T>> {
-        let storage = match ctx.device() {
-            DeviceImpl::Cpu(_) => Storage::Cpu(match tensor.owner::<HostArray<T>>() {
-                // Our own export coming back: share the array's memory
-                // through its lock rather than alias it with a second one.
-                Some(host) => CpuBuffer::shared(host.clone()),
-                None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
-            }),
-            DeviceImpl::Cuda(_) => Storage::Cuda(unigpu_cuda_safe::DeviceBuffer::from_dlpack(
-                ctx.cuda_stream()?,
-                tensor,
-            )?),
-            #[cfg(feature = "torch")]
-            DeviceImpl::Torch(_) => return crate::backend::torch::from_dlpack(ctx, tensor),
-        };
+        let storage = Storage::from_dlpack(&ctx.default_stream().imp, tensor)?;
         Ok(GpuArray {
             ctx: ctx.clone(),
             storage,

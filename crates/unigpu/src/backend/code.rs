@@ -1,0 +1,107 @@
+//! The forms kernel code takes, one variant per form: what a `Module`
+//! holds once compiled and what a `Kernel` carries. A kernel carries every
+//! form it has, and each backend runs the form it can (the cuda and torch
+//! backends both run CUDA functions: they drive the same devices), so the
+//! same `launch` call picks the code that fits the context.
+
+use unigpu_cuda_safe::CudaFunctionHandle;
+
+use super::cpu::CpuKernelFn;
+use super::driver::{CudaProgram, LoadedModule};
+use crate::error::Result;
+use crate::kernel::options::Origin;
+
+/// A program compiled (or not) by one backend for one device.
+#[derive(Debug)]
+pub(crate) struct Program {
+    pub(crate) origin: Origin,
+    /// Compiler warnings.
+    pub(crate) log: String,
+    pub(crate) code: ModuleCode,
+}
+
+impl From<CudaProgram> for Program {
+    fn from(p: CudaProgram) -> Program {
+        Program {
+            origin: p.origin,
+            log: p.log,
+            code: ModuleCode::Cuda(p.module),
+        }
+    }
+}
+
+/// What a compiled module holds.
+#[derive(Debug)]
+pub(crate) enum ModuleCode {
+    /// Nothing was compiled (the CPU backend runs a kernel's host code).
+    Host,
+    /// A CUDA module loaded on a device.
+    Cuda(LoadedModule),
+}
+
+impl ModuleCode {
+    /// What the module holds for kernel `name`.
+    pub(crate) fn kernel(&self, name: &str) -> Result<Lookup> {
+        Ok(match self {
+            ModuleCode::Host => Lookup::NoCode,
+            ModuleCode::Cuda(m) => match m.function(name)? {
+                Some(f) => Lookup::Found(KernelCode::Cuda(f)),
+                None => Lookup::Missing,
+            },
+        })
+    }
+}
+
+/// A kernel looked up in a module.
+pub(crate) enum Lookup {
+    Found(KernelCode),
+    /// The module has code, but none for this kernel.
+    Missing,
+    /// The module holds no code (the kernel's host code runs instead).
+    NoCode,
+}
+
+/// One form of a kernel's code.
+#[derive(Clone)]
+pub(crate) enum KernelCode {
+    /// A CUDA function loaded in a device's primary context.
+    Cuda(CudaFunctionHandle),
+    /// A Rust (or, through the C API, C) implementation over host slices.
+    Cpu(CpuKernelFn),
+}
+
+impl KernelCode {
+    /// The form's name, for `Debug` and errors.
+    pub(crate) fn form(&self) -> &'static str {
+        match self {
+            KernelCode::Cuda(_) => "cuda",
+            KernelCode::Cpu(_) => "cpu",
+        }
+    }
+}
+
+/// A kernel as a backend launches it: its name (for errors) and the code
+/// it carries.
+#[derive(Clone, Copy)]
+pub(crate) struct KernelRef<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) code: &'a [KernelCode],
+}
+
+impl KernelRef<'_> {
+    /// The kernel's CUDA function, if it has one.
+    pub(crate) fn cuda(&self) -> Option<&CudaFunctionHandle> {
+        self.code.iter().find_map(|c| match c {
+            KernelCode::Cuda(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// The kernel's CPU implementation, if it has one.
+    pub(crate) fn cpu(&self) -> Option<&CpuKernelFn> {
+        self.code.iter().find_map(|c| match c {
+            KernelCode::Cpu(f) => Some(f),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! What a CPU implementation of a kernel gets: the launch's arguments by
+//! position, arrays as locked host slices.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
+
+use crate::element::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernel::grid::Grid;
+use crate::kernel::scalar::Scalar;
+
+/// A CPU implementation of a kernel: gets the launch's arguments by
+/// position and does the kernel's work over host slices.
+pub type CpuKernelFn = Arc<dyn Fn(&CpuArgs) -> Result<()> + Send + Sync>;
+
+/// What a CPU implementation of a kernel sees: the launch's arguments by
+/// position, with arrays as locked host slices.
+pub struct CpuArgs {
+    pub(crate) values: Vec<CpuValue>,
+    pub(crate) grid: Grid,
+}
+
+pub(crate) enum CpuValue {
+    Scalar(Scalar),
+    Array {
+        data: Arc<dyn Any + Send + Sync>,
+        dtype: DType,
+        writable: bool,
+    },
+}
+
+impl std::fmt::Debug for CpuArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuArgs")
+            .field("len", &self.values.len())
+            .field("grid", &self.grid)
+            .finish()
+    }
+}
+
+impl CpuArgs {
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The launch's grid, for implementations that use it.
+    pub fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    /// Argument `i` as a plain value of type `T`.
+    pub fn scalar<T: Element>(&self, i: usize) -> Result<T> {
+        match self.values.get(i) {
+            Some(CpuValue::Scalar(s)) => s
+                .get()
+                .ok_or_else(|| arg_error(i, format!("is a {} value, not {}", s.dtype(), T::DTYPE))),
+            Some(CpuValue::Array { dtype, .. }) => Err(arg_error(
+                i,
+                format!("is a GpuArray<{dtype}>, not a {} value", T::DTYPE),
+            )),
+            None => Err(arg_error(
+                i,
+                format!("does not exist ({} arguments)", self.len()),
+            )),
+        }
+    }
+
+    /// Argument `i`, an array, for reading.
+    pub fn input<T: Element>(&self, i: usize) -> Result<HostRead<'_, T>> {
+        Ok(self.array::<T>(i)?.read())
+    }
+
+    /// Argument `i`, an array passed as `&mut`, for writing.
+    pub fn output<T: Element>(&self, i: usize) -> Result<HostWrite<'_, T>> {
+        if let Some(CpuValue::Array {
+            writable: false, ..
+        }) = self.values.get(i)
+        {
+            return Err(arg_error(
+                i,
+                "was passed as &GpuArray; pass &mut to write it".into(),
+            ));
+        }
+        Ok(self.array::<T>(i)?.write())
+    }
+
+    fn array<T: Element>(&self, i: usize) -> Result<&HostArray<T>> {
+        match self.values.get(i) {
+            Some(CpuValue::Array { data, dtype, .. }) => {
+                data.downcast_ref::<HostArray<T>>().ok_or_else(|| {
+                    arg_error(
+                        i,
+                        format!("is a GpuArray<{dtype}>, not GpuArray<{}>", T::DTYPE),
+                    )
+                })
+            }
+            Some(CpuValue::Scalar(s)) => Err(arg_error(
+                i,
+                format!("is a {} value, not an array", s.dtype()),
+            )),
+            None => Err(arg_error(
+                i,
+                format!("does not exist ({} arguments)", self.len()),
+            )),
+        }
+    }
+}
+
+fn arg_error(i: usize, what: String) -> Error {
+    Error::KernelArgs {
+        kernel: "(CPU implementation)".into(),
+        message: format!("argument {i} {what}"),
+    }
+}
+

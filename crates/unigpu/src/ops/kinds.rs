@@ -1,0 +1,70 @@
+//! The kinds of built-in op and the element types they take: the
+//! vocabulary the public `Ops` and every backend's ops share.
+
+use num_traits::Float as NumFloat;
+
+use crate::element::Element;
+use half::{bf16, f16};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Floating-point element types the arithmetic ops take: f32, f64, f16 and
+/// bf16. f16/bf16 are computed in f32 and rounded once per result.
+pub trait Float: Element + unigpu_cuda_safe::GemmElement + sealed::Sealed {
+    /// The type arithmetic is done in: f32, or f64 for f64.
+    type Acc: Element + NumFloat + Into<f64> + Send + Sync;
+    #[doc(hidden)]
+    const SUFFIX: &'static str;
+    #[doc(hidden)]
+    const ACC_SUFFIX: &'static str;
+    fn to_acc(self) -> Self::Acc;
+    fn from_acc(a: Self::Acc) -> Self;
+}
+
+macro_rules! float {
+    ($t:ty, $acc:ty, $suffix:literal, $acc_suffix:literal, $to:expr, $from:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Float for $t {
+            type Acc = $acc;
+            const SUFFIX: &'static str = $suffix;
+            const ACC_SUFFIX: &'static str = $acc_suffix;
+            fn to_acc(self) -> $acc {
+                $to(self)
+            }
+            fn from_acc(a: $acc) -> Self {
+                $from(a)
+            }
+        }
+    };
+}
+float!(f32, f32, "f32", "f32", |x| x, |a| a);
+float!(f64, f64, "f64", "f64", |x| x, |a| a);
+float!(f16, f32, "f16", "f32", f16::to_f32, f16::from_f32);
+float!(bf16, f32, "bf16", "f32", bf16::to_f32, bf16::from_f32);
+
+/// The element-wise ops that take two inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Binary {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// The element-wise ops that take one input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unary {
+    Relu,
+    Sigmoid,
+    Tanh,
+}
+
+/// The reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reduce {
+    Sum,
+    Max,
+    Dot,
+}
+
