@@ -63,6 +63,7 @@ commands:
   mutants [--gpu-pack]      write deliberate bugs into the CPU backend one at a time and
                             fail unless the facade's tests catch every one; --gpu-pack builds
                             the CUDA and torch mutants into .gpu-mutants/ for the GPU machine
-  layers                    check crates/unigpu/src: no import cycle among its files, backends
-                            use neither the public types nor each other (rules in
-                            xtask/src/layers/rules.rs)";
+  layers [--edges] [--root <dir>]
+                            check crates/unigpu/src (or <dir>): no import cycle among its
+                            files, backends use neither the public types nor each other
+                            (rules in xtask/src/layers/rules.rs); --edges lists the graph";

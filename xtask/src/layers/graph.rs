@@ -4,15 +4,24 @@
 //! A path counts when it starts with `crate::`, `self::` or `super::`, or
 //! with the name of a child module of the module it is written in (how
 //! `pub use child::Item;` re-exports are written). It resolves to the file
-//! of its longest module prefix: `crate::kernel::Grid` is `kernel/mod.rs`,
-//! even when `Grid` is a re-export. `mod child;` is not an edge.
+//! of its longest module prefix, then through re-exports: when that module
+//! re-exports the path's next name (`pub use`, `pub(crate) use`, a rename,
+//! or a glob that holds the name), the path goes on from where the re-export
+//! points, so `crate::Error` is `error.rs` even though `lib.rs` names it. A
+//! re-export of another crate ends the path there: no edge. A name the
+//! module does not re-export (defined there, a macro, unknown) stays at the
+//! module's file. A file's own `pub use` items are still its edges, and a
+//! private `use` is not a re-export. `mod child;` is not an edge.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use syn::buffer::{Cursor, TokenBuffer};
 use syn::visit::{self, Visit};
+
+/// How many re-exports one path is followed through, against loops.
+const MAX_HOPS: usize = 16;
 
 /// The files of the tree and the edges between them.
 #[derive(Debug)]
@@ -25,8 +34,21 @@ pub struct Graph {
     pub edges: Vec<BTreeMap<usize, String>>,
 }
 
+/// What a module makes visible to paths through it.
+#[derive(Debug, Default)]
+struct Exports {
+    /// Re-exported name → the absolute path it points to (`None`: another
+    /// crate's item).
+    named: HashMap<String, Option<Vec<String>>>,
+    /// `pub use m::*` of a module of this crate: `m`, absolute.
+    globs: Vec<Vec<String>>,
+    /// Names of the items defined in the module itself.
+    defined: HashSet<String>,
+}
+
 impl Graph {
-    /// Reads and parses every `.rs` file under `root`.
+    /// Reads and parses every `.rs` file under `root`. A file that does not
+    /// parse is an error naming it (all such files, not just the first).
     pub fn read(root: &Path) -> Result<Graph> {
         let mut files = Vec::new();
         list_rs(root, root, &mut files)?;
@@ -35,31 +57,54 @@ impl Graph {
             .iter()
             .map(|f| std::fs::read_to_string(root.join(f)).with_context(|| format!("reading {f}")))
             .collect::<Result<Vec<_>>>()?;
-        let modules: HashMap<Vec<String>, usize> = files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (module_of(f), i))
-            .collect();
-        let mut edges = Vec::new();
-        for (i, (file, text)) in files.iter().zip(&texts).enumerate() {
-            let ast = syn::parse_file(text).with_context(|| format!("parsing {file}"))?;
+        let mut asts = Vec::new();
+        let mut errors = Vec::new();
+        for (file, text) in files.iter().zip(&texts) {
+            match syn::parse_file(text) {
+                Ok(ast) => asts.push(ast),
+                Err(e) => errors.push(format!("parsing {file}: {e}")),
+            }
+        }
+        if !errors.is_empty() {
+            bail!("{}", errors.join("\n"));
+        }
+        // Every module, inline `mod x { }`s included, → the file holding it.
+        let mut modules: HashMap<Vec<String>, usize> = HashMap::new();
+        for (i, (file, ast)) in files.iter().zip(&asts).enumerate() {
+            let mut module = module_of(file);
+            inline_modules(&ast.items, &mut module, i, &mut modules);
+            modules.insert(module, i);
+        }
+        let mut found = Vec::new();
+        let mut exports: HashMap<Vec<String>, Exports> = HashMap::new();
+        for (file, ast) in files.iter().zip(&asts) {
             let mut paths = Paths {
                 module: module_of(file),
                 modules: &modules,
                 found: Vec::new(),
+                exports: &mut exports,
             };
-            paths.visit_file(&ast);
-            let mut out = BTreeMap::new();
-            for (absolute, text) in paths.found {
-                let target = (0..=absolute.len())
-                    .rev()
-                    .find_map(|n| modules.get(&absolute[..n]).copied());
-                if let Some(target) = target.filter(|&t| t != i) {
-                    out.entry(target).or_insert(text);
-                }
-            }
-            edges.push(out);
+            paths.exports_mut().defined.extend(defined(&ast.items));
+            paths.visit_file(ast);
+            found.push(paths.found);
         }
+        let resolver = Resolver {
+            modules: &modules,
+            exports: &exports,
+        };
+        let edges = found
+            .into_iter()
+            .enumerate()
+            .map(|(i, found)| {
+                let mut out = BTreeMap::new();
+                for (absolute, text) in found {
+                    if let Some(target) = resolver.resolve(&absolute, 0).filter(|&t| t != i) {
+                        out.entry(target).or_insert(text);
+                    }
+                }
+                out
+            })
+            .collect();
         Ok(Graph {
             files,
             texts,
@@ -70,6 +115,100 @@ impl Graph {
     pub fn edge_count(&self) -> usize {
         self.edges.iter().map(BTreeMap::len).sum()
     }
+}
+
+/// Follows absolute paths through modules and their re-exports to files.
+struct Resolver<'a> {
+    modules: &'a HashMap<Vec<String>, usize>,
+    exports: &'a HashMap<Vec<String>, Exports>,
+}
+
+impl Resolver<'_> {
+    /// The file that defines what `path` names (`None`: another crate's).
+    fn resolve(&self, path: &[String], hops: usize) -> Option<usize> {
+        let (n, file) = (0..=path.len())
+            .rev()
+            .find_map(|n| self.modules.get(&path[..n]).map(|&f| (n, f)))?;
+        if n == path.len() || hops >= MAX_HOPS {
+            return Some(file);
+        }
+        self.lookup(&path[..n], &path[n], &path[n + 1..], hops)
+            .unwrap_or(Some(file))
+    }
+
+    /// Where `module::name::rest` leads, or `None` if `module` neither
+    /// re-exports nor defines `name`.
+    fn lookup(
+        &self,
+        module: &[String],
+        name: &str,
+        rest: &[String],
+        hops: usize,
+    ) -> Option<Option<usize>> {
+        let exports = self.exports.get(module)?;
+        if let Some(target) = exports.named.get(name) {
+            return Some(target.as_ref().and_then(|target| {
+                if hops + 1 >= MAX_HOPS {
+                    return self.modules.get(module).copied();
+                }
+                self.resolve(&[target.as_slice(), rest].concat(), hops + 1)
+            }));
+        }
+        if exports.defined.contains(name) {
+            return self.modules.get(module).map(|&f| Some(f));
+        }
+        if hops + 1 < MAX_HOPS {
+            for glob in &exports.globs {
+                if let Some(found) = self.lookup(glob, name, rest, hops + 1) {
+                    return Some(found);
+                }
+            }
+        }
+        // Unknown here: it must come in through a glob, if there is one.
+        let glob = exports.globs.first()?;
+        self.modules.get(glob).map(|&f| Some(f))
+    }
+}
+
+/// Records the inline modules under `module` (`mod x { }`), as in `file`.
+fn inline_modules(
+    items: &[syn::Item],
+    module: &mut Vec<String>,
+    file: usize,
+    out: &mut HashMap<Vec<String>, usize>,
+) {
+    for item in items {
+        if let syn::Item::Mod(m) = item
+            && let Some((_, items)) = &m.content
+        {
+            module.push(m.ident.to_string());
+            out.insert(module.clone(), file);
+            inline_modules(items, module, file, out);
+            module.pop();
+        }
+    }
+}
+
+/// The names of the items `items` define (not their `use`s).
+fn defined(items: &[syn::Item]) -> impl Iterator<Item = String> + '_ {
+    items.iter().filter_map(|item| {
+        let ident = match item {
+            syn::Item::Const(i) => &i.ident,
+            syn::Item::Enum(i) => &i.ident,
+            syn::Item::ExternCrate(i) => i.rename.as_ref().map_or(&i.ident, |(_, r)| r),
+            syn::Item::Fn(i) => &i.sig.ident,
+            syn::Item::Macro(i) => i.ident.as_ref()?,
+            syn::Item::Mod(i) => &i.ident,
+            syn::Item::Static(i) => &i.ident,
+            syn::Item::Struct(i) => &i.ident,
+            syn::Item::Trait(i) => &i.ident,
+            syn::Item::TraitAlias(i) => &i.ident,
+            syn::Item::Type(i) => &i.ident,
+            syn::Item::Union(i) => &i.ident,
+            _ => return None,
+        };
+        Some(ident.to_string())
+    })
 }
 
 /// Every `.rs` file under `dir`, relative to `base`.
@@ -97,13 +236,16 @@ pub fn module_of(file: &str) -> Vec<String> {
     stem.split('/').map(str::to_owned).collect()
 }
 
-/// Collects the module paths a file names, made absolute.
+/// Collects the module paths a file names, made absolute, and what each of
+/// its modules re-exports.
 struct Paths<'a> {
     /// The module being visited (the file's, plus inline `mod x { }`s).
     module: Vec<String>,
     modules: &'a HashMap<Vec<String>, usize>,
     /// Absolute path, the path as written.
     found: Vec<(Vec<String>, String)>,
+    /// Every module's re-exports, this file's being filled in.
+    exports: &'a mut HashMap<Vec<String>, Exports>,
 }
 
 impl Paths<'_> {
@@ -112,6 +254,11 @@ impl Paths<'_> {
         if let Some(absolute) = self.absolute(segments) {
             self.found.push((absolute, text));
         }
+    }
+
+    /// The re-exports of the module being visited.
+    fn exports_mut(&mut self) -> &mut Exports {
+        self.exports.entry(self.module.clone()).or_default()
     }
 
     /// `segments` as a path from the crate root, or `None` if not ours.
@@ -143,46 +290,76 @@ impl Paths<'_> {
         Some(base)
     }
 
-    /// Every path a `use` tree imports, with the prefix above it.
-    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+    /// `segments` of a `use` as a path from the crate root: as `absolute`,
+    /// but a child module's name alone counts too.
+    fn use_absolute(&self, segments: &[String]) -> Option<Vec<String>> {
+        match segments {
+            [only] if !matches!(only.as_str(), "crate" | "self" | "super") => {
+                let child = [self.module.as_slice(), segments].concat();
+                self.modules.contains_key(&child).then_some(child)
+            }
+            _ => self.absolute(segments),
+        }
+    }
+
+    /// Every path a `use` tree imports, with the prefix above it; with
+    /// `export` (a `pub use`), each is a re-export of the module too.
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree, export: bool) {
         match tree {
             syn::UseTree::Path(p) => {
                 prefix.push(p.ident.to_string());
-                self.use_tree(prefix, &p.tree);
+                self.use_tree(prefix, &p.tree, export);
                 prefix.pop();
             }
-            syn::UseTree::Name(n) => self.use_leaf(prefix, &n.ident, ""),
-            syn::UseTree::Rename(r) => {
-                self.use_leaf(prefix, &r.ident, &format!(" as {}", r.rename))
-            }
+            syn::UseTree::Name(n) => self.use_leaf(prefix, &n.ident, None, export),
+            syn::UseTree::Rename(r) => self.use_leaf(prefix, &r.ident, Some(&r.rename), export),
             syn::UseTree::Glob(_) => {
                 let text = format!("{}::*", prefix.join("::"));
-                self.add(prefix, text);
+                let absolute = self.use_absolute(prefix);
+                if let Some(absolute) = absolute {
+                    if export && self.modules.contains_key(&absolute) {
+                        self.exports_mut().globs.push(absolute.clone());
+                    }
+                    self.found.push((absolute, text));
+                }
             }
             syn::UseTree::Group(g) => {
                 for item in &g.items {
-                    self.use_tree(prefix, item);
+                    self.use_tree(prefix, item, export);
                 }
             }
         }
     }
 
-    fn use_leaf(&mut self, prefix: &[String], last: &syn::Ident, suffix: &str) {
+    fn use_leaf(
+        &mut self,
+        prefix: &[String],
+        last: &syn::Ident,
+        rename: Option<&syn::Ident>,
+        export: bool,
+    ) {
         let mut segments = prefix.to_vec();
         // `use a::{self}` imports `a` itself.
         if last != "self" || prefix.is_empty() {
             segments.push(last.to_string());
         }
+        let suffix = rename.map_or(String::new(), |r| format!(" as {r}"));
         let text = format!("{}{suffix}", segments.join("::"));
-        match segments.as_slice() {
-            // In a `use`, a child module's name alone counts too.
-            [only] if !matches!(only.as_str(), "crate" | "self" | "super") => {
-                let child = [self.module.as_slice(), segments.as_slice()].concat();
-                if self.modules.contains_key(&child) {
-                    self.found.push((child, text));
-                }
+        let absolute = self.use_absolute(&segments);
+        if export && let Some(first) = segments.first() {
+            let name =
+                rename.map_or_else(|| segments[segments.len() - 1].clone(), ToString::to_string);
+            let exports = self.exports_mut();
+            if absolute.is_none() && (segments.len() == 1 || exports.defined.contains(first)) {
+                // `pub use local_macro;`, `pub use Enum::Variant`: defined here.
+                exports.defined.insert(name);
+            } else {
+                // `None`: another crate's item, e.g. `pub use half::f16`.
+                exports.named.insert(name, absolute.clone());
             }
-            _ => self.add(&segments, text),
+        }
+        if let Some(absolute) = absolute {
+            self.found.push((absolute, text));
         }
     }
 
@@ -242,7 +419,8 @@ fn colons(cursor: Cursor) -> Option<Cursor> {
 impl<'ast> Visit<'ast> for Paths<'_> {
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         if item.leading_colon.is_none() {
-            self.use_tree(&mut Vec::new(), &item.tree);
+            let export = !matches!(item.vis, syn::Visibility::Inherited);
+            self.use_tree(&mut Vec::new(), &item.tree, export);
         }
     }
 
@@ -254,9 +432,13 @@ impl<'ast> Visit<'ast> for Paths<'_> {
         visit::visit_path(self, path);
     }
 
+    // `pub(crate)`, `pub(super)`, `pub(in path)` name no item.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
-        if item.content.is_some() {
+        if let Some((_, items)) = &item.content {
             self.module.push(item.ident.to_string());
+            self.exports_mut().defined.extend(defined(items));
             visit::visit_item_mod(self, item);
             self.module.pop();
         }

@@ -16,7 +16,7 @@ mod rules;
 mod tests;
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
@@ -24,13 +24,26 @@ use cycles::Cycle;
 use graph::Graph;
 use rules::Violation;
 
+const USAGE: &str = "usage: cargo xtask layers [--edges] [--root <dir>]";
+
 pub fn run(args: &[String]) -> Result<()> {
-    let show_edges = match args {
-        [] => false,
-        [flag] if flag == "--edges" => true,
-        _ => bail!("usage: cargo xtask layers [--edges]"),
-    };
-    let root = crate::generator::repo_root().join("crates/unigpu/src");
+    let mut show_edges = false;
+    let mut root = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--edges" => show_edges = true,
+            "--root" => match args.next() {
+                Some(dir) => root = Some(PathBuf::from(dir)),
+                None => bail!("--root needs a directory\n{USAGE}"),
+            },
+            _ => bail!("unknown argument `{arg}`\n{USAGE}"),
+        }
+    }
+    let root = root.unwrap_or_else(|| crate::generator::repo_root().join("crates/unigpu/src"));
+    if !root.is_dir() {
+        bail!("layers: {} is not a directory", root.display());
+    }
     let report = check(&root)?;
     if show_edges {
         print!("{}", report.edges());

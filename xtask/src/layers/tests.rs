@@ -117,8 +117,8 @@ fn layered_tree_passes_with_every_edge_found() {
             "backend/cpu/mod.rs -> backend/cpu/api.rs (api::Cpu)",
             "backend/cuda/mod.rs -> error.rs (crate::error::Error)",
             "backend/mod.rs -> backend/contract.rs (self::contract::Api)",
-            "context.rs -> backend/cpu/mod.rs (crate::backend::cpu::Cpu)",
-            "context.rs -> backend/mod.rs (crate::backend::Api)",
+            "context.rs -> backend/contract.rs (crate::backend::Api)",
+            "context.rs -> backend/cpu/api.rs (crate::backend::cpu::Cpu)",
             "kernel/mod.rs -> error.rs (crate::error::Error)",
             "kernel/mod.rs -> kernel/grid.rs (grid::Grid)",
             "lib.rs -> context.rs (context::Context)",
@@ -162,7 +162,7 @@ fn nested_use_groups_and_macros_are_edges() {
 fn cycle_is_reported_with_an_example_path() {
     let tree = Tree::new(&[
         ("lib.rs", "mod a; mod b; mod c;"),
-        ("a.rs", "use crate::b::B;\npub fn g() {}"),
+        ("a.rs", "use crate::b::B;\npub(crate) fn g() {}"),
         ("b.rs", "pub struct B;\nfn f() { super::c::h(); }"),
         ("c.rs", "pub fn h() { crate::a::g() }"),
     ]);
@@ -250,4 +250,203 @@ fn unparsable_file_is_an_error_naming_it() {
     let tree = Tree::new(&[("lib.rs", "fn ("), ("ok.rs", "")]);
     let err = check(Path::new(&tree.0)).expect_err("parse error");
     assert!(format!("{err:#}").contains("parsing lib.rs"), "{err:#}");
+}
+
+#[test]
+fn cycle_through_a_reexport_is_found() {
+    let tree = Tree::new(&[
+        ("lib.rs", "mod a; mod b;\npub use b::Thing;"),
+        ("a.rs", "use crate::Thing;\npub struct X;"),
+        ("b.rs", "pub struct Thing;\nfn f(_: crate::a::X) {}"),
+    ]);
+    let report = tree.check();
+    assert_eq!(
+        edges(&report),
+        [
+            "a.rs -> b.rs (crate::Thing)",
+            "b.rs -> a.rs (crate::a::X)",
+            "lib.rs -> b.rs (b::Thing)",
+        ]
+    );
+    assert_eq!(
+        report.problems(),
+        "import cycle among 2 files:\n    a.rs, b.rs\n  for example:\n    \
+         a.rs → b.rs (crate::Thing)\n    \
+         b.rs → a.rs (crate::a::X)\n"
+    );
+}
+
+#[test]
+fn reexport_through_the_crate_root_is_no_cycle() {
+    let tree = Tree::new(&[
+        ("lib.rs", "mod a; mod b;\npub use a::X;\npub use b::Thing;"),
+        ("a.rs", "use crate::Thing;\npub struct X;"),
+        ("b.rs", "pub struct Thing;"),
+    ]);
+    let report = tree.check();
+    assert_eq!(
+        edges(&report),
+        [
+            "a.rs -> b.rs (crate::Thing)",
+            "lib.rs -> a.rs (a::X)",
+            "lib.rs -> b.rs (b::Thing)",
+        ]
+    );
+    assert_eq!(report.problems(), "");
+    assert!(report.passed());
+}
+
+#[test]
+fn reexports_are_followed_through_chains_renames_globs_and_inline_modules() {
+    let tree = Tree::new(&[
+        (
+            "lib.rs",
+            "mod backend; mod g; pub mod kernel; mod local; mod user;\n\
+             pub use kernel::{Grid, Renamed as Alias, Cached};\n\
+             pub use g::*;\n\
+             pub use half::{bf16, f16};\n\
+             pub(crate) use backend::CpuArgs;\n\
+             use local::Private;\n\
+             pub struct Own;\n\
+             macro_rules! m { () => {} }\n\
+             pub(crate) use m;",
+        ),
+        (
+            "kernel/mod.rs",
+            "pub mod grid; mod renamed;\n\
+             pub use grid::Grid;\n\
+             pub use renamed::Original as Renamed;\n\
+             pub use crate::backend::CpuArgs;\n\
+             mod cache { pub use crate::backend::Cached; }\n\
+             pub use cache::Cached;",
+        ),
+        ("kernel/grid.rs", "pub struct Grid;"),
+        ("kernel/renamed.rs", "pub struct Original;"),
+        (
+            "backend/mod.rs",
+            "mod cpu;\npub use cpu::*;\npub use cpu::Kind::{self, A};",
+        ),
+        (
+            "backend/cpu.rs",
+            "pub struct CpuArgs; pub struct Cached; pub enum Kind { A }",
+        ),
+        ("g.rs", "pub struct FromGlob;"),
+        ("local.rs", "pub struct Private;"),
+        (
+            "user.rs",
+            "use crate::{Grid, Alias, Own, FromGlob, bf16};\n\
+             fn f() {\n\
+                 let _ = crate::kernel::CpuArgs;\n\
+                 let _ = crate::Cached;\n\
+                 let _ = crate::Private;\n\
+                 crate::m!();\n\
+                 let _ = crate::backend::A;\n\
+             }",
+        ),
+    ]);
+    let report = tree.check();
+    let user: Vec<String> = edges(&report)
+        .into_iter()
+        .filter(|e| e.starts_with("user.rs"))
+        .collect();
+    assert_eq!(
+        user,
+        [
+            // Also `crate::Cached` (through an inline module) and
+            // `crate::backend::A` (an enum variant re-exported).
+            "user.rs -> backend/cpu.rs (crate::kernel::CpuArgs)",
+            "user.rs -> g.rs (crate::FromGlob)",
+            "user.rs -> kernel/grid.rs (crate::Grid)",
+            "user.rs -> kernel/renamed.rs (crate::Alias)",
+            // `Own`, the macro, and the private `use` (not a re-export).
+            "user.rs -> lib.rs (crate::Own)",
+        ]
+    );
+    // The re-exports are the re-exporting file's own edges; `half` is
+    // another crate: no edge.
+    let lib: Vec<String> = edges(&report)
+        .into_iter()
+        .filter(|e| e.starts_with("lib.rs"))
+        .collect();
+    assert_eq!(
+        lib,
+        [
+            "lib.rs -> backend/cpu.rs (kernel::Cached)",
+            "lib.rs -> g.rs (g::*)",
+            "lib.rs -> kernel/grid.rs (kernel::Grid)",
+            "lib.rs -> kernel/renamed.rs (kernel::Renamed as Alias)",
+            "lib.rs -> local.rs (local::Private)",
+        ]
+    );
+}
+
+#[test]
+fn reexport_loops_end() {
+    let tree = Tree::new(&[
+        ("lib.rs", "mod a; mod b;\npub use a::X;"),
+        ("a.rs", "pub use crate::X;"),
+        ("b.rs", "fn f() { let _ = crate::X; }"),
+    ]);
+    // The check ends; `X` is defined nowhere, so any file of the loop will do.
+    let b: Vec<String> = edges(&tree.check())
+        .into_iter()
+        .filter(|e| e.starts_with("b.rs"))
+        .collect();
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert!(b[0].ends_with("(crate::X)"), "{b:?}");
+}
+
+#[test]
+fn backends_may_use_the_driver_and_the_allowed_files_only() {
+    let tree = Tree::new(&[
+        (
+            "lib.rs",
+            "mod backend; mod config; mod device; mod dlpack; mod element; mod error; \
+             mod kernel; mod lock;",
+        ),
+        ("config.rs", "pub struct Config;"),
+        ("device.rs", "pub struct DeviceInfo;"),
+        ("dlpack/mod.rs", "pub mod sync;\npub struct Tensor;"),
+        ("dlpack/sync.rs", "pub struct DlpackSync;"),
+        ("element.rs", "pub struct DType;"),
+        ("error.rs", "pub struct Error;"),
+        ("kernel/mod.rs", "pub mod options;"),
+        ("kernel/options.rs", "pub struct CompileOptions;"),
+        ("lock.rs", "pub fn lock() {}"),
+        (
+            "backend/mod.rs",
+            "mod cpu; mod cuda; mod dispatch; mod driver; mod torch;",
+        ),
+        ("backend/driver/mod.rs", "pub fn compile() {}"),
+        ("backend/cpu/mod.rs", "pub struct Cpu;"),
+        (
+            "backend/cuda/mod.rs",
+            "use crate::backend::driver::compile;\n\
+             use crate::{device::DeviceInfo, dlpack::sync::DlpackSync, element::DType};\n\
+             use crate::{error::Error, kernel::options::CompileOptions, lock::lock};\n\
+             use crate::config::Config;\n\
+             use crate::dlpack::Tensor;",
+        ),
+        ("backend/torch/mod.rs", "use super::driver::compile;"),
+        (
+            "backend/dispatch.rs",
+            "use super::{cpu::Cpu, cuda::g, torch::t};",
+        ),
+    ]);
+    let report = tree.check();
+    let lines: Vec<String> = report.violations.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "backend/cuda/mod.rs: backends do not use the public types: \
+             crate::config::Config (→ config.rs)",
+            "backend/cuda/mod.rs: backends do not use the public types: \
+             crate::dlpack::Tensor (→ dlpack/mod.rs)",
+        ]
+    );
+    // backend/dispatch.rs, directly in backend/, names every backend.
+    assert!(
+        edges(&report)
+            .contains(&"backend/dispatch.rs -> backend/cpu/mod.rs (super::cpu::Cpu)".to_owned())
+    );
 }
