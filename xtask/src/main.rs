@@ -9,11 +9,14 @@
 //! - `mutants [--gpu-pack]`: write deliberate bugs into a backend one at a
 //!   time and check that the tests catch each: the CPU backend's here, the
 //!   CUDA and torch backends' packed for the GPU machine (docs/testing.md).
+//! - `layers`: check that the facade's modules form no import cycle and
+//!   keep the backend layering rules (xtask/src/layers/rules.rs).
 
 mod capi_install;
 #[path = "gen/mod.rs"]
 mod generator; // `gen` is a reserved keyword in edition 2024
 mod gpu_pack;
+mod layers;
 mod mutants;
 
 use std::process::ExitCode;
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         "gpu-pack" => gpu_pack::run(&args),
         "capi-install" => capi_install::run(&args),
         "mutants" => mutants::run(&args),
+        "layers" => layers::run(&args),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
@@ -58,4 +62,8 @@ commands:
                             lib/pkgconfig/unigpu.pc and lib/cmake/unigpu/ into DIR
   mutants [--gpu-pack]      write deliberate bugs into the CPU backend one at a time and
                             fail unless the facade's tests catch every one; --gpu-pack builds
-                            the CUDA and torch mutants into .gpu-mutants/ for the GPU machine";
+                            the CUDA and torch mutants into .gpu-mutants/ for the GPU machine
+  layers [--edges] [--root <dir>]
+                            check crates/unigpu/src (or <dir>): no import cycle among its
+                            files, backends use neither the public types nor each other
+                            (rules in xtask/src/layers/rules.rs); --edges lists the graph";
