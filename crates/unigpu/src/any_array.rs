@@ -4,6 +4,7 @@
 //! Each method checks dtypes and then calls the typed API, so an `AnyArray`
 //! behaves exactly like the `GpuArray<T>` inside it.
 
+use crate::element::PerDtype;
 use crate::kernel::{Arg, Scalar};
 use crate::{Context, DType, Element, Error, GpuArray, Ops, Result, bf16, f16};
 
@@ -39,12 +40,47 @@ macro_rules! with_array {
     };
 }
 
-pub(crate) use with_array;
 pub(crate) use crate::element::with_dtype;
+pub(crate) use with_array;
 
 impl<T: Element> From<GpuArray<T>> for AnyArray {
     fn from(a: GpuArray<T>) -> AnyArray {
-        T::into_any(a)
+        T::pick::<IntoAny>(a)
+    }
+}
+
+/// `AnyArray::from`, per element type.
+struct IntoAny;
+
+impl PerDtype for IntoAny {
+    type Of<T: Element> = GpuArray<T>;
+    type Out = AnyArray;
+    fn f32(x: GpuArray<f32>) -> AnyArray {
+        AnyArray::F32(x)
+    }
+    fn f64(x: GpuArray<f64>) -> AnyArray {
+        AnyArray::F64(x)
+    }
+    fn f16(x: GpuArray<half::f16>) -> AnyArray {
+        AnyArray::F16(x)
+    }
+    fn bf16(x: GpuArray<half::bf16>) -> AnyArray {
+        AnyArray::BF16(x)
+    }
+    fn i32(x: GpuArray<i32>) -> AnyArray {
+        AnyArray::I32(x)
+    }
+    fn u32(x: GpuArray<u32>) -> AnyArray {
+        AnyArray::U32(x)
+    }
+    fn i64(x: GpuArray<i64>) -> AnyArray {
+        AnyArray::I64(x)
+    }
+    fn u64(x: GpuArray<u64>) -> AnyArray {
+        AnyArray::U64(x)
+    }
+    fn u8(x: GpuArray<u8>) -> AnyArray {
+        AnyArray::U8(x)
     }
 }
 

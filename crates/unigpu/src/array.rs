@@ -4,7 +4,7 @@
 use std::fmt;
 
 pub(crate) use crate::backend::Storage;
-use crate::stream::check_len;
+use crate::stream::{Stream, check_len};
 use crate::{Context, DType, Element, Error, Result};
 
 /// `len` elements of `T` on the context's device.
@@ -142,5 +142,63 @@ impl<T: Element> GpuArray<T> {
         let mut out = GpuArray::uninit(&self.ctx, self.len())?;
         self.copy_to(&mut out)?;
         Ok(out)
+    }
+}
+
+impl Context {
+    /// An array of `len` elements whose contents are unspecified (zeroes on
+    /// the CPU backend, whatever the memory held on CUDA).
+    pub fn alloc<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
+        GpuArray::uninit(self, len)
+    }
+
+    /// An array of `len` zeroes.
+    pub fn alloc_zeros<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
+        GpuArray::zeros(self, len)
+    }
+
+    /// Same as [`Context::alloc_zeros`].
+    pub fn zeros<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
+        self.alloc_zeros(len)
+    }
+
+    /// An array holding a copy of `host`.
+    pub fn alloc_upload<T: Element>(&self, host: &[T]) -> Result<GpuArray<T>> {
+        GpuArray::from_host(self, host)
+    }
+
+    /// Same as [`Context::alloc_upload`].
+    pub fn upload<T: Element>(&self, host: &[T]) -> Result<GpuArray<T>> {
+        self.alloc_upload(host)
+    }
+}
+
+/// Transfers of arrays, ordered on a stream.
+impl Stream {
+    /// Copies `host` into `dst`, ordered on this stream. Returns once `host`
+    /// may be reused; the copy itself may still be pending.
+    pub fn upload<T: Element>(&self, host: &[T], dst: &mut GpuArray<T>) -> Result<()> {
+        check_len("Stream::upload", dst.len(), host.len())?;
+        self.imp.upload(host, &mut dst.storage)
+    }
+
+    /// Copies `src` into a new vector after the work before it on this
+    /// stream (and any work that writes `src`); blocks until it is done.
+    pub fn download<T: Element>(&self, src: &GpuArray<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); src.len()];
+        self.download_into(src, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`Stream::download`], into an existing slice of the same length.
+    pub fn download_into<T: Element>(&self, src: &GpuArray<T>, host: &mut [T]) -> Result<()> {
+        check_len("Stream::download_into", src.len(), host.len())?;
+        self.imp.download_into(&src.storage, host)
+    }
+
+    /// Device-to-device copy of `src` into `dst`, ordered on this stream.
+    pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
+        check_len("Stream::copy", dst.len(), src.len())?;
+        self.imp.copy(&src.storage, &mut dst.storage)
     }
 }

@@ -9,10 +9,9 @@ pub(crate) use crate::backend::DeviceImpl;
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo};
-use crate::event::Event;
 use crate::kernel::{CompileOptions, Module};
 use crate::stream::Stream;
-use crate::{Backend, DType, Element, Error, GpuArray, Result};
+use crate::{Backend, DType, Error, Result};
 
 /// Modules compiled in a context, by source and options.
 pub(crate) type ModuleCache = HashMap<(String, CompileOptions), Module>;
@@ -59,20 +58,19 @@ impl Context {
 
     /// Exactly `backend`, device `device_id`; no fallback.
     pub fn new(backend: Backend, device_id: usize) -> Result<Context> {
-        let device = match backend {
-            Backend::Cpu if device_id != 0 => {
-                return Err(Error::InvalidDevice {
-                    backend,
-                    asked: device_id,
-                    available: 1,
-                });
-            }
-            Backend::Cpu => None,
-            Backend::Cuda | Backend::Torch => Some(crate::config::DeviceSpec {
-                kind: Backend::Cuda,
-                ordinal: device_id,
-            }),
-        };
+        let kind = backend.device_kind();
+        // The host is one device; a GPU backend's device is named by kind.
+        if kind == Backend::Cpu && device_id != 0 {
+            return Err(Error::InvalidDevice {
+                backend,
+                asked: device_id,
+                available: 1,
+            });
+        }
+        let device = (kind != Backend::Cpu).then_some(crate::config::DeviceSpec {
+            kind,
+            ordinal: device_id,
+        });
         Context::from_config(Config {
             backend: BackendChoice::Only(backend),
             device,
@@ -185,32 +183,6 @@ impl Context {
         self.inner.device.memory_info()
     }
 
-    /// An array of `len` elements whose contents are unspecified (zeroes on
-    /// the CPU backend, whatever the memory held on CUDA).
-    pub fn alloc<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        GpuArray::uninit(self, len)
-    }
-
-    /// An array of `len` zeroes.
-    pub fn alloc_zeros<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        GpuArray::zeros(self, len)
-    }
-
-    /// Same as [`Context::alloc_zeros`].
-    pub fn zeros<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        self.alloc_zeros(len)
-    }
-
-    /// An array holding a copy of `host`.
-    pub fn alloc_upload<T: Element>(&self, host: &[T]) -> Result<GpuArray<T>> {
-        GpuArray::from_host(self, host)
-    }
-
-    /// Same as [`Context::alloc_upload`].
-    pub fn upload<T: Element>(&self, host: &[T]) -> Result<GpuArray<T>> {
-        self.alloc_upload(host)
-    }
-
     /// A new stream, independent of the default one.
     pub fn create_stream(&self) -> Result<Stream> {
         Ok(Stream::from_impl(self.inner.device.new_stream()?))
@@ -224,11 +196,6 @@ impl Context {
     /// The stream that array operations use.
     pub fn default_stream(&self) -> &Stream {
         &self.inner.default_stream
-    }
-
-    /// A new, unrecorded event (`query` is true until it is recorded).
-    pub fn create_event(&self) -> Result<Event> {
-        self.inner.default_stream.new_event()
     }
 
     /// Waits for all work on every stream of this context, then returns the
@@ -266,11 +233,13 @@ fn excluded_by_config(config: &Config, backend: Backend) -> Option<String> {
         (BackendChoice::Only(b), _) if b != backend => {
             Some(format!("backend = \"{b}\" was requested"))
         }
-        (BackendChoice::Auto, Some(d)) if d.kind == Backend::Cpu && backend != Backend::Cpu => {
-            Some("device = \"cpu\" was requested".into())
-        }
-        (BackendChoice::Auto, Some(d)) if d.kind == Backend::Cuda && backend == Backend::Cpu => {
-            Some(format!("device = \"{d}\" was requested"))
+        (BackendChoice::Auto, Some(d)) if d.kind != backend.device_kind() => {
+            // The host has one device, so its name carries no ordinal.
+            let named = match d.kind {
+                Backend::Cpu => d.kind.to_string(),
+                _ => d.to_string(),
+            };
+            Some(format!("device = \"{named}\" was requested"))
         }
         _ => None,
     }
@@ -282,7 +251,17 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
     match config.backend {
         BackendChoice::Only(b) => b == backend,
         BackendChoice::Auto => {
-            backend == Backend::Cuda && config.device.is_some_and(|d| d.kind == Backend::Cuda)
+            // `device = "cuda:N"` asks for that backend by name; torch
+            // serves such a device too, but only when it can.
+            config
+                .device
+                .is_some_and(|d| d.kind != Backend::Cpu && d.kind == backend)
         }
     }
+}
+
+/// Every device `backend` can use on this machine. A backend that cannot
+/// run here is an error that says why.
+pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
+    DeviceImpl::list(backend)
 }

@@ -1,6 +1,6 @@
 //! What a device is: name, capability, memory.
 
-use crate::{Backend, Result};
+use crate::backend::Backend;
 
 /// Free and total memory of a device, in bytes. For the CPU backend this is
 /// system RAM (available and total).
@@ -19,10 +19,4 @@ pub struct DeviceInfo {
     /// (major, minor) for CUDA devices; `None` for the CPU.
     pub compute_capability: Option<(i32, i32)>,
     pub memory: MemoryInfo,
-}
-
-/// Every device `backend` can use on this machine. A backend that cannot
-/// run here is an error that says why.
-pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
-    crate::backend::DeviceImpl::list(backend)
 }

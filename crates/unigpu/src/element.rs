@@ -73,24 +73,43 @@ impl FromStr for DType {
 /// `unigpu_cuda_safe::Element`: every bit pattern is a valid value.
 pub trait Element: unigpu_cuda_safe::Element + PartialEq + 'static {
     const DTYPE: DType;
-    /// The array as an [`crate::AnyArray`] (use `AnyArray::from`).
+    /// `x` passed to the method of `F` for this type: how code generic
+    /// over `T: Element` reaches per-type code without naming it here
+    /// (`AnyArray::from` is one such).
     #[doc(hidden)]
-    fn into_any(a: crate::GpuArray<Self>) -> crate::AnyArray;
+    fn pick<F: PerDtype>(x: F::Of<Self>) -> F::Out;
+}
+
+/// Something done differently for each element type: one method per
+/// type, reached from generic code through [`Element::pick`].
+#[doc(hidden)]
+pub trait PerDtype {
+    type Of<T: Element>;
+    type Out;
+    fn f32(x: Self::Of<f32>) -> Self::Out;
+    fn f64(x: Self::Of<f64>) -> Self::Out;
+    fn f16(x: Self::Of<half::f16>) -> Self::Out;
+    fn bf16(x: Self::Of<half::bf16>) -> Self::Out;
+    fn i32(x: Self::Of<i32>) -> Self::Out;
+    fn u32(x: Self::Of<u32>) -> Self::Out;
+    fn i64(x: Self::Of<i64>) -> Self::Out;
+    fn u64(x: Self::Of<u64>) -> Self::Out;
+    fn u8(x: Self::Of<u8>) -> Self::Out;
 }
 
 macro_rules! element {
-    ($($t:ty => $d:ident),*) => {$(
+    ($($t:ty => $d:ident, $m:ident),*) => {$(
         impl Element for $t {
             const DTYPE: DType = DType::$d;
-            fn into_any(a: crate::GpuArray<Self>) -> crate::AnyArray {
-                crate::AnyArray::$d(a)
+            fn pick<F: PerDtype>(x: F::Of<Self>) -> F::Out {
+                F::$m(x)
             }
         }
     )*};
 }
 element!(
-    f32 => F32, f64 => F64, half::f16 => F16, half::bf16 => BF16,
-    i32 => I32, u32 => U32, i64 => I64, u64 => U64, u8 => U8
+    f32 => F32, f32, f64 => F64, f64, half::f16 => F16, f16, half::bf16 => BF16, bf16,
+    i32 => I32, i32, u32 => U32, u32, i64 => I64, i64, u64 => U64, u64, u8 => U8, u8
 );
 
 /// Runs `$body` with `$T` as the element type named by `$dtype`.

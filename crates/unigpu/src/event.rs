@@ -1,9 +1,9 @@
 //! Events: points in a stream's work that other streams and the host can
 //! wait for, and time.
 
-use crate::Result;
 use crate::backend::EventImpl;
 use crate::stream::Stream;
+use crate::{Context, Result};
 
 /// A marker in a stream's work. Create one with [`Stream::record`] or
 /// [`crate::Context::create_event`].
@@ -41,5 +41,32 @@ impl Event {
     /// Milliseconds between `self` and the later event `end`; waits for both.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         self.imp.elapsed_ms(&end.imp)
+    }
+}
+
+impl Stream {
+    /// Work enqueued on this stream after this call waits for `event`.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.imp.wait(&event.imp)
+    }
+
+    /// A new event that captures the work enqueued so far.
+    pub fn record(&self) -> Result<Event> {
+        let event = self.new_event()?;
+        event.record(self)?;
+        Ok(event)
+    }
+
+    pub(crate) fn new_event(&self) -> Result<Event> {
+        Ok(Event {
+            imp: self.imp.new_event()?,
+        })
+    }
+}
+
+impl Context {
+    /// A new, unrecorded event (`query` is true until it is recorded).
+    pub fn create_event(&self) -> Result<Event> {
+        self.default_stream().new_event()
     }
 }

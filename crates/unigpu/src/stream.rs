@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) use crate::backend::StreamImpl;
-use crate::event::Event;
-use crate::{Element, Error, GpuArray, Result};
+use crate::{Error, Result};
 
 /// An ordered queue of work. On CUDA it is a non-blocking CUDA stream; on
 /// the CPU backend it is a worker thread with its own queue, so the same
@@ -75,57 +74,12 @@ impl Stream {
         self.is_idle()
     }
 
-    /// Work enqueued on this stream after this call waits for `event`.
-    pub fn wait(&self, event: &Event) -> Result<()> {
-        self.imp.wait(&event.imp)
-    }
-
-    /// A new event that captures the work enqueued so far.
-    pub fn record(&self) -> Result<Event> {
-        let event = self.new_event()?;
-        event.record(self)?;
-        Ok(event)
-    }
-
-    pub(crate) fn new_event(&self) -> Result<Event> {
-        Ok(Event {
-            imp: self.imp.new_event()?,
-        })
-    }
-
     /// Runs `f` on the host once the work before it on this stream is done;
     /// later work on the stream waits for it. `f` must not call back into
     /// unigpu (on CUDA it runs on a driver thread). A panic in `f` is
     /// caught and returned by the next [`Stream::sync`].
     pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
         self.imp.host_fn(Box::new(f))
-    }
-
-    /// Copies `host` into `dst`, ordered on this stream. Returns once `host`
-    /// may be reused; the copy itself may still be pending.
-    pub fn upload<T: Element>(&self, host: &[T], dst: &mut GpuArray<T>) -> Result<()> {
-        check_len("Stream::upload", dst.len(), host.len())?;
-        self.imp.upload(host, &mut dst.storage)
-    }
-
-    /// Copies `src` into a new vector after the work before it on this
-    /// stream (and any work that writes `src`); blocks until it is done.
-    pub fn download<T: Element>(&self, src: &GpuArray<T>) -> Result<Vec<T>> {
-        let mut out = vec![T::default(); src.len()];
-        self.download_into(src, &mut out)?;
-        Ok(out)
-    }
-
-    /// Like [`Stream::download`], into an existing slice of the same length.
-    pub fn download_into<T: Element>(&self, src: &GpuArray<T>, host: &mut [T]) -> Result<()> {
-        check_len("Stream::download_into", src.len(), host.len())?;
-        self.imp.download_into(&src.storage, host)
-    }
-
-    /// Device-to-device copy of `src` into `dst`, ordered on this stream.
-    pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
-        check_len("Stream::copy", dst.len(), src.len())?;
-        self.imp.copy(&src.storage, &mut dst.storage)
     }
 }
 

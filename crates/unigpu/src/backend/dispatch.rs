@@ -1,31 +1,29 @@
 //! The one place that names every backend: the enums the public types
 //! hold, and the dispatch from them to each backend's [`Api`].
 
-use super::code::{KernelRef, Program};
-use super::contract::LaunchArg;
 use super::Api;
 use super::Backend;
+use super::code::{KernelRef, Program};
+use super::contract::LaunchArg;
 use super::cpu::Cpu;
 use super::cuda::Cuda;
-#[cfg(feature = "torch")]
 use super::torch::Torch;
-use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::dlpack::sync::DlpackSync;
-use unigpu_cuda_safe::dlpack::ManagedTensor;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::scalar::Scalar;
 use crate::kernel::signature::KernelDecl;
+use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 /// A stream of any backend.
 #[derive(Debug, Clone)]
 pub(crate) enum StreamImpl {
     Cpu(<Cpu as Api>::Stream),
     Cuda(<Cuda as Api>::Stream),
-    #[cfg(feature = "torch")]
     Torch(<Torch as Api>::Stream),
 }
 
@@ -34,7 +32,6 @@ pub(crate) enum StreamImpl {
 pub(crate) enum EventImpl {
     Cpu(<Cpu as Api>::Event),
     Cuda(<Cuda as Api>::Event),
-    #[cfg(feature = "torch")]
     Torch(<Torch as Api>::Event),
 }
 
@@ -51,7 +48,6 @@ macro_rules! on_backend {
                 type $A = Cuda;
                 $body
             }
-            #[cfg(feature = "torch")]
             $enum::Torch($x) => {
                 type $A = Torch;
                 $body
@@ -73,7 +69,6 @@ macro_rules! on_backend2 {
                 type $A = Cuda;
                 $body
             }
-            #[cfg(feature = "torch")]
             ($e1::Torch($x), $e2::Torch($y)) => {
                 type $A = Torch;
                 $body
@@ -108,7 +103,6 @@ impl StreamImpl {
         Ok(match self {
             StreamImpl::Cpu(s) => EventImpl::Cpu(Cpu::new_event(s)?),
             StreamImpl::Cuda(s) => EventImpl::Cuda(Cuda::new_event(s)?),
-            #[cfg(feature = "torch")]
             StreamImpl::Torch(s) => EventImpl::Torch(Torch::new_event(s)?),
         })
     }
@@ -137,28 +131,15 @@ impl EventImpl {
 pub(crate) enum DeviceImpl {
     Cpu(<Cpu as Api>::Device),
     Cuda(<Cuda as Api>::Device),
-    #[cfg(feature = "torch")]
     Torch(<Torch as Api>::Device),
 }
-
-#[cfg(not(feature = "torch"))]
-pub(crate) const TORCH_UNAVAILABLE: &str =
-    "unigpu was built without the `torch` feature (the torch tier is not in this build)";
 
 impl DeviceImpl {
     pub(crate) fn open(backend: Backend, ordinal: usize) -> Result<DeviceImpl> {
         Ok(match backend {
             Backend::Cpu => DeviceImpl::Cpu(Cpu::open(ordinal)?),
             Backend::Cuda => DeviceImpl::Cuda(Cuda::open(ordinal)?),
-            #[cfg(feature = "torch")]
             Backend::Torch => DeviceImpl::Torch(Torch::open(ordinal)?),
-            #[cfg(not(feature = "torch"))]
-            Backend::Torch => {
-                return Err(Error::BackendUnavailable {
-                    backend,
-                    reason: TORCH_UNAVAILABLE.into(),
-                });
-            }
         })
     }
 
@@ -172,13 +153,7 @@ impl DeviceImpl {
         match backend {
             Backend::Cpu => all::<Cpu>(),
             Backend::Cuda => all::<Cuda>(),
-            #[cfg(feature = "torch")]
             Backend::Torch => all::<Torch>(),
-            #[cfg(not(feature = "torch"))]
-            Backend::Torch => Err(Error::BackendUnavailable {
-                backend,
-                reason: TORCH_UNAVAILABLE.into(),
-            }),
         }
     }
 
@@ -210,7 +185,6 @@ impl DeviceImpl {
         Ok(match self {
             DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::default_stream(d)?),
             DeviceImpl::Cuda(d) => StreamImpl::Cuda(Cuda::default_stream(d)?),
-            #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::default_stream(d)?),
         })
     }
@@ -219,7 +193,6 @@ impl DeviceImpl {
         Ok(match self {
             DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::new_stream(d)?),
             DeviceImpl::Cuda(d) => StreamImpl::Cuda(Cuda::new_stream(d)?),
-            #[cfg(feature = "torch")]
             DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::new_stream(d)?),
         })
     }
@@ -229,7 +202,6 @@ impl DeviceImpl {
 pub(crate) enum Storage<T: Element> {
     Cpu(<Cpu as Api>::Buffer<T>),
     Cuda(<Cuda as Api>::Buffer<T>),
-    #[cfg(feature = "torch")]
     Torch(<Torch as Api>::Buffer<T>),
 }
 
@@ -244,7 +216,6 @@ macro_rules! new_storage {
                 type $A = Cuda;
                 Storage::Cuda($body?)
             }
-            #[cfg(feature = "torch")]
             StreamImpl::Torch($s) => {
                 type $A = Torch;
                 Storage::Torch($body?)
@@ -293,7 +264,6 @@ impl StreamImpl {
         match (self, src, dst) {
             (StreamImpl::Cpu(s), Storage::Cpu(a), Storage::Cpu(b)) => Cpu::copy(s, a, b),
             (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Cuda::copy(s, a, b),
-            #[cfg(feature = "torch")]
             (StreamImpl::Torch(s), Storage::Torch(a), Storage::Torch(b)) => {
                 Torch::copy::<T>(s, a, b)
             }
@@ -343,10 +313,12 @@ macro_rules! variant {
 }
 variant!(Cpu);
 variant!(Cuda);
-#[cfg(feature = "torch")]
 variant!(Torch);
 
-fn mine<'a, A: Variant, T: Element>(s: &'a Storage<T>, what: &'static str) -> Result<&'a A::Buffer<T>> {
+fn mine<'a, A: Variant, T: Element>(
+    s: &'a Storage<T>,
+    what: &'static str,
+) -> Result<&'a A::Buffer<T>> {
     A::buffer(s).ok_or(Error::ContextMismatch { what })
 }
 
@@ -380,12 +352,22 @@ impl StreamImpl {
         ))
     }
 
-    pub(crate) fn unary<T: Float>(&self, op: Unary, x: &Storage<T>, out: &mut Storage<T>) -> Result<()> {
+    pub(crate) fn unary<T: Float>(
+        &self,
+        op: Unary,
+        x: &Storage<T>,
+        out: &mut Storage<T>,
+    ) -> Result<()> {
         const WHAT: &str = "element-wise op";
         on_backend!(StreamImpl, self, A, s => A::unary::<T>(s, op, mine::<A, T>(x, WHAT)?, mine_mut::<A, T>(out, WHAT)?))
     }
 
-    pub(crate) fn axpy<T: Float>(&self, alpha: T, x: &Storage<T>, y: &mut Storage<T>) -> Result<()> {
+    pub(crate) fn axpy<T: Float>(
+        &self,
+        alpha: T,
+        x: &Storage<T>,
+        y: &mut Storage<T>,
+    ) -> Result<()> {
         on_backend!(StreamImpl, self, A, s => A::axpy::<T>(s, alpha, mine::<A, T>(x, "axpy")?, mine_mut::<A, T>(y, "axpy")?))
     }
 
@@ -393,7 +375,12 @@ impl StreamImpl {
         on_backend!(StreamImpl, self, A, s => A::scale::<T>(s, alpha, mine_mut::<A, T>(x, "scale")?))
     }
 
-    pub(crate) fn reduce<T: Float>(&self, op: Reduce, x: &Storage<T>, y: Option<&Storage<T>>) -> Result<T> {
+    pub(crate) fn reduce<T: Float>(
+        &self,
+        op: Reduce,
+        x: &Storage<T>,
+        y: Option<&Storage<T>>,
+    ) -> Result<T> {
         const WHAT: &str = "reduction";
         on_backend!(StreamImpl, self, A, s => {
             let y = match y {
@@ -427,32 +414,37 @@ pub(crate) enum ArgImpl<'a> {
     Scalar(Scalar),
     Cpu(<Cpu as Api>::Arg<'a>),
     Cuda(<Cuda as Api>::Arg<'a>),
-    #[cfg(feature = "torch")]
     Torch(<Torch as Api>::Arg<'a>),
 }
 
 impl<T: Element> Storage<T> {
+    // Without the torch feature the torch arms take an empty enum.
+    #[allow(unreachable_code)]
     pub(crate) fn arg(&self) -> ArgImpl<'_> {
         match self {
             Storage::Cpu(b) => ArgImpl::Cpu(Cpu::arg::<T>(b)),
             Storage::Cuda(b) => ArgImpl::Cuda(Cuda::arg::<T>(b)),
-            #[cfg(feature = "torch")]
             Storage::Torch(b) => ArgImpl::Torch(Torch::arg::<T>(b)),
         }
     }
 
+    #[allow(unreachable_code)]
     pub(crate) fn arg_mut(&mut self) -> ArgImpl<'_> {
         match self {
             Storage::Cpu(b) => ArgImpl::Cpu(Cpu::arg_mut::<T>(b)),
             Storage::Cuda(b) => ArgImpl::Cuda(Cuda::arg_mut::<T>(b)),
-            #[cfg(feature = "torch")]
             Storage::Torch(b) => ArgImpl::Torch(Torch::arg_mut::<T>(b)),
         }
     }
 }
 
 impl StreamImpl {
-    pub(crate) fn launch(&self, kernel: KernelRef<'_>, grid: Grid, args: Vec<ArgImpl<'_>>) -> Result<()> {
+    pub(crate) fn launch(
+        &self,
+        kernel: KernelRef<'_>,
+        grid: Grid,
+        args: Vec<ArgImpl<'_>>,
+    ) -> Result<()> {
         on_backend!(StreamImpl, self, A, s => {
             let args = args
                 .into_iter()
@@ -464,14 +456,23 @@ impl StreamImpl {
 }
 
 impl DeviceImpl {
-    pub(crate) fn compile(&self, source: &str, options: &CompileOptions, decls: &[KernelDecl]) -> Result<Program> {
+    pub(crate) fn compile(
+        &self,
+        source: &str,
+        options: &CompileOptions,
+        decls: &[KernelDecl],
+    ) -> Result<Program> {
         on_backend!(DeviceImpl, self, A, d => A::compile(d, source, options, decls))
     }
 }
 
 /// DLPack, on the array's backend.
 impl<T: Element> Storage<T> {
-    pub(crate) fn to_dlpack(&mut self, stream: &StreamImpl, sync: DlpackSync<'_>) -> Result<ManagedTensor> {
+    pub(crate) fn export_dlpack(
+        &mut self,
+        stream: &StreamImpl,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
         on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::to_dlpack", A, (b, s) => A::to_dlpack::<T>(s, b, sync))
     }
 

@@ -34,6 +34,16 @@ impl Backend {
             Backend::Cpu => "cpu",
         }
     }
+
+    /// The kind of device this backend drives, as `device = "..."` names
+    /// it: `cpu` for the CPU backend, `cuda` for cuda and torch (torch's
+    /// devices are CUDA devices).
+    pub fn device_kind(self) -> Backend {
+        match self {
+            Backend::Torch | Backend::Cuda => Backend::Cuda,
+            Backend::Cpu => Backend::Cpu,
+        }
+    }
 }
 
 impl fmt::Display for Backend {

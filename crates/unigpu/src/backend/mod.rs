@@ -12,10 +12,13 @@ mod interop;
 mod kind;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
+#[cfg(not(feature = "torch"))]
+#[path = "torch_missing/mod.rs"]
+pub(crate) mod torch;
 
-pub(crate) use contract::Api;
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
-pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
-pub(crate) use dispatch::{ArgImpl, DeviceImpl, EventImpl, Storage, StreamImpl};
+pub(crate) use contract::Api;
 pub use cpu::{CpuArgs, CpuKernelFn};
+pub(crate) use dispatch::{ArgImpl, DeviceImpl, EventImpl, Storage, StreamImpl};
+pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};

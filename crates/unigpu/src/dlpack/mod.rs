@@ -19,14 +19,14 @@ pub use sync::DlpackSync;
 use unigpu_cuda_safe::dlpack::ffi;
 pub use unigpu_cuda_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
-use crate::element::with_dtype;
 use crate::backend::Storage;
+use crate::element::with_dtype;
 use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
 
 /// The DLPack `(device_type, device_id)` of a backend's device: CPU 1,
 /// CUDA 2 (torch tensors here are CUDA tensors).
 pub fn dlpack_device(backend: Backend, device_id: usize) -> (i32, i32) {
-    match backend {
+    match backend.device_kind() {
         Backend::Cpu => (ffi::kDLCPU, 0),
         _ => (ffi::kDLCUDA, device_id as i32),
     }
@@ -54,7 +54,7 @@ impl<T: Element> GpuArray<T> {
     /// against it is the caller's duty, as in every DLPack exchange.
     pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
         let stream = &self.ctx.default_stream().imp;
-        self.storage.to_dlpack(stream, sync)
+        self.storage.export_dlpack(stream, sync)
     }
 
     /// Takes `tensor` as an array of `ctx` without copying. The tensor must

@@ -142,4 +142,3 @@ tuple_args!(A, B, C, D, E, F, G, H, I);
 tuple_args!(A, B, C, D, E, F, G, H, I, J);
 tuple_args!(A, B, C, D, E, F, G, H, I, J, K);
 tuple_args!(A, B, C, D, E, F, G, H, I, J, K, L);
-

@@ -7,11 +7,11 @@ mod compile;
 mod cpu_bytes;
 pub(crate) mod grid;
 mod launch;
+mod module;
+mod names;
 pub(crate) mod options;
 pub(crate) mod scalar;
 pub(crate) mod signature;
-
-use std::sync::Arc;
 
 pub use args::{Arg, ArrayArg, KernelArg, KernelArgs};
 pub use cpu_bytes::{CpuArgKind, CpuBytes, CpuBytesMut};
@@ -21,186 +21,12 @@ pub use scalar::Scalar;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
 
 pub use crate::backend::{CpuArgs, CpuKernelFn};
-use crate::backend::{KernelCode, KernelRef, Lookup, ModuleCode};
-use crate::{Backend, Error, Result};
+pub(crate) use module::ModuleInner;
+pub use module::{Kernel, Module};
+pub(crate) use names::name_of;
 
 /// The compiled-kernel caches' folder.
 pub mod cache {
     pub use crate::backend::{CACHE_DIR_ENV, disk_dir};
 }
 pub use cache::{CACHE_DIR_ENV, disk_dir};
-
-/// Kernel names by id (index + 1). Only read when an error is reported.
-static KERNEL_NAMES: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
-
-fn register(name: &str) -> usize {
-    let mut names = crate::lock::lock(&KERNEL_NAMES);
-    if let Some(i) = names.iter().position(|n| &**n == name) {
-        return i + 1;
-    }
-    names.push(name.into());
-    names.len()
-}
-
-/// The name of kernel `id`, if it is one.
-pub(crate) fn name_of(id: usize) -> Option<Arc<str>> {
-    id.checked_sub(1)
-        .and_then(|i| crate::lock::lock(&KERNEL_NAMES).get(i).cloned())
-}
-
-/// A compiled program. `Clone` is cheap; Send + Sync.
-#[derive(Debug, Clone)]
-pub struct Module {
-    inner: Arc<ModuleInner>,
-}
-
-#[derive(Debug)]
-struct ModuleInner {
-    backend: Backend,
-    origin: Origin,
-    decls: Vec<KernelDecl>,
-    code: ModuleCode,
-    log: String,
-}
-
-impl Module {
-    /// The kernel called `name` (its source name, not the mangled one).
-    pub fn kernel(&self, name: &str) -> Result<Kernel> {
-        let decl = self.inner.decls.iter().find(|d| d.name == name);
-        let code = match self.inner.code.kernel(name)? {
-            Lookup::Found(code) => vec![code],
-            Lookup::NoCode if decl.is_some() => Vec::new(),
-            Lookup::Missing | Lookup::NoCode => return Err(self.no_such_kernel(name)),
-        };
-        Ok(Kernel {
-            inner: Arc::new(KernelInner {
-                id: register(name),
-                name: name.to_string(),
-                params: decl.and_then(|d| d.params.clone()),
-                code,
-            }),
-        })
-    }
-
-    /// The `__global__` functions found in the source.
-    pub fn kernel_names(&self) -> Vec<&str> {
-        self.inner.decls.iter().map(|d| d.name.as_str()).collect()
-    }
-
-    /// Where this module's machine code came from when it was loaded.
-    pub fn origin(&self) -> Origin {
-        self.inner.origin
-    }
-
-    /// True when both handles are the same compiled module (a cache hit).
-    pub fn same_as(&self, other: &Module) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-
-    /// Compiler warnings, if any.
-    pub fn log(&self) -> &str {
-        &self.inner.log
-    }
-
-    fn no_such_kernel(&self, name: &str) -> Error {
-        Error::KernelArgs {
-            kernel: name.to_string(),
-            message: format!(
-                "no such kernel in this module (found: {}); on {} a kernel needs `extern \"C\"` or a plain `__global__` declaration",
-                self.kernel_names().join(", "),
-                self.inner.backend
-            ),
-        }
-    }
-}
-
-/// One kernel, ready to launch with `ctx.launch` or `stream.launch`.
-/// `Clone` is cheap; Send + Sync.
-#[derive(Clone)]
-pub struct Kernel {
-    inner: Arc<KernelInner>,
-}
-
-struct KernelInner {
-    /// Process-wide id, so a stream can remember its last kernel with one
-    /// atomic store; see [`name_of`].
-    id: usize,
-    name: String,
-    params: Option<Vec<ParamKind>>,
-    /// Every form of code the kernel has; a launch runs the one that fits
-    /// its stream's backend.
-    code: Vec<KernelCode>,
-}
-
-impl std::fmt::Debug for Kernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernel")
-            .field("name", &self.inner.name)
-            .field("params", &self.inner.params)
-            .field(
-                "code",
-                &self.inner.code.iter().map(KernelCode::form).collect::<Vec<_>>(),
-            )
-            .finish()
-    }
-}
-
-impl Kernel {
-    /// A kernel with only a CPU implementation (no CUDA source), for code
-    /// that runs on the CPU backend alone. `params`, when given, is checked
-    /// at every launch like a parsed declaration.
-    pub fn cpu_only(
-        name: &str,
-        params: Option<Vec<ParamKind>>,
-        f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static,
-    ) -> Kernel {
-        Kernel {
-            inner: Arc::new(KernelInner {
-                id: register(name),
-                name: name.to_string(),
-                params,
-                code: vec![KernelCode::Cpu(Arc::new(f))],
-            }),
-        }
-    }
-
-    /// The same kernel with a CPU implementation, used on the CPU backend.
-    pub fn with_cpu(self, f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static) -> Kernel {
-        let mut code: Vec<KernelCode> = self
-            .inner
-            .code
-            .iter()
-            .filter(|c| !matches!(c, KernelCode::Cpu(_)))
-            .cloned()
-            .collect();
-        code.push(KernelCode::Cpu(Arc::new(f)));
-        Kernel {
-            inner: Arc::new(KernelInner {
-                id: self.inner.id,
-                name: self.inner.name.clone(),
-                params: self.inner.params.clone(),
-                code,
-            }),
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-
-    /// The parameter types read from the declaration, when readable.
-    pub fn params(&self) -> Option<&[ParamKind]> {
-        self.inner.params.as_deref()
-    }
-
-    pub fn has_cpu_impl(&self) -> bool {
-        self.code_ref().cpu().is_some()
-    }
-
-    pub(crate) fn code_ref(&self) -> KernelRef<'_> {
-        KernelRef {
-            name: &self.inner.name,
-            code: &self.inner.code,
-        }
-    }
-}

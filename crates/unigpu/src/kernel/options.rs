@@ -51,4 +51,3 @@ pub enum Origin {
     /// The CPU backend: nothing to compile.
     NotCompiled,
 }
-

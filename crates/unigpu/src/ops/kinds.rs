@@ -67,4 +67,3 @@ pub(crate) enum Reduce {
     Max,
     Dot,
 }
-

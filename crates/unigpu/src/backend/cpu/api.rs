@@ -2,21 +2,22 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use super::args::{CpuArg, CpuArgs, CpuValue};
 use super::memory;
-use super::{CpuBuffer, CpuEvent, CpuStream, submit};
-use crate::lock::lock;
-use super::launch::{self, CpuArg};
 use super::ops;
+use super::panic_message;
+use super::{CpuBuffer, CpuEvent, CpuStream, submit};
 use crate::backend::code::{KernelRef, ModuleCode, Program};
 use crate::backend::contract::LaunchArg;
+use crate::backend::{Api, Backend};
+use crate::dlpack::sync::DlpackSync;
 use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, Origin};
 use crate::kernel::signature::KernelDecl;
+use crate::lock::lock;
 use crate::ops::{Binary, Float, Reduce, Unary};
-use crate::backend::{Api, Backend};
-use crate::dlpack::sync::DlpackSync;
-use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor};
 use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
+use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor};
 
 /// The CPU backend: host memory, one worker thread per stream.
 #[derive(Debug)]
@@ -296,10 +297,7 @@ impl Api for Cpu {
         Ok(buffer.data.to_dlpack())
     }
 
-    fn from_dlpack<T: Element>(
-        _: &Self::Stream,
-        tensor: ManagedTensor,
-    ) -> Result<Self::Buffer<T>> {
+    fn from_dlpack<T: Element>(_: &Self::Stream, tensor: ManagedTensor) -> Result<Self::Buffer<T>> {
         Ok(match tensor.owner::<HostArray<T>>() {
             // Our own export coming back: share the array's memory
             // through its lock rather than alias it with a second one.
@@ -309,12 +307,7 @@ impl Api for Cpu {
     }
 
     /// Nothing to compile: kernels run their CPU implementation here.
-    fn compile(
-        _: &Self::Device,
-        _: &str,
-        _: &CompileOptions,
-        _: &[KernelDecl],
-    ) -> Result<Program> {
+    fn compile(_: &Self::Device, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
         Ok(Program {
             origin: Origin::NotCompiled,
             log: String::new(),
@@ -338,6 +331,46 @@ impl Api for Cpu {
         grid: Grid,
         args: Vec<LaunchArg<'_, Self>>,
     ) -> Result<()> {
-        launch::launch(stream, kernel, grid, args)
+        let name = kernel.name;
+        let f = kernel.cpu().cloned().ok_or_else(|| Error::Unsupported {
+            backend: Backend::Cpu,
+            what: format!(
+                "kernel `{name}` has no CPU implementation; attach one with Kernel::with_cpu"
+            ),
+        })?;
+        let mut values = Vec::with_capacity(args.len());
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        for a in args {
+            match a {
+                LaunchArg::Scalar(s) => values.push(CpuValue::Scalar(s)),
+                LaunchArg::Buffer(a) => {
+                    if a.writable {
+                        writes.push(a.uses)
+                    } else {
+                        reads.push(a.uses)
+                    }
+                    values.push(CpuValue::Array {
+                        data: a.data,
+                        dtype: a.dtype,
+                        writable: a.writable,
+                    });
+                }
+            }
+        }
+        let kernel_name: Arc<str> = name.into();
+        let reads: Vec<_> = reads.iter().collect();
+        let writes: Vec<_> = writes.iter().collect();
+        submit(stream, &reads, &writes, move || {
+            let args = CpuArgs { values, grid };
+            // Caught here, not by the worker, so the error names the kernel.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&args)))
+                .unwrap_or_else(|p| {
+                    Err(Error::StreamWork {
+                        message: panic_message(p.as_ref()),
+                    })
+                })
+                .map_err(|e| e.for_kernel(&kernel_name))
+        })
+        .map(drop)
     }
 }

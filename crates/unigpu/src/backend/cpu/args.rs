@@ -6,10 +6,30 @@ use std::sync::Arc;
 
 use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
 
+use super::{CpuBuffer, Tracker};
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
 use crate::kernel::scalar::Scalar;
+
+/// An array as a CPU launch argument.
+pub(crate) struct CpuArg {
+    pub(crate) data: Arc<dyn Any + Send + Sync>,
+    pub(crate) uses: Tracker,
+    pub(crate) dtype: DType,
+    pub(crate) writable: bool,
+}
+
+impl CpuArg {
+    pub(crate) fn new<T: Element>(buffer: &CpuBuffer<T>, writable: bool) -> CpuArg {
+        CpuArg {
+            data: Arc::new(buffer.data.clone()),
+            uses: buffer.uses.clone(),
+            dtype: T::DTYPE,
+            writable,
+        }
+    }
+}
 
 /// A CPU implementation of a kernel: gets the launch's arguments by
 /// position and does the kernel's work over host slices.
@@ -119,4 +139,3 @@ fn arg_error(i: usize, what: String) -> Error {
         message: format!("argument {i} {what}"),
     }
 }
-

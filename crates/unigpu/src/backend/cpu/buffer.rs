@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use unigpu_cuda_safe::dlpack::{HostArray, HostMem};
 
 use super::fence::Fence;
-use crate::lock::lock;
 use super::memory::try_alloc_vec;
 use super::stream::CpuStream;
+use crate::lock::lock;
 use crate::{Element, Result};
 
 #[derive(Debug, Default)]

@@ -4,8 +4,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::fence::Fence;
-use crate::lock::lock;
 use super::stream::CpuStream;
+use crate::lock::lock;
 use crate::{Error, Result};
 
 #[derive(Debug, Default)]

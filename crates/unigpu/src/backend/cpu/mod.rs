@@ -8,7 +8,6 @@ mod args;
 mod buffer;
 mod event;
 mod fence;
-mod launch;
 pub(crate) mod memory;
 pub(crate) mod ops;
 mod stream;
@@ -18,5 +17,5 @@ pub(crate) use event::CpuEvent;
 pub(crate) use stream::{CpuStream, panic_message};
 
 pub(crate) use api::Cpu;
-pub use args::{CpuArgs, CpuKernelFn};
 pub(crate) use args::CpuValue;
+pub use args::{CpuArgs, CpuKernelFn};

@@ -24,7 +24,7 @@ fn write<T: Element>(a: &HostArray<T>) -> HostWrite<'_, T> {
 }
 
 pub(crate) fn fill<T: Element>(s: &Stream, x: &mut CpuBuffer<T>, value: T) -> Result<()> {
-        let data = x.data.clone();
+    let data = x.data.clone();
     submit(s, &[], &[&x.uses], move || {
         write(&data).fill(value);
         Ok(())
@@ -39,7 +39,7 @@ pub(crate) fn binary<T: Float>(
     b: &CpuBuffer<T>,
     out: &mut CpuBuffer<T>,
 ) -> Result<()> {
-        let (da, db, dout) = (a.data.clone(), b.data.clone(), out.data.clone());
+    let (da, db, dout) = (a.data.clone(), b.data.clone(), out.data.clone());
     let f = match op {
         Binary::Add => |x: T::Acc, y: T::Acc| x + y,
         Binary::Sub => |x: T::Acc, y: T::Acc| x - y,
@@ -64,7 +64,7 @@ pub(crate) fn unary<T: Float>(
     x: &CpuBuffer<T>,
     out: &mut CpuBuffer<T>,
 ) -> Result<()> {
-        let (dx, dout) = (x.data.clone(), out.data.clone());
+    let (dx, dout) = (x.data.clone(), out.data.clone());
     let f = match op {
         // `!(v <= 0)` keeps NaN, as the docs promise.
         Unary::Relu => |v: T::Acc| {
@@ -92,7 +92,7 @@ pub(crate) fn axpy<T: Float>(
     x: &CpuBuffer<T>,
     y: &mut CpuBuffer<T>,
 ) -> Result<()> {
-        let (dx, dy) = (x.data.clone(), y.data.clone());
+    let (dx, dy) = (x.data.clone(), y.data.clone());
     let alpha = alpha.to_acc();
     submit(s, &[&x.uses], &[&y.uses], move || {
         for (yi, xi) in write(&dy).iter_mut().zip(read(&dx).iter()) {
@@ -105,7 +105,7 @@ pub(crate) fn axpy<T: Float>(
 }
 
 pub(crate) fn scale<T: Float>(s: &Stream, alpha: T, x: &mut CpuBuffer<T>) -> Result<()> {
-        let dx = x.data.clone();
+    let dx = x.data.clone();
     let alpha = alpha.to_acc();
     submit(s, &[], &[&x.uses], move || {
         for v in write(&dx).iter_mut() {
@@ -122,7 +122,7 @@ pub(crate) fn reduce<T: Float>(
     x: &CpuBuffer<T>,
     y: Option<&CpuBuffer<T>>,
 ) -> Result<T> {
-            let (dx, dy) = (x.data.clone(), y.map(|y| y.data.clone()));
+    let (dx, dy) = (x.data.clone(), y.map(|y| y.data.clone()));
     let result: Arc<Mutex<Option<T>>> = Arc::default();
     let out = result.clone();
     let mut reads = vec![&x.uses];
@@ -172,7 +172,7 @@ pub(crate) fn matmul<T: Float>(
     c: &mut CpuBuffer<T>,
     (m, k, n): (usize, usize, usize),
 ) -> Result<()> {
-        let (da, db, dc) = (a.data.clone(), b.data.clone(), c.data.clone());
+    let (da, db, dc) = (a.data.clone(), b.data.clone(), c.data.clone());
     submit(s, &[&a.uses, &b.uses], &[&c.uses], move || {
         let to_acc = |v: &[T]| v.iter().map(|x| x.to_acc()).collect::<Vec<T::Acc>>();
         let (va, vb) = (to_acc(&read(&da)), to_acc(&read(&db)));

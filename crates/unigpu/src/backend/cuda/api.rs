@@ -11,13 +11,13 @@ use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::dlpack::sync::DlpackSync;
-use unigpu_cuda_safe::dlpack::ManagedTensor;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 /// The CUDA backend: the driver API through `unigpu-cuda-safe`.
 #[derive(Debug)]

@@ -57,9 +57,9 @@ impl Device {
             None => None,
         };
         let f = found.ok_or_else(|| Error::KernelArgs {
-                kernel: name.to_string(),
-                message: "no such built-in kernel".into(),
-            })?;
+            kernel: name.to_string(),
+            message: "no such built-in kernel".into(),
+        })?;
         lock(&self.functions).insert(name.to_string(), f.clone());
         Ok(f)
     }

@@ -53,7 +53,9 @@ pub(crate) fn fill<T: Element>(stream: &Stream, x: &mut DeviceBuffer<T>, value: 
         1 => ("ug_fill_b1", param(bytes[0])),
         2 => (
             "ug_fill_b2",
-            param(half::f16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]]))),
+            param(half::f16::from_bits(u16::from_le_bytes([
+                bytes[0], bytes[1],
+            ]))),
         ),
         4 => (
             "ug_fill_b4",
@@ -90,7 +92,13 @@ fn map<T: Float>(
         return Ok(());
     }
     params.push(param(n as u64));
-    launch(stream, &map_name::<T>(op), vectors::<T>(n), MAX_BLOCKS, &mut params)
+    launch(
+        stream,
+        &map_name::<T>(op),
+        vectors::<T>(n),
+        MAX_BLOCKS,
+        &mut params,
+    )
 }
 
 pub(crate) fn binary<T: Float>(

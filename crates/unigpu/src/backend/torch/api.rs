@@ -11,13 +11,13 @@ use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::dlpack::sync::DlpackSync;
-use unigpu_cuda_safe::dlpack::ManagedTensor;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
@@ -198,7 +198,7 @@ impl Api for Torch {
         b: &Self::Buffer<T>,
         out: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        ops::binary::<T>(stream, op, a, b, out)
+        ops::binary(stream, op, a, b, out)
     }
 
     fn unary<T: Float>(
@@ -207,7 +207,7 @@ impl Api for Torch {
         x: &Self::Buffer<T>,
         out: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        ops::unary::<T>(stream, op, x, out)
+        ops::unary(stream, op, x, out)
     }
 
     fn axpy<T: Float>(
@@ -239,7 +239,7 @@ impl Api for Torch {
         c: &mut Self::Buffer<T>,
         mkn: (usize, usize, usize),
     ) -> Result<()> {
-        ops::matmul::<T>(stream, a, b, c, mkn)
+        ops::matmul(stream, a, b, c, mkn)
     }
 
     fn to_dlpack<T: Element>(

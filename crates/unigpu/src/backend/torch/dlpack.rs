@@ -35,7 +35,10 @@ pub(crate) fn export<T: Element>(
     Ok(tensor)
 }
 
-pub(crate) fn import<T: Element>(s: &Arc<TorchStream>, tensor: ManagedTensor) -> Result<TorchBuffer> {
+pub(crate) fn import<T: Element>(
+    s: &Arc<TorchStream>,
+    tensor: ManagedTensor,
+) -> Result<TorchBuffer> {
     let view = tensor.view()?;
     let ordinal = s.foreign.device().ordinal();
     let ours = (ffi::kDLCUDA, ordinal as i32);

@@ -22,7 +22,7 @@ pub(crate) fn fill<T: Element>(s: &Stream, x: &mut TorchBuffer, value: T) -> Res
     Ok(d.tensor_mut().fill_bits(u64::from_le_bytes(bits))?)
 }
 
-pub(crate) fn binary<T: Float>(
+pub(crate) fn binary(
     s: &Stream,
     op: Binary,
     a: &TorchBuffer,
@@ -42,12 +42,7 @@ pub(crate) fn binary<T: Float>(
     }?)
 }
 
-pub(crate) fn unary<T: Float>(
-    s: &Stream,
-    op: Unary,
-    x: &TorchBuffer,
-    out: &mut TorchBuffer,
-) -> Result<()> {
+pub(crate) fn unary(s: &Stream, op: Unary, x: &TorchBuffer, out: &mut TorchBuffer) -> Result<()> {
     let o = out;
     let _current = s.enter()?;
     x.order(s, false)?;
@@ -107,7 +102,7 @@ pub(crate) fn reduce<T: Float>(
     Ok(T::from_acc(acc))
 }
 
-pub(crate) fn matmul<T: Float>(
+pub(crate) fn matmul(
     s: &Stream,
     a: &TorchBuffer,
     b: &TorchBuffer,

@@ -1,0 +1,183 @@
+//! The stand-in for the torch backend in a build without the `torch`
+//! feature: the same contract, with handle types that cannot exist. Opening
+//! a device returns `BackendUnavailable`, so no handle is ever made and
+//! every other call is unreachable by construction (a match on an empty
+//! enum), as candle's dummy backends do it. The dispatch names `Torch`
+//! either way and needs no `cfg`.
+
+use unigpu_cuda_safe::dlpack::ManagedTensor;
+
+use super::code::{KernelRef, Program};
+use super::contract::LaunchArg;
+use super::{Api, Backend};
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::dlpack::sync::DlpackSync;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::kernel::grid::Grid;
+use crate::kernel::options::CompileOptions;
+use crate::kernel::signature::KernelDecl;
+use crate::ops::{Binary, Float, Reduce, Unary};
+
+/// The torch backend, absent from this build.
+#[derive(Debug)]
+pub(crate) struct Torch;
+
+/// A torch handle in a build without torch: there are none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Missing {}
+
+fn unavailable() -> Error {
+    Error::BackendUnavailable {
+        backend: Backend::Torch,
+        reason:
+            "unigpu was built without the `torch` feature (the torch tier is not in this build)"
+                .into(),
+    }
+}
+
+impl Api for Torch {
+    const KIND: Backend = Backend::Torch;
+    type Device = Missing;
+    type Stream = Missing;
+    type Event = Missing;
+    type Buffer<T: Element> = Missing;
+    type Arg<'a> = Missing;
+
+    fn device_count() -> Result<usize> {
+        Err(unavailable())
+    }
+    fn open(_: usize) -> Result<Missing> {
+        Err(unavailable())
+    }
+    fn info(d: &Missing) -> Result<DeviceInfo> {
+        match *d {}
+    }
+    fn memory_info(d: &Missing) -> Result<MemoryInfo> {
+        match *d {}
+    }
+    fn same_device(a: &Missing, _: &Missing) -> bool {
+        match *a {}
+    }
+    fn synchronize(d: &Missing) -> Result<()> {
+        match *d {}
+    }
+    fn default_stream(d: &Missing) -> Result<Missing> {
+        match *d {}
+    }
+    fn new_stream(d: &Missing) -> Result<Missing> {
+        match *d {}
+    }
+    fn stream_sync(s: &Missing) -> Result<()> {
+        match *s {}
+    }
+    fn stream_is_idle(s: &Missing) -> Result<bool> {
+        match *s {}
+    }
+    fn stream_wait(s: &Missing, _: &Missing) -> Result<()> {
+        match *s {}
+    }
+    fn host_fn(s: &Missing, _: Box<dyn FnOnce() + Send>) -> Result<()> {
+        match *s {}
+    }
+    fn native_stream(s: &Missing) -> Option<u64> {
+        match *s {}
+    }
+    fn new_event(s: &Missing) -> Result<Missing> {
+        match *s {}
+    }
+    fn record(e: &Missing, _: &Missing) -> Result<()> {
+        match *e {}
+    }
+    fn event_sync(e: &Missing) -> Result<()> {
+        match *e {}
+    }
+    fn event_query(e: &Missing) -> Result<bool> {
+        match *e {}
+    }
+    fn elapsed_ms(e: &Missing, _: &Missing) -> Result<f32> {
+        match *e {}
+    }
+    fn alloc<T: Element>(s: &Missing, _: usize) -> Result<Missing> {
+        match *s {}
+    }
+    fn zeros<T: Element>(s: &Missing, _: usize) -> Result<Missing> {
+        match *s {}
+    }
+    fn from_host<T: Element>(s: &Missing, _: &[T]) -> Result<Missing> {
+        match *s {}
+    }
+    fn len<T: Element>(b: &Missing) -> usize {
+        match *b {}
+    }
+    fn read<T: Element>(s: &Missing, _: &Missing, _: &mut [T]) -> Result<()> {
+        match *s {}
+    }
+    fn write<T: Element>(s: &Missing, _: &mut Missing, _: &[T]) -> Result<()> {
+        match *s {}
+    }
+    fn upload<T: Element>(s: &Missing, _: &[T], _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn download_into<T: Element>(s: &Missing, _: &Missing, _: &mut [T]) -> Result<()> {
+        match *s {}
+    }
+    fn copy<T: Element>(s: &Missing, _: &Missing, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn fill<T: Element>(s: &Missing, _: &mut Missing, _: T) -> Result<()> {
+        match *s {}
+    }
+    fn binary<T: Float>(
+        s: &Missing,
+        _: Binary,
+        _: &Missing,
+        _: &Missing,
+        _: &mut Missing,
+    ) -> Result<()> {
+        match *s {}
+    }
+    fn unary<T: Float>(s: &Missing, _: Unary, _: &Missing, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn axpy<T: Float>(s: &Missing, _: T, _: &Missing, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn scale<T: Float>(s: &Missing, _: T, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn reduce<T: Float>(s: &Missing, _: Reduce, _: &Missing, _: Option<&Missing>) -> Result<T> {
+        match *s {}
+    }
+    fn matmul<T: Float>(
+        s: &Missing,
+        _: &Missing,
+        _: &Missing,
+        _: &mut Missing,
+        _: (usize, usize, usize),
+    ) -> Result<()> {
+        match *s {}
+    }
+    fn to_dlpack<T: Element>(
+        s: &Missing,
+        _: &mut Missing,
+        _: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        match *s {}
+    }
+    fn from_dlpack<T: Element>(s: &Missing, _: ManagedTensor) -> Result<Missing> {
+        match *s {}
+    }
+    fn compile(d: &Missing, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
+        match *d {}
+    }
+    fn arg<T: Element>(b: &Missing) -> Missing {
+        match *b {}
+    }
+    fn arg_mut<T: Element>(b: &mut Missing) -> Missing {
+        match *b {}
+    }
+    fn launch(s: &Missing, _: KernelRef<'_>, _: Grid, _: Vec<LaunchArg<'_, Self>>) -> Result<()> {
+        match *s {}
+    }
+}

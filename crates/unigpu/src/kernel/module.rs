@@ -1,0 +1,172 @@
+//! `Module` (a compiled program) and `Kernel` (one of its kernels, with
+//! every form of code it carries).
+
+use std::sync::Arc;
+
+use super::names::register;
+use super::signature::{KernelDecl, ParamKind};
+use crate::backend::{Backend, CpuArgs, KernelCode, KernelRef, Lookup, ModuleCode};
+use crate::error::{Error, Result};
+use crate::kernel::options::Origin;
+
+/// A compiled program. `Clone` is cheap; Send + Sync.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub(crate) inner: Arc<ModuleInner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ModuleInner {
+    pub(crate) backend: Backend,
+    pub(crate) origin: Origin,
+    pub(crate) decls: Vec<KernelDecl>,
+    pub(crate) code: ModuleCode,
+    pub(crate) log: String,
+}
+
+impl Module {
+    /// The kernel called `name` (its source name, not the mangled one).
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let decl = self.inner.decls.iter().find(|d| d.name == name);
+        let code = match self.inner.code.kernel(name)? {
+            Lookup::Found(code) => vec![code],
+            Lookup::NoCode if decl.is_some() => Vec::new(),
+            Lookup::Missing | Lookup::NoCode => return Err(self.no_such_kernel(name)),
+        };
+        Ok(Kernel {
+            inner: Arc::new(KernelInner {
+                id: register(name),
+                name: name.to_string(),
+                params: decl.and_then(|d| d.params.clone()),
+                code,
+            }),
+        })
+    }
+
+    /// The `__global__` functions found in the source.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.inner.decls.iter().map(|d| d.name.as_str()).collect()
+    }
+
+    /// Where this module's machine code came from when it was loaded.
+    pub fn origin(&self) -> Origin {
+        self.inner.origin
+    }
+
+    /// True when both handles are the same compiled module (a cache hit).
+    pub fn same_as(&self, other: &Module) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Compiler warnings, if any.
+    pub fn log(&self) -> &str {
+        &self.inner.log
+    }
+
+    fn no_such_kernel(&self, name: &str) -> Error {
+        Error::KernelArgs {
+            kernel: name.to_string(),
+            message: format!(
+                "no such kernel in this module (found: {}); on {} a kernel needs `extern \"C\"` or a plain `__global__` declaration",
+                self.kernel_names().join(", "),
+                self.inner.backend
+            ),
+        }
+    }
+}
+
+/// One kernel, ready to launch with `ctx.launch` or `stream.launch`.
+/// `Clone` is cheap; Send + Sync.
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) inner: Arc<KernelInner>,
+}
+
+pub(crate) struct KernelInner {
+    /// Process-wide id, so a stream can remember its last kernel with one
+    /// atomic store; see [`name_of`].
+    pub(crate) id: usize,
+    name: String,
+    params: Option<Vec<ParamKind>>,
+    /// Every form of code the kernel has; a launch runs the one that fits
+    /// its stream's backend.
+    code: Vec<KernelCode>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .field("params", &self.inner.params)
+            .field(
+                "code",
+                &self
+                    .inner
+                    .code
+                    .iter()
+                    .map(KernelCode::form)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// A kernel with only a CPU implementation (no CUDA source), for code
+    /// that runs on the CPU backend alone. `params`, when given, is checked
+    /// at every launch like a parsed declaration.
+    pub fn cpu_only(
+        name: &str,
+        params: Option<Vec<ParamKind>>,
+        f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel {
+            inner: Arc::new(KernelInner {
+                id: register(name),
+                name: name.to_string(),
+                params,
+                code: vec![KernelCode::Cpu(Arc::new(f))],
+            }),
+        }
+    }
+
+    /// The same kernel with a CPU implementation, used on the CPU backend.
+    pub fn with_cpu(self, f: impl Fn(&CpuArgs) -> Result<()> + Send + Sync + 'static) -> Kernel {
+        let mut code: Vec<KernelCode> = self
+            .inner
+            .code
+            .iter()
+            .filter(|c| !matches!(c, KernelCode::Cpu(_)))
+            .cloned()
+            .collect();
+        code.push(KernelCode::Cpu(Arc::new(f)));
+        Kernel {
+            inner: Arc::new(KernelInner {
+                id: self.inner.id,
+                name: self.inner.name.clone(),
+                params: self.inner.params.clone(),
+                code,
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The parameter types read from the declaration, when readable.
+    pub fn params(&self) -> Option<&[ParamKind]> {
+        self.inner.params.as_deref()
+    }
+
+    pub fn has_cpu_impl(&self) -> bool {
+        self.code_ref().cpu().is_some()
+    }
+
+    pub(crate) fn code_ref(&self) -> KernelRef<'_> {
+        KernelRef {
+            name: &self.inner.name,
+            code: &self.inner.code,
+        }
+    }
+}
