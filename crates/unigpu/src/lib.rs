@@ -4,7 +4,7 @@
 //! ```no_run
 //! use unigpu::Context;
 //! # fn main() -> unigpu::Result<()> {
-//! let ctx = Context::default()?;            // config/env, then cuda, then cpu
+//! let ctx = Context::default()?;            // config/env, then torch, cuda, cpu
 //! let x = ctx.upload(&[1.0f32, 2.0, 3.0])?;
 //! let mut y = ctx.zeros::<f32>(3)?;
 //! x.copy_to(&mut y)?;
@@ -23,6 +23,21 @@
 //!   into a typed [`Error`] the caller can act on.
 //! - Handles are reference counted: [`Context`], [`Stream`] are cheap to
 //!   clone; arrays and events free their resources on `Drop`.
+//!
+//! # Layout
+//! Three layers, and dependencies point down only, so that a backend can
+//! be added without touching a public type (docs/adding-a-backend.md):
+//! - Public types (`context.rs`, `array.rs`, `stream.rs`, `event.rs`,
+//!   `any_array.rs`, `ops/`, `kernel/`, `dlpack/`, `config.rs`): validate
+//!   input, then call the dispatch. They never name a backend.
+//! - `backend::dispatch`: one enum per handle kind, one variant per
+//!   backend; the only code that names the variants.
+//! - `backend/<name>/` (`cpu`, `cuda`, `torch`): each implements the trait
+//!   `Api` of `backend/contract.rs`, whose doc comments are what every
+//!   backend guarantees. A backend uses no public type and no other
+//!   backend, only leaf value files (`element.rs`, `error.rs`, ...).
+//!
+//! `cargo xtask layers` checks this (docs/architecture.md).
 
 #![forbid(unsafe_code)]
 

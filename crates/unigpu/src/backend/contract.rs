@@ -1,4 +1,7 @@
-//! The contract every backend implements (see `backend/mod.rs`).
+//! The contract every backend implements (see `backend/mod.rs`). Each
+//! method's doc comment is the guarantee every backend keeps, so that a
+//! program behaves the same on each; docs/design/backend-contract.md says
+//! why it is one trait, dispatched statically.
 
 use std::fmt::Debug;
 
@@ -17,9 +20,6 @@ use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 /// One backend: its handle types and every operation on them. Static
 /// dispatch: `dispatch.rs` holds one enum variant per backend.
-///
-/// (Being built up: devices, streams and events so far; buffers, ops and
-/// launch follow the plan in docs/design/backend-contract.md.)
 pub(crate) trait Api: Sized + 'static {
     /// Which backend this is.
     const KIND: Backend;

@@ -1,5 +1,20 @@
-//! The backends, one folder each: `cpu/`, `cuda/` and (feature `torch`)
-//! `torch/`. Each holds its own buffers, streams, events and ops.
+//! The backends and the contract between them and the public types.
+//!
+//! - `contract.rs`: `trait Api`, every backend's handle types and
+//!   operations, with the guarantee of each.
+//! - `dispatch.rs`: the enums the public types hold (`DeviceImpl`,
+//!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`) and the calls
+//!   from them to each backend's `Api`; the only file naming the variants.
+//! - `cpu/`, `cuda/`, `torch/`: one backend each, with its own buffers,
+//!   streams, events, ops, launch and DLPack. Without the `torch` feature
+//!   `torch_missing/` stands in, so the dispatch needs no `cfg`.
+//! - `driver/`: what cuda and torch share (device info, NVRTC and its
+//!   caches); not a backend.
+//! - `code.rs`: the forms of kernel code; `interop.rs`: cuda <-> torch moves;
+//!   `kind.rs`: the public `Backend` and `Backend::ALL`.
+//!
+//! Backends use neither the public types nor each other (`cargo xtask
+//! layers`); docs/adding-a-backend.md lists what a new one adds.
 
 mod code;
 mod contract;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-/// Options for [`Context::compile_with`].
+/// Options for [`crate::Context::compile_with`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
     /// `-I` folders for `#include "..."`.
