@@ -192,12 +192,14 @@ pub(crate) trait Api: Sized + 'static {
     /// Enqueues the code of `kernel` this backend runs (or says it has
     /// none) on `stream`, after the earlier uses of its buffer arguments
     /// that it conflicts with. Arguments are already checked against the
-    /// kernel's declaration.
-    fn launch(
+    /// kernel's declaration; an `Err` among them (an array of another
+    /// backend) fails the launch before anything is enqueued. An iterator,
+    /// so a launch allocates one list, the backend's own.
+    fn launch<'a>(
         stream: &Self::Stream,
         kernel: KernelRef<'_>,
         grid: Grid,
-        args: Vec<LaunchArg<'_, Self>>,
+        args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
     ) -> Result<()>;
 }
 

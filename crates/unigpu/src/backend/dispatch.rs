@@ -439,19 +439,18 @@ impl<T: Element> Storage<T> {
 }
 
 impl StreamImpl {
-    pub(crate) fn launch(
+    pub(crate) fn launch<'a>(
         &self,
         kernel: KernelRef<'_>,
         grid: Grid,
-        args: Vec<ArgImpl<'_>>,
+        args: impl ExactSizeIterator<Item = ArgImpl<'a>>,
     ) -> Result<()> {
-        on_backend!(StreamImpl, self, A, s => {
-            let args = args
-                .into_iter()
-                .map(|a| A::launch_arg(a).ok_or(Error::ContextMismatch { what: "launch" }))
-                .collect::<Result<Vec<_>>>()?;
-            A::launch(s, kernel, grid, args)
-        })
+        on_backend!(StreamImpl, self, A, s => A::launch(
+            s,
+            kernel,
+            grid,
+            args.map(|a| A::launch_arg(a).ok_or(Error::ContextMismatch { what: "launch" })),
+        ))
     }
 }
 

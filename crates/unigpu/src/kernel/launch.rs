@@ -22,14 +22,11 @@ impl Stream {
     pub fn launch<'a>(&self, kernel: &Kernel, grid: Grid, args: impl KernelArgs<'a>) -> Result<()> {
         let mut args = args.into_args();
         check_args(kernel, &args)?;
-        let args = args
-            .iter_mut()
-            .map(|a| match a {
-                Arg::Scalar(s) => ArgImpl::Scalar(*s),
-                Arg::Array(a) => a.arg().0,
-                Arg::ArrayMut(a) => a.arg_mut().0,
-            })
-            .collect();
+        let args = args.iter_mut().map(|a| match a {
+            Arg::Scalar(s) => ArgImpl::Scalar(*s),
+            Arg::Array(a) => a.arg().0,
+            Arg::ArrayMut(a) => a.arg_mut().0,
+        });
         self.note_launch(kernel.inner.id);
         self.imp.launch(kernel.code_ref(), grid, args)
     }

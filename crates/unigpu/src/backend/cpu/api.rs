@@ -325,11 +325,11 @@ impl Api for Cpu {
         CpuArg::new(buffer, true)
     }
 
-    fn launch(
+    fn launch<'a>(
         stream: &Self::Stream,
         kernel: KernelRef<'_>,
         grid: Grid,
-        args: Vec<LaunchArg<'_, Self>>,
+        args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
     ) -> Result<()> {
         let name = kernel.name;
         let f = kernel.cpu().cloned().ok_or_else(|| Error::Unsupported {
@@ -338,6 +338,7 @@ impl Api for Cpu {
                 "kernel `{name}` has no CPU implementation; attach one with Kernel::with_cpu"
             ),
         })?;
+        let args = args.collect::<Result<Vec<_>>>()?;
         let mut values = Vec::with_capacity(args.len());
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         for a in args {

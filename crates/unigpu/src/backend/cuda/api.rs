@@ -259,11 +259,11 @@ impl Api for Cuda {
         KernelParam::BufferMut(buffer)
     }
 
-    fn launch(
+    fn launch<'a>(
         stream: &Self::Stream,
         kernel: KernelRef<'_>,
         grid: Grid,
-        args: Vec<LaunchArg<'_, Self>>,
+        args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
     ) -> Result<()> {
         let f = kernel.cuda().ok_or_else(|| Error::Unsupported {
             backend: Backend::Cuda,
@@ -272,13 +272,14 @@ impl Api for Cuda {
                 kernel.name
             ),
         })?;
-        let mut params: Vec<KernelParam<'_>> = args
-            .into_iter()
-            .map(|a| match a {
-                LaunchArg::Scalar(s) => s.to_param(),
-                LaunchArg::Buffer(p) => p,
+        let mut params = args
+            .map(|a| {
+                a.map(|a| match a {
+                    LaunchArg::Scalar(s) => s.to_param(),
+                    LaunchArg::Buffer(p) => p,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<KernelParam<'_>>>>()?;
         unigpu_cuda_safe::launch(&stream.handle, f, grid.to_dims(), &mut params)
             .map_err(|e| Error::from(e).for_kernel(kernel.name))
     }

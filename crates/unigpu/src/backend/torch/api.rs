@@ -283,11 +283,11 @@ impl Api for Torch {
 
     /// A tensor goes in as its device address, after its earlier uses on
     /// other c10 streams (the buffer's bookkeeping).
-    fn launch(
+    fn launch<'a>(
         stream: &Self::Stream,
         kernel: KernelRef<'_>,
         grid: Grid,
-        args: Vec<LaunchArg<'_, Self>>,
+        args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
     ) -> Result<()> {
         let f = kernel.cuda().ok_or_else(|| Error::Unsupported {
             backend: Backend::Torch,
@@ -296,6 +296,7 @@ impl Api for Torch {
                 kernel.name
             ),
         })?;
+        let args = args.collect::<Result<Vec<_>>>()?;
         let mut params = Vec::with_capacity(args.len());
         for a in args {
             match a {

@@ -177,7 +177,12 @@ impl Api for Torch {
     fn arg_mut<T: Element>(b: &mut Missing) -> Missing {
         match *b {}
     }
-    fn launch(s: &Missing, _: KernelRef<'_>, _: Grid, _: Vec<LaunchArg<'_, Self>>) -> Result<()> {
+    fn launch<'a>(
+        s: &Missing,
+        _: KernelRef<'_>,
+        _: Grid,
+        _: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
+    ) -> Result<()> {
         match *s {}
     }
 }
