@@ -108,51 +108,6 @@ pub(crate) trait Api: Sized + 'static {
         dst: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
-    // ---- built-in ops: lengths and devices are checked by the caller;
-    // each is ordered on `stream` like a kernel launch.
-
-    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()>;
-    /// `out = a (op) b`, element-wise, computed in `T::Acc`.
-    fn binary<T: Float>(
-        stream: &Self::Stream,
-        op: Binary,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `out = op(x)`, element-wise; relu keeps NaN.
-    fn unary<T: Float>(
-        stream: &Self::Stream,
-        op: Unary,
-        x: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `y = alpha * x + y`.
-    fn axpy<T: Float>(
-        stream: &Self::Stream,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `x = alpha * x`.
-    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()>;
-    /// Sum, max (NaN-ignoring; the caller rejects empty input) or dot,
-    /// accumulated in at least `T::Acc`. Waits for the result.
-    fn reduce<T: Float>(
-        stream: &Self::Stream,
-        op: Reduce,
-        x: &Self::Buffer<T>,
-        y: Option<&Self::Buffer<T>>,
-    ) -> Result<T>;
-    /// `c = a · b`, row-major, `a` m×k, `b` k×n; f16/bf16 accumulate in f32.
-    fn matmul<T: Float>(
-        stream: &Self::Stream,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        c: &mut Self::Buffer<T>,
-        mkn: (usize, usize, usize),
-    ) -> Result<()>;
-
     // ---- DLPack
 
     /// Shares `buffer` as a DLPack tensor that keeps its memory alive,
@@ -200,6 +155,54 @@ pub(crate) trait Api: Sized + 'static {
         kernel: KernelRef<'_>,
         grid: Grid,
         args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
+    ) -> Result<()>;
+}
+
+/// The built-in ops on one backend's buffers. Lengths and devices are
+/// checked by the caller; each op is ordered on `stream` like a kernel
+/// launch. Apart from `Api` so that each backend's `ops.rs` implements it
+/// directly.
+pub(crate) trait BuiltinOps: Api {
+    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()>;
+    /// `out = a (op) b`, element-wise, computed in `T::Acc`.
+    fn binary<T: Float>(
+        stream: &Self::Stream,
+        op: Binary,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `out = op(x)`, element-wise; relu keeps NaN.
+    fn unary<T: Float>(
+        stream: &Self::Stream,
+        op: Unary,
+        x: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `y = alpha * x + y`.
+    fn axpy<T: Float>(
+        stream: &Self::Stream,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `x = alpha * x`.
+    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()>;
+    /// Sum, max (NaN-ignoring; the caller rejects empty input) or dot,
+    /// accumulated in at least `T::Acc`. Waits for the result.
+    fn reduce<T: Float>(
+        stream: &Self::Stream,
+        op: Reduce,
+        x: &Self::Buffer<T>,
+        y: Option<&Self::Buffer<T>>,
+    ) -> Result<T>;
+    /// `c = a · b`, row-major, `a` m×k, `b` k×n; f16/bf16 accumulate in f32.
+    fn matmul<T: Float>(
+        stream: &Self::Stream,
+        a: &Self::Buffer<T>,
+        b: &Self::Buffer<T>,
+        c: &mut Self::Buffer<T>,
+        mkn: (usize, usize, usize),
     ) -> Result<()>;
 }
 

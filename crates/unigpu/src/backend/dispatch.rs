@@ -4,7 +4,7 @@
 use super::Api;
 use super::Backend;
 use super::code::{KernelRef, Program};
-use super::contract::LaunchArg;
+use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 use super::torch::Torch;

@@ -4,7 +4,6 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::args::{CpuArg, CpuArgs, CpuValue};
 use super::memory;
-use super::ops;
 use super::panic_message;
 use super::{CpuBuffer, CpuEvent, CpuStream, submit};
 use crate::backend::code::{KernelRef, ModuleCode, Program};
@@ -15,7 +14,6 @@ use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, Origin};
 use crate::kernel::signature::KernelDecl;
 use crate::lock::lock;
-use crate::ops::{Binary, Float, Reduce, Unary};
 use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
 use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor};
 
@@ -223,61 +221,6 @@ impl Api for Cpu {
             Ok(())
         })
         .map(drop)
-    }
-
-    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()> {
-        ops::fill::<T>(stream, x, value)
-    }
-
-    fn binary<T: Float>(
-        stream: &Self::Stream,
-        op: Binary,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::binary::<T>(stream, op, a, b, out)
-    }
-
-    fn unary<T: Float>(
-        stream: &Self::Stream,
-        op: Unary,
-        x: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::unary::<T>(stream, op, x, out)
-    }
-
-    fn axpy<T: Float>(
-        stream: &Self::Stream,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::axpy::<T>(stream, alpha, x, y)
-    }
-
-    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()> {
-        ops::scale::<T>(stream, alpha, x)
-    }
-
-    fn reduce<T: Float>(
-        stream: &Self::Stream,
-        op: Reduce,
-        x: &Self::Buffer<T>,
-        y: Option<&Self::Buffer<T>>,
-    ) -> Result<T> {
-        ops::reduce::<T>(stream, op, x, y)
-    }
-
-    fn matmul<T: Float>(
-        stream: &Self::Stream,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        c: &mut Self::Buffer<T>,
-        mkn: (usize, usize, usize),
-    ) -> Result<()> {
-        ops::matmul::<T>(stream, a, b, c, mkn)
     }
 
     fn to_dlpack<T: Element>(

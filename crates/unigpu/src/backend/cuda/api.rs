@@ -5,7 +5,6 @@ use std::sync::Arc;
 use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle, DeviceBuffer, KernelParam};
 
 use super::device::{Device, Stream};
-use super::ops;
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
@@ -16,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
-use crate::ops::{Binary, Float, Reduce, Unary};
 use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 /// The CUDA backend: the driver API through `unigpu-cuda-safe`.
@@ -162,61 +160,6 @@ impl Api for Cuda {
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
         Ok(src.copy_to(&stream.handle, dst)?)
-    }
-
-    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()> {
-        ops::fill::<T>(stream, x, value)
-    }
-
-    fn binary<T: Float>(
-        stream: &Self::Stream,
-        op: Binary,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::binary::<T>(stream, op, a, b, out)
-    }
-
-    fn unary<T: Float>(
-        stream: &Self::Stream,
-        op: Unary,
-        x: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::unary::<T>(stream, op, x, out)
-    }
-
-    fn axpy<T: Float>(
-        stream: &Self::Stream,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::axpy::<T>(stream, alpha, x, y)
-    }
-
-    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()> {
-        ops::scale::<T>(stream, alpha, x)
-    }
-
-    fn reduce<T: Float>(
-        stream: &Self::Stream,
-        op: Reduce,
-        x: &Self::Buffer<T>,
-        y: Option<&Self::Buffer<T>>,
-    ) -> Result<T> {
-        ops::reduce::<T>(stream, op, x, y)
-    }
-
-    fn matmul<T: Float>(
-        stream: &Self::Stream,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        c: &mut Self::Buffer<T>,
-        mkn: (usize, usize, usize),
-    ) -> Result<()> {
-        ops::matmul::<T>(stream, a, b, c, mkn)
     }
 
     fn to_dlpack<T: Element>(

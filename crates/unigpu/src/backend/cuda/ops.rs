@@ -3,7 +3,9 @@
 
 use unigpu_cuda_safe::{DeviceBuffer, KernelParam};
 
+use super::Cuda;
 use super::device::Stream;
+use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::Result;
 use crate::kernel::grid::Grid;
@@ -42,39 +44,6 @@ fn param<'a, T: Element>(v: T) -> KernelParam<'a> {
     Scalar::new(v).to_param()
 }
 
-pub(crate) fn fill<T: Element>(stream: &Stream, x: &mut DeviceBuffer<T>, value: T) -> Result<()> {
-    let n = x.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let bytes = bytemuck::bytes_of(&value);
-    // The kernels fill raw bits, so one per element width serves every type.
-    let (name, v) = match bytes.len() {
-        1 => ("ug_fill_b1", param(bytes[0])),
-        2 => (
-            "ug_fill_b2",
-            param(half::f16::from_bits(u16::from_le_bytes([
-                bytes[0], bytes[1],
-            ]))),
-        ),
-        4 => (
-            "ug_fill_b4",
-            param(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
-        ),
-        _ => (
-            "ug_fill_b8",
-            param(u64::from_le_bytes(bytes.try_into().unwrap_or_default())),
-        ),
-    };
-    launch(
-        stream,
-        name,
-        n,
-        MAX_BLOCKS,
-        &mut [KernelParam::BufferMut(x), v, param(n as u64)],
-    )
-}
-
 /// The name of the element-wise kernel `ug_{op}_{T}`.
 fn map_name<T: Float>(op: &str) -> String {
     format!("ug_{op}_{}", T::SUFFIX)
@@ -101,107 +70,142 @@ fn map<T: Float>(
     )
 }
 
-pub(crate) fn binary<T: Float>(
-    stream: &Stream,
-    op: Binary,
-    a: &DeviceBuffer<T>,
-    b: &DeviceBuffer<T>,
-    out: &mut DeviceBuffer<T>,
-) -> Result<()> {
-    let op = match op {
-        Binary::Add => "add",
-        Binary::Sub => "sub",
-        Binary::Mul => "mul",
-    };
-    let n = out.len();
-    let params = vec![
-        KernelParam::Buffer(a),
-        KernelParam::Buffer(b),
-        KernelParam::BufferMut(out),
-    ];
-    map::<T>(stream, op, n, params)
-}
-
-pub(crate) fn unary<T: Float>(
-    stream: &Stream,
-    op: Unary,
-    x: &DeviceBuffer<T>,
-    out: &mut DeviceBuffer<T>,
-) -> Result<()> {
-    let op = match op {
-        Unary::Relu => "relu",
-        Unary::Sigmoid => "sigmoid",
-        Unary::Tanh => "tanh",
-    };
-    let n = out.len();
-    let params = vec![KernelParam::Buffer(x), KernelParam::BufferMut(out)];
-    map::<T>(stream, op, n, params)
-}
-
-pub(crate) fn axpy<T: Float>(
-    stream: &Stream,
-    alpha: T,
-    x: &DeviceBuffer<T>,
-    y: &mut DeviceBuffer<T>,
-) -> Result<()> {
-    let n = y.len();
-    let params = vec![
-        param(alpha.to_acc()),
-        KernelParam::Buffer(x),
-        KernelParam::BufferMut(y),
-    ];
-    map::<T>(stream, "axpy", n, params)
-}
-
-pub(crate) fn scale<T: Float>(stream: &Stream, alpha: T, x: &mut DeviceBuffer<T>) -> Result<()> {
-    let n = x.len();
-    let params = vec![param(alpha.to_acc()), KernelParam::BufferMut(x)];
-    map::<T>(stream, "scale", n, params)
-}
-
-pub(crate) fn reduce<T: Float>(
-    stream: &Stream,
-    op: Reduce,
-    x: &DeviceBuffer<T>,
-    y: Option<&DeviceBuffer<T>>,
-) -> Result<T> {
-    let n = x.len();
-    if n == 0 {
-        return Ok(T::from_acc(num_traits::Zero::zero()));
+impl BuiltinOps for Cuda {
+    fn fill<T: Element>(stream: &Stream, x: &mut DeviceBuffer<T>, value: T) -> Result<()> {
+        let n = x.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let bytes = bytemuck::bytes_of(&value);
+        // The kernels fill raw bits, so one per element width serves every type.
+        let (name, v) = match bytes.len() {
+            1 => ("ug_fill_b1", param(bytes[0])),
+            2 => (
+                "ug_fill_b2",
+                param(half::f16::from_bits(u16::from_le_bytes([
+                    bytes[0], bytes[1],
+                ]))),
+            ),
+            4 => (
+                "ug_fill_b4",
+                param(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+            ),
+            _ => (
+                "ug_fill_b8",
+                param(u64::from_le_bytes(bytes.try_into().unwrap_or_default())),
+            ),
+        };
+        launch(
+            stream,
+            name,
+            n,
+            MAX_BLOCKS,
+            &mut [KernelParam::BufferMut(x), v, param(n as u64)],
+        )
     }
-    let blocks = n.div_ceil(Grid::DEFAULT_BLOCK as usize).min(REDUCE_BLOCKS);
-    let mut partial = DeviceBuffer::<T::Acc>::alloc(&stream.handle, blocks)?;
-    let mut out = DeviceBuffer::<T::Acc>::alloc(&stream.handle, 1)?;
-    let (first, last) = match op {
-        Reduce::Sum => ("sum", "sum_final"),
-        Reduce::Dot => ("dot", "sum_final"),
-        Reduce::Max => ("max", "max_final"),
-    };
-    let mut params = vec![KernelParam::Buffer(x)];
-    if let Some(y) = y {
-        params.push(KernelParam::Buffer(y));
-    }
-    params.extend([KernelParam::BufferMut(&mut partial), param(n as u64)]);
-    launch(stream, &map_name::<T>(first), n, REDUCE_BLOCKS, &mut params)?;
-    let last = format!("ug_{last}_{}", T::ACC_SUFFIX);
-    let mut params = [
-        KernelParam::Buffer(&partial),
-        KernelParam::BufferMut(&mut out),
-        param(blocks as u64),
-    ];
-    launch(stream, &last, blocks, 1, &mut params)?;
-    let mut value = [T::Acc::default()];
-    out.read_into(&stream.handle, &mut value)?;
-    Ok(T::from_acc(value[0]))
-}
 
-pub(crate) fn matmul<T: Float>(
-    stream: &Stream,
-    a: &DeviceBuffer<T>,
-    b: &DeviceBuffer<T>,
-    c: &mut DeviceBuffer<T>,
-    (m, k, n): (usize, usize, usize),
-) -> Result<()> {
-    let blas = stream.device.blas(&stream.handle)?;
-    Ok(blas.gemm_row_major::<T>(&stream.handle, m, n, k, a, b, c)?)
+    fn binary<T: Float>(
+        stream: &Stream,
+        op: Binary,
+        a: &DeviceBuffer<T>,
+        b: &DeviceBuffer<T>,
+        out: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let op = match op {
+            Binary::Add => "add",
+            Binary::Sub => "sub",
+            Binary::Mul => "mul",
+        };
+        let n = out.len();
+        let params = vec![
+            KernelParam::Buffer(a),
+            KernelParam::Buffer(b),
+            KernelParam::BufferMut(out),
+        ];
+        map::<T>(stream, op, n, params)
+    }
+
+    fn unary<T: Float>(
+        stream: &Stream,
+        op: Unary,
+        x: &DeviceBuffer<T>,
+        out: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let op = match op {
+            Unary::Relu => "relu",
+            Unary::Sigmoid => "sigmoid",
+            Unary::Tanh => "tanh",
+        };
+        let n = out.len();
+        let params = vec![KernelParam::Buffer(x), KernelParam::BufferMut(out)];
+        map::<T>(stream, op, n, params)
+    }
+
+    fn axpy<T: Float>(
+        stream: &Stream,
+        alpha: T,
+        x: &DeviceBuffer<T>,
+        y: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let n = y.len();
+        let params = vec![
+            param(alpha.to_acc()),
+            KernelParam::Buffer(x),
+            KernelParam::BufferMut(y),
+        ];
+        map::<T>(stream, "axpy", n, params)
+    }
+
+    fn scale<T: Float>(stream: &Stream, alpha: T, x: &mut DeviceBuffer<T>) -> Result<()> {
+        let n = x.len();
+        let params = vec![param(alpha.to_acc()), KernelParam::BufferMut(x)];
+        map::<T>(stream, "scale", n, params)
+    }
+
+    fn reduce<T: Float>(
+        stream: &Stream,
+        op: Reduce,
+        x: &DeviceBuffer<T>,
+        y: Option<&DeviceBuffer<T>>,
+    ) -> Result<T> {
+        let n = x.len();
+        if n == 0 {
+            return Ok(T::from_acc(num_traits::Zero::zero()));
+        }
+        let blocks = n.div_ceil(Grid::DEFAULT_BLOCK as usize).min(REDUCE_BLOCKS);
+        let mut partial = DeviceBuffer::<T::Acc>::alloc(&stream.handle, blocks)?;
+        let mut out = DeviceBuffer::<T::Acc>::alloc(&stream.handle, 1)?;
+        let (first, last) = match op {
+            Reduce::Sum => ("sum", "sum_final"),
+            Reduce::Dot => ("dot", "sum_final"),
+            Reduce::Max => ("max", "max_final"),
+        };
+        let mut params = vec![KernelParam::Buffer(x)];
+        if let Some(y) = y {
+            params.push(KernelParam::Buffer(y));
+        }
+        params.extend([KernelParam::BufferMut(&mut partial), param(n as u64)]);
+        launch(stream, &map_name::<T>(first), n, REDUCE_BLOCKS, &mut params)?;
+        let last = format!("ug_{last}_{}", T::ACC_SUFFIX);
+        let mut params = [
+            KernelParam::Buffer(&partial),
+            KernelParam::BufferMut(&mut out),
+            param(blocks as u64),
+        ];
+        launch(stream, &last, blocks, 1, &mut params)?;
+        let mut value = [T::Acc::default()];
+        out.read_into(&stream.handle, &mut value)?;
+        Ok(T::from_acc(value[0]))
+    }
+
+    fn matmul<T: Float>(
+        stream: &Stream,
+        a: &DeviceBuffer<T>,
+        b: &DeviceBuffer<T>,
+        c: &mut DeviceBuffer<T>,
+        (m, k, n): (usize, usize, usize),
+    ) -> Result<()> {
+        let blas = stream.device.blas(&stream.handle)?;
+        Ok(blas.gemm_row_major::<T>(&stream.handle, m, n, k, a, b, c)?)
+    }
 }

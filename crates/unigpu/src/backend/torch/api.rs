@@ -5,7 +5,6 @@ use std::sync::Arc;
 use super::{TorchBuffer, TorchDevice, TorchEvent, TorchStream};
 use unigpu_cuda_safe::KernelParam;
 
-use super::ops;
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
@@ -16,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
-use crate::ops::{Binary, Float, Reduce, Unary};
 use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 /// The torch backend: c10 streams and events, torch tensors and ops.
@@ -185,61 +183,6 @@ impl Api for Torch {
         src.order(stream, false)?;
         dst.order(stream, true)?;
         Ok(dst.tensor_mut().copy_from(&src.tensor, false)?)
-    }
-
-    fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()> {
-        ops::fill::<T>(stream, x, value)
-    }
-
-    fn binary<T: Float>(
-        stream: &Self::Stream,
-        op: Binary,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::binary(stream, op, a, b, out)
-    }
-
-    fn unary<T: Float>(
-        stream: &Self::Stream,
-        op: Unary,
-        x: &Self::Buffer<T>,
-        out: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::unary(stream, op, x, out)
-    }
-
-    fn axpy<T: Float>(
-        stream: &Self::Stream,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        ops::axpy::<T>(stream, alpha, x, y)
-    }
-
-    fn scale<T: Float>(stream: &Self::Stream, alpha: T, x: &mut Self::Buffer<T>) -> Result<()> {
-        ops::scale::<T>(stream, alpha, x)
-    }
-
-    fn reduce<T: Float>(
-        stream: &Self::Stream,
-        op: Reduce,
-        x: &Self::Buffer<T>,
-        y: Option<&Self::Buffer<T>>,
-    ) -> Result<T> {
-        ops::reduce::<T>(stream, op, x, y)
-    }
-
-    fn matmul<T: Float>(
-        stream: &Self::Stream,
-        a: &Self::Buffer<T>,
-        b: &Self::Buffer<T>,
-        c: &mut Self::Buffer<T>,
-        mkn: (usize, usize, usize),
-    ) -> Result<()> {
-        ops::matmul(stream, a, b, c, mkn)
     }
 
     fn to_dlpack<T: Element>(

@@ -8,7 +8,7 @@
 use unigpu_cuda_safe::dlpack::ManagedTensor;
 
 use super::code::{KernelRef, Program};
-use super::contract::LaunchArg;
+use super::contract::{BuiltinOps, LaunchArg};
 use super::{Api, Backend};
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::dlpack::sync::DlpackSync;
@@ -125,6 +125,36 @@ impl Api for Torch {
     fn copy<T: Element>(s: &Missing, _: &Missing, _: &mut Missing) -> Result<()> {
         match *s {}
     }
+    fn to_dlpack<T: Element>(
+        s: &Missing,
+        _: &mut Missing,
+        _: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        match *s {}
+    }
+    fn from_dlpack<T: Element>(s: &Missing, _: ManagedTensor) -> Result<Missing> {
+        match *s {}
+    }
+    fn compile(d: &Missing, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
+        match *d {}
+    }
+    fn arg<T: Element>(b: &Missing) -> Missing {
+        match *b {}
+    }
+    fn arg_mut<T: Element>(b: &mut Missing) -> Missing {
+        match *b {}
+    }
+    fn launch<'a>(
+        s: &Missing,
+        _: KernelRef<'_>,
+        _: Grid,
+        _: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
+    ) -> Result<()> {
+        match *s {}
+    }
+}
+
+impl BuiltinOps for Torch {
     fn fill<T: Element>(s: &Missing, _: &mut Missing, _: T) -> Result<()> {
         match *s {}
     }
@@ -155,33 +185,6 @@ impl Api for Torch {
         _: &Missing,
         _: &mut Missing,
         _: (usize, usize, usize),
-    ) -> Result<()> {
-        match *s {}
-    }
-    fn to_dlpack<T: Element>(
-        s: &Missing,
-        _: &mut Missing,
-        _: DlpackSync<'_>,
-    ) -> Result<ManagedTensor> {
-        match *s {}
-    }
-    fn from_dlpack<T: Element>(s: &Missing, _: ManagedTensor) -> Result<Missing> {
-        match *s {}
-    }
-    fn compile(d: &Missing, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
-        match *d {}
-    }
-    fn arg<T: Element>(b: &Missing) -> Missing {
-        match *b {}
-    }
-    fn arg_mut<T: Element>(b: &mut Missing) -> Missing {
-        match *b {}
-    }
-    fn launch<'a>(
-        s: &Missing,
-        _: KernelRef<'_>,
-        _: Grid,
-        _: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
     ) -> Result<()> {
         match *s {}
     }
