@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two builds of `unigpu bench` on one GPU in one run: the builds
-# alternate, ROUNDS times, so drift in the machine hits both alike.
+# alternate, ROUNDS times, in ABBA order (odd rounds before first, even
+# rounds after first), so drift in the machine hits both alike.
 #   bash bench/compare_builds.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 # Prints each round's figures, then the median of each per build and the
 # after/before ratio (below 1 is faster for times, above 1 for rates).
@@ -10,7 +11,8 @@ export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:
 keys="unigpu_empty_launch_submit_us unigpu_empty_launch_default_stream_submit_us unigpu_launch_sync_roundtrip_us_median unigpu_axpy_f32_GBps unigpu_matmul_f32_TFLOPs unigpu_matmul_bf16_TFLOPs"
 tmp="$(mktemp -d)"
 for r in $(seq "$rounds"); do
-  for which in before after; do
+  order="before after"; [ $((r % 2)) -eq 0 ] && order="after before"
+  for which in $order; do
     bin="$before"; [ "$which" = after ] && bin="$after"
     UNIGPU_CACHE_DIR="$tmp/cache" "$bin" bench 2>/dev/null | grep -E "^($(echo $keys | tr ' ' '|')) " \
       | sed "s/^/$which $r /" | tee -a "$tmp/all.txt"
