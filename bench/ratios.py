@@ -1,11 +1,14 @@
-"""Reads the `key value` lines of one GPU run and prints unigpu's figures as
-ratios to the anchors measured in the same run."""
+"""Reads the `key value` lines of one run and prints unigpu's figures as
+ratios to the anchors measured in the same run: the GPU anchors, or with
+`--cpu` numpy's times beside the CPU backend's (bench/run_cpu.sh)."""
 import sys
 
-vals = {}
-for line in open(sys.argv[1]):
+cpu = sys.argv[1] == "--cpu"
+vals, raw = {}, {}
+for line in open(sys.argv[-1]):
     parts = line.split()
     if len(parts) == 2:
+        raw[parts[0]] = parts[1]
         try:
             vals[parts[0]] = float(parts[1])
         except ValueError:
@@ -38,6 +41,10 @@ for mib in (64, 256):
         (f"bridge copy_from D2H pinned {mib}MiB (GB/s), vs torch copy_", f"unigpu_torch_copy_d2h_pinned_{mib}MiB_GBps", f"torch_d2h_pinned_{mib}MiB_GBps", "higher"),
         (f"bridge to_stream D2H {mib}MiB (GB/s), vs torch pinned copy_", f"unigpu_torch_to_stream_d2h_{mib}MiB_GBps", f"torch_d2h_pinned_{mib}MiB_GBps", "higher"),
     ]
+if cpu:
+    # Same keys on both sides: unigpu_cpu_<op>_ms vs numpy_cpu_<op>_ms.
+    ops = ["relu_4Mi", "add_4Mi", "sigmoid_4Mi", "sum_4Mi", "max_4Mi", "dot_4Mi", "matmul_512", "matmul_1024"]
+    rows = [(f"{op} f32 (ms), vs numpy", f"unigpu_cpu_{op}_ms", f"numpy_cpu_{op}_ms", "lower") for op in ops]
 print(f"{'figure':52} {'unigpu':>10} {'anchor':>10} {'ratio':>7}")
 for label, ours, anchor, better in rows:
     if ours in vals and anchor in vals:
@@ -45,6 +52,6 @@ for label, ours, anchor, better in rows:
         print(f"{label:52} {vals[ours]:>10.4g} {vals[anchor]:>10.4g} {r:>6.3f}x ({better} is better)")
     else:
         print(f"{label:52} missing: {ours if ours not in vals else anchor}")
-for k in ("unigpu_compile_first_origin", "unigpu_compile_first_ms", "disk_compile_first_origin", "disk_compile_first_ms"):
-    if k in vals:
-        print(f"{k} {vals[k]}")
+for k in ("nproc", "cpu_model", "numpy_version") if cpu else ("unigpu_compile_first_origin", "unigpu_compile_first_ms", "disk_compile_first_origin", "disk_compile_first_ms"):
+    if k in raw:
+        print(f"{k} {raw[k]}")

@@ -26,12 +26,20 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-pub fn run(compile_only: bool) -> anyhow::Result<()> {
+pub fn run(compile_only: bool, cpu_ops_only: bool) -> anyhow::Result<()> {
     let ctx = Context::default()?;
     out("unigpu_backend", ctx.backend());
     out("unigpu_device", ctx.device_name()?.replace(' ', "_"));
     if compile_only {
         return compile(&ctx);
+    }
+    if cpu_ops_only {
+        ensure!(
+            ctx.backend() == unigpu::Backend::Cpu,
+            "--cpu-ops-only measures the CPU backend, but the context is on {}",
+            ctx.backend()
+        );
+        return cpu_ops(&ctx);
     }
     // Launch first: measured before the compile figures load NVRTC and
     // a dozen modules into the process.
@@ -40,6 +48,71 @@ pub fn run(compile_only: bool) -> anyhow::Result<()> {
     axpy(&ctx)?;
     matmul::<f32>(&ctx, "f32")?;
     matmul::<unigpu::bf16>(&ctx, "bf16")?;
+    if ctx.backend() == unigpu::Backend::Cpu {
+        cpu_ops(&ctx)?;
+    }
+    Ok(())
+}
+
+/// Repetitions per CPU-op figure; bench/numpy_ops.py uses the same count.
+const CPU_REPS: usize = 30;
+
+/// The median wall time of `op`, each call waited for (a reduction
+/// returns its value; element-wise ops and matmul through `ctx.sync()`),
+/// after three warm-up calls: the figure numpy's timing loop gives.
+fn cpu_time(ctx: &Context, mut op: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+    for _ in 0..3 {
+        op()?;
+        ctx.sync()?;
+    }
+    let mut times = Vec::with_capacity(CPU_REPS);
+    for _ in 0..CPU_REPS {
+        let t = Instant::now();
+        op()?;
+        ctx.sync()?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(times))
+}
+
+/// The CPU backend's element-wise ops, reductions and matmul, printed as
+/// `unigpu_cpu_<op>_<size>_ms` beside the `numpy_cpu_*` keys of
+/// bench/numpy_ops.py (same sizes, f32, same inputs' shape).
+fn cpu_ops(ctx: &Context) -> anyhow::Result<()> {
+    const N: usize = 4 << 20;
+    // Signed values, so relu has both branches to take and max a sign to see.
+    let wave = |i: usize, k: usize| ((i * k) % 2001) as f32 * 1e-3 - 1.0;
+    let ha: Vec<f32> = (0..N).map(|i| wave(i, 7919)).collect();
+    let hb: Vec<f32> = (0..N).map(|i| wave(i, 104_729)).collect();
+    let (a, b) = (ctx.upload(&ha)?, ctx.upload(&hb)?);
+    let mut y = ctx.zeros::<f32>(N)?;
+    let ops = ctx.ops();
+    // One place for the key format that bench/ratios.py --cpu expects.
+    let ms = |key: &str, v: f64| out(&format!("unigpu_cpu_{key}_ms"), format!("{v:.4}"));
+    ms("relu_4Mi", cpu_time(ctx, || Ok(ops.relu(&a, &mut y)?))?);
+    ms("add_4Mi", cpu_time(ctx, || Ok(ops.add(&a, &b, &mut y)?))?);
+    ms(
+        "sigmoid_4Mi",
+        cpu_time(ctx, || Ok(ops.sigmoid(&a, &mut y)?))?,
+    );
+    ms(
+        "sum_4Mi",
+        cpu_time(ctx, || ops.sum(&a).map(drop).map_err(Into::into))?,
+    );
+    ms(
+        "max_4Mi",
+        cpu_time(ctx, || ops.max(&a).map(drop).map_err(Into::into))?,
+    );
+    ms(
+        "dot_4Mi",
+        cpu_time(ctx, || ops.dot(&a, &b).map(drop).map_err(Into::into))?,
+    );
+    for n in [512, 1024] {
+        let (ma, mb) = (ctx.upload(&ha[..n * n])?, ctx.upload(&hb[..n * n])?);
+        let mut c = ctx.zeros::<f32>(n * n)?;
+        let t = cpu_time(ctx, || Ok(ops.matmul(&ma, &mb, &mut c, (n, n, n))?))?;
+        ms(&format!("matmul_{n}"), t);
+    }
     Ok(())
 }
 

@@ -28,6 +28,9 @@ enum Command {
         /// Only the compile figures (used to time the disk cache from a new process).
         #[arg(long)]
         compile_only: bool,
+        /// Only the CPU-backend op figures that bench/run_cpu.sh sets beside numpy's.
+        #[arg(long, conflicts_with = "compile_only")]
+        cpu_ops_only: bool,
     },
 }
 
@@ -35,6 +38,9 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Info => info::run(),
         Command::Demo { n } => demo::run(n),
-        Command::Bench { compile_only } => bench::run(compile_only),
+        Command::Bench {
+            compile_only,
+            cpu_ops_only,
+        } => bench::run(compile_only, cpu_ops_only),
     }
 }

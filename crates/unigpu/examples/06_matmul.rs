@@ -1,4 +1,4 @@
-//! matmul: cuBLAS on CUDA, ndarray/matrixmultiply on the CPU backend, one
+//! matmul: cuBLAS on CUDA, faer on the CPU backend, one
 //! call. Checked against a naive host product.
 //!
 //!     cargo run -p unigpu --example 06_matmul

@@ -272,7 +272,8 @@ fn reduction_depth(n: usize) -> f64 {
 fn reduction_tol<T: Tol>(backend: Backend, n: usize, expected: f64, abs_sum: f64) -> f64 {
     let mut acc = reduction_depth(n) * T::ACC_EPS;
     match backend {
-        // The CPU adds serially in f64, then rounds to `T::Acc`.
+        // The CPU adds 16-term lanes in `T::Acc` (inside reduction_depth),
+        // then the block sums serially in f64, then rounds to `T::Acc`.
         Backend::Cpu => acc += n as f64 * f64::EPSILON,
         // torch's dot is cuBLAS's, whose grid is not documented: allow
         // each thread a serial share as if it had only 32,768 threads.
@@ -837,3 +838,77 @@ on_every_backend!(ops_on_a_side_stream_are_ordered, |ctx| {
     });
     s.sync().unwrap();
 });
+
+/// The CPU backend splits arrays of 64 Ki elements and more across its
+/// threads (backend/cpu/ops.rs, `PAR_MIN`); 2^20 + 7 elements is past
+/// that and no power-of-two chunk divides it, so the last, short chunk
+/// and the reduction blocks' remainders are exercised too. Every element
+/// of the element-wise results is checked.
+fn split_across_threads<T: Tol>(ctx: &Context) {
+    let n = (1 << 20) + 7;
+    let backend = ctx.backend();
+    let (ha, hb) = (small::<T>(n), small::<T>(n));
+    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let mut out = ctx.alloc::<T>(n).unwrap();
+    let ops = ctx.ops();
+    let exact2 = |f: fn(T::Acc, T::Acc) -> T::Acc| -> Vec<T> {
+        ha.iter()
+            .zip(&hb)
+            .map(|(x, y)| T::from_acc(f(x.to_acc(), y.to_acc())))
+            .collect()
+    };
+    ops.add(&a, &b, &mut out).unwrap();
+    assert_same(&exact2(|x, y| x + y), &out.download().unwrap());
+    ops.mul(&a, &a, &mut out).unwrap();
+    let squares: Vec<T> = ha
+        .iter()
+        .map(|x| T::from_acc(x.to_acc() * x.to_acc()))
+        .collect();
+    assert_same(&squares, &out.download().unwrap());
+    ops.relu(&a, &mut out).unwrap();
+    let xs: Vec<f64> = ha.iter().map(|v| v.f64()).collect();
+    assert_close(
+        &xs.iter().map(|v| v.max(0.0)).collect::<Vec<_>>(),
+        &out.download().unwrap(),
+        0.0,
+    );
+    ops.sigmoid(&a, &mut out).unwrap();
+    assert_close(
+        &xs.iter()
+            .map(|v| 1.0 / (1.0 + (-v).exp()))
+            .collect::<Vec<_>>(),
+        &out.download().unwrap(),
+        transcendental_tol::<T>(),
+    );
+    check_reduction("sum", backend, n, sum_ref(&ha), ops.sum(&a).unwrap());
+    check_reduction(
+        "dot",
+        backend,
+        n,
+        dot_ref(&ha, &hb),
+        ops.dot(&a, &b).unwrap(),
+    );
+    let host_max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert_eq!(ops.max(&a).unwrap().f64(), host_max);
+    // A NaN in the middle chunk is ignored, wherever the maximum is.
+    let mut with_nan = ha.clone();
+    with_nan[n / 2] = T::from_f64(f64::NAN);
+    let want = with_nan
+        .iter()
+        .map(|v| v.f64())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let got = ops.max(&ctx.upload(&with_nan).unwrap()).unwrap();
+    assert_eq!(got.f64(), want, "max of {n} with a NaN at {}", n / 2);
+    // A single number among NaNs in a late chunk wins over every chunk of
+    // NaNs; with no number at all, the result is NaN.
+    let mut nans = vec![T::from_f64(f64::NAN); n];
+    nans[n - 3] = T::from_f64(-2.5);
+    assert_eq!(ops.max(&ctx.upload(&nans).unwrap()).unwrap().f64(), -2.5);
+    nans[n - 3] = T::from_f64(f64::NAN);
+    assert!(ops.max(&ctx.upload(&nans).unwrap()).unwrap().f64().is_nan());
+}
+#[test]
+fn cpu_ops_split_across_threads_match_the_host() {
+    let ctx = common::cpu_ctx();
+    for_float_types!(split_across_threads, &ctx);
+}

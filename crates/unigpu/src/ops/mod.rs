@@ -1,6 +1,6 @@
 //! Built-in ops with one API on every backend: element-wise arithmetic and
-//! activations, reductions, and matmul (cuBLAS on CUDA, `matrixmultiply`
-//! on the CPU).
+//! activations, reductions, and matmul (cuBLAS on CUDA, faer on the
+//! CPU).
 
 mod kinds;
 
