@@ -687,14 +687,25 @@ enum ug_status ug_context_fallback_chain(const struct ug_context *ctx, struct ug
 enum ug_status ug_context_default_stream(const struct ug_context *ctx, struct ug_stream **out);
 
 /**
- * A new, unrecorded event of this context (`ug_event_query` says done
- * until it is recorded with `ug_event_record`).
+ * A new, unrecorded, untimed event of this context (`ug_event_query`
+ * says done until it is recorded with `ug_event_record`). Untimed events
+ * are the cheap kind for ordering; `ug_event_elapsed_ms` refuses them with
+ * `UG_UNSUPPORTED` (see `ug_context_create_timing_event`).
  *
  * # Safety
  *
  * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
  */
 enum ug_status ug_context_create_event(const struct ug_context *ctx, struct ug_event **out);
+
+/**
+ * A new, unrecorded event with timing, for `ug_event_elapsed_ms`.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_context_create_timing_event(const struct ug_context *ctx, struct ug_event **out);
 
 /**
  * A kernel called `name` with only a CPU implementation, the C function
@@ -804,6 +815,8 @@ enum ug_status ug_event_query(const struct ug_event *event, bool *done);
 
 /**
  * Milliseconds between `start` and the later event `end`; waits for both.
+ * Both must be timed (`ug_stream_record_timed`,
+ * `ug_context_create_timing_event`); `UG_UNSUPPORTED` otherwise.
  *
  * # Safety
  *
@@ -1251,13 +1264,24 @@ enum ug_status ug_stream_query(const struct ug_stream *stream, bool *idle);
 enum ug_status ug_stream_wait(const struct ug_stream *stream, const struct ug_event *event);
 
 /**
- * A new event that captures the work enqueued on `stream` so far.
+ * A new untimed event that captures the work enqueued on `stream` so far:
+ * the cheap kind, for `ug_stream_wait` and `ug_event_sync`.
+ * `ug_event_elapsed_ms` needs `ug_stream_record_timed`.
  *
  * # Safety
  *
  * `stream` is NULL or a live stream; `out` is NULL or valid for writes.
  */
 enum ug_status ug_stream_record(const struct ug_stream *stream, struct ug_event **out);
+
+/**
+ * Like `ug_stream_record`, with a timestamp for `ug_event_elapsed_ms`.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_stream_record_timed(const struct ug_stream *stream, struct ug_event **out);
 
 /**
  * Frees a stream handle. NULL is a no-op. Work queued on the stream

@@ -50,9 +50,9 @@ def main():
 
     # 5. Streams and events: work on s1, then s2 after an event.
     s1, s2 = ctx.stream(), ctx.stream()
-    start = s1.record()
+    start = s1.record(timing=True)         # timed: elapsed_ms measures it
     s1.ops.relu(x, out=z)
-    done = s1.record()
+    done = s1.record(timing=True)
     s2.wait(done)                            # s2 waits, the host does not
     s2.ops.scale(3.0, z)
     s2.sync()

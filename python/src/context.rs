@@ -141,11 +141,19 @@ impl PyContext {
         PyStream::new(&self.ctx, self.ctx.default_stream().clone())
     }
 
-    /// A new event (record it with `event.record(stream)`).
-    fn event(&self, py: Python<'_>) -> PyResult<PyEvent> {
-        py.detach(|| self.ctx.create_event())
-            .map(PyEvent::new)
-            .map_err(err(py))
+    /// A new event (record it with `event.record(stream)`); untimed
+    /// unless `timing=True`, which `elapsed_ms` needs.
+    #[pyo3(signature = (timing = false))]
+    fn event(&self, py: Python<'_>, timing: bool) -> PyResult<PyEvent> {
+        py.detach(|| {
+            if timing {
+                self.ctx.create_timing_event()
+            } else {
+                self.ctx.create_event()
+            }
+        })
+        .map(PyEvent::new)
+        .map_err(err(py))
     }
 
     /// `n` zeros of `dtype` (the config's default dtype when None).

@@ -51,11 +51,20 @@ impl PyStream {
         py.detach(|| self.stream.wait(event)).map_err(err(py))
     }
 
-    /// A new event that captures the work enqueued so far.
-    fn record(&self, py: Python<'_>) -> PyResult<PyEvent> {
-        py.detach(|| self.stream.record())
-            .map(PyEvent::new)
-            .map_err(err(py))
+    /// A new event that captures the work enqueued so far. Untimed unless
+    /// `timing=True`: untimed events are cheaper to record, and
+    /// `elapsed_ms` needs timed ones.
+    #[pyo3(signature = (timing = false))]
+    fn record(&self, py: Python<'_>, timing: bool) -> PyResult<PyEvent> {
+        py.detach(|| {
+            if timing {
+                self.stream.record_timed()
+            } else {
+                self.stream.record()
+            }
+        })
+        .map(PyEvent::new)
+        .map_err(err(py))
     }
 
     /// Launches `kernel` on this stream (see `Context.launch`).

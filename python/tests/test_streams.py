@@ -33,9 +33,9 @@ def test_stream_and_event_state_follow_the_work(cpu):
     k, gate = gate_kernel()
     s = cpu.stream()
     x = cpu.zeros(16)
-    start = s.record()
+    start = s.record(timing=True)
     s.launch(k, 1, 1, [5.0, x])
-    end = s.record()
+    end = s.record(timing=True)
     # The worker is blocked inside Python; the host is not.
     time.sleep(0.05)
     assert s.is_idle() is False and s.query() is False
@@ -94,10 +94,10 @@ def test_streams_and_events_on_cuda(cuda, rng):
     s1, s2 = cuda.stream(), cuda.stream()
     xv = rng.standard_normal(1 << 20).astype(np.float32)
     x = cuda.array(xv)
-    start = s1.record()
+    start = s1.record(timing=True)
     for _ in range(10):
         s1.ops.scale(2.0, x)
-    done = s1.record()
+    done = s1.record(timing=True)
     s2.wait(done)
     s2.ops.scale(1 / 1024, x)
     s2.sync()
@@ -168,7 +168,7 @@ s.launch(k, 1, 1, [2.0, x])
 s.sync()
 s.launch(k, 1, 1, [3.0, x])
 print(x.numpy().tolist(), unigpu.sum(x))   # reads wait for the Python write
-ev = s.record(); s.launch(k, 1, 1, [4.0, x]); ev2 = s.record(); ev2.sync()
+ev = s.record(timing=True); s.launch(k, 1, 1, [4.0, x]); ev2 = s.record(timing=True); ev2.sync()
 print(ev.elapsed_ms(ev2) > 100)
 """)
     assert out.split("\n")[:2] == ["[3.0, 3.0, 3.0, 3.0] 12.0", "True"]
@@ -218,3 +218,14 @@ stop.set(); t.join()
 print(len(ticks) > 10)
 """)
     assert out.strip() == "True"
+
+
+def test_untimed_events_are_refused_by_elapsed_ms(cpu):
+    s = cpu.stream()
+    untimed, timed = s.record(), s.record(timing=True)
+    assert timed.elapsed_ms(s.record(timing=True)) >= 0.0
+    with pytest.raises(unigpu.UnsupportedError, match="record_timed"):
+        untimed.elapsed_ms(timed)
+    ev = cpu.event(timing=True)
+    ev.record(s)
+    assert timed.elapsed_ms(ev) >= 0.0

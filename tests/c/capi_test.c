@@ -731,10 +731,10 @@ static void test_streams(ug_context *ctx) {
   OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &y));
 
   ug_event *start = NULL, *end = NULL, *mid = NULL;
-  OK(ug_stream_record(s, &start));
+  OK(ug_stream_record_timed(s, &start));
   OK(ug_op_copy(s, x, y));
   OK(ug_op_scale(s, ug_scalar_f32(2.0f), y));
-  OK(ug_stream_record(s, &end));
+  OK(ug_stream_record_timed(s, &end));
   /* s2 waits for s's work, then scales again on its own queue. */
   OK(ug_stream_wait(s2, end));
   OK(ug_op_scale(s2, ug_scalar_f32(0.5f), y));
@@ -754,6 +754,20 @@ static void test_streams(ug_context *ctx) {
   float ms = -1;
   OK(ug_event_elapsed_ms(start, end, &ms));
   CHECK(ms >= 0);
+  /* An untimed event is refused, naming the timed constructors, and `ms`
+     is left alone. */
+  ug_event *untimed = NULL, *timing = NULL;
+  OK(ug_stream_record(s, &untimed));
+  ms = -1;
+  EXPECT(ug_event_elapsed_ms(start, untimed, &ms), UG_UNSUPPORTED);
+  ERROR_HAS("record_timed");
+  CHECK(ms == -1);
+  OK(ug_context_create_timing_event(ctx, &timing));
+  OK(ug_event_record(timing, s));
+  OK(ug_event_elapsed_ms(start, timing, &ms));
+  CHECK(ms >= 0);
+  ug_event_free(untimed);
+  ug_event_free(timing);
   float *back = (float *)download(y, UG_DTYPE_F32, n);
   int same = 1;
   for (size_t i = 0; i < n; i++) same &= back[i] == (host[i] * 2.0f) * 0.5f;
@@ -777,6 +791,8 @@ static void test_streams(ug_context *ctx) {
   ERROR_HAS("`event` is NULL");
   EXPECT(ug_stream_record(NULL, &ne), UG_NULL_ARGUMENT);
   EXPECT(ug_stream_record(s, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_record_timed(NULL, &ne), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_record_timed(s, NULL), UG_NULL_ARGUMENT);
   EXPECT(ug_event_sync(NULL), UG_NULL_ARGUMENT);
   EXPECT(ug_event_query(NULL, &done), UG_NULL_ARGUMENT);
   EXPECT(ug_event_query(end, NULL), UG_NULL_ARGUMENT);
@@ -789,6 +805,8 @@ static void test_streams(ug_context *ctx) {
   EXPECT(ug_context_default_stream(ctx, NULL), UG_NULL_ARGUMENT);
   EXPECT(ug_context_create_event(NULL, &ne), UG_NULL_ARGUMENT);
   EXPECT(ug_context_create_event(ctx, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_create_timing_event(NULL, &ne), UG_NULL_ARGUMENT);
+  EXPECT(ug_context_create_timing_event(ctx, NULL), UG_NULL_ARGUMENT);
   CHECK(ns == SENTINEL && ne == SENTINEL);
 
   /* A stream and an event of another backend do not mix. */

@@ -266,8 +266,10 @@ pub unsafe extern "C" fn ug_context_default_stream(
     }
 }
 
-/// A new, unrecorded event of this context (`ug_event_query` says done
-/// until it is recorded with `ug_event_record`).
+/// A new, unrecorded, untimed event of this context (`ug_event_query`
+/// says done until it is recorded with `ug_event_record`). Untimed events
+/// are the cheap kind for ordering; `ug_event_elapsed_ms` refuses them with
+/// `UG_UNSUPPORTED` (see `ug_context_create_timing_event`).
 ///
 /// # Safety
 ///
@@ -281,6 +283,25 @@ pub unsafe extern "C" fn ug_context_create_event(
     unsafe {
         getter(ctx, out, |c| {
             let event = c.create_event().or_status()?;
+            Ok(runtime::into_handle(ug_event { event }))
+        })
+    }
+}
+
+/// A new, unrecorded event with timing, for `ug_event_elapsed_ms`.
+///
+/// # Safety
+///
+/// `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_context_create_timing_event(
+    ctx: *const ug_context,
+    out: *mut *mut ug_event,
+) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe {
+        getter(ctx, out, |c| {
+            let event = c.create_timing_event().or_status()?;
             Ok(runtime::into_handle(ug_event { event }))
         })
     }

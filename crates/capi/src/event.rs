@@ -48,6 +48,8 @@ pub unsafe extern "C" fn ug_event_query(event: *const ug_event, done: *mut bool)
 }
 
 /// Milliseconds between `start` and the later event `end`; waits for both.
+/// Both must be timed (`ug_stream_record_timed`,
+/// `ug_context_create_timing_event`); `UG_UNSUPPORTED` otherwise.
 ///
 /// # Safety
 ///

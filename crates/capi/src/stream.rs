@@ -89,7 +89,9 @@ pub unsafe extern "C" fn ug_stream_wait(
     })
 }
 
-/// A new event that captures the work enqueued on `stream` so far.
+/// A new untimed event that captures the work enqueued on `stream` so far:
+/// the cheap kind, for `ug_stream_wait` and `ug_event_sync`.
+/// `ug_event_elapsed_ms` needs `ug_stream_record_timed`.
 ///
 /// # Safety
 ///
@@ -105,6 +107,27 @@ pub unsafe extern "C" fn ug_stream_record(
         // SAFETY: NULL or live (see # Safety).
         let s = unsafe { runtime::handle_ref(stream, "stream") }?;
         let event = s.stream.record().or_status()?;
+        out.write(runtime::into_handle(ug_event { event }));
+        Ok(())
+    })
+}
+
+/// Like `ug_stream_record`, with a timestamp for `ug_event_elapsed_ms`.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `out` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_stream_record_timed(
+    stream: *const ug_stream,
+    out: *mut *mut ug_event,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: NULL or valid for writes (see # Safety).
+        let out = unsafe { Out::new(out, "out") }?;
+        // SAFETY: NULL or live (see # Safety).
+        let s = unsafe { runtime::handle_ref(stream, "stream") }?;
+        let event = s.stream.record_timed().or_status()?;
         out.write(runtime::into_handle(ug_event { event }));
         Ok(())
     })

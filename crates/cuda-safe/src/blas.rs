@@ -2,10 +2,9 @@
 
 use std::sync::Mutex;
 
-use cudarc::cublas::result::CublasError;
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::CudaSlice;
+use cudarc::cublas::CudaBlas;
+use cudarc::cublas::result::{self as cublas_result, CublasError};
+use cudarc::cublas::sys::{self as cublas_sys, cublasOperation_t};
 
 use crate::error::{Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
@@ -14,49 +13,102 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Element types cuBLAS multiplies: f32, f64, and f16/bf16 (accumulated in f32).
+/// The element types cuBLAS multiplies: f32 and f64 natively, f16 and
+/// bf16 with f32 accumulation.
 pub trait GemmElement: Element + sealed::Sealed {
     const ONE: Self;
     const ZERO: Self;
 
+    /// `C = A·B` in cuBLAS's column-major terms, on raw device addresses.
+    ///
     /// # Safety
-    /// The buffers must be large enough for `cfg`'s dimensions.
+    /// `a`, `b` and `c` hold the elements `cfg` reaches, in the context of
+    /// `blas`'s stream, ordered on it after their conflicting uses.
     #[doc(hidden)]
     unsafe fn gemm(
-        blas: &CudaBlas,
-        cfg: GemmConfig<Self>,
-        a: &CudaSlice<Self>,
-        b: &CudaSlice<Self>,
-        c: &mut CudaSlice<Self>,
+        handle: cublas_sys::cublasHandle_t,
+        cfg: Gemm<Self>,
+        a: u64,
+        b: u64,
+        c: u64,
     ) -> std::result::Result<(), CublasError>;
 }
 
-macro_rules! gemm_element {
-    ($($t:ty => $one:expr, $zero:expr);*) => {$(
+/// The shape of one product, as cuBLAS takes it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Gemm<T> {
+    m: i32,
+    n: i32,
+    k: i32,
+    alpha: T,
+    beta: T,
+}
+
+macro_rules! native_gemm {
+    ($($t:ty => $f:ident);*) => {$(
         impl sealed::Sealed for $t {}
         impl GemmElement for $t {
-            const ONE: Self = $one;
-            const ZERO: Self = $zero;
+            const ONE: Self = 1.0;
+            const ZERO: Self = 0.0;
 
             unsafe fn gemm(
-                blas: &CudaBlas,
-                cfg: GemmConfig<Self>,
-                a: &CudaSlice<Self>,
-                b: &CudaSlice<Self>,
-                c: &mut CudaSlice<Self>,
+                handle: cublas_sys::cublasHandle_t,
+                g: Gemm<Self>,
+                a: u64,
+                b: u64,
+                c: u64,
             ) -> std::result::Result<(), CublasError> {
-                // SAFETY: forwarded from this function's contract.
-                unsafe { Gemm::<$t>::gemm(blas, cfg, a, b, c) }
+                let n = cublasOperation_t::CUBLAS_OP_N;
+                // SAFETY: forwarded from this function's contract; the
+                // leading dimensions are those of contiguous matrices.
+                unsafe {
+                    cublas_result::$f(
+                        handle, n, n, g.m, g.n, g.k, &g.alpha, a as *const $t, g.m.max(1),
+                        b as *const $t, g.k.max(1), &g.beta, c as *mut $t, g.m.max(1),
+                    )
+                }
             }
         }
     )*};
 }
-gemm_element!(
-    f32 => 1.0, 0.0;
-    f64 => 1.0, 0.0;
-    half::f16 => half::f16::ONE, half::f16::ZERO;
-    half::bf16 => half::bf16::ONE, half::bf16::ZERO
-);
+native_gemm!(f32 => sgemm; f64 => dgemm);
+
+macro_rules! half_gemm {
+    ($($t:ty => $dtype:ident);*) => {$(
+        impl sealed::Sealed for $t {}
+        impl GemmElement for $t {
+            const ONE: Self = <$t>::ONE;
+            const ZERO: Self = <$t>::ZERO;
+
+            unsafe fn gemm(
+                handle: cublas_sys::cublasHandle_t,
+                g: Gemm<Self>,
+                a: u64,
+                b: u64,
+                c: u64,
+            ) -> std::result::Result<(), CublasError> {
+                let n = cublasOperation_t::CUBLAS_OP_N;
+                let dtype = cublas_sys::cudaDataType_t::$dtype;
+                // Scaling factors are in the f32 compute type.
+                let (alpha, beta) = (g.alpha.to_f32(), g.beta.to_f32());
+                // SAFETY: forwarded from this function's contract.
+                unsafe {
+                    cublas_result::gemm_ex(
+                        handle, n, n, g.m, g.n, g.k,
+                        (&alpha as *const f32).cast(), a as *const _, dtype, g.m.max(1),
+                        b as *const _, dtype, g.k.max(1),
+                        (&beta as *const f32).cast(), c as *mut _, dtype, g.m.max(1),
+                        cublas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        cublas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                    )
+                }
+            }
+        }
+    )*};
+}
+half_gemm!(half::f16 => CUDA_R_16F; half::bf16 => CUDA_R_16BF);
+
 
 /// A cuBLAS handle. Created lazily because `cublasCreate` costs
 /// milliseconds. Send + Sync: calls are serialised by the mutex, since a
@@ -130,21 +182,19 @@ impl BlasHandle {
         unsafe { blas.set_stream(stream.cudarc_stream().clone()) }
             .map_err(|e| cublas_error("cublasSetStream", e))?;
         // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands.
-        let cfg = GemmConfig {
-            transa: cublasOperation_t::CUBLAS_OP_N,
-            transb: cublasOperation_t::CUBLAS_OP_N,
+        let shape = Gemm {
             m: n32,
             n: m32,
             k: k32,
             alpha: T::ONE,
-            lda: n32.max(1),
-            ldb: k32.max(1),
             beta: T::ZERO,
-            ldc: n32.max(1),
         };
+        let (pa, pb) = (a.ptr_for_read(stream)?, b.ptr_for_read(stream)?);
+        let pc = c.ptr_for_write(stream)?;
         // SAFETY: every buffer's length was checked against its dimensions
-        // above, so cuBLAS reads and writes only inside them.
-        unsafe { T::gemm(&blas, cfg, b.as_cudarc(), a.as_cudarc(), c.as_cudarc_mut()) }
+        // above, so cuBLAS reads and writes only inside them, and each is
+        // ordered on the handle's stream (set above).
+        unsafe { T::gemm(*blas.handle(), shape, pb, pa, pc) }
             .map_err(|e| cublas_error("cublasGemmEx", e))
     }
 }

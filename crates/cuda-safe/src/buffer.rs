@@ -1,15 +1,14 @@
 //! Typed device memory.
 
-use std::any::Any;
 use std::fmt::Debug;
-use std::mem::ManuallyDrop;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result};
 
 use crate::dlpack::{self, ManagedTensor};
-
 use crate::error::{Context as _, Result, SafeError};
+use crate::uses::Uses;
 use crate::{CudaDevice, CudaStreamHandle};
 
 mod sealed {
@@ -44,11 +43,17 @@ elements!(
     i32 => kDLInt, u32 => kDLUInt, i64 => kDLInt, u64 => kDLUInt, u8 => kDLUInt
 );
 
-/// `len` elements of `T` in device memory, freed (stream-ordered) on `Drop`.
+/// `len` elements of `T` in device memory from the device's caching
+/// allocator, handed back to it on `Drop`.
 ///
-/// Send + Sync: the buffer is a device address plus cudarc's read/write
-/// events, which order every use across streams; sharing `&DeviceBuffer`
-/// between threads only allows reads.
+/// Every use is ordered after the earlier uses it conflicts with, on any
+/// stream (`uses.rs` says how, without a driver call when everything runs
+/// on one stream). Dropping a buffer with work pending is safe: the
+/// allocator hands its memory to another stream only once that work is
+/// done.
+///
+/// Send + Sync: the buffer is a device address plus its use record behind a
+/// mutex; sharing `&DeviceBuffer` between threads only allows reads.
 ///
 /// A buffer exported through DLPack ([`DeviceBuffer::to_dlpack`]) keeps its
 /// memory until both the buffer and every exported tensor are gone; one
@@ -56,64 +61,77 @@ elements!(
 /// memory itself but, once its work is done, calls the producer's deleter.
 #[derive(Debug)]
 pub struct DeviceBuffer<T: Element> {
-    /// Taken out only in `Drop`.
-    slice: ManuallyDrop<CudaSlice<T>>,
+    ptr: u64,
+    len: usize,
+    /// `None` only while dropping.
+    memory: Option<Memory>,
+    uses: Uses,
     device: CudaDevice,
     /// Shared with the tensors exported from this buffer; made by the first
     /// export.
     lease: OnceLock<Arc<Lease>>,
-    /// The producer's tensor when the memory came from another library.
-    imported: Option<ManagedTensor>,
+    _element: PhantomData<T>,
+}
+
+/// Where a buffer's memory came from, and so where it goes back to.
+#[derive(Debug)]
+enum Memory {
+    /// A zero-length buffer: no memory at all.
+    Empty,
+    /// A block of the device's caching allocator.
+    Cached,
+    /// Another library's tensor, taken through DLPack.
+    Imported(ManagedTensor),
 }
 
 /// Where a buffer's memory waits, after the buffer is dropped, for the
 /// last tensor exported from it to be deleted.
 #[derive(Debug, Default)]
 struct Lease {
-    parked: Mutex<Option<Box<dyn Any + Send>>>,
+    parked: Mutex<Option<Released>>,
 }
 
-/// A buffer's memory on its way out: freed stream-ordered when it is ours,
-/// handed back to its producer after its work when it was imported.
-struct Memory<T> {
-    slice: Option<CudaSlice<T>>,
-    imported: Option<ManagedTensor>,
+/// A buffer's memory on its way out: back to the allocator, waiting only
+/// for its uses, or to its producer after its work is done.
+#[derive(Debug)]
+struct Released {
+    ptr: u64,
+    memory: Memory,
+    uses: Uses,
+    device: CudaDevice,
 }
 
-impl<T> Drop for Memory<T> {
+impl Drop for Released {
     fn drop(&mut self) {
-        let Some(slice) = self.slice.take() else {
-            return;
-        };
-        let Some(tensor) = self.imported.take() else {
-            return drop(slice); // cudarc frees it, stream-ordered
-        };
-        // Not ours to free: wait for our work on it to finish, then let the
-        // producer have it back.
-        let stream = slice.stream().clone();
-        slice.leak();
-        if let Err(e) = stream.synchronize() {
-            stream.context().record_err(Err::<(), _>(e));
+        let uses = std::mem::take(&mut self.uses);
+        match std::mem::replace(&mut self.memory, Memory::Empty) {
+            Memory::Empty => {}
+            Memory::Cached => self.device.allocator().free(self.ptr, uses.into_streams()),
+            Memory::Imported(tensor) => {
+                // Not ours to free: wait for our work on it, then let the
+                // producer have it back.
+                self.device.cudarc_context().record_err(uses.synchronize());
+                drop(tensor);
+            }
         }
-        drop(tensor);
     }
 }
 
 impl<T: Element> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        // SAFETY: `slice` is never used again: this is the drop.
-        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
-        let memory = Memory {
-            slice: Some(slice),
-            imported: self.imported.take(),
+        let released = Released {
+            ptr: self.ptr,
+            memory: self.memory.take().unwrap_or(Memory::Empty),
+            uses: std::mem::take(&mut self.uses),
+            device: self.device.clone(),
         };
         match self.lease.take() {
             // Parked even if no export is left: dropping our Arc below then
             // frees it, so there is no window where both sides let go.
             Some(lease) => {
-                *lease.parked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(memory));
+                *lease.parked.lock().unwrap_or_else(|e| e.into_inner()) = Some(released);
             }
-            None => drop(memory),
+            None => drop(released),
         }
     }
 }
@@ -123,42 +141,36 @@ impl<T: Element> DeviceBuffer<T> {
     /// ([`Element`]), so the contents are arbitrary but never unsound.
     pub fn alloc(stream: &CudaStreamHandle, len: usize) -> Result<Self> {
         let device = stream.device();
-        let cu = stream.cudarc_stream();
-        if len.checked_mul(std::mem::size_of::<T>()).is_none() {
+        let Some(bytes) = len.checked_mul(std::mem::size_of::<T>()) else {
             return Err(SafeError::OutOfMemory {
                 requested: usize::MAX,
                 free: device.free_bytes(),
             });
+        };
+        if bytes == 0 {
+            return Ok(Self::wrap(0, 0, Memory::Empty, Uses::default(), device));
         }
-        let mut slice = if len == 0 {
-            cu.null::<T>().call("cuMemAllocAsync")
+        let cu = stream.cudarc_stream();
+        let block = device.allocator().alloc(cu, bytes)?;
+        // Memory last used on this stream may still be in use by its
+        // earlier work: a first use on another stream must wait for it.
+        let uses = if block.used_on_stream {
+            Uses::written_on(cu)
         } else {
-            // SAFETY: `T: Element` is `Pod`: whatever bytes the allocation holds
-            // form a valid `T`, so exposing them uninitialised is sound.
-            match unsafe { cu.alloc::<T>(len) } {
-                // The pool keeps freed memory (see `CudaDevice::open`): give it
-                // back and try once more before calling it out of memory.
-                Err(e) if SafeError::is_oom(&e) => {
-                    device.trim_pool();
-                    // SAFETY: as above.
-                    unsafe { cu.alloc::<T>(len) }.map_err(|e| oom_or::<T>(device, len, e))
-                }
-                other => other.map_err(|e| oom_or::<T>(device, len, e)),
-            }
-        }?;
-        // Count the stream-ordered allocation as a write on `stream`, so the
-        // first use on another stream waits for it (the pool may hand out
-        // memory that earlier work on `stream` is still freeing).
-        drop(slice.device_ptr_mut(cu));
-        Ok(Self::wrap(slice, device, None))
+            Uses::default()
+        };
+        Ok(Self::wrap(block.addr, len, Memory::Cached, uses, device))
     }
 
-    fn wrap(slice: CudaSlice<T>, device: &CudaDevice, imported: Option<ManagedTensor>) -> Self {
+    fn wrap(ptr: u64, len: usize, memory: Memory, uses: Uses, device: &CudaDevice) -> Self {
         DeviceBuffer {
-            slice: ManuallyDrop::new(slice),
+            ptr,
+            len,
+            memory: Some(memory),
+            uses,
             device: device.clone(),
             lease: OnceLock::new(),
-            imported,
+            _element: PhantomData,
         }
     }
 
@@ -166,9 +178,11 @@ impl<T: Element> DeviceBuffer<T> {
     pub fn zeros(stream: &CudaStreamHandle, len: usize) -> Result<Self> {
         let mut buf = Self::alloc(stream, len)?;
         if len > 0 {
-            stream
-                .cudarc_stream()
-                .memset_zeros(&mut *buf.slice)
+            let bytes = buf.num_bytes();
+            let dst = buf.ptr_for_write(stream)?;
+            // SAFETY: `dst` is this buffer's `bytes` bytes, ordered on
+            // `stream` after their earlier uses.
+            unsafe { result::memset_d8_async(dst, 0, bytes, stream.cu_stream()) }
                 .call("cuMemsetD8Async")?;
         }
         Ok(buf)
@@ -182,30 +196,71 @@ impl<T: Element> DeviceBuffer<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.slice.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     pub fn num_bytes(&self) -> usize {
-        self.len() * std::mem::size_of::<T>()
+        self.len * std::mem::size_of::<T>()
     }
 
     pub fn device(&self) -> &CudaDevice {
         &self.device
     }
 
+    /// The device address, for diagnostics and tests (which block the
+    /// allocator handed out). Using it in a kernel bypasses the buffer's
+    /// stream ordering.
+    pub fn device_address(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The device address for a read on `stream`, after the buffer's
+    /// pending writes on other streams. For the layers that launch kernels.
+    pub(crate) fn ptr_for_read(&self, stream: &CudaStreamHandle) -> Result<u64> {
+        self.check_device(stream)?;
+        self.uses
+            .read_on(stream.cudarc_stream(), self.device.events())?;
+        Ok(self.ptr)
+    }
+
+    /// The device address for a write on `stream`, after every pending use
+    /// on other streams.
+    pub(crate) fn ptr_for_write(&mut self, stream: &CudaStreamHandle) -> Result<u64> {
+        self.check_device(stream)?;
+        self.uses
+            .write_on(stream.cudarc_stream(), self.device.events())?;
+        Ok(self.ptr)
+    }
+
+    fn check_device(&self, stream: &CudaStreamHandle) -> Result<()> {
+        if stream.device() == &self.device {
+            Ok(())
+        } else {
+            Err(SafeError::DeviceMismatch {
+                what: "a buffer used on another device's stream",
+            })
+        }
+    }
+
     /// Copies `host` into the buffer on `stream`; lengths must match.
+    /// Returns once `host` may be reused: the driver stages pageable memory
+    /// before it returns.
     pub fn write_from(&mut self, stream: &CudaStreamHandle, host: &[T]) -> Result<()> {
         check_len("upload", self.len(), host.len())?;
         if host.is_empty() {
             return Ok(());
         }
-        stream
-            .cudarc_stream()
-            .memcpy_htod(host, &mut *self.slice)
+        let dst = self.ptr_for_write(stream)?;
+        stream.bind()?;
+        // SAFETY: `dst` holds `host.len()` elements (checked) and is ordered
+        // on `stream`. The driver reads pageable `host` before it returns;
+        // page-locked memory is read later, and its owner in this crate
+        // (`PinnedBuffer`) waits for its copies before it frees it.
+        unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }
             .call("cuMemcpyHtoDAsync")
     }
 
@@ -216,10 +271,14 @@ impl<T: Element> DeviceBuffer<T> {
         if host.is_empty() {
             return stream.synchronize();
         }
-        stream
-            .cudarc_stream()
-            .memcpy_dtoh(&*self.slice, host)
-            .call("cuMemcpyDtoHAsync")
+        let src = self.ptr_for_read(stream)?;
+        stream.bind()?;
+        // SAFETY: `src` holds `host.len()` elements (checked), ordered on
+        // `stream`; the stream is synchronized below before `host` is
+        // released to the caller.
+        unsafe { result::memcpy_dtoh_async(host, src, stream.cu_stream()) }
+            .call("cuMemcpyDtoHAsync")?;
+        stream.synchronize()
     }
 
     /// Like [`Self::read_into`], into a new vector.
@@ -235,9 +294,12 @@ impl<T: Element> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        stream
-            .cudarc_stream()
-            .memcpy_dtod(&*self.slice, &mut *dst.slice)
+        let src = self.ptr_for_read(stream)?;
+        let to = dst.ptr_for_write(stream)?;
+        stream.bind()?;
+        // SAFETY: both are `num_bytes` bytes of this device's memory (lengths
+        // checked), ordered on `stream` after their conflicting uses.
+        unsafe { result::memcpy_dtod_async(to, src, self.num_bytes(), stream.cu_stream()) }
             .call("cuMemcpyDtoDAsync")
     }
 
@@ -252,14 +314,12 @@ impl<T: Element> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        let cu = stream.cudarc_stream();
-        let (src, _read) = self.slice.device_ptr(cu);
-        // SAFETY: `src` is this buffer (read tracked by `_read`); `dst` per the
+        let src = self.ptr_for_read(stream)?;
+        stream.bind()?;
+        // SAFETY: `src` is this buffer, ordered on `stream`; `dst` per the
         // caller's contract; both in the stream's context.
-        unsafe {
-            cudarc::driver::result::memcpy_dtod_async(dst, src, self.num_bytes(), cu.cu_stream())
-        }
-        .call("cuMemcpyDtoDAsync")
+        unsafe { result::memcpy_dtod_async(dst, src, self.num_bytes(), stream.cu_stream()) }
+            .call("cuMemcpyDtoDAsync")
     }
 
     /// Overwrites the whole buffer from the raw device address `src` on
@@ -274,11 +334,11 @@ impl<T: Element> DeviceBuffer<T> {
             return Ok(());
         }
         let bytes = self.num_bytes();
-        let cu = stream.cudarc_stream();
-        let (dst, _write) = self.slice.device_ptr_mut(cu);
-        // SAFETY: `dst` is this buffer (write tracked by `_write`); `src` per
-        // the caller's contract; both in the stream's context.
-        unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, cu.cu_stream()) }
+        let dst = self.ptr_for_write(stream)?;
+        stream.bind()?;
+        // SAFETY: `dst` is this buffer, ordered on `stream`; `src` per the
+        // caller's contract; both in the stream's context.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
             .call("cuMemcpyDtoDAsync")
     }
 
@@ -298,14 +358,9 @@ impl<T: Element> DeviceBuffer<T> {
         &mut self,
         stream: &CudaStreamHandle,
     ) -> Result<(ManagedTensor, crate::CudaEventHandle)> {
-        let cu = stream.cudarc_stream();
-        let len = self.len();
-        // Waits on `stream` for the buffer's pending reads and writes, and
-        // counts the consumer's use as a write on `stream`.
-        let data = {
-            let (data, _write) = self.slice.device_ptr_mut(cu);
-            data
-        };
+        // Waits on `stream` for the buffer's pending uses, and counts the
+        // consumer's use as a write on `stream`.
+        let data = self.ptr_for_write(stream)?;
         let ready = crate::CudaEventHandle::new(&self.device)?;
         ready.record(stream)?;
         let lease = self.lease.get_or_init(Arc::default).clone();
@@ -316,7 +371,7 @@ impl<T: Element> DeviceBuffer<T> {
                 device_id: self.device.ordinal() as i32,
             },
             dtype: T::DLPACK,
-            len,
+            len: self.len,
             read_only: false,
         };
         // SAFETY: the owner is the buffer's lease: when the buffer drops, its
@@ -357,32 +412,22 @@ impl<T: Element> DeviceBuffer<T> {
                 message: "the tensor is read-only, and unigpu arrays are writable".into(),
             });
         }
-        let cu = stream.cudarc_stream();
-        let slice = if view.len == 0 {
-            cu.null::<T>().call("cuMemAllocAsync")?
-        } else {
-            // SAFETY: the tensor (kept in the buffer until its memory is
-            // released) guarantees `view.len` elements at `view.data` in this
-            // device's memory (checked: device, dtype, extent, alignment);
-            // `Memory::drop` leaks the slice instead of freeing it.
-            unsafe { cu.upgrade_device_ptr::<T>(view.data, view.len) }
-        };
-        Ok(Self::wrap(slice, device, Some(tensor)))
+        // The tensor (kept until the memory is released) guarantees
+        // `view.len` elements at `view.data` in this device's memory
+        // (checked: device, dtype, extent, alignment).
+        let (ptr, len) = (view.data, view.len);
+        Ok(Self::wrap(
+            ptr,
+            len,
+            Memory::Imported(tensor),
+            Uses::default(),
+            device,
+        ))
     }
 
     /// Whether the memory came from another library through DLPack.
     pub fn is_imported(&self) -> bool {
-        self.imported.is_some()
-    }
-
-    /// The underlying cudarc slice, for the layers that launch kernels.
-    pub fn as_cudarc(&self) -> &CudaSlice<T> {
-        &self.slice
-    }
-
-    /// Mutable access to the underlying cudarc slice.
-    pub fn as_cudarc_mut(&mut self) -> &mut CudaSlice<T> {
-        &mut self.slice
+        matches!(self.memory, Some(Memory::Imported(_)))
     }
 }
 
@@ -398,13 +443,3 @@ fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
     }
 }
 
-fn oom_or<T>(device: &CudaDevice, len: usize, err: cudarc::driver::DriverError) -> SafeError {
-    if SafeError::is_oom(&err) {
-        SafeError::OutOfMemory {
-            requested: len.saturating_mul(std::mem::size_of::<T>()),
-            free: device.free_bytes(),
-        }
-    } else {
-        SafeError::driver("cuMemAllocAsync", err)
-    }
-}

@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream, sys, sys::CUdevice_attribute};
+use cudarc::driver::{CudaContext, CudaStream, sys::CUdevice_attribute};
 use unigpu_cuda_sys::probe;
 
+use crate::alloc::{Allocator, AllocatorStats};
 use crate::error::{Context as _, Result, SafeError};
+use crate::event_pool::EventPool;
 
 /// How many CUDA devices this process can use. Errors with
 /// [`SafeError::Unavailable`] (never a panic) when the driver cannot load.
@@ -37,16 +39,24 @@ pub struct DeviceProperties {
 /// serves as unigpu's default stream (the legacy NULL stream would
 /// serialise against every other stream and defeat overlap).
 ///
-/// `Clone` is cheap: both parts are reference counted. Send + Sync: the
+/// Each open has its own caching allocator and event pool, shared by the
+/// clones; two opens of one ordinal share the GPU but not their caches.
+///
+/// `Clone` is cheap: every part is reference counted. Send + Sync: the
 /// driver's context and stream handles may be used from any thread, and
 /// cudarc binds the context to the calling thread before each call.
 #[derive(Debug, Clone)]
 pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// The device's default memory pool (stream-ordered allocations come
-    /// from it), as an integer so the type stays Send + Sync.
-    pool: usize,
+    shared: Arc<Shared>,
+}
+
+/// What every clone of one opened device shares.
+#[derive(Debug)]
+struct Shared {
+    events: Arc<EventPool>,
+    allocator: Allocator,
 }
 
 impl CudaDevice {
@@ -61,18 +71,16 @@ impl CudaDevice {
         }
         let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
         let stream = ctx.new_stream().call("cuStreamCreate")?;
-        let pool = keep_freed_memory(&ctx)?;
-        Ok(CudaDevice { ctx, stream, pool })
-    }
-
-    /// Gives the memory the pool keeps but no allocation uses back to the
-    /// device, so an allocation that failed can be retried (and other
-    /// allocators in the process, torch's, can have it).
-    pub(crate) fn trim_pool(&self) {
-        // SAFETY: `pool` is the device's default pool, which lives as long as
-        // the primary context `self.ctx` retains. A failed trim only means
-        // the retry fails too, so its status is ignored.
-        let _ = unsafe { sys::cuMemPoolTrimTo(self.pool as sys::CUmemoryPool, 0) };
+        let events = EventPool::new(ctx.clone());
+        let shared = Arc::new(Shared {
+            allocator: Allocator::new(ctx.clone(), events.clone()),
+            events,
+        });
+        Ok(CudaDevice {
+            ctx,
+            stream,
+            shared,
+        })
     }
 
     pub fn ordinal(&self) -> usize {
@@ -120,6 +128,25 @@ impl CudaDevice {
 
     /// Bytes free right now, or 0 when even that query fails: only used to
     /// fill in an out-of-memory error, which must not fail itself.
+    /// The caching allocator's counters.
+    pub fn memory_stats(&self) -> AllocatorStats {
+        self.shared.allocator.stats()
+    }
+
+    /// Gives the cached device memory nothing uses back to the driver, after
+    /// the work that last used it; returns the bytes released.
+    pub fn empty_cache(&self) -> Result<usize> {
+        self.shared.allocator.empty_cache()
+    }
+
+    pub(crate) fn allocator(&self) -> &Allocator {
+        &self.shared.allocator
+    }
+
+    pub(crate) fn events(&self) -> &Arc<EventPool> {
+        &self.shared.events
+    }
+
     pub(crate) fn free_bytes(&self) -> usize {
         self.memory_info().map(|(free, _)| free).unwrap_or(0)
     }
@@ -129,47 +156,4 @@ impl PartialEq for CudaDevice {
     fn eq(&self, other: &Self) -> bool {
         self.ctx == other.ctx
     }
-}
-
-/// Sets the device pool's release threshold to "never", so memory freed by
-/// one stream-ordered free is reused by the next allocation instead of
-/// being unmapped at every synchronize (the default threshold is 0, which
-/// made each large allocation after a sync pay for mapping fresh memory).
-/// Returns the pool.
-fn keep_freed_memory(ctx: &CudaContext) -> Result<usize> {
-    ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: `pool` is a valid out-pointer and the device handle comes from
-    // a live context.
-    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
-        .result()
-        .call("cuDeviceGetDefaultMemPool")?;
-    let mut threshold = u64::MAX;
-    // SAFETY: the release threshold attribute takes a pointer to a u64.
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut threshold as *mut u64).cast(),
-        )
-    }
-    .result()
-    .call("cuMemPoolSetAttribute")?;
-    // A pool that keeps memory would otherwise hand a block freed on a
-    // stream still behind pending work to an allocation on another stream,
-    // silently making that stream wait for the first: hidden serialisation
-    // that defeats overlap. Blocks are still reused once their free has
-    // completed, and always on the same stream.
-    let mut allow: i32 = 0;
-    // SAFETY: this attribute takes a pointer to an int.
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-            (&mut allow as *mut i32).cast(),
-        )
-    }
-    .result()
-    .call("cuMemPoolSetAttribute")?;
-    Ok(pool as usize)
 }

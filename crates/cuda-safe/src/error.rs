@@ -31,6 +31,10 @@ pub enum SafeError {
     Compile { log: String },
     /// A DLPack tensor that cannot be imported (or an array that cannot be
     /// exported), with the reason.
+    /// What was asked is not available in this form (the message says
+    /// what to do instead).
+    #[error("not supported: {what}")]
+    Unsupported { what: String },
     #[error("DLPack: {message}")]
     Dlpack { message: String },
     /// Any other driver status.

@@ -62,18 +62,23 @@ impl ForeignStream {
         self.bind()?;
         // SAFETY: the stream is valid (`from_raw`'s contract) and the event is
         // alive for the call.
-        unsafe { result::event::record(event.cudarc_event().cu_event(), self.cu_stream()) }
-            .call("cuEventRecord")
+        unsafe { result::event::record(event.record_target().cu_event(), self.cu_stream()) }
+            .call("cuEventRecord")?;
+        event.mark_recorded();
+        Ok(())
     }
 
     /// Later work on this stream waits until `event` completes.
     pub fn wait(&self, event: &CudaEventHandle) -> Result<()> {
+        let Some(target) = event.wait_target() else {
+            return Ok(()); // never recorded: nothing to wait for
+        };
         self.bind()?;
         // SAFETY: as in `record`.
         unsafe {
             result::stream::wait_event(
                 self.cu_stream(),
-                event.cudarc_event().cu_event(),
+                target.cu_event(),
                 sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
             )
         }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaModule, LaunchArgs, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 
 use crate::error::{Context as _, Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
@@ -65,19 +65,21 @@ impl CudaFunctionHandle {
 
 /// A buffer of any element type, as a kernel argument.
 pub trait BufferArg: Send + Sync {
+    /// The address for a read on `stream`, ordered after pending writes.
     #[doc(hidden)]
-    fn push_read<'a>(&'a self, args: &mut LaunchArgs<'a>);
+    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<u64>;
+    /// The address for a write on `stream`, ordered after pending uses.
     #[doc(hidden)]
-    fn push_write<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
+    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<u64>;
     fn buffer_device(&self) -> &CudaDevice;
 }
 
 impl<T: Element> BufferArg for DeviceBuffer<T> {
-    fn push_read<'a>(&'a self, args: &mut LaunchArgs<'a>) {
-        args.arg(self.as_cudarc());
+    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<u64> {
+        self.ptr_for_read(stream)
     }
-    fn push_write<'a>(&'a mut self, args: &mut LaunchArgs<'a>) {
-        args.arg(self.as_cudarc_mut());
+    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<u64> {
+        self.ptr_for_write(stream)
     }
     fn buffer_device(&self) -> &CudaDevice {
         self.device()
@@ -127,34 +129,48 @@ pub fn launch(
             return Err(SafeError::DeviceMismatch { what: "launch" });
         }
     }
-    let mut builder = stream.cudarc_stream().launch_builder(&func.func);
+    // Buffers first: ordering them may enqueue waits, and the builder
+    // below borrows their addresses.
+    let mut addresses = Vec::with_capacity(params.len());
     for p in params.iter_mut() {
         match p {
-            KernelParam::F32(v) => builder.arg(&*v),
-            KernelParam::F64(v) => builder.arg(&*v),
-            KernelParam::I32(v) => builder.arg(&*v),
-            KernelParam::U32(v) => builder.arg(&*v),
-            KernelParam::I64(v) => builder.arg(&*v),
-            KernelParam::U64(v) => builder.arg(&*v),
-            KernelParam::U8(v) => builder.arg(&*v),
-            KernelParam::F16(v) => builder.arg(&*v),
-            KernelParam::BF16(v) => builder.arg(&*v),
-            KernelParam::Buffer(b) => {
-                b.push_read(&mut builder);
-                &mut builder
-            }
-            KernelParam::BufferMut(b) => {
-                b.push_write(&mut builder);
-                &mut builder
+            KernelParam::Buffer(b) => addresses.push(b.read_ptr(stream)?),
+            KernelParam::BufferMut(b) => addresses.push(b.write_ptr(stream)?),
+            _ => {}
+        }
+    }
+    let mut builder = stream.cudarc_stream().launch_builder(&func.func);
+    let mut next = addresses.iter();
+    for p in params.iter() {
+        match p {
+            KernelParam::F32(v) => builder.arg(v),
+            KernelParam::F64(v) => builder.arg(v),
+            KernelParam::I32(v) => builder.arg(v),
+            KernelParam::U32(v) => builder.arg(v),
+            KernelParam::I64(v) => builder.arg(v),
+            KernelParam::U64(v) => builder.arg(v),
+            KernelParam::U8(v) => builder.arg(v),
+            KernelParam::F16(v) => builder.arg(v),
+            KernelParam::BF16(v) => builder.arg(v),
+            KernelParam::Buffer(_) | KernelParam::BufferMut(_) => {
+                let Some(address) = next.next() else {
+                    return Err(SafeError::SizeMismatch {
+                        what: "launch buffer addresses",
+                        expected: addresses.len() + 1,
+                        actual: addresses.len(),
+                    });
+                };
+                builder.arg(address)
             }
         };
     }
     // SAFETY: every parameter is a plain value or the device address of a
-    // buffer borrowed for this call (and kept alive past the kernel by
-    // cudarc's stream-ordered free). A kernel only reaches device memory,
-    // which the host sees only through copies into `Pod` element types, so
-    // a wrong kernel can produce wrong numbers or a device fault (reported
-    // at the next sync), never host memory unsafety.
+    // buffer borrowed for this call, ordered after its conflicting uses
+    // (and kept from reuse by another stream past the kernel by the
+    // caching allocator). A kernel only reaches device memory, which the
+    // host sees only through copies into `Pod` element types, so a wrong
+    // kernel can produce wrong numbers or a device fault (reported at the
+    // next sync), never host memory unsafety.
     unsafe { builder.launch(dims) }.call("cuLaunchKernel")?;
     Ok(())
 }

@@ -22,17 +22,21 @@
 //! memory with the free byte count, invalid device ids), host callbacks on
 //! streams, stream queries and device properties.
 
+mod alloc;
 mod blas;
 mod buffer;
 mod device;
 pub mod dlpack;
 mod error;
 mod event;
+mod event_pool;
 mod foreign;
 mod kernel;
 pub mod nvrtc;
 mod stream;
+mod uses;
 
+pub use alloc::AllocatorStats;
 pub use blas::{BlasHandle, GemmElement};
 pub use buffer::{DeviceBuffer, Element};
 pub use device::{CudaDevice, DeviceProperties, device_count};

@@ -60,6 +60,19 @@ impl CudaStreamHandle {
         &self.stream
     }
 
+    pub(crate) fn cu_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    /// Makes this stream's context current on the calling thread, as every
+    /// raw driver call needs.
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.device
+            .cudarc_context()
+            .bind_to_thread()
+            .call("cuCtxSetCurrent")
+    }
+
     /// Blocks until everything enqueued so far is done. Returns the first
     /// error: a failed launch, a panic in a host callback, or an error kept
     /// from a `Drop`.
@@ -88,9 +101,10 @@ impl CudaStreamHandle {
 
     /// Makes later work on this stream wait until `event` completes.
     pub fn wait(&self, event: &CudaEventHandle) -> Result<()> {
-        self.stream
-            .wait(event.cudarc_event())
-            .call("cuStreamWaitEvent")
+        match event.wait_target() {
+            Some(target) => self.stream.wait(target).call("cuStreamWaitEvent"),
+            None => Ok(()), // never recorded: nothing to wait for
+        }
     }
 
     /// Runs `f` on a driver thread once the work before it on this stream

@@ -274,6 +274,18 @@ fn impossible_allocations_are_out_of_memory_and_the_device_stays_usable() {
         }
         other => panic!("twice the device memory: expected OutOfMemory, got {other:?}"),
     }
+    // A second failure right after the first still reports the driver's
+    // true free bytes (the cache was emptied before the error).
+    match DeviceBuffer::<u8>::alloc(&s, 2 * total) {
+        Err(SafeError::OutOfMemory { free, .. }) => {
+            let (now, _) = dev.memory_info().unwrap();
+            assert!(
+                free.abs_diff(now) < 256 << 20,
+                "reported {free} bytes free, the driver says {now}"
+            );
+        }
+        other => panic!("twice the device memory again: {other:?}"),
+    }
     dev.synchronize().unwrap();
     let data = random_f32(1 << 16);
     assert_same(
@@ -284,6 +296,71 @@ fn impossible_allocations_are_out_of_memory_and_the_device_stays_usable() {
         &data,
         "after OOM",
     );
+}
+
+/// The caching allocator's promise: memory freed while work on one stream
+/// still uses it goes to another stream only after that work is done, and
+/// straight back to the same stream (stream order covers it). The work is
+/// a kernel held back behind a gate, writing the block when it runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_block_in_use_on_one_stream_is_not_handed_to_another() {
+    let _serial = serial();
+    let dev = device();
+    let (a, b) = (
+        CudaStreamHandle::new(&dev).unwrap(),
+        CudaStreamHandle::new(&dev).unwrap(),
+    );
+    let n = (1 << 18) + rand::rng().random_range(0..1024);
+    let f = scale_add(&dev);
+    let mut held = DeviceBuffer::<f32>::zeros(&a, n).unwrap();
+    let ones = DeviceBuffer::from_host(&a, &vec![1.0f32; n]).unwrap();
+    a.synchronize().unwrap();
+    let held_at = held.device_address();
+    let mut gate = Gate::on(&a);
+    // y = 3·x + y on a, behind the gate: `held` is in use until it opens.
+    launch(
+        &a,
+        &f,
+        dims(n),
+        &mut [
+            KernelParam::F32(3.0),
+            KernelParam::Buffer(&ones),
+            KernelParam::BufferMut(&mut held),
+            KernelParam::U32(n as u32),
+        ],
+    )
+    .unwrap();
+    drop(held);
+    let stats = dev.memory_stats();
+    // Another stream gets other memory, and can use it at once.
+    let data = random_f32(n);
+    let other = DeviceBuffer::from_host(&b, &data).unwrap();
+    assert_ne!(
+        other.device_address(),
+        held_at,
+        "b was handed memory a's pending kernel writes"
+    );
+    assert_same(&other.to_host(&b).unwrap(), &data, "b's buffer while a is held");
+    assert!(!a.query().unwrap(), "a ran past its gate");
+    // The same stream gets the block back straight away.
+    let again = DeviceBuffer::<f32>::alloc(&a, n).unwrap();
+    assert_eq!(again.device_address(), held_at, "same-stream reuse");
+    assert!(dev.memory_stats().hits > stats.hits);
+    gate.release();
+    a.synchronize().unwrap();
+    // Once a's work is done, b may have the memory too.
+    drop(again);
+    a.synchronize().unwrap();
+    let reused = (0..4)
+        .map(|_| DeviceBuffer::<f32>::alloc(&b, n).unwrap())
+        .collect::<Vec<_>>();
+    assert!(
+        reused.iter().any(|r| r.device_address() == held_at),
+        "a's finished block was never handed to b"
+    );
+    assert_same(&other.to_host(&b).unwrap(), &data, "b's buffer after a ran");
+    dev.synchronize().unwrap();
 }
 
 /// Runs `reader` on another thread while stream `a` is gated, checks that it
@@ -471,8 +548,8 @@ fn events_complete_in_stream_order_and_time_the_gate() {
         CudaStreamHandle::new(&dev).unwrap(),
     );
     let (start, end) = (
-        CudaEventHandle::new(&dev).unwrap(),
-        CudaEventHandle::new(&dev).unwrap(),
+        CudaEventHandle::timed(&dev).unwrap(),
+        CudaEventHandle::timed(&dev).unwrap(),
     );
     assert!(
         end.query().unwrap(),

@@ -13,14 +13,14 @@ fn main() -> unigpu::Result<()> {
     let mut staged = ctx.alloc::<u32>(n)?;
     let mut result = ctx.alloc::<u32>(n)?;
 
-    let start = upload.record()?;
+    let start = upload.record_timed()?; // timed: elapsed_ms measures it
     upload.upload(&host, &mut staged)?;
-    let uploaded = upload.record()?;
+    let uploaded = upload.record_timed()?;
 
     // `compute` waits for the upload, not for anything else on `upload`.
     compute.wait(&uploaded)?;
     compute.copy(&staged, &mut result)?;
-    let copied = compute.record()?;
+    let copied = compute.record_timed()?;
     compute.host_fn(|| println!("host function: the copy is done"))?;
 
     println!("idle right after enqueueing? {}", compute.is_idle()?);

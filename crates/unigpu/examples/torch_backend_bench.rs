@@ -23,11 +23,11 @@ fn out(key: &str, value: f64) {
 /// Milliseconds per call of `f`, timed with events on the default stream.
 fn timed(ctx: &Context, reps: usize, mut f: impl FnMut()) -> unigpu::Result<f64> {
     f();
-    let start = ctx.default_stream().record()?;
+    let start = ctx.default_stream().record_timed()?;
     for _ in 0..reps {
         f();
     }
-    let end = ctx.default_stream().record()?;
+    let end = ctx.default_stream().record_timed()?;
     Ok(start.elapsed_ms(&end)? as f64 / reps as f64)
 }
 

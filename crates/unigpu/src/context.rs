@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) use crate::backend::DeviceImpl;
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
-use crate::device::{DeviceInfo, MemoryInfo};
+use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::kernel::{CompileOptions, Module};
 use crate::stream::Stream;
 use crate::{Backend, DType, Error, Result};
@@ -181,6 +181,20 @@ impl Context {
     /// Free and total device memory now.
     pub fn memory_info(&self) -> Result<MemoryInfo> {
         self.inner.device.memory_info()
+    }
+
+    /// The caching allocator's counters (CUDA backend): bytes reserved, in
+    /// use and cached, the peak, and cache hits and misses.
+    /// `Unsupported` on backends without an allocator of their own.
+    pub fn memory_stats(&self) -> Result<MemoryStats> {
+        self.inner.device.memory_stats()
+    }
+
+    /// Gives cached device memory that no array uses back to the driver,
+    /// after the work that last used it; returns the bytes released. An
+    /// allocation that runs out of memory does this itself before failing.
+    pub fn empty_cache(&self) -> Result<usize> {
+        self.inner.device.empty_cache()
     }
 
     /// A new stream, independent of the default one.

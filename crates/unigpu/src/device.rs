@@ -10,6 +10,28 @@ pub struct MemoryInfo {
     pub total: usize,
 }
 
+/// What a device's caching allocator holds, in bytes unless named
+/// otherwise. From [`crate::Context::memory_stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Held from the driver: in use or cached.
+    pub reserved: usize,
+    /// Handed out to live arrays (sizes rounded up to 512 bytes).
+    pub in_use: usize,
+    /// Reserved but unused: what [`crate::Context::empty_cache`] may release.
+    pub cached: usize,
+    /// The most `in_use` has been.
+    pub peak_in_use: usize,
+    /// Driver allocations held.
+    pub segments: usize,
+    /// Allocations served from the cache.
+    pub hits: u64,
+    /// Allocations that needed a new driver allocation.
+    pub misses: u64,
+    /// Allocations that ran out of memory, emptied the cache and retried.
+    pub oom_retries: u64,
+}
+
 /// One device as `unigpu info` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {

@@ -191,6 +191,10 @@ impl From<unigpu_cuda_safe::SafeError> for Error {
             S::DeviceMismatch { what } => Error::ContextMismatch { what },
             S::Compile { log } => Error::Compile { log },
             S::Dlpack { message } => Error::Dlpack { message },
+            S::Unsupported { what } => Error::Unsupported {
+                backend: Backend::Cuda,
+                what,
+            },
             S::Driver {
                 call,
                 code,

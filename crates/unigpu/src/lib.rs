@@ -62,7 +62,7 @@ pub use backend::{Backend, BackendAttempt, Outcome};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;
 pub use context::list_devices;
-pub use device::{DeviceInfo, MemoryInfo};
+pub use device::{DeviceInfo, MemoryInfo, MemoryStats};
 pub use dlpack::{DlpackSync, DlpackTensor};
 pub use element::{DType, Element};
 pub use error::{Error, Result};

@@ -193,16 +193,16 @@ on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
 
 on_every_backend!(elapsed_time_covers_the_work_between_events, |ctx| {
     let s = ctx.create_stream().unwrap();
-    let start = s.record().unwrap();
+    let start = s.record_timed().unwrap();
     s.host_fn(|| std::thread::sleep(Duration::from_millis(30)))
         .unwrap();
-    let end = s.record().unwrap();
+    let end = s.record_timed().unwrap();
     let ms = start.elapsed_ms(&end).unwrap();
     // A lower bound only: a sleep lasts at least as long as asked.
     assert!(ms >= 29.0, "elapsed {ms} ms for a 30 ms sleep");
     // Re-recording an event moves it: `mark` first sits right after `end`,
     // then after another 20 ms of work.
-    let mark = ctx.create_event().unwrap();
+    let mark = ctx.create_timing_event().unwrap();
     mark.record(&s).unwrap();
     let first = end.elapsed_ms(&mark).unwrap();
     assert!(first >= 0.0, "{first} ms between consecutive events");
@@ -263,8 +263,8 @@ on_every_backend!(events_streams_and_arrays_of_other_contexts, |ctx| {
     let other = common::cpu_ctx();
     let s = ctx.create_stream().unwrap();
     let foreign_stream = other.create_stream().unwrap();
-    let foreign_event = foreign_stream.record().unwrap();
-    let own_event = s.record().unwrap();
+    let foreign_event = foreign_stream.record_timed().unwrap();
+    let own_event = s.record_timed().unwrap();
     let host = random_vec::<f32>(random_len(1000));
     let n = host.len();
     let theirs = other.upload(&host).unwrap();
@@ -349,3 +349,27 @@ fn a_stream_dropped_with_pending_work_finishes_it() {
     }
     assert!(done.load(Ordering::SeqCst));
 }
+
+on_every_backend!(untimed_events_are_refused_by_elapsed_ms, |ctx| {
+    let s = ctx.create_stream().unwrap();
+    let (untimed, timed) = (s.record().unwrap(), s.record_timed().unwrap());
+    assert!(!untimed.is_timed() && timed.is_timed());
+    assert!(!ctx.create_event().unwrap().is_timed());
+    assert!(ctx.create_timing_event().unwrap().is_timed());
+    for (a, b) in [(&untimed, &timed), (&timed, &untimed), (&untimed, &untimed)] {
+        match a.elapsed_ms(b) {
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(what.contains("record_timed"), "{what}")
+            }
+            other => panic!("elapsed_ms with an untimed event: {other:?}"),
+        }
+    }
+    // Untimed events still order streams and the host.
+    untimed.sync().unwrap();
+    assert!(untimed.query().unwrap());
+    let other = ctx.create_stream().unwrap();
+    other.wait(&untimed).unwrap();
+    other.sync().unwrap();
+    let end = s.record_timed().unwrap();
+    assert!(timed.elapsed_ms(&end).unwrap() >= 0.0);
+});

@@ -7,7 +7,7 @@ use std::fmt::Debug;
 
 use super::Backend;
 use super::code::{KernelRef, Program};
-use crate::device::{DeviceInfo, MemoryInfo};
+use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::Result;
@@ -33,6 +33,13 @@ pub(crate) trait Api: Sized + 'static {
     fn info(device: &Self::Device) -> Result<DeviceInfo>;
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo>;
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool;
+    /// The device's caching allocator's counters, or `Unsupported` where
+    /// the backend has no allocator of its own.
+    fn memory_stats(device: &Self::Device) -> Result<MemoryStats>;
+    /// Gives cached memory nothing uses back to the system, after the work
+    /// that last used it; returns the bytes released (0 where nothing is
+    /// cached).
+    fn empty_cache(device: &Self::Device) -> Result<usize>;
     /// Waits for the work of every stream of the device; returns the first
     /// error.
     fn synchronize(device: &Self::Device) -> Result<()>;
@@ -59,8 +66,10 @@ pub(crate) trait Api: Sized + 'static {
     /// for DLPack consumers), where the backend has one.
     fn native_stream(stream: &Self::Stream) -> Option<u64>;
 
-    /// A new, unrecorded event (its query is true).
-    fn new_event(stream: &Self::Stream) -> Result<Self::Event>;
+    /// A new, unrecorded event (its query is true). `timed` asks for one
+    /// that `elapsed_ms` accepts; a backend may time every event (the
+    /// facade enforces the rule, so programs behave the same everywhere).
+    fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event>;
     /// Captures the work enqueued on `stream` so far, replacing any earlier
     /// capture.
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()>;

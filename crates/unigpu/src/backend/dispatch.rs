@@ -8,7 +8,7 @@ use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 use super::torch::Torch;
-use crate::device::{DeviceInfo, MemoryInfo};
+use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -99,16 +99,23 @@ impl StreamImpl {
         on_backend!(StreamImpl, self, A, s => A::native_stream(s))
     }
 
-    pub(crate) fn new_event(&self) -> Result<EventImpl> {
+    pub(crate) fn new_event(&self, timed: bool) -> Result<EventImpl> {
         Ok(match self {
-            StreamImpl::Cpu(s) => EventImpl::Cpu(Cpu::new_event(s)?),
-            StreamImpl::Cuda(s) => EventImpl::Cuda(Cuda::new_event(s)?),
-            StreamImpl::Torch(s) => EventImpl::Torch(Torch::new_event(s)?),
+            StreamImpl::Cpu(s) => EventImpl::Cpu(Cpu::new_event(s, timed)?),
+            StreamImpl::Cuda(s) => EventImpl::Cuda(Cuda::new_event(s, timed)?),
+            StreamImpl::Torch(s) => EventImpl::Torch(Torch::new_event(s, timed)?),
         })
     }
 }
 
 impl EventImpl {
+    pub(crate) fn backend(&self) -> Backend {
+        fn kind<A: Api>(_: &A::Event) -> Backend {
+            A::KIND
+        }
+        on_backend!(EventImpl, self, A, e => kind::<A>(e))
+    }
+
     pub(crate) fn record(&self, stream: &StreamImpl) -> Result<()> {
         on_backend2!(EventImpl, self, StreamImpl, stream, "Event::record", A, (e, s) => A::record(e, s))
     }
@@ -170,6 +177,14 @@ impl DeviceImpl {
 
     pub(crate) fn memory_info(&self) -> Result<MemoryInfo> {
         on_backend!(DeviceImpl, self, A, d => A::memory_info(d))
+    }
+
+    pub(crate) fn memory_stats(&self) -> Result<MemoryStats> {
+        on_backend!(DeviceImpl, self, A, d => A::memory_stats(d))
+    }
+
+    pub(crate) fn empty_cache(&self) -> Result<usize> {
+        on_backend!(DeviceImpl, self, A, d => A::empty_cache(d))
     }
 
     pub(crate) fn same(&self, other: &DeviceImpl) -> bool {

@@ -14,7 +14,7 @@ use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, Origin};
 use crate::kernel::signature::KernelDecl;
 use crate::lock::lock;
-use crate::{DeviceInfo, Element, Error, MemoryInfo, Result};
+use crate::{DeviceInfo, Element, Error, MemoryInfo, MemoryStats, Result};
 use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor};
 
 /// The CPU backend: host memory, one worker thread per stream.
@@ -69,6 +69,19 @@ impl Api for Cpu {
 
     fn same_device(_: &Self::Device, _: &Self::Device) -> bool {
         true
+    }
+
+    fn memory_stats(_: &Self::Device) -> Result<MemoryStats> {
+        Err(Error::Unsupported {
+            backend: Backend::Cpu,
+            what: "memory_stats: the CPU backend has no caching allocator (arrays are plain \
+                   host allocations, returned to the system allocator when dropped)"
+                .into(),
+        })
+    }
+
+    fn empty_cache(_: &Self::Device) -> Result<usize> {
+        Ok(0)
     }
 
     fn synchronize(device: &Self::Device) -> Result<()> {
@@ -129,7 +142,7 @@ impl Api for Cpu {
         None
     }
 
-    fn new_event(_: &Self::Stream) -> Result<Self::Event> {
+    fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
         Ok(Arc::new(CpuEvent::default()))
     }
 

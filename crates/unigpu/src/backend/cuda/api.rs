@@ -8,7 +8,7 @@ use super::device::{Device, Stream};
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
-use crate::device::{DeviceInfo, MemoryInfo};
+use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -43,6 +43,24 @@ impl Api for Cuda {
 
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
         a.driver == b.driver
+    }
+
+    fn memory_stats(device: &Self::Device) -> Result<MemoryStats> {
+        let s = device.driver.memory_stats();
+        Ok(MemoryStats {
+            reserved: s.reserved,
+            in_use: s.in_use,
+            cached: s.cached(),
+            peak_in_use: s.peak_in_use,
+            segments: s.segments,
+            hits: s.hits,
+            misses: s.misses,
+            oom_retries: s.oom_retries,
+        })
+    }
+
+    fn empty_cache(device: &Self::Device) -> Result<usize> {
+        Ok(device.driver.empty_cache()?)
     }
 
     fn synchronize(device: &Self::Device) -> Result<()> {
@@ -84,8 +102,8 @@ impl Api for Cuda {
         Some(stream.handle.raw())
     }
 
-    fn new_event(stream: &Self::Stream) -> Result<Self::Event> {
-        Ok(CudaEventHandle::new(&stream.device.driver)?)
+    fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event> {
+        Ok(CudaEventHandle::with_timing(&stream.device.driver, timed)?)
     }
 
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {

@@ -8,7 +8,7 @@ use unigpu_cuda_safe::KernelParam;
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
-use crate::device::{DeviceInfo, MemoryInfo};
+use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -52,6 +52,27 @@ impl Api for Torch {
         a.ordinal == b.ordinal
     }
 
+    /// torch's own caching allocator holds this backend's memory; its
+    /// counters are `torch.cuda.memory_stats()`, which the bridge does not
+    /// expose yet.
+    fn memory_stats(_: &Self::Device) -> Result<MemoryStats> {
+        Err(Error::Unsupported {
+            backend: Backend::Torch,
+            what: "memory_stats: arrays live in torch's caching allocator; read \
+                   torch.cuda.memory_stats() (the bridge does not expose it yet)"
+                .into(),
+        })
+    }
+
+    fn empty_cache(_: &Self::Device) -> Result<usize> {
+        Err(Error::Unsupported {
+            backend: Backend::Torch,
+            what: "empty_cache: arrays live in torch's caching allocator; call \
+                   torch.cuda.empty_cache() (the bridge does not expose it yet)"
+                .into(),
+        })
+    }
+
     /// torch's work and ours share the primary context, so one
     /// context-wide sync waits for every stream.
     fn synchronize(device: &Self::Device) -> Result<()> {
@@ -90,7 +111,9 @@ impl Api for Torch {
         Some(stream.foreign.raw())
     }
 
-    fn new_event(_: &Self::Stream) -> Result<Self::Event> {
+    /// c10 events are always timed here: the bridge's event is made with
+    /// timing on, and a torch record costs microseconds either way.
+    fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
         TorchEvent::new()
     }
 

@@ -10,7 +10,7 @@ use unigpu_cuda_safe::dlpack::ManagedTensor;
 use super::code::{KernelRef, Program};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::{Api, Backend};
-use crate::device::{DeviceInfo, MemoryInfo};
+use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -59,6 +59,12 @@ impl Api for Torch {
     fn same_device(a: &Missing, _: &Missing) -> bool {
         match *a {}
     }
+    fn memory_stats(d: &Missing) -> Result<MemoryStats> {
+        match *d {}
+    }
+    fn empty_cache(d: &Missing) -> Result<usize> {
+        match *d {}
+    }
     fn synchronize(d: &Missing) -> Result<()> {
         match *d {}
     }
@@ -83,7 +89,7 @@ impl Api for Torch {
     fn native_stream(s: &Missing) -> Option<u64> {
         match *s {}
     }
-    fn new_event(s: &Missing) -> Result<Missing> {
+    fn new_event(s: &Missing, _timed: bool) -> Result<Missing> {
         match *s {}
     }
     fn record(e: &Missing, _: &Missing) -> Result<()> {
