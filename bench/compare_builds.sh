@@ -14,7 +14,10 @@ for r in $(seq "$rounds"); do
   order="before after"; [ $((r % 2)) -eq 0 ] && order="after before"
   for which in $order; do
     bin="$before"; [ "$which" = after ] && bin="$after"
-    UNIGPU_CACHE_DIR="$tmp/cache" "$bin" bench 2>/dev/null | grep -E "^($(echo $keys | tr ' ' '|')) " \
+    # Builds with the markdown report print `key value` lines with --lines;
+    # older builds print them by default.
+    lines=""; "$bin" bench --help 2>/dev/null | grep -q -- '--lines' && lines="--lines"
+    UNIGPU_CACHE_DIR="$tmp/cache" "$bin" bench $lines 2>/dev/null | grep -E "^($(echo $keys | tr ' ' '|')) " \
       | sed "s/^/$which $r /" | tee -a "$tmp/all.txt"
   done
 done

@@ -1,11 +1,13 @@
 """The numpy side of bench/run_cpu.sh: the same ops, sizes and inputs as
 `unigpu bench --cpu-ops-only`, printed as `numpy_cpu_<op>_<size>_ms` lines
-(median wall time of 30 calls after 3 warm-up calls, float32)."""
+(median wall time of 30 calls after 3 warm-up calls, float32; `unigpu bench
+--numpy --reps N` runs this script with UNIGPU_BENCH_REPS=N)."""
+import os
 import time
 
 import numpy as np
 
-REPS = 30  # crates/cli/src/bench.rs: CPU_REPS
+REPS = int(os.environ.get("UNIGPU_BENCH_REPS", 30))  # crates/cli/src/bench/ops_cpu.rs: CPU_REPS
 N = 4 << 20
 
 
@@ -22,7 +24,7 @@ def median_ms(f):
 
 
 def wave(k):
-    # bench.rs's inputs: ((i * k) % 2001) * 1e-3 - 1, in f32.
+    # ops_cpu.rs's inputs: ((i * k) % 2001) * 1e-3 - 1, in f32.
     i = np.arange(N, dtype=np.int64)
     return (((i * k) % 2001).astype(np.float32) * np.float32(1e-3) - np.float32(1.0)).astype(np.float32)
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One GPU-machine run of the benchmark with its anchors, all in the same
 # call: raw CUDA floor, torch/CuPy baseline, torch axpy/matmul, then
-# `unigpu bench` twice (cold compile, then from the disk cache in a new
-# process). Needs `cargo xtask gpu-pack` first (for .gpu-pack/bin/unigpu).
+# `unigpu bench --lines` with those lines as its anchors (its compile_disk
+# case starts `unigpu bench --compile-only` in a new process with the same
+# cache directory). It also writes bench.md (the table for
+# docs/benchmarks.md), bench.json and bench.svg to $OUT.
+# Needs `cargo xtask gpu-pack` first (for .gpu-pack/bin/unigpu).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 out="${OUT:-/tmp/unigpu-bench}"; mkdir -p "$out"
@@ -14,9 +17,9 @@ nvcc -O2 -o /tmp/floor "$here/anchors/floor.cu" -lcuda && /tmp/floor | tee -a "$
 python3 "$here/anchors/torch_cupy_baseline.py" 2>&1 | tee -a "$log"
 python3 "$here/torch_ops.py" 2>&1 | tee -a "$log"
 cache="$(mktemp -d)"
-UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench 2>&1 | tee -a "$log"
-UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench --compile-only 2>&1 \
-  | sed -n 's/^unigpu_compile_first_/disk_compile_first_/p' | tee -a "$log"
+# The anchors file is read before the first line is written to it.
+UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench --lines --anchors "$log" \
+  --md "$out/bench.md" --json "$out/bench.json" --plot "$out/bench.svg" 2>&1 | tee -a "$log"
 if [ -x "$root/.gpu-pack/bin/torch_copy_bench" ]; then
   "$root/.gpu-pack/bin/torch_copy_bench" 2>&1 | tee -a "$log"
 fi
@@ -24,3 +27,4 @@ if [ -x "$root/.gpu-pack/bin/torch-torch_backend_bench" ]; then
   "$root/.gpu-pack/bin/torch-torch_backend_bench" 2>&1 | tee -a "$log"
 fi
 python3 "$here/ratios.py" "$log" | tee "$out/ratios.txt"
+cat "$out/bench.md"

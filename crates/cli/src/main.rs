@@ -23,24 +23,15 @@ enum Command {
         #[arg(long, default_value_t = 1 << 20)]
         n: usize,
     },
-    /// Measure launch, compile, axpy and matmul; prints `key value` lines.
-    Bench {
-        /// Only the compile figures (used to time the disk cache from a new process).
-        #[arg(long)]
-        compile_only: bool,
-        /// Only the CPU-backend op figures that bench/run_cpu.sh sets beside numpy's.
-        #[arg(long, conflicts_with = "compile_only")]
-        cpu_ops_only: bool,
-    },
+    /// Measure launch, compile, transfers, axpy, matmul and the CPU ops beside
+    /// their anchors; a markdown table, JSON, an SVG plot or `key value` lines.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Info => info::run(),
         Command::Demo { n } => demo::run(n),
-        Command::Bench {
-            compile_only,
-            cpu_ops_only,
-        } => bench::run(compile_only, cpu_ops_only),
+        Command::Bench(args) => bench::run(args),
     }
 }

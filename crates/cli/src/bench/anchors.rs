@@ -1,0 +1,291 @@
+//! The anchors beside our figures: which anchor each figure is compared
+//! with ([`ANCHORS`]), and where their values come from (`--anchors`
+//! files, `--numpy`, or our own figures of the same run).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+use unigpu::Backend;
+
+use super::figure::{Anchor, Figure, Measure};
+
+/// Which machine's anchor it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// floor.cu, torch_cupy_baseline.py, torch_ops.py: the cuda and torch backends.
+    Gpu,
+    /// numpy_ops.py: the CPU backend.
+    Cpu,
+    /// Another of our own figures from the same run.
+    Any,
+}
+
+impl Side {
+    fn applies(self, backend: Backend) -> bool {
+        match self {
+            Side::Gpu => backend != Backend::Cpu,
+            Side::Cpu => backend == Backend::Cpu,
+            Side::Any => true,
+        }
+    }
+}
+
+/// Our figure's key, the anchor's key, the anchor's label, its machine.
+/// The one table of which anchor each figure is compared with (the same
+/// pairs as bench/ratios.py). A figure may have several anchors (one row
+/// each); a figure with none here shows no anchor.
+#[rustfmt::skip]
+pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
+    // launch.rs
+    ("unigpu_empty_launch_submit_us", "raw_driver_launch_submit_us", "raw cuLaunchKernel (floor.cu)", Side::Gpu),
+    ("unigpu_empty_launch_submit_us", "raw_runtime_launch_submit_us", "raw runtime launch (floor.cu)", Side::Gpu),
+    ("unigpu_empty_launch_submit_us", "cupy_empty_launch_submit_us", "CuPy empty kernel", Side::Gpu),
+    ("unigpu_empty_launch_submit_us", "torch_small_op_submit_us", "torch small op", Side::Gpu),
+    ("unigpu_launch_sync_roundtrip_us_median", "raw_launch_sync_roundtrip_us_median", "raw launch + sync (floor.cu)", Side::Gpu),
+    // compile.rs
+    ("unigpu_compile_cached_ms_median", "cupy_compile_cached_ms_median", "CuPy cached compile", Side::Gpu),
+    ("unigpu_compile_new_source_ms_median", "cupy_nvrtc_compile_load_ms_median", "CuPy new-source compile + load", Side::Gpu),
+    ("disk_compile_first_ms", "unigpu_compile_first_ms", "our cold first compile", Side::Any),
+    // transfer.rs (pageable host memory on both sides)
+    ("unigpu_h2d_pageable_64MiB_GBps", "torch_h2d_pageable_64MiB_GBps", "torch pageable copy_", Side::Gpu),
+    ("unigpu_h2d_pageable_256MiB_GBps", "torch_h2d_pageable_256MiB_GBps", "torch pageable copy_", Side::Gpu),
+    // axpy.rs, matmul.rs
+    ("unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "torch y.add_(x, alpha=2)", Side::Gpu),
+    ("unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "torch matmul", Side::Gpu),
+    ("unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "torch matmul", Side::Gpu),
+    // ops_cpu.rs
+    ("unigpu_cpu_relu_4Mi_ms", "numpy_cpu_relu_4Mi_ms", "numpy maximum(x, 0)", Side::Cpu),
+    ("unigpu_cpu_add_4Mi_ms", "numpy_cpu_add_4Mi_ms", "numpy add", Side::Cpu),
+    ("unigpu_cpu_sigmoid_4Mi_ms", "numpy_cpu_sigmoid_4Mi_ms", "numpy 4 in-place ufuncs", Side::Cpu),
+    ("unigpu_cpu_sum_4Mi_ms", "numpy_cpu_sum_4Mi_ms", "numpy sum", Side::Cpu),
+    ("unigpu_cpu_max_4Mi_ms", "numpy_cpu_max_4Mi_ms", "numpy max", Side::Cpu),
+    ("unigpu_cpu_dot_4Mi_ms", "numpy_cpu_dot_4Mi_ms", "numpy dot", Side::Cpu),
+    ("unigpu_cpu_matmul_512_ms", "numpy_cpu_matmul_512_ms", "numpy matmul (OpenBLAS)", Side::Cpu),
+    ("unigpu_cpu_matmul_1024_ms", "numpy_cpu_matmul_1024_ms", "numpy matmul (OpenBLAS)", Side::Cpu),
+    // Figures being added with their features (issue 12): these rows are
+    // ready for the case that measures them under this key.
+    ("unigpu_alloc_free_1MiB_us_median", "torch_alloc_free_1MiB_us_median", "torch caching allocator", Side::Gpu),
+    ("unigpu_alloc_free_1MiB_us_median", "raw_malloc_async_free_1MiB_us_median", "raw cuMemAllocAsync/Free (floor.cu)", Side::Gpu),
+    ("unigpu_event_record_us_median", "raw_event_record_us_median", "raw cuEventRecord (floor.cu)", Side::Gpu),
+    ("unigpu_event_record_us_median", "torch_event_record_us_median", "torch Event.record", Side::Gpu),
+    ("unigpu_h2d_pinned_64MiB_GBps", "torch_h2d_pinned_64MiB_GBps", "torch pinned copy_", Side::Gpu),
+    ("unigpu_d2h_pinned_64MiB_GBps", "torch_d2h_pinned_64MiB_GBps", "torch pinned copy_", Side::Gpu),
+    ("unigpu_h2d_pinned_256MiB_GBps", "torch_h2d_pinned_256MiB_GBps", "torch pinned copy_", Side::Gpu),
+    ("unigpu_d2h_pinned_256MiB_GBps", "torch_d2h_pinned_256MiB_GBps", "torch pinned copy_", Side::Gpu),
+    ("unigpu_graph_per_kernel_us", "raw_graph_per_kernel_us", "raw CUDA graph replay (floor.cu)", Side::Gpu),
+    ("unigpu_graph_per_kernel_us", "torch_graph_per_kernel_us", "torch CUDA graph replay", Side::Gpu),
+    ("unigpu_pipe_speedup", "torch_pipe_speedup", "torch 3-stream pipeline", Side::Gpu),
+];
+
+/// numpy's side of the CPU ops, run by `--numpy` (`python -` reads it from stdin).
+const NUMPY_OPS_PY: &str = include_str!("../../../../bench/numpy_ops.py");
+
+/// Anchor values gathered for this run, and where they came from.
+#[derive(Debug, Default)]
+pub struct Values {
+    values: HashMap<String, f64>,
+    /// One line per source for the report's heading, e.g. "numpy 2.4.6 …".
+    pub sources: Vec<String>,
+}
+
+impl Values {
+    /// Reads `key value` lines; lines that are not two fields with a
+    /// numeric value (comments, device names, versions) are passed over.
+    pub fn read_file(&mut self, path: &Path) -> anyhow::Result<()> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the anchors file {}", path.display()))?;
+        let n = self.read_lines(&text);
+        self.sources
+            .push(format!("{}: {n} numeric `key value` lines", path.display()));
+        Ok(())
+    }
+
+    /// Adds every numeric `key value` line of `text`; returns how many.
+    pub fn read_lines(&mut self, text: &str) -> usize {
+        let mut n = 0;
+        for line in text.lines() {
+            let mut fields = line.split_whitespace();
+            if let (Some(key), Some(value), None) = (fields.next(), fields.next(), fields.next())
+                && !key.starts_with('#')
+                && let Ok(v) = value.parse::<f64>()
+            {
+                self.values.insert(key.to_string(), v);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// A line for the heading about an anchor that was not measured.
+    pub fn note(&mut self, line: String) {
+        self.sources.push(line);
+    }
+
+    /// Runs numpy_ops.py with `python`. If Python or numpy is missing the
+    /// numpy anchors stay "not measured" and the heading says why.
+    pub fn run_numpy(&mut self, python: &Path, reps: usize) {
+        match run_script(python, NUMPY_OPS_PY, reps) {
+            Ok(stdout) => {
+                let n = self.read_lines(&stdout);
+                let version = stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix("numpy_version "))
+                    .unwrap_or("(version not printed)");
+                self.sources.push(format!(
+                    "numpy {version}: bench/numpy_ops.py run by {} after our cases, {reps} reps, {n} figures",
+                    python.display()
+                ));
+            }
+            Err(why) => self.sources.push(format!("numpy: not measured ({why})")),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.values.get(key).copied()
+    }
+}
+
+/// `python -` with `script` on stdin; its stdout, or why it failed.
+fn run_script(python: &Path, script: &str, reps: usize) -> Result<String, String> {
+    let mut child = Command::new(python)
+        .arg("-")
+        .env("UNIGPU_BENCH_REPS", reps.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("writing the script to {}: {e}", python.display()))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("waiting for {}: {e}", python.display()))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().last().unwrap_or("no message");
+        return Err(format!(
+            "{} exited with {}: {last}",
+            python.display(),
+            out.status
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Our measures as report rows: one per anchor of [`ANCHORS`] that applies
+/// to `backend` (its value from `values`, else from our own figures, else
+/// "not measured"), or one row without an anchor.
+pub fn attach(measures: &[Measure], backend: Backend, values: &Values) -> Vec<Figure> {
+    let ours: HashMap<&str, f64> = measures.iter().map(|m| (m.key.as_str(), m.value)).collect();
+    let mut figures = Vec::new();
+    for m in measures {
+        let row = |anchor| Figure {
+            key: m.key.clone(),
+            name: m.name.clone(),
+            group: m.group.into(),
+            unit: m.unit.into(),
+            value: m.value,
+            better: m.better,
+            anchor,
+        };
+        let before = figures.len();
+        for &(_, key, label, _) in ANCHORS
+            .iter()
+            .filter(|(k, _, _, side)| *k == m.key && side.applies(backend))
+        {
+            let value = ours.get(key).copied().or_else(|| values.get(key));
+            figures.push(row(Some(Anchor {
+                key: key.into(),
+                label: label.into(),
+                value,
+            })));
+        }
+        if figures.len() == before {
+            figures.push(row(None));
+        }
+    }
+    figures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::figure::Better;
+    use super::*;
+
+    fn measure(key: &str, value: f64) -> Measure {
+        Measure {
+            key: key.into(),
+            name: key.into(),
+            group: "g",
+            unit: "ms",
+            value,
+            better: Better::Lower,
+        }
+    }
+
+    #[test]
+    fn anchor_lines_skip_comments_text_and_odd_lines() {
+        let mut v = Values::default();
+        let n = v.read_lines(
+            "# a comment 1\nnumpy_cpu_relu_4Mi_ms 1.5\nnumpy_version 2.4.6\ndevice NVIDIA H200\nx 1 2\n",
+        );
+        assert_eq!(n, 1);
+        assert_eq!(v.get("numpy_cpu_relu_4Mi_ms"), Some(1.5));
+        assert_eq!(v.get("numpy_version"), None);
+    }
+
+    #[test]
+    fn anchors_follow_the_backend_and_say_not_measured() {
+        let mut v = Values::default();
+        v.read_lines("numpy_cpu_relu_4Mi_ms 2.0\nraw_driver_launch_submit_us 3.0\n");
+        let ms = [
+            measure("unigpu_cpu_relu_4Mi_ms", 1.0),
+            measure("unigpu_cpu_sum_4Mi_ms", 1.0),
+            measure("unigpu_empty_launch_submit_us", 3.3),
+        ];
+        let cpu = attach(&ms, Backend::Cpu, &v);
+        assert_eq!(cpu.len(), 3);
+        assert_eq!(cpu[0].ratio(), Some(2.0));
+        let sum = cpu[1].anchor.as_ref().expect("sum has a numpy anchor");
+        assert_eq!(
+            (sum.key.as_str(), sum.value),
+            ("numpy_cpu_sum_4Mi_ms", None)
+        );
+        // The GPU anchors are not the CPU backend's.
+        assert_eq!(cpu[2].anchor, None);
+
+        let gpu = attach(&ms[2..], Backend::Cuda, &v);
+        assert_eq!(gpu.len(), 4, "launch submit has four GPU anchors");
+        assert_eq!(gpu[0].anchor.as_ref().and_then(|a| a.value), Some(3.0));
+        assert!(
+            gpu[1..]
+                .iter()
+                .all(|f| f.anchor.as_ref().is_some_and(|a| a.value.is_none()))
+        );
+    }
+
+    #[test]
+    fn our_own_figures_can_anchor() {
+        let ms = [
+            measure("unigpu_compile_first_ms", 20.0),
+            measure("disk_compile_first_ms", 5.0),
+        ];
+        let f = attach(&ms, Backend::Cuda, &Values::default());
+        assert_eq!(f[1].ratio(), Some(4.0));
+    }
+
+    #[test]
+    fn every_figure_has_one_row_per_anchor_pair_at_most_once() {
+        let mut pairs: Vec<_> = ANCHORS.iter().map(|(a, b, _, _)| (*a, *b)).collect();
+        let n = pairs.len();
+        pairs.sort();
+        pairs.dedup();
+        assert_eq!(pairs.len(), n, "a pair is listed twice in ANCHORS");
+    }
+}

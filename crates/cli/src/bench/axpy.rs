@@ -1,0 +1,58 @@
+//! `y = a·x + y` over f32: memory bandwidth through the ops layer.
+
+use anyhow::ensure;
+
+use super::{Better, Case, Env, Out, any_backend};
+
+pub const CASE: Case = Case {
+    name: "axpy",
+    group: "axpy",
+    skip: any_backend,
+    run: axpy,
+};
+
+fn axpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = &env.ctx;
+    let n = if ctx.backend() == unigpu::Backend::Cpu {
+        1 << 22
+    } else {
+        1 << 26
+    };
+    let hx: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3).collect();
+    let x = ctx.upload(&hx)?;
+    let mut y = ctx.zeros::<f32>(n)?;
+    let ops = ctx.ops();
+    ops.axpy(2.0, &x, &mut y)?;
+    let check = y.download()?;
+    ensure!(
+        check.iter().zip(&hx).all(|(y, x)| *y == 2.0 * x),
+        "axpy gave a wrong result"
+    );
+    const REPS: usize = 20;
+    let s = ctx.default_stream();
+    let start = s.record()?;
+    for _ in 0..REPS {
+        ops.axpy(2.0, &x, &mut y)?;
+    }
+    let end = s.record()?;
+    let ms = start.elapsed_ms(&end)? as f64 / REPS as f64;
+    // Reads x and y, writes y.
+    let gbps = 3.0 * 4.0 * n as f64 / (ms * 1e-3) / 1e9;
+    let size = format!("2^{}", n.trailing_zeros());
+    out.info("unigpu_axpy_f32_n", n);
+    out.figure(
+        "unigpu_axpy_f32_ms",
+        format!("axpy f32 {size}"),
+        "ms",
+        Better::Lower,
+        ms,
+    );
+    out.figure(
+        "unigpu_axpy_f32_GBps",
+        format!("axpy f32 {size}, read x, y + write y"),
+        "GB/s",
+        Better::Higher,
+        gbps,
+    );
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! Launch overhead of an empty kernel (a host closure on the CPU backend).
+
+use std::time::Instant;
+
+use unigpu::Grid;
+
+use super::{Better, Case, Env, Out, any_backend, median};
+
+pub const CASE: Case = Case {
+    name: "launch",
+    group: "launch",
+    skip: any_backend,
+    run: launch,
+};
+
+const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
+
+fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = &env.ctx;
+    let k = ctx
+        .compile(EMPTY_SRC)?
+        .kernel("empty")?
+        .with_cpu(|_| Ok(()));
+    let s = ctx.create_stream()?;
+    let g = Grid::new((1, 1, 1), (1, 1, 1));
+    for _ in 0..1000 {
+        s.launch(&k, g, ())?;
+    }
+    s.sync()?;
+    // Five rounds of 20 000 launches each; the median round is reported,
+    // since one round can land on a noisy moment of a shared host.
+    const N: usize = 20_000;
+    let mut submit = Vec::new();
+    let mut total = Vec::new();
+    let mut default_stream = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        for _ in 0..N {
+            s.launch(&k, g, ())?;
+        }
+        submit.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
+        s.sync()?;
+        total.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
+        let t = Instant::now();
+        for _ in 0..N {
+            ctx.launch(&k, g, ())?;
+        }
+        default_stream.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
+        ctx.sync()?;
+    }
+    out.figure(
+        "unigpu_empty_launch_submit_us",
+        "empty kernel launch, submit",
+        "µs",
+        Better::Lower,
+        median(submit),
+    );
+    out.figure(
+        "unigpu_empty_launch_default_stream_submit_us",
+        "empty kernel launch on the default stream, submit",
+        "µs",
+        Better::Lower,
+        median(default_stream),
+    );
+    out.figure(
+        "unigpu_empty_launch_throughput_us",
+        "empty kernel launch, submit + complete",
+        "µs",
+        Better::Lower,
+        median(total),
+    );
+    let mut rt = Vec::new();
+    for _ in 0..2000 {
+        let t = Instant::now();
+        s.launch(&k, g, ())?;
+        s.sync()?;
+        rt.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    out.figure(
+        "unigpu_launch_sync_roundtrip_us_median",
+        "launch + sync round trip",
+        "µs",
+        Better::Lower,
+        median(rt),
+    );
+    Ok(())
+}

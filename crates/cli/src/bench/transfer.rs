@@ -1,0 +1,67 @@
+//! Host ↔ device copies from and into pageable host memory (`Vec`s), the
+//! copies `upload_from`/`download_into` make. Pinned and staged copies
+//! are their own figures (see docs/benchmarks.md, "Adding a figure").
+
+use std::time::Instant;
+
+use unigpu::Backend;
+
+use super::{Better, Case, Env, Out, any_backend, median};
+
+pub const CASE: Case = Case {
+    name: "transfer",
+    group: "transfer",
+    skip: any_backend,
+    run: transfer,
+};
+
+const MIB: usize = 1 << 20;
+
+fn transfer(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = &env.ctx;
+    // The host's memory is the CPU backend's device memory: one size is enough there.
+    let sizes: &[usize] = if ctx.backend() == Backend::Cpu {
+        &[64]
+    } else {
+        &[64, 256]
+    };
+    for &mib in sizes {
+        let n = mib * MIB / 4;
+        let host: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+        let mut back = vec![0f32; n];
+        let mut dev = ctx.zeros::<f32>(n)?;
+        let bytes = (mib * MIB) as f64;
+        let mut h2d = Vec::with_capacity(env.reps);
+        let mut d2h = Vec::with_capacity(env.reps);
+        // One warm-up round, then the timed ones; each copy waited for.
+        for round in 0..=env.reps {
+            let t = Instant::now();
+            dev.upload_from(&host)?;
+            ctx.sync()?;
+            let up = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            dev.download_into(&mut back)?;
+            let down = t.elapsed().as_secs_f64();
+            if round > 0 {
+                h2d.push(bytes / up / 1e9);
+                d2h.push(bytes / down / 1e9);
+            }
+        }
+        anyhow::ensure!(back == host, "the {mib} MiB round trip changed the data");
+        out.figure(
+            format!("unigpu_h2d_pageable_{mib}MiB_GBps"),
+            format!("upload {mib} MiB from pageable memory"),
+            "GB/s",
+            Better::Higher,
+            median(h2d),
+        );
+        out.figure(
+            format!("unigpu_d2h_pageable_{mib}MiB_GBps"),
+            format!("download {mib} MiB into pageable memory"),
+            "GB/s",
+            Better::Higher,
+            median(d2h),
+        );
+    }
+    Ok(())
+}
