@@ -15,6 +15,7 @@ mod compile;
 mod figure;
 mod launch;
 mod matmul;
+mod memory;
 mod ops_cpu;
 mod report;
 mod transfer;
@@ -120,6 +121,8 @@ pub struct Case {
 /// load NVRTC and a dozen modules into the process.
 pub const CASES: &[Case] = &[
     launch::CASE,
+    memory::ALLOC_CASE,
+    memory::EVENT_CASE,
     compile::CASE,
     compile::DISK_CASE,
     transfer::CASE,
