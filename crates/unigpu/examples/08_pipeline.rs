@@ -3,14 +3,15 @@
 //! times, the overlap efficiency, and writes the pipelined run's timeline
 //! as a Chrome trace (open it at https://ui.perfetto.dev).
 //!
-//!     cargo run --release -p unigpu --example 08_pipeline -- [TRACE.json] [BATCHES] [MiB] [DEPTH]
+//!     cargo run --release -p unigpu --example 08_pipeline -- [TRACE.json] [BATCHES] [MiB] [DEPTH] [REPEATS]
 //!
 //! The defaults are the workload of bench/anchors/torch_cupy_baseline.py:
 //! 16 batches of 64 MiB, depth 3, and trace `pipeline-trace.json`. On a
-//! small machine, scale it down: `... -- trace.json 16 8 3`.
+//! small machine, scale it down: `... -- trace.json 16 8 3`. REPEATS fixes
+//! the relu passes per batch instead of calibrating them against an upload.
 
 use unigpu::Context;
-use unigpu::pipeline::bench_workload;
+use unigpu::pipeline::{WorkloadOptions, bench_workload_with};
 
 fn arg(n: usize, default: usize) -> Result<usize, String> {
     match std::env::args().nth(n) {
@@ -34,7 +35,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ctx.device_name()?
     );
 
-    let w = bench_workload(&ctx, batches, mib << 20, depth)?;
+    let repeats = std::env::args().nth(5).map(|_| arg(5, 1)).transpose()?;
+    let w = bench_workload_with(
+        &ctx,
+        WorkloadOptions {
+            batches,
+            batch_bytes: mib << 20,
+            depth,
+            compute_repeats: repeats,
+            ..WorkloadOptions::BASELINE
+        },
+    )?;
     let r = &w.report;
     let [up, comp, down] = r.stage_ms.map(|ms| ms / batches.max(1) as f64);
     println!(

@@ -196,10 +196,11 @@ impl Api for Cpu {
         host: &[T],
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        let owned = host.to_vec();
-        let data = dst.data.clone();
+        let staged = stream.staging().copy_of(host)?;
+        let (data, staging) = (dst.data.clone(), stream.staging().clone());
         submit(stream, &[], &[&dst.uses], move || {
-            data.write().copy_from_slice(&owned);
+            bytemuck::cast_slice_mut::<T, u8>(&mut data.write()).copy_from_slice(&staged);
+            staging.give_back(staged);
             Ok(())
         })
         .map(drop)
