@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use super::{Pipeline, PipelineReport, Timeline};
+use super::report::PipelineReport;
+use super::run::Pipeline;
+use super::timeline::Timeline;
 use crate::{Backend, Context, Error, GpuArray, Result, Stream};
 
 /// The scale of the workload's scale + relu.

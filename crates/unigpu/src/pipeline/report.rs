@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::Timeline;
+use super::timeline::Timeline;
 
 /// The overlap figures of a pipelined run, against the sequential run of
 /// the same batches (docs/pipelines.md#the-overlap-formula).

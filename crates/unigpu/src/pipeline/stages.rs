@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Instant;
 
-use super::{Span, Stage, Streams, Timeline};
+use super::streams::Streams;
+use super::timeline::{Span, Stage, Timeline};
 use crate::lock::lock;
 use crate::{Backend, Element, Error, Event, GpuArray, Result, Stream};
 

@@ -2,9 +2,8 @@
 //! before it returns (the copy into the array runs later, on the worker),
 //! and a fresh vector for each large upload costs a page fault per page:
 //! on the 2-core dev VM a new 64 MiB vector took about 35 ms of faults
-//! against 5 ms of copying, and faults from several threads at once wait
-//! on the kernel's lock of the address space, so overlapped uploads were
-//! slower still.
+//! against 5 ms of copying, and with faults from several threads at once
+//! (a pipeline's overlapped stages) each upload took longer still.
 
 use std::sync::Mutex;
 
