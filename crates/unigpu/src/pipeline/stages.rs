@@ -102,7 +102,12 @@ where
                 output_free_rx,
                 traced,
             ),
-            _ => Ok(Vec::new()),
+            // A stage thread that did start must see its channels close
+            // before it is joined, or it would wait for batches forever.
+            _ => {
+                drop((uploaded_rx, computed_tx, input_free_tx, output_free_rx));
+                Ok(Vec::new())
+            }
         };
         (join(uploader), comp, join(downloader))
     });
