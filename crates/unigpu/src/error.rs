@@ -37,6 +37,18 @@ pub enum Error {
         expected: usize,
         actual: usize,
     },
+    /// A batch handed to a pipeline (`side` is "input" or "output") that
+    /// is not the pipeline's batch length; `batch` is its index, so the
+    /// caller can find the one slice that is off.
+    #[error(
+        "pipeline batch {batch}: the {side} has {actual} elements, the pipeline's batches have {expected}"
+    )]
+    BatchSize {
+        batch: usize,
+        side: &'static str,
+        expected: usize,
+        actual: usize,
+    },
     /// An operand of another element type than the call needs.
     #[error("dtype mismatch in {what}: expected {expected}, got {actual}")]
     DTypeMismatch {

@@ -28,7 +28,7 @@
 //! Three layers, and dependencies point down only, so that a backend can
 //! be added without touching a public type (docs/adding-a-backend.md):
 //! - Public types (`context.rs`, `array.rs`, `stream.rs`, `event.rs`,
-//!   `any_array.rs`, `ops/`, `kernel/`, `dlpack/`, `config.rs`): validate
+//!   `any_array.rs`, `ops/`, `kernel/`, `dlpack/`, `pipeline/`, `config.rs`): validate
 //!   input, then call the dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
@@ -54,6 +54,7 @@ mod event;
 pub mod kernel;
 mod lock;
 pub mod ops;
+pub mod pipeline;
 mod stream;
 
 pub use any_array::AnyArray;
@@ -69,6 +70,7 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use kernel::{Arg, CompileOptions, CpuArgs, Grid, Kernel, Module, Scalar};
 pub use ops::{Float, Ops};
+pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
 
 /// Re-exported so users need not depend on `half` to name the types.

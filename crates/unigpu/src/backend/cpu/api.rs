@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use super::args::{CpuArg, CpuArgs, CpuValue};
+use super::fence::Fence;
 use super::memory;
 use super::panic_message;
 use super::{CpuBuffer, CpuEvent, CpuStream, submit};
@@ -36,6 +37,16 @@ fn cpu_info() -> DeviceInfo {
         name: memory::cpu_name(),
         compute_capability: None,
         memory: MemoryInfo { free, total },
+    }
+}
+
+/// Signals its fence when dropped, so that a job waiting on it is never
+/// left waiting.
+struct SignalOnDrop(Fence);
+
+impl Drop for SignalOnDrop {
+    fn drop(&mut self) {
+        self.0.signal();
     }
 }
 
@@ -198,10 +209,11 @@ impl Api for Cpu {
         host: &[T],
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        let owned = host.to_vec();
-        let data = dst.data.clone();
+        let staged = stream.staging().copy_of(host)?;
+        let (data, staging) = (dst.data.clone(), stream.staging().clone());
         submit(stream, &[], &[&dst.uses], move || {
-            data.write().copy_from_slice(&owned);
+            bytemuck::cast_slice_mut::<T, u8>(&mut data.write()).copy_from_slice(&staged);
+            staging.give_back(staged);
             Ok(())
         })
         .map(drop)
@@ -212,14 +224,23 @@ impl Api for Cpu {
         src: &Self::Buffer<T>,
         host: &mut [T],
     ) -> Result<()> {
-        let staged: Arc<Mutex<Vec<T>>> = Arc::default();
-        let (data, out) = (src.data.clone(), staged.clone());
-        let done = submit(stream, &[&src.uses], &[], move || {
-            *lock(&out) = data.read().to_vec();
+        // `host` is borrowed, so the worker cannot write it. Rather than
+        // have the worker copy into a staging vector for this thread to
+        // copy again, the worker waits for the work before the download,
+        // then holds the stream while this thread copies straight out of
+        // the buffer: one copy and no allocation, still ordered on the
+        // stream (a later writer of `src` waits for the job to end).
+        let (reached, copied) = (Fence::default(), Fence::default());
+        let (at_download, until_copied) = (reached.clone(), copied.clone());
+        submit(stream, &[&src.uses], &[], move || {
+            at_download.signal();
+            until_copied.wait();
             Ok(())
         })?;
-        done.wait();
-        host.copy_from_slice(&lock(&staged));
+        // Releases the worker however this thread leaves.
+        let _release = SignalOnDrop(copied);
+        reached.wait();
+        host.copy_from_slice(&src.data.read());
         Ok(())
     }
 

@@ -10,6 +10,7 @@ mod event;
 mod fence;
 pub(crate) mod memory;
 pub(crate) mod ops;
+mod staging;
 mod stream;
 
 pub(crate) use buffer::{CpuBuffer, Tracker, submit};

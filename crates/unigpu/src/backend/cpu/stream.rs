@@ -6,6 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use super::staging::Staging;
 use crate::lock::lock;
 use crate::{Error, Result};
 
@@ -32,6 +33,8 @@ pub(crate) struct CpuStream {
     queue: Mutex<Option<Sender<Job>>>,
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// Buffers that hold uploads until the worker copies them in.
+    staging: Arc<Staging>,
 }
 
 impl CpuStream {
@@ -70,6 +73,7 @@ impl CpuStream {
             queue: Mutex::new(Some(tx)),
             shared,
             worker: Mutex::new(Some(worker)),
+            staging: Arc::default(),
         })
     }
 
@@ -101,6 +105,10 @@ impl CpuStream {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    pub(crate) fn staging(&self) -> &Arc<Staging> {
+        &self.staging
     }
 
     pub(crate) fn is_idle(&self) -> bool {

@@ -1,0 +1,195 @@
+//! The reference workload of bench/anchors/torch_cupy_baseline.py on a
+//! pipeline: batches of f32 uploaded, put through scale + relu, downloaded;
+//! run sequentially and pipelined, and compared.
+
+use std::time::Instant;
+
+use super::report::PipelineReport;
+use super::run::Pipeline;
+use super::timeline::Timeline;
+use crate::{Backend, Context, Error, GpuArray, Result, Stream};
+
+/// The scale of the workload's scale + relu.
+const ALPHA: f32 = 0.5;
+/// The most relu passes calibration may ask for, so that a very fast
+/// device does not turn one batch into thousands of launches.
+const MAX_REPEATS: usize = 1024;
+
+/// The knobs of [`bench_workload_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadOptions {
+    pub batches: usize,
+    /// Bytes per batch (f32 elements: `batch_bytes / 4`).
+    pub batch_bytes: usize,
+    pub depth: usize,
+    /// Relu passes per batch before the scale; `None` calibrates it so
+    /// that compute takes about as long as one upload, as the baseline's
+    /// 40 sines do for its 64 MiB batches.
+    pub compute_repeats: Option<usize>,
+    /// Runs of each kind; the median wall time is reported.
+    pub repetitions: usize,
+}
+
+impl WorkloadOptions {
+    /// The baseline's shape: 16 batches of 64 MiB, triple buffered.
+    pub const BASELINE: WorkloadOptions = WorkloadOptions {
+        batches: 16,
+        batch_bytes: 64 << 20,
+        depth: 3,
+        compute_repeats: None,
+        repetitions: 3,
+    };
+}
+
+/// What [`bench_workload`] measured.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub backend: Backend,
+    pub options: WorkloadOptions,
+    /// The relu passes per batch that were run (calibrated or given).
+    pub compute_repeats: usize,
+    pub report: PipelineReport,
+    /// A traced pipelined run, for `to_chrome_trace_json`.
+    pub trace: Timeline,
+}
+
+/// The baseline workload with `batches` batches of `batch_bytes` and a
+/// pipeline of `depth`; the rest as [`WorkloadOptions::BASELINE`].
+pub fn bench_workload(
+    ctx: &Context,
+    batches: usize,
+    batch_bytes: usize,
+    depth: usize,
+) -> Result<Workload> {
+    bench_workload_with(
+        ctx,
+        WorkloadOptions {
+            batches,
+            batch_bytes,
+            depth,
+            ..WorkloadOptions::BASELINE
+        },
+    )
+}
+
+/// Runs the workload sequentially and pipelined (after one untimed warm-up
+/// run), checks every output element, and reports the overlap.
+pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Workload> {
+    let len = options.batch_bytes / std::mem::size_of::<f32>();
+    let inputs: Vec<Vec<f32>> = (0..options.batches)
+        .map(|k| random_batch(k as u64, len))
+        .collect();
+    let mut outputs = vec![vec![0.0f32; len]; options.batches];
+    let mut p = ctx.pipeline::<f32>(options.depth, len)?;
+    let repeats = match options.compute_repeats {
+        Some(r) => r.max(1),
+        None => calibrate(&mut p, ctx, &inputs, &mut outputs)?,
+    };
+    let mut work =
+        |s: &Stream, x: &GpuArray<f32>, y: &mut GpuArray<f32>| scale_relu(ctx, s, repeats, x, y);
+    p.run(&inputs, &mut outputs, &mut work)?;
+    // Sequential and pipelined runs alternate, so that a change in the
+    // machine's load (another process, a clock that ramps) falls on both.
+    let reps = options.repetitions.max(1);
+    let mut sequential = Vec::with_capacity(reps);
+    let mut walls = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        sequential.push(p.run_sequential(&inputs, &mut outputs, &mut work)?);
+        let t = Instant::now();
+        p.run(&inputs, &mut outputs, &mut work)?;
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    sequential.sort_by(|a, b| a.wall_ms().total_cmp(&b.wall_ms()));
+    walls.sort_by(f64::total_cmp);
+    let report = PipelineReport::new(&sequential[reps / 2], walls[reps / 2]);
+    outputs.iter_mut().for_each(|o| o.fill(f32::NAN));
+    let trace = p.run_traced(&inputs, &mut outputs, &mut work)?;
+    check(&inputs, &outputs)?;
+    Ok(Workload {
+        backend: ctx.backend(),
+        options,
+        compute_repeats: repeats,
+        report,
+        trace,
+    })
+}
+
+/// `y = ALPHA * relu(x)`, with the relu done `repeats` times (each pass
+/// reads `x` and writes `y` in full, so the result is the same).
+fn scale_relu(
+    ctx: &Context,
+    s: &Stream,
+    repeats: usize,
+    x: &GpuArray<f32>,
+    y: &mut GpuArray<f32>,
+) -> Result<()> {
+    let ops = ctx.ops_on(s);
+    for _ in 0..repeats {
+        ops.relu(x, y)?;
+    }
+    ops.scale(ALPHA, y)
+}
+
+/// Relu passes that make compute about as long as one upload: from the
+/// median of four sequential one-batch runs (the first pays for first
+/// touches and lazy initialisation, and a loaded machine adds noise).
+fn calibrate(
+    p: &mut Pipeline<f32>,
+    ctx: &Context,
+    inputs: &[Vec<f32>],
+    outputs: &mut [Vec<f32>],
+) -> Result<usize> {
+    if inputs.is_empty() {
+        return Ok(1);
+    }
+    let mut once =
+        |s: &Stream, x: &GpuArray<f32>, y: &mut GpuArray<f32>| scale_relu(ctx, s, 1, x, y);
+    let mut runs = (0..4)
+        .map(|_| p.run_sequential(&inputs[..1], &mut outputs[..1], &mut once))
+        .collect::<Result<Vec<_>>>()?;
+    runs.sort_by(|a, b| a.wall_ms().total_cmp(&b.wall_ms()));
+    let timeline = &runs[runs.len() / 2];
+    let [upload, compute, _] = timeline.stage_ms();
+    // One pass is a relu and a scale; each added pass is one more relu,
+    // about half of that.
+    let pass = compute / 2.0;
+    if pass <= 0.0 {
+        return Ok(1);
+    }
+    let repeats = ((upload - pass) / pass).round().max(1.0);
+    Ok((repeats as usize).min(MAX_REPEATS))
+}
+
+/// Every element of every output against the host's `ALPHA * max(x, 0)`
+/// (exact: both sides round the one product the same way).
+fn check(inputs: &[Vec<f32>], outputs: &[Vec<f32>]) -> Result<()> {
+    for (k, (x, y)) in inputs.iter().zip(outputs).enumerate() {
+        if let Some(i) = (0..x.len()).find(|&i| y[i] != ALPHA * x[i].max(0.0)) {
+            return Err(Error::StreamWork {
+                message: format!(
+                    "pipeline workload: batch {k} element {i} is {}, expected {}",
+                    y[i],
+                    ALPHA * x[i].max(0.0)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Values in [-1, 1), half of them negative, the same every run (a
+/// splitmix64 stream, so the facade needs no random number crate).
+fn random_batch(seed: u64, len: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            // The top 24 bits, as a float in [0, 1), moved to [-1, 1).
+            (z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        })
+        .collect()
+}
