@@ -109,7 +109,6 @@ macro_rules! half_gemm {
 }
 half_gemm!(half::f16 => CUDA_R_16F; half::bf16 => CUDA_R_16BF);
 
-
 /// A cuBLAS handle. Created lazily because `cublasCreate` costs
 /// milliseconds. Send + Sync: calls are serialised by the mutex, since a
 /// handle's bound stream is mutable state.

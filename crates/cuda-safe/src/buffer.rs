@@ -442,4 +442,3 @@ fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
         })
     }
 }
-

@@ -89,8 +89,7 @@ impl CudaEventHandle {
         }
         if !self.is_timed() || !end.is_timed() {
             return Err(SafeError::Unsupported {
-                what: "elapsed time between events created without timing (make them timed)"
-                    .into(),
+                what: "elapsed time between events created without timing (make them timed)".into(),
             });
         }
         if !self.is_recorded() || !end.is_recorded() {

@@ -341,7 +341,11 @@ fn a_block_in_use_on_one_stream_is_not_handed_to_another() {
         held_at,
         "b was handed memory a's pending kernel writes"
     );
-    assert_same(&other.to_host(&b).unwrap(), &data, "b's buffer while a is held");
+    assert_same(
+        &other.to_host(&b).unwrap(),
+        &data,
+        "b's buffer while a is held",
+    );
     assert!(!a.query().unwrap(), "a ran past its gate");
     // The same stream gets the block back straight away.
     let again = DeviceBuffer::<f32>::alloc(&a, n).unwrap();

@@ -67,40 +67,43 @@ on_every_backend!(memory_stats_add_up_and_empty_cache_releases, |ctx| {
     assert!(emptied.cached <= before.cached, "idle segments went back");
 });
 
-on_every_gpu_backend!(out_of_memory_empties_the_cache_and_reports_true_free_bytes, |ctx| {
-    if ctx.backend() != Backend::Cuda {
-        return; // torch's allocator has its own rules
-    }
-    let total = ctx.memory_info().unwrap().total;
-    // Fill the cache with freed blocks, then ask for more than the device
-    // has: the cache is emptied before the error, which reports what the
-    // driver then says is free.
-    drop(
-        (0..8)
-            .map(|_| ctx.zeros::<u8>(64 << 20).unwrap())
-            .collect::<Vec<_>>(),
-    );
-    assert!(ctx.memory_stats().unwrap().cached >= 8 * (64 << 20));
-    for attempt in 0..2 {
-        match ctx.alloc::<u8>(total) {
-            Err(Error::OutOfMemory { requested, free }) => {
-                assert_eq!(requested, total);
-                let now = ctx.memory_info().unwrap().free;
-                assert!(
-                    free.abs_diff(now) < 256 << 20,
-                    "attempt {attempt}: reported {free} free, the driver says {now}"
-                );
-            }
-            other => panic!("the whole device twice over: {other:?}"),
+on_every_gpu_backend!(
+    out_of_memory_empties_the_cache_and_reports_true_free_bytes,
+    |ctx| {
+        if ctx.backend() != Backend::Cuda {
+            return; // torch's allocator has its own rules
         }
+        let total = ctx.memory_info().unwrap().total;
+        // Fill the cache with freed blocks, then ask for more than the device
+        // has: the cache is emptied before the error, which reports what the
+        // driver then says is free.
+        drop(
+            (0..8)
+                .map(|_| ctx.zeros::<u8>(64 << 20).unwrap())
+                .collect::<Vec<_>>(),
+        );
+        assert!(ctx.memory_stats().unwrap().cached >= 8 * (64 << 20));
+        for attempt in 0..2 {
+            match ctx.alloc::<u8>(total) {
+                Err(Error::OutOfMemory { requested, free }) => {
+                    assert_eq!(requested, total);
+                    let now = ctx.memory_info().unwrap().free;
+                    assert!(
+                        free.abs_diff(now) < 256 << 20,
+                        "attempt {attempt}: reported {free} free, the driver says {now}"
+                    );
+                }
+                other => panic!("the whole device twice over: {other:?}"),
+            }
+        }
+        let stats = ctx.memory_stats().unwrap();
+        assert!(stats.oom_retries >= 2);
+        assert_eq!(stats.cached, 0, "the failed allocation emptied the cache");
+        // And the context goes on working.
+        let host = random_vec::<f32>(1 << 20);
+        assert_same(&host, &ctx.upload(&host).unwrap().download().unwrap());
     }
-    let stats = ctx.memory_stats().unwrap();
-    assert!(stats.oom_retries >= 2);
-    assert_eq!(stats.cached, 0, "the failed allocation emptied the cache");
-    // And the context goes on working.
-    let host = random_vec::<f32>(1 << 20);
-    assert_same(&host, &ctx.upload(&host).unwrap().download().unwrap());
-});
+);
 
 on_every_gpu_backend!(reuse_across_streams_keeps_every_array_intact, |ctx| {
     // Many arrays allocated, written and freed on several streams in a

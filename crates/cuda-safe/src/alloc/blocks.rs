@@ -194,7 +194,11 @@ impl<P: Pending> Blocks<P> {
         self.stats.segments += 1;
         self.stats.misses += 1;
         let rest = segment_size - size;
-        let first = if rest >= pool.min_split() { size } else { segment_size };
+        let first = if rest >= pool.min_split() {
+            size
+        } else {
+            segment_size
+        };
         self.blocks.insert(
             addr,
             Block {
@@ -455,8 +459,8 @@ mod tests {
                 let rounded = b.in_use_size(addr).expect("handed out");
                 assert!(rounded >= round(size).unwrap());
                 for &(other, other_size, _) in &live {
-                    let disjoint = addr + rounded as u64 <= other
-                        || other + other_size as u64 <= addr;
+                    let disjoint =
+                        addr + rounded as u64 <= other || other + other_size as u64 <= addr;
                     assert!(disjoint, "step {step}: {addr:#x} overlaps {other:#x}");
                 }
                 live.push((addr, rounded, stream));

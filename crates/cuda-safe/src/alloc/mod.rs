@@ -178,10 +178,9 @@ impl Allocator {
         if !self.lock().give_back(addr, waits) {
             // Not a block of ours: a bug, kept for the next sync rather than
             // a panic in a destructor.
-            self.ctx
-                .record_err::<()>(Err(DriverError(
-                    cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE,
-                )));
+            self.ctx.record_err::<()>(Err(DriverError(
+                cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+            )));
         }
     }
 

@@ -20,11 +20,10 @@ pub(crate) struct Parts<'a, T: Element> {
     pub(crate) outputs: &'a [Mutex<GpuArray<T>>],
 }
 
-/// The event the timeline reads at each stage edge. The one place that
-/// makes them, so that asking for a timing event, where the events used
-/// only for ordering may become cheaper untimed ones, is a one-line change.
+/// The event the timeline reads at each stage edge: timed, where the
+/// events that only order the stages are the cheaper untimed kind.
 fn timed_event(stream: &Stream) -> Result<Event> {
-    stream.record() // timed event
+    stream.record_timed()
 }
 
 /// The timed events around one stage of one batch.
