@@ -4,10 +4,11 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result};
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result, sys};
 
 use crate::dlpack::{self, ManagedTensor};
 use crate::error::{Context as _, Result, SafeError};
+use crate::staging::MIN_STAGED;
 use crate::uses::Uses;
 use crate::{CudaDevice, CudaStreamHandle};
 
@@ -255,11 +256,19 @@ impl<T: Element> DeviceBuffer<T> {
             return Ok(());
         }
         let dst = self.ptr_for_write(stream)?;
+        let bytes = self.num_bytes();
+        if bytes >= MIN_STAGED {
+            // SAFETY: `host` is `bytes` bytes (lengths checked), borrowed for
+            // the call; `dst` is this buffer, ordered on `stream`.
+            return unsafe {
+                self.device
+                    .staging()
+                    .upload(stream, dst, host.as_ptr().cast(), bytes)
+            };
+        }
         stream.bind()?;
         // SAFETY: `dst` holds `host.len()` elements (checked) and is ordered
-        // on `stream`. The driver reads pageable `host` before it returns;
-        // page-locked memory is read later, and its owner in this crate
-        // (`PinnedBuffer`) waits for its copies before it frees it.
+        // on `stream`. The driver reads pageable `host` before it returns.
         unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }
             .call("cuMemcpyHtoDAsync")
     }
@@ -271,20 +280,53 @@ impl<T: Element> DeviceBuffer<T> {
         if host.is_empty() {
             return stream.synchronize();
         }
+        // SAFETY: `host` is exactly the buffer's bytes (lengths checked),
+        // borrowed mutably for the call.
+        unsafe { self.read_raw(stream, host.as_mut_ptr().cast()) }
+    }
+
+    /// Copies the whole buffer to `dst` after the work before it on
+    /// `stream`; blocks until `dst` holds it. Large buffers go through the
+    /// device's staging ring.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of `self.num_bytes()` bytes and nothing
+    /// else uses it during the call.
+    unsafe fn read_raw(&self, stream: &CudaStreamHandle, dst: *mut u8) -> Result<()> {
         let src = self.ptr_for_read(stream)?;
-        stream.bind()?;
-        // SAFETY: `src` holds `host.len()` elements (checked), ordered on
-        // `stream`; the stream is synchronized below before `host` is
-        // released to the caller.
-        unsafe { result::memcpy_dtoh_async(host, src, stream.cu_stream()) }
-            .call("cuMemcpyDtoHAsync")?;
+        let bytes = self.num_bytes();
+        if bytes >= MIN_STAGED {
+            // SAFETY: forwarded from this function's contract; `src` is this
+            // buffer, ordered on `stream`.
+            unsafe { self.device.staging().download(stream, src, dst, bytes) }?;
+        } else {
+            stream.bind()?;
+            // SAFETY: `dst` per this function's contract; `src` is this
+            // buffer, ordered on `stream`. The copy into pageable memory has
+            // ended when the call returns; the sync below also covers
+            // page-locked `dst`.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
+                .result()
+                .call("cuMemcpyDtoHAsync")?;
+        }
         stream.synchronize()
     }
 
-    /// Like [`Self::read_into`], into a new vector.
+    /// Like [`Self::read_into`], into a new vector, written once: no
+    /// zeroing first, and large buffers fill it from several threads.
     pub fn to_host(&self, stream: &CudaStreamHandle) -> Result<Vec<T>> {
-        let mut out = vec![T::default(); self.len()];
-        self.read_into(stream, &mut out)?;
+        let mut out = Vec::<T>::with_capacity(self.len());
+        if self.is_empty() {
+            stream.synchronize()?;
+            return Ok(out);
+        }
+        // SAFETY: the vector's capacity holds `num_bytes` bytes, which the
+        // copy writes through a raw pointer (no reference to uninitialised
+        // memory is made).
+        unsafe { self.read_raw(stream, out.as_mut_ptr().cast()) }?;
+        // SAFETY: every byte of the first `len` elements was written above,
+        // and any bytes are a valid `T` (`Element` is `Pod`).
+        unsafe { out.set_len(self.len()) };
         Ok(out)
     }
 

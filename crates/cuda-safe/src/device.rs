@@ -8,6 +8,7 @@ use unigpu_cuda_sys::probe;
 use crate::alloc::{Allocator, AllocatorStats};
 use crate::error::{Context as _, Result, SafeError};
 use crate::event_pool::EventPool;
+use crate::staging::Staging;
 
 /// How many CUDA devices this process can use. Errors with
 /// [`SafeError::Unavailable`] (never a panic) when the driver cannot load.
@@ -57,6 +58,7 @@ pub struct CudaDevice {
 struct Shared {
     events: Arc<EventPool>,
     allocator: Allocator,
+    staging: Staging,
 }
 
 impl CudaDevice {
@@ -74,6 +76,7 @@ impl CudaDevice {
         let events = EventPool::new(ctx.clone());
         let shared = Arc::new(Shared {
             allocator: Allocator::new(ctx.clone(), events.clone()),
+            staging: Staging::new(ctx.clone()),
             events,
         });
         Ok(CudaDevice {
@@ -141,6 +144,10 @@ impl CudaDevice {
 
     pub(crate) fn allocator(&self) -> &Allocator {
         &self.shared.allocator
+    }
+
+    pub(crate) fn staging(&self) -> &Staging {
+        &self.shared.staging
     }
 
     pub(crate) fn events(&self) -> &Arc<EventPool> {

@@ -33,6 +33,7 @@ mod event_pool;
 mod foreign;
 mod kernel;
 pub mod nvrtc;
+mod staging;
 mod stream;
 mod uses;
 

@@ -975,3 +975,47 @@ fn an_imported_buffer_calls_the_deleter_once_after_its_work() {
     drop(lent);
     dev.synchronize().unwrap();
 }
+
+/// Large transfers go through the device's ring of page-locked slots:
+/// sizes just below and above where staging starts, not a multiple of a
+/// slot, and more than the whole ring, each checked byte for byte both
+/// ways, into an existing slice and into a new vector, on two streams.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn staged_transfers_keep_every_byte_at_every_size() {
+    let _serial = serial();
+    let dev = device();
+    let (a, b) = (
+        CudaStreamHandle::new(&dev).unwrap(),
+        CudaStreamHandle::new(&dev).unwrap(),
+    );
+    let mut rng = rand::rng();
+    let mib = 1usize << 20;
+    for bytes in [
+        4 * mib - 4,
+        4 * mib,
+        4 * mib + 4,
+        8 * mib + 4 * rng.random_range(1..1000),
+        37 * mib + 4 * rng.random_range(1..1000),
+        160 * mib + 4 * rng.random_range(1..1000),
+    ] {
+        let n = bytes / 4;
+        let data: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let buf = DeviceBuffer::from_host(&a, &data).unwrap();
+        // Read on the other stream: ordered after the staged upload.
+        assert_same(
+            &buf.to_host(&b).unwrap(),
+            &data,
+            "to_host after a staged upload",
+        );
+        let mut back = vec![0u32; n];
+        buf.read_into(&a, &mut back).unwrap();
+        assert_same(&back, &data, "read_into after a staged upload");
+        // Overwrite in place, then read back again.
+        let mut buf = buf;
+        let other: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        buf.write_from(&b, &other).unwrap();
+        assert_same(&buf.to_host(&a).unwrap(), &other, "a staged overwrite");
+    }
+    dev.synchronize().unwrap();
+}

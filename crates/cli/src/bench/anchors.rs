@@ -52,6 +52,11 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     // transfer.rs (pageable host memory on both sides)
     ("unigpu_h2d_pageable_64MiB_GBps", "torch_h2d_pageable_64MiB_GBps", "torch pageable copy_", Side::Gpu),
     ("unigpu_h2d_pageable_256MiB_GBps", "torch_h2d_pageable_256MiB_GBps", "torch pageable copy_", Side::Gpu),
+    // The goals: staged pageable copies against the pinned DMA rate.
+    ("unigpu_h2d_pageable_64MiB_GBps", "torch_h2d_pinned_64MiB_GBps", "pinned DMA rate (torch pinned copy_)", Side::Gpu),
+    ("unigpu_h2d_pageable_256MiB_GBps", "torch_h2d_pinned_256MiB_GBps", "pinned DMA rate (torch pinned copy_)", Side::Gpu),
+    ("unigpu_d2h_pageable_64MiB_GBps", "torch_d2h_pinned_64MiB_GBps", "pinned DMA rate (torch pinned copy_)", Side::Gpu),
+    ("unigpu_d2h_new_vec_64MiB_GBps", "torch_d2h_pinned_64MiB_GBps", "pinned DMA rate (torch pinned copy_)", Side::Gpu),
     // axpy.rs, matmul.rs
     ("unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "torch y.add_(x, alpha=2)", Side::Gpu),
     ("unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "torch matmul", Side::Gpu),

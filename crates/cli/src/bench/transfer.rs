@@ -33,6 +33,7 @@ fn transfer(env: &Env, out: &mut Out) -> anyhow::Result<()> {
         let bytes = (mib * MIB) as f64;
         let mut h2d = Vec::with_capacity(env.reps);
         let mut d2h = Vec::with_capacity(env.reps);
+        let mut d2h_new = Vec::with_capacity(env.reps);
         // One warm-up round, then the timed ones; each copy waited for.
         for round in 0..=env.reps {
             let t = Instant::now();
@@ -42,9 +43,20 @@ fn transfer(env: &Env, out: &mut Out) -> anyhow::Result<()> {
             let t = Instant::now();
             dev.download_into(&mut back)?;
             let down = t.elapsed().as_secs_f64();
+            // Into a new vector: its pages are fresh, as a user's are.
+            let t = Instant::now();
+            let fresh = dev.download()?;
+            let down_new = t.elapsed().as_secs_f64();
+            anyhow::ensure!(
+                fresh.len() == n,
+                "download() returned {} elements",
+                fresh.len()
+            );
+            drop(fresh);
             if round > 0 {
                 h2d.push(bytes / up / 1e9);
                 d2h.push(bytes / down / 1e9);
+                d2h_new.push(bytes / down_new / 1e9);
             }
         }
         anyhow::ensure!(back == host, "the {mib} MiB round trip changed the data");
@@ -61,6 +73,13 @@ fn transfer(env: &Env, out: &mut Out) -> anyhow::Result<()> {
             "GB/s",
             Better::Higher,
             median(d2h),
+        );
+        out.figure(
+            format!("unigpu_d2h_new_vec_{mib}MiB_GBps"),
+            format!("download {mib} MiB into a new Vec"),
+            "GB/s",
+            Better::Higher,
+            median(d2h_new),
         );
     }
     Ok(())

@@ -1,0 +1,240 @@
+//! Copies between ordinary (pageable) host memory and the device through a
+//! ring of page-locked slots, one ring per device.
+//!
+//! The driver copies pageable memory through its own small staging buffer,
+//! one piece at a time, on the calling thread: about 14 GB/s for 64 MiB
+//! and 8 GB/s for 256 MiB on an H200, where a DMA from page-locked memory
+//! runs at 55 GB/s. Here the host side of each chunk is copied by several
+//! threads (one thread fills page-locked memory at about 10.6 GB/s) into a
+//! slot while the DMA engine moves the previous slot, so both run at once.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, CudaEvent, result, sys};
+use rayon::prelude::*;
+
+use crate::CudaStreamHandle;
+use crate::error::{Context as _, Result};
+
+/// Bytes per slot: large enough that the per-chunk costs (an event, a
+/// thread-pool dispatch) stay under 10% at 40 GB/s.
+const SLOT: usize = 8 << 20;
+/// Slots per ring: enough for the DMA of one chunk, the host copy of the
+/// next and one more in flight.
+const SLOTS: usize = 4;
+/// Transfers from this size on are staged; below it the driver's own copy
+/// is as fast and costs one call.
+pub(crate) const MIN_STAGED: usize = 4 << 20;
+/// The host-side copy of a chunk is split into pieces of this size across
+/// the thread pool.
+const PIECE: usize = 1 << 20;
+
+/// One device's ring, made on the first staged transfer.
+#[derive(Debug)]
+pub(crate) struct Staging {
+    ctx: Arc<CudaContext>,
+    ring: Mutex<Option<Ring>>,
+}
+
+#[derive(Debug)]
+struct Ring {
+    slots: Vec<Slot>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// `SLOT` page-locked bytes from `cuMemHostAlloc`, as an address so the
+    /// ring is Send.
+    host: usize,
+    /// Recorded after the last DMA that uses the slot.
+    done: CudaEvent,
+    used: bool,
+}
+
+impl Slot {
+    /// Waits until the slot's last DMA is finished.
+    fn settle(&mut self) -> Result<()> {
+        if self.used {
+            self.done.synchronize().call("cuEventSynchronize")?;
+            self.used = false;
+        }
+        Ok(())
+    }
+}
+
+impl Ring {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Ring> {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let mut slots = Vec::with_capacity(SLOTS);
+        for _ in 0..SLOTS {
+            // A slot is pushed as soon as it exists, so `Drop` frees every
+            // slot made before a failure.
+            let done = ctx.new_event(None).call("cuEventCreate")?;
+            // SAFETY: a plain page-locked allocation, freed in `Drop`.
+            let host = unsafe { result::malloc_host(SLOT, 0) }.call("cuMemHostAlloc")?;
+            slots.push(Slot {
+                host: host as usize,
+                done,
+                used: false,
+            });
+        }
+        Ok(Ring { slots })
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        for slot in &mut self.slots {
+            // A DMA still running into the slot must end before the memory
+            // goes; if the wait fails the context is broken and freeing is
+            // all that is left to do.
+            let _ = slot.settle();
+            // SAFETY: `host` came from `cuMemHostAlloc` and no DMA uses it.
+            let _ = unsafe { result::free_host(slot.host as *mut std::ffi::c_void) };
+        }
+    }
+}
+
+impl Staging {
+    pub(crate) fn new(ctx: Arc<CudaContext>) -> Self {
+        Staging {
+            ctx,
+            ring: Mutex::new(None),
+        }
+    }
+
+    /// Runs `f` with the ring to itself: one staged transfer at a time per
+    /// device, each at full speed.
+    fn with_ring<R>(&self, f: impl FnOnce(&mut Ring) -> Result<R>) -> Result<R> {
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let ring = match ring.as_mut() {
+            Some(r) => r,
+            None => ring.insert(Ring::new(&self.ctx)?),
+        };
+        f(ring)
+    }
+
+    /// Copies `len` bytes at `src` to the device address `dst` on `stream`.
+    /// Returns once `src` may be reused (every byte is in a slot or on the
+    /// device).
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes for the call; `dst` is `len`
+    /// bytes of device memory in the stream's context, ordered on `stream`.
+    pub(crate) unsafe fn upload(
+        &self,
+        stream: &CudaStreamHandle,
+        dst: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        self.with_ring(|ring| {
+            for (i, offset) in (0..len).step_by(SLOT).enumerate() {
+                let n = SLOT.min(len - offset);
+                let slot = &mut ring.slots[i % SLOTS];
+                slot.settle()?;
+                // SAFETY: `src + offset` is inside the caller's `len` bytes;
+                // the slot holds `SLOT >= n` bytes and no DMA uses it
+                // (settled above).
+                unsafe { par_copy(src.add(offset), slot.host as *mut u8, n) };
+                stream.bind()?;
+                // SAFETY: the slot is page-locked and stays allocated and
+                // untouched until `done` says the DMA is over; the device
+                // range is inside the caller's `len` bytes at `dst`.
+                unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        dst + offset as u64,
+                        slot.host as *const std::ffi::c_void,
+                        n,
+                        stream.cu_stream(),
+                    )
+                }
+                .result()
+                .call("cuMemcpyHtoDAsync")?;
+                slot.done
+                    .record(stream.cudarc_stream())
+                    .call("cuEventRecord")?;
+                slot.used = true;
+            }
+            Ok(())
+        })
+    }
+
+    /// Copies `len` bytes at the device address `src` to `dst`, after the
+    /// work before it on `stream`. Returns once `dst` holds them.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of `len` bytes for the call and nothing
+    /// else reads or writes it meanwhile; `src` is `len` bytes of device
+    /// memory in the stream's context, ordered on `stream`.
+    pub(crate) unsafe fn download(
+        &self,
+        stream: &CudaStreamHandle,
+        src: u64,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        self.with_ring(|ring| {
+            let chunks: Vec<(usize, usize)> = (0..len)
+                .step_by(SLOT)
+                .map(|offset| (offset, SLOT.min(len - offset)))
+                .collect();
+            let enqueue = |ring: &mut Ring, i: usize| -> Result<()> {
+                let (offset, n) = chunks[i];
+                let slot = &mut ring.slots[i % SLOTS];
+                slot.settle()?;
+                stream.bind()?;
+                // SAFETY: the slot is page-locked, holds `SLOT >= n` bytes
+                // and is read only after `done` says the DMA is over.
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(
+                        slot.host as *mut std::ffi::c_void,
+                        src + offset as u64,
+                        n,
+                        stream.cu_stream(),
+                    )
+                }
+                .result()
+                .call("cuMemcpyDtoHAsync")?;
+                slot.done
+                    .record(stream.cudarc_stream())
+                    .call("cuEventRecord")?;
+                slot.used = true;
+                Ok(())
+            };
+            for i in 0..SLOTS.min(chunks.len()) {
+                enqueue(ring, i)?;
+            }
+            for i in 0..chunks.len() {
+                let (offset, n) = chunks[i];
+                let slot = &mut ring.slots[i % SLOTS];
+                slot.settle()?;
+                // SAFETY: the DMA into the slot is over (settled); the
+                // destination range is inside the caller's `len` bytes.
+                unsafe { par_copy(slot.host as *const u8, dst.add(offset), n) };
+                if i + SLOTS < chunks.len() {
+                    enqueue(ring, i + SLOTS)?;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` in `PIECE`-sized pieces across
+/// the thread pool.
+///
+/// # Safety
+/// Both ranges are valid for `len` bytes and do not overlap.
+unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize) {
+    let (src, dst) = (src as usize, dst as usize);
+    (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
+        let offset = i * PIECE;
+        let n = PIECE.min(len - offset);
+        // SAFETY: each piece is inside both ranges (caller's contract) and
+        // pieces are disjoint, so no two threads touch the same bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping((src + offset) as *const u8, (dst + offset) as *mut u8, n)
+        };
+    });
+}
