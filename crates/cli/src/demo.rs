@@ -41,9 +41,9 @@ pub fn run(n: usize) -> anyhow::Result<()> {
     let mut middle = ctx.alloc::<f32>(n)?;
     let mut output = ctx.alloc::<f32>(n)?;
     let (first, second) = (ctx.create_stream()?, ctx.create_stream()?);
-    let begin = first.record()?;
+    let begin = first.record_timed()?;
     first.copy(&input, &mut middle)?;
-    let copied = first.record()?;
+    let copied = first.record_timed()?;
     second.wait(&copied)?;
     second.copy(&middle, &mut output)?;
     let result = output.download()?;

@@ -112,7 +112,7 @@ impl std::fmt::Debug for dyn BufferArg + '_ {
 pub type LaunchDims = LaunchConfig;
 
 /// Enqueues `func` on `stream`. Buffers are ordered against their other
-/// uses on any stream (cudarc's read/write events).
+/// uses on any stream (see `uses.rs`).
 pub fn launch(
     stream: &CudaStreamHandle,
     func: &CudaFunctionHandle,

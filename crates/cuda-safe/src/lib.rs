@@ -17,10 +17,16 @@
 //!   bridge crate that knows the owner calls them and states why it may.
 //! - Send and Sync are decided per type, in the type's docs.
 //!
-//! The handles are built on cudarc's `driver::safe` types, which already own
-//! their resources; this crate adds the probe gate, typed errors (out of
-//! memory with the free byte count, invalid device ids), host callbacks on
-//! streams, stream queries and device properties.
+//! - Device memory comes from the device's caching allocator (`alloc/`),
+//!   never straight from the driver; a buffer orders its uses across
+//!   streams itself (`uses.rs`), lazily, so that work on one stream makes
+//!   no event calls. Events come from a per-device pool (`event_pool.rs`).
+//!
+//! Contexts, streams, events and modules are cudarc's `driver::safe` types,
+//! which already own their resources; this crate adds the probe gate, typed
+//! errors (out of memory with the free byte count, invalid device ids),
+//! host callbacks on streams, stream queries, device properties, the
+//! allocator, and staged transfers from pageable memory (`staging.rs`).
 
 mod alloc;
 mod blas;

@@ -17,7 +17,7 @@ use crate::{Context, DType, Element, Error, Result};
 /// Send + Sync: `&GpuArray` only allows reads and `&mut GpuArray` is
 /// exclusive, so Rust's borrow rules keep writers apart across threads as
 /// they do for a `Vec`. Dropping an array with work still pending is fine:
-/// the memory is released after that work (stream-ordered free on CUDA,
+/// the memory is reused after that work (the caching allocator on CUDA,
 /// shared ownership on the CPU backend).
 pub struct GpuArray<T: Element> {
     pub(crate) ctx: Context,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{assert_same, random_len, random_vec};
 use serde_json::Value;
 use unigpu::pipeline::Stage;
-use unigpu::{Context, Error, GpuArray, Result, Stream};
+use unigpu::{Context, Error, GpuArray, Grid, Result, Stream};
 
 const ALPHA: f32 = 0.25;
 
@@ -283,14 +283,35 @@ on_every_backend!(pipeline_trace_follows_the_stage_order, |ctx| {
     assert!(sums.iter().all(|&ms| ms >= 0.0));
 });
 
+/// A kernel that keeps its stream busy for 50 ms: a spin on the GPU's
+/// clock, a sleep on the CPU backend. Not a host function: CUDA runs every
+/// host function of a process on one driver thread, which would serialise
+/// it with any other stage that uses one.
+const SPIN_50MS: &str = r#"
+extern "C" __global__ void spin_50ms() {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < 50000000ull);
+}"#;
+
 on_every_backend!(pipeline_overlaps_stages, |ctx| {
     // A compute stage that takes 50 ms on its stream: with depth 2 the
     // next upload must run while it does, or the stages do not overlap.
     let len = 1 << 12;
     let mut p = ctx.pipeline::<f32>(2, len).unwrap();
     let (inputs, mut outputs) = batches(4, len);
+    let spin = ctx
+        .compile(SPIN_50MS)
+        .unwrap()
+        .kernel("spin_50ms")
+        .unwrap()
+        .with_cpu(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            Ok(())
+        });
+    let one = Grid::new((1, 1, 1), (1, 1, 1));
     let slow = |s: &Stream, x: &GpuArray<f32>, y: &mut GpuArray<f32>| {
-        s.host_fn(|| std::thread::sleep(Duration::from_millis(50)))?;
+        s.launch(&spin, one, ())?;
         s.copy(x, y)
     };
     let timeline = p.run_traced(&inputs, &mut outputs, slow).unwrap();

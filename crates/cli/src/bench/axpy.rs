@@ -30,11 +30,11 @@ fn axpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     );
     const REPS: usize = 20;
     let s = ctx.default_stream();
-    let start = s.record()?;
+    let start = s.record_timed()?;
     for _ in 0..REPS {
         ops.axpy(2.0, &x, &mut y)?;
     }
-    let end = s.record()?;
+    let end = s.record_timed()?;
     let ms = start.elapsed_ms(&end)? as f64 / REPS as f64;
     // Reads x and y, writes y.
     let gbps = 3.0 * 4.0 * n as f64 / (ms * 1e-3) / 1e9;

@@ -40,11 +40,11 @@ fn matmul<T: unigpu::Float>(env: &Env, out: &mut Out, name: &str) -> anyhow::Res
     }
     const REPS: usize = 10;
     let s = ctx.default_stream();
-    let start = s.record()?;
+    let start = s.record_timed()?;
     for _ in 0..REPS {
         ops.matmul(&a, &b, &mut c, (n, n, n))?;
     }
-    let end = s.record()?;
+    let end = s.record_timed()?;
     let ms = start.elapsed_ms(&end)? as f64 / REPS as f64;
     let tflops = 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
     out.info(format!("unigpu_matmul_{name}_n"), n);

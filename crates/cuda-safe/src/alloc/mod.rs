@@ -24,13 +24,15 @@ use blocks::{Blocks, Pending, round, segment_size};
 use crate::error::{Context as _, Result, SafeError};
 use crate::event_pool::{EventPool, PooledEvent};
 
-/// What a free block waits for before a stream other than its own may
-/// reuse it: the streams that used it (turned into events lazily, when
-/// another stream first asks) and events not yet complete.
+/// What a free block waits for before a stream other than the ones that
+/// used it may reuse it: those streams, and for each of the others asked
+/// about so far, an event recorded on it then.
 #[derive(Debug, Clone, Default)]
 struct Waits {
+    /// Streams that used the block, not yet turned into an event.
     streams: Vec<Arc<CudaStream>>,
-    events: Vec<Arc<PooledEvent>>,
+    /// Events recorded on streams that used the block, with the stream.
+    events: Vec<(Arc<CudaStream>, Arc<PooledEvent>)>,
 }
 
 impl Pending for Waits {
@@ -45,27 +47,45 @@ impl Pending for Waits {
 }
 
 impl Waits {
-    /// Whether `stream` may use the memory now. Streams other than
-    /// `stream` become events recorded now, and complete events are
-    /// dropped; both updates stay with the block when it is not usable yet.
-    fn settle(&mut self, stream: &Arc<CudaStream>, events: &Arc<EventPool>) -> bool {
+    /// Whether `stream` may use the memory now: every stream that used it
+    /// is `stream` (stream order covers that work), or the work of the
+    /// others is done. Streams other than `stream` become events recorded
+    /// now (once), and complete events are dropped; both updates stay with
+    /// the block when it is not usable yet.
+    fn settle(&mut self, stream: &Arc<CudaStream>, pool: &Arc<EventPool>) -> bool {
+        let ours = |s: &Arc<CudaStream>| Arc::ptr_eq(s, stream);
+        if self.streams.iter().all(ours) && self.events.iter().all(|(s, _)| ours(s)) {
+            return true;
+        }
         let mut i = 0;
         while i < self.streams.len() {
-            if Arc::ptr_eq(&self.streams[i], stream) {
+            if ours(&self.streams[i]) {
                 i += 1;
                 continue;
             }
-            let Ok(event) = events.take(false) else {
+            let Ok(event) = pool.take(false) else {
                 return false;
             };
             if event.event().record(&self.streams[i]).is_err() {
                 return false;
             }
-            self.streams.swap_remove(i);
-            self.events.push(Arc::new(event));
+            let s = self.streams.swap_remove(i);
+            self.events.push((s, Arc::new(event)));
         }
-        self.events
-            .retain(|e| !matches!(e.event().try_is_complete(), Ok(true)));
+        // Events on `stream` itself turn back into its stream tag (stream
+        // order covers them, and the new owner must know the stream used
+        // it); complete ones are dropped.
+        let mut pending = Vec::new();
+        for (s, e) in std::mem::take(&mut self.events) {
+            if ours(&s) {
+                if !self.streams.iter().any(ours) {
+                    self.streams.push(s);
+                }
+            } else if !matches!(e.event().try_is_complete(), Ok(true)) {
+                pending.push((s, e));
+            }
+        }
+        self.events = pending;
         self.events.is_empty()
     }
 
@@ -74,10 +94,18 @@ impl Waits {
         for s in &self.streams {
             s.synchronize()?;
         }
-        for e in &self.events {
+        for (_, e) in &self.events {
             e.event().synchronize()?;
         }
         Ok(())
+    }
+
+    /// Whether work on `stream` may still use the memory.
+    fn used_on(&self, stream: &Arc<CudaStream>) -> bool {
+        self.streams
+            .iter()
+            .chain(self.events.iter().map(|(s, _)| s))
+            .any(|s| Arc::ptr_eq(s, stream))
     }
 }
 
@@ -123,7 +151,7 @@ impl Allocator {
         if let Some((addr, waits)) = self.lock().take(size, |w| w.settle(stream, &self.events)) {
             return Ok(Block {
                 addr,
-                used_on_stream: !waits.streams.is_empty(),
+                used_on_stream: waits.used_on(stream),
             });
         }
         // A new segment; rounded up to its pool's size, or just the block
