@@ -43,19 +43,20 @@ pub struct DeviceProperties {
 /// Each open has its own caching allocator and event pool, shared by the
 /// clones; two opens of one ordinal share the GPU but not their caches.
 ///
-/// `Clone` is cheap: every part is reference counted. Send + Sync: the
+/// `Clone` is one reference count (every buffer and event holds one, so
+/// this is on the allocation path). Send + Sync: the
 /// driver's context and stream handles may be used from any thread, and
 /// cudarc binds the context to the calling thread before each call.
 #[derive(Debug, Clone)]
 pub struct CudaDevice {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    shared: Arc<Shared>,
+    inner: Arc<Inner>,
 }
 
 /// What every clone of one opened device shares.
 #[derive(Debug)]
-struct Shared {
+struct Inner {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
     events: Arc<EventPool>,
     allocator: Allocator,
     staging: Staging,
@@ -74,29 +75,33 @@ impl CudaDevice {
         let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
         let stream = ctx.new_stream().call("cuStreamCreate")?;
         let events = EventPool::new(ctx.clone());
-        let shared = Arc::new(Shared {
-            allocator: Allocator::new(ctx.clone(), events.clone()),
-            staging: Staging::new(ctx.clone()),
-            events,
-        });
         Ok(CudaDevice {
-            ctx,
-            stream,
-            shared,
+            inner: Arc::new(Inner {
+                allocator: Allocator::new(ctx.clone(), events.clone()),
+                staging: Staging::new(ctx.clone()),
+                events,
+                ctx,
+                stream,
+            }),
         })
     }
 
     pub fn ordinal(&self) -> usize {
-        self.ctx.ordinal()
+        self.inner.ctx.ordinal()
     }
 
     pub fn properties(&self) -> Result<DeviceProperties> {
         Ok(DeviceProperties {
             ordinal: self.ordinal(),
-            name: self.ctx.name().call("cuDeviceGetName")?,
-            compute_capability: self.ctx.compute_capability().call("cuDeviceGetAttribute")?,
-            total_memory: self.ctx.total_mem().call("cuDeviceTotalMem")?,
+            name: self.inner.ctx.name().call("cuDeviceGetName")?,
+            compute_capability: self
+                .inner
+                .ctx
+                .compute_capability()
+                .call("cuDeviceGetAttribute")?,
+            total_memory: self.inner.ctx.total_mem().call("cuDeviceTotalMem")?,
             multiprocessors: self
+                .inner
                 .ctx
                 .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .call("cuDeviceGetAttribute")?,
@@ -105,53 +110,56 @@ impl CudaDevice {
 
     /// (free, total) device memory in bytes, as the driver reports it now.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.ctx.mem_get_info().call("cuMemGetInfo")
+        self.inner.ctx.mem_get_info().call("cuMemGetInfo")
     }
 
     /// Waits for all work on the device, then returns any error that was
     /// raised earlier where it could not be returned (in a `Drop`).
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.synchronize().call("cuCtxSynchronize")?;
+        self.inner.ctx.synchronize().call("cuCtxSynchronize")?;
         self.check_err()
     }
 
     /// Returns, and clears, an error kept from a `Drop`.
     pub fn check_err(&self) -> Result<()> {
-        self.ctx.check_err().call("deferred (raised while freeing)")
+        self.inner
+            .ctx
+            .check_err()
+            .call("deferred (raised while freeing)")
     }
 
     pub(crate) fn cudarc_context(&self) -> &Arc<CudaContext> {
-        &self.ctx
+        &self.inner.ctx
     }
 
     /// The stream unigpu enqueues on when no stream is named.
     pub fn default_stream(&self) -> crate::CudaStreamHandle {
-        crate::CudaStreamHandle::from_cudarc(self.clone(), self.stream.clone())
+        crate::CudaStreamHandle::from_cudarc(self.clone(), self.inner.stream.clone())
     }
 
     /// Bytes free right now, or 0 when even that query fails: only used to
     /// fill in an out-of-memory error, which must not fail itself.
     /// The caching allocator's counters.
     pub fn memory_stats(&self) -> AllocatorStats {
-        self.shared.allocator.stats()
+        self.inner.allocator.stats()
     }
 
     /// Gives the cached device memory nothing uses back to the driver, after
     /// the work that last used it; returns the bytes released.
     pub fn empty_cache(&self) -> Result<usize> {
-        self.shared.allocator.empty_cache()
+        self.inner.allocator.empty_cache()
     }
 
     pub(crate) fn allocator(&self) -> &Allocator {
-        &self.shared.allocator
+        &self.inner.allocator
     }
 
     pub(crate) fn staging(&self) -> &Staging {
-        &self.shared.staging
+        &self.inner.staging
     }
 
     pub(crate) fn events(&self) -> &Arc<EventPool> {
-        &self.shared.events
+        &self.inner.events
     }
 
     pub(crate) fn free_bytes(&self) -> usize {
@@ -161,6 +169,6 @@ impl CudaDevice {
 
 impl PartialEq for CudaDevice {
     fn eq(&self, other: &Self) -> bool {
-        self.ctx == other.ctx
+        self.inner.ctx == other.inner.ctx
     }
 }

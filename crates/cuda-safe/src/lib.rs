@@ -39,6 +39,7 @@ mod event_pool;
 mod foreign;
 mod kernel;
 pub mod nvrtc;
+mod pinned;
 mod staging;
 mod stream;
 mod uses;
@@ -53,6 +54,7 @@ pub use foreign::ForeignStream;
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };
+pub use pinned::PinnedBuffer;
 pub use stream::CudaStreamHandle;
 
 /// The probe of the layer below, re-exported so the facade needs no direct

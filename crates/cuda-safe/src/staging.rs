@@ -8,7 +8,7 @@
 //! threads (one thread fills page-locked memory at about 10.6 GB/s) into a
 //! slot while the DMA engine moves the previous slot, so both run at once.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{CudaContext, CudaEvent, result, sys};
 use rayon::prelude::*;
@@ -16,18 +16,43 @@ use rayon::prelude::*;
 use crate::CudaStreamHandle;
 use crate::error::{Context as _, Result};
 
-/// Bytes per slot: large enough that the per-chunk costs (an event, a
-/// thread-pool dispatch) stay under 10% at 40 GB/s.
-const SLOT: usize = 8 << 20;
-/// Slots per ring: enough for the DMA of one chunk, the host copy of the
-/// next and one more in flight.
-const SLOTS: usize = 4;
 /// Transfers from this size on are staged; below it the driver's own copy
 /// is as fast and costs one call.
 pub(crate) const MIN_STAGED: usize = 4 << 20;
-/// The host-side copy of a chunk is split into pieces of this size across
-/// the thread pool.
-const PIECE: usize = 1 << 20;
+
+/// The ring's shape. The defaults were measured on an H200 host (16
+/// cores); `UNIGPU_STAGING_SLOT_MIB`, `UNIGPU_STAGING_SLOTS` and
+/// `UNIGPU_STAGING_PIECE_KIB` override them for tuning on other machines.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Bytes per slot: large enough that the per-chunk costs (an event, a
+    /// thread-pool dispatch) stay small at 40 GB/s.
+    slot: usize,
+    /// Slots per ring: the DMA of one chunk, the host copy of the next, and
+    /// more in flight.
+    slots: usize,
+    /// The host-side copy of a chunk is split into pieces of this size
+    /// across the thread pool.
+    piece: usize,
+}
+
+fn shape() -> Shape {
+    static SHAPE: OnceLock<Shape> = OnceLock::new();
+    *SHAPE.get_or_init(|| {
+        let var = |name: &str, default: usize, unit: usize| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|&v| v > 0 && v <= 1024)
+                .map_or(default, |v| v * unit)
+        };
+        Shape {
+            slot: var("UNIGPU_STAGING_SLOT_MIB", 8 << 20, 1 << 20),
+            slots: var("UNIGPU_STAGING_SLOTS", 4, 1).max(2),
+            piece: var("UNIGPU_STAGING_PIECE_KIB", 1 << 20, 1 << 10),
+        }
+    })
+}
 
 /// One device's ring, made on the first staged transfer.
 #[derive(Debug)]
@@ -38,12 +63,13 @@ pub(crate) struct Staging {
 
 #[derive(Debug)]
 struct Ring {
+    shape: Shape,
     slots: Vec<Slot>,
 }
 
 #[derive(Debug)]
 struct Slot {
-    /// `SLOT` page-locked bytes from `cuMemHostAlloc`, as an address so the
+    /// `Shape::slot` page-locked bytes from `cuMemHostAlloc`, as an address so the
     /// ring is Send.
     host: usize,
     /// Recorded after the last DMA that uses the slot.
@@ -65,20 +91,24 @@ impl Slot {
 impl Ring {
     fn new(ctx: &Arc<CudaContext>) -> Result<Ring> {
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let mut slots = Vec::with_capacity(SLOTS);
-        for _ in 0..SLOTS {
+        let shape = shape();
+        let mut ring = Ring {
+            shape,
+            slots: Vec::with_capacity(shape.slots),
+        };
+        for _ in 0..shape.slots {
             // A slot is pushed as soon as it exists, so `Drop` frees every
             // slot made before a failure.
             let done = ctx.new_event(None).call("cuEventCreate")?;
             // SAFETY: a plain page-locked allocation, freed in `Drop`.
-            let host = unsafe { result::malloc_host(SLOT, 0) }.call("cuMemHostAlloc")?;
-            slots.push(Slot {
+            let host = unsafe { result::malloc_host(shape.slot, 0) }.call("cuMemHostAlloc")?;
+            ring.slots.push(Slot {
                 host: host as usize,
                 done,
                 used: false,
             });
         }
-        Ok(Ring { slots })
+        Ok(ring)
     }
 }
 
@@ -129,14 +159,15 @@ impl Staging {
         len: usize,
     ) -> Result<()> {
         self.with_ring(|ring| {
-            for (i, offset) in (0..len).step_by(SLOT).enumerate() {
-                let n = SLOT.min(len - offset);
-                let slot = &mut ring.slots[i % SLOTS];
+            let Shape { slot, slots, piece } = ring.shape;
+            for (i, offset) in (0..len).step_by(slot).enumerate() {
+                let n = slot.min(len - offset);
+                let slot = &mut ring.slots[i % slots];
                 slot.settle()?;
                 // SAFETY: `src + offset` is inside the caller's `len` bytes;
-                // the slot holds `SLOT >= n` bytes and no DMA uses it
+                // the slot holds `shape.slot >= n` bytes and no DMA uses it
                 // (settled above).
-                unsafe { par_copy(src.add(offset), slot.host as *mut u8, n) };
+                unsafe { par_copy(src.add(offset), slot.host as *mut u8, n, piece) };
                 stream.bind()?;
                 // SAFETY: the slot is page-locked and stays allocated and
                 // untouched until `done` says the DMA is over; the device
@@ -175,16 +206,17 @@ impl Staging {
         len: usize,
     ) -> Result<()> {
         self.with_ring(|ring| {
+            let Shape { slot, slots, piece } = ring.shape;
             let chunks: Vec<(usize, usize)> = (0..len)
-                .step_by(SLOT)
-                .map(|offset| (offset, SLOT.min(len - offset)))
+                .step_by(slot)
+                .map(|offset| (offset, slot.min(len - offset)))
                 .collect();
             let enqueue = |ring: &mut Ring, i: usize| -> Result<()> {
                 let (offset, n) = chunks[i];
-                let slot = &mut ring.slots[i % SLOTS];
+                let slot = &mut ring.slots[i % slots];
                 slot.settle()?;
                 stream.bind()?;
-                // SAFETY: the slot is page-locked, holds `SLOT >= n` bytes
+                // SAFETY: the slot is page-locked, holds `shape.slot >= n` bytes
                 // and is read only after `done` says the DMA is over.
                 unsafe {
                     sys::cuMemcpyDtoHAsync_v2(
@@ -202,18 +234,17 @@ impl Staging {
                 slot.used = true;
                 Ok(())
             };
-            for i in 0..SLOTS.min(chunks.len()) {
+            for i in 0..slots.min(chunks.len()) {
                 enqueue(ring, i)?;
             }
-            for i in 0..chunks.len() {
-                let (offset, n) = chunks[i];
-                let slot = &mut ring.slots[i % SLOTS];
+            for (i, &(offset, n)) in chunks.iter().enumerate() {
+                let slot = &mut ring.slots[i % slots];
                 slot.settle()?;
                 // SAFETY: the DMA into the slot is over (settled); the
                 // destination range is inside the caller's `len` bytes.
-                unsafe { par_copy(slot.host as *const u8, dst.add(offset), n) };
-                if i + SLOTS < chunks.len() {
-                    enqueue(ring, i + SLOTS)?;
+                unsafe { par_copy(slot.host as *const u8, dst.add(offset), n, piece) };
+                if i + slots < chunks.len() {
+                    enqueue(ring, i + slots)?;
                 }
             }
             Ok(())
@@ -221,16 +252,16 @@ impl Staging {
     }
 }
 
-/// Copies `len` bytes from `src` to `dst` in `PIECE`-sized pieces across
+/// Copies `len` bytes from `src` to `dst` in `piece`-sized pieces across
 /// the thread pool.
 ///
 /// # Safety
 /// Both ranges are valid for `len` bytes and do not overlap.
-unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize) {
+unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize, piece: usize) {
     let (src, dst) = (src as usize, dst as usize);
-    (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
-        let offset = i * PIECE;
-        let n = PIECE.min(len - offset);
+    (0..len.div_ceil(piece)).into_par_iter().for_each(|i| {
+        let offset = i * piece;
+        let n = piece.min(len - offset);
         // SAFETY: each piece is inside both ranges (caller's contract) and
         // pieces are disjoint, so no two threads touch the same bytes.
         unsafe {

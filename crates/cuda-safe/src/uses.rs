@@ -77,6 +77,15 @@ impl Uses {
         Ok(())
     }
 
+    /// Blocks until the writes so far are done.
+    pub(crate) fn synchronize_writes(&self) -> std::result::Result<(), DriverError> {
+        let state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &state.writer {
+            Some(w) => w.synchronize(),
+            None => Ok(()),
+        }
+    }
+
     /// The streams used, for the allocator to wait on before another
     /// stream may reuse the memory.
     pub(crate) fn into_streams(self) -> Vec<Arc<CudaStream>> {

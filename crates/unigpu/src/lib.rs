@@ -54,6 +54,7 @@ mod event;
 pub mod kernel;
 mod lock;
 pub mod ops;
+mod pinned;
 pub mod pipeline;
 mod stream;
 
@@ -70,6 +71,7 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use kernel::{Arg, CompileOptions, CpuArgs, Grid, Kernel, Module, Scalar};
 pub use ops::{Float, Ops};
+pub use pinned::PinnedBuffer;
 pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
 

@@ -60,6 +60,43 @@ fn transfer(env: &Env, out: &mut Out) -> anyhow::Result<()> {
             }
         }
         anyhow::ensure!(back == host, "the {mib} MiB round trip changed the data");
+        // From and into pinned host memory: the DMA engine's rate.
+        let mut pinned = ctx.pinned::<f32>(n)?;
+        pinned.as_mut_slice()?.copy_from_slice(&host);
+        let s = ctx.create_stream()?;
+        let (mut h2d_pinned, mut d2h_pinned) = (Vec::new(), Vec::new());
+        for round in 0..=env.reps {
+            let t = Instant::now();
+            s.upload_pinned(&pinned, &mut dev)?;
+            s.sync()?;
+            let up = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            s.download_pinned(&dev, &mut pinned)?;
+            s.sync()?;
+            let down = t.elapsed().as_secs_f64();
+            if round > 0 {
+                h2d_pinned.push(bytes / up / 1e9);
+                d2h_pinned.push(bytes / down / 1e9);
+            }
+        }
+        anyhow::ensure!(
+            pinned.as_slice()? == host,
+            "the pinned round trip changed the data"
+        );
+        out.figure(
+            format!("unigpu_h2d_pinned_{mib}MiB_GBps"),
+            format!("upload {mib} MiB from pinned memory"),
+            "GB/s",
+            Better::Higher,
+            median(h2d_pinned),
+        );
+        out.figure(
+            format!("unigpu_d2h_pinned_{mib}MiB_GBps"),
+            format!("download {mib} MiB into pinned memory"),
+            "GB/s",
+            Better::Higher,
+            median(d2h_pinned),
+        );
         out.figure(
             format!("unigpu_h2d_pageable_{mib}MiB_GBps"),
             format!("upload {mib} MiB from pageable memory"),

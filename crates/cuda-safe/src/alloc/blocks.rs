@@ -145,12 +145,17 @@ impl<P: Pending> Blocks<P> {
         mut usable: impl FnMut(&mut P) -> bool,
     ) -> Option<(u64, P)> {
         let pool = Pool::of(size);
-        let candidates: Vec<(usize, u64)> = self.free[pool.index()]
-            .range((size, 0)..)
-            .take(MAX_CANDIDATES)
-            .copied()
-            .collect();
-        for (found, addr) in candidates {
+        // On the stack: this is every allocation's path.
+        let mut candidates = [(0usize, 0u64); MAX_CANDIDATES];
+        let mut count = 0;
+        for (slot, c) in candidates
+            .iter_mut()
+            .zip(self.free[pool.index()].range((size, 0)..))
+        {
+            *slot = *c;
+            count += 1;
+        }
+        for &(found, addr) in &candidates[..count] {
             let block = self.blocks.get_mut(&addr)?;
             let pending = block.free.as_mut()?;
             if !usable(pending) {

@@ -117,6 +117,33 @@ pub(crate) trait Api: Sized + 'static {
         dst: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
+    /// Host memory that copies on a stream read and write without staging
+    /// (page-locked on CUDA; ordinary memory where the backend's copies
+    /// finish before they return). Zeroed when made.
+    type Pinned<T: Element>: Debug + Send + Sync;
+
+    fn pinned<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Pinned<T>>;
+    fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize;
+    /// The contents, once pending copies into `pinned` are done.
+    fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]>;
+    /// The contents for writing, once pending copies from or into
+    /// `pinned` are done.
+    fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]>;
+    /// Ordered on `stream`; may return before the copy is done (the
+    /// pinned buffer's host access waits for it). Lengths are checked by
+    /// the caller.
+    fn upload_pinned<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Pinned<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// Ordered on `stream`; as [`Api::upload_pinned`], the other way.
+    fn download_pinned<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Pinned<T>,
+    ) -> Result<()>;
+
     // ---- DLPack
 
     /// Shares `buffer` as a DLPack tensor that keeps its memory alive,

@@ -513,3 +513,77 @@ impl<T: Element> Storage<T> {
         }
     }
 }
+
+/// A pinned host buffer of any backend.
+#[derive(Debug)]
+pub(crate) enum PinnedImpl<T: Element> {
+    Cpu(<Cpu as Api>::Pinned<T>),
+    Cuda(<Cuda as Api>::Pinned<T>),
+    Torch(<Torch as Api>::Pinned<T>),
+}
+
+impl<T: Element> PinnedImpl<T> {
+    pub(crate) fn new(stream: &StreamImpl, len: usize) -> Result<PinnedImpl<T>> {
+        Ok(match stream {
+            StreamImpl::Cpu(s) => PinnedImpl::Cpu(Cpu::pinned::<T>(s, len)?),
+            StreamImpl::Cuda(s) => PinnedImpl::Cuda(Cuda::pinned::<T>(s, len)?),
+            StreamImpl::Torch(s) => PinnedImpl::Torch(Torch::pinned::<T>(s, len)?),
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        on_backend!(PinnedImpl, self, A, p => A::pinned_len::<T>(p))
+    }
+
+    pub(crate) fn slice(&self) -> Result<&[T]> {
+        on_backend!(PinnedImpl, self, A, p => A::pinned_slice::<T>(p))
+    }
+
+    pub(crate) fn slice_mut(&mut self) -> Result<&mut [T]> {
+        on_backend!(PinnedImpl, self, A, p => A::pinned_slice_mut::<T>(p))
+    }
+}
+
+impl StreamImpl {
+    pub(crate) fn upload_pinned<T: Element>(
+        &self,
+        src: &PinnedImpl<T>,
+        dst: &mut Storage<T>,
+    ) -> Result<()> {
+        match (self, src, dst) {
+            (StreamImpl::Cpu(s), PinnedImpl::Cpu(p), Storage::Cpu(b)) => {
+                Cpu::upload_pinned::<T>(s, p, b)
+            }
+            (StreamImpl::Cuda(s), PinnedImpl::Cuda(p), Storage::Cuda(b)) => {
+                Cuda::upload_pinned::<T>(s, p, b)
+            }
+            (StreamImpl::Torch(s), PinnedImpl::Torch(p), Storage::Torch(b)) => {
+                Torch::upload_pinned::<T>(s, p, b)
+            }
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::upload_pinned",
+            }),
+        }
+    }
+
+    pub(crate) fn download_pinned<T: Element>(
+        &self,
+        src: &Storage<T>,
+        dst: &mut PinnedImpl<T>,
+    ) -> Result<()> {
+        match (self, src, dst) {
+            (StreamImpl::Cpu(s), Storage::Cpu(b), PinnedImpl::Cpu(p)) => {
+                Cpu::download_pinned::<T>(s, b, p)
+            }
+            (StreamImpl::Cuda(s), Storage::Cuda(b), PinnedImpl::Cuda(p)) => {
+                Cuda::download_pinned::<T>(s, b, p)
+            }
+            (StreamImpl::Torch(s), Storage::Torch(b), PinnedImpl::Torch(p)) => {
+                Torch::download_pinned::<T>(s, b, p)
+            }
+            _ => Err(Error::ContextMismatch {
+                what: "Stream::download_pinned",
+            }),
+        }
+    }
+}

@@ -10,6 +10,8 @@
 //!   `torch_missing/` stands in, so the dispatch needs no `cfg`.
 //! - `driver/`: what cuda and torch share (device info, NVRTC and its
 //!   caches); not a backend.
+//! - `host_pinned.rs`: the pinned buffer of backends without page-locked
+//!   memory of their own (cpu, torch); not a backend.
 //! - `code.rs`: the forms of kernel code; `interop.rs`: cuda <-> torch moves;
 //!   `kind.rs`: the public `Backend` and `Backend::ALL`.
 //!
@@ -22,6 +24,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod dispatch;
 mod driver;
+mod host_pinned;
 #[cfg(feature = "torch")]
 mod interop;
 mod kind;
@@ -34,6 +37,6 @@ pub(crate) mod torch;
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
 pub(crate) use contract::Api;
 pub use cpu::{CpuArgs, CpuKernelFn};
-pub(crate) use dispatch::{ArgImpl, DeviceImpl, EventImpl, Storage, StreamImpl};
+pub(crate) use dispatch::{ArgImpl, DeviceImpl, EventImpl, PinnedImpl, Storage, StreamImpl};
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};

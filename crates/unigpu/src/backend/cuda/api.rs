@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use unigpu_cuda_safe::{CudaEventHandle, CudaStreamHandle, DeviceBuffer, KernelParam};
+use unigpu_cuda_safe::{
+    CudaEventHandle, CudaStreamHandle, DeviceBuffer, KernelParam, PinnedBuffer,
+};
 
 use super::device::{Device, Stream};
 use crate::backend::code::{KernelRef, Program};
@@ -178,6 +180,40 @@ impl Api for Cuda {
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
         Ok(src.copy_to(&stream.handle, dst)?)
+    }
+
+    type Pinned<T: Element> = PinnedBuffer<T>;
+
+    fn pinned<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
+        Ok(PinnedBuffer::new(&stream.device.driver, len)?)
+    }
+
+    fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
+        pinned.len()
+    }
+
+    fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
+        Ok(pinned.as_slice()?)
+    }
+
+    fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
+        Ok(pinned.as_mut_slice()?)
+    }
+
+    fn upload_pinned<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Pinned<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        Ok(dst.write_from_pinned(&stream.handle, src)?)
+    }
+
+    fn download_pinned<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Pinned<T>,
+    ) -> Result<()> {
+        Ok(src.read_into_pinned(&stream.handle, dst)?)
     }
 
     fn to_dlpack<T: Element>(

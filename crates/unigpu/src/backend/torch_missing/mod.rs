@@ -42,6 +42,7 @@ impl Api for Torch {
     type Stream = Missing;
     type Event = Missing;
     type Buffer<T: Element> = Missing;
+    type Pinned<T: Element> = Missing;
     type Arg<'a> = Missing;
 
     fn device_count() -> Result<usize> {
@@ -129,6 +130,24 @@ impl Api for Torch {
         match *s {}
     }
     fn copy<T: Element>(s: &Missing, _: &Missing, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn pinned<T: Element>(s: &Missing, _: usize) -> Result<Missing> {
+        match *s {}
+    }
+    fn pinned_len<T: Element>(p: &Missing) -> usize {
+        match *p {}
+    }
+    fn pinned_slice<T: Element>(p: &Missing) -> Result<&[T]> {
+        match *p {}
+    }
+    fn pinned_slice_mut<T: Element>(p: &mut Missing) -> Result<&mut [T]> {
+        match *p {}
+    }
+    fn upload_pinned<T: Element>(s: &Missing, _: &Missing, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn download_pinned<T: Element>(s: &Missing, _: &Missing, _: &mut Missing) -> Result<()> {
         match *s {}
     }
     fn to_dlpack<T: Element>(
