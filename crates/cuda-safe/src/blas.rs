@@ -188,8 +188,8 @@ impl BlasHandle {
             alpha: T::ONE,
             beta: T::ZERO,
         };
-        let (pa, pb) = (a.ptr_for_read(stream)?, b.ptr_for_read(stream)?);
-        let pc = c.ptr_for_write(stream)?;
+        let ((pa, _end_a), (pb, _end_b)) = (a.ptr_for_read(stream)?, b.ptr_for_read(stream)?);
+        let (pc, _end_c) = c.ptr_for_write(stream)?;
         // SAFETY: every buffer's length was checked against its dimensions
         // above, so cuBLAS reads and writes only inside them, and each is
         // ordered on the handle's stream (set above).

@@ -9,7 +9,7 @@ use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result, sys};
 use crate::dlpack::{self, ManagedTensor};
 use crate::error::{Context as _, Result, SafeError};
 use crate::staging::MIN_STAGED;
-use crate::uses::Uses;
+use crate::uses::{UseEnd, Uses};
 use crate::{CudaDevice, CudaStreamHandle};
 
 mod sealed {
@@ -180,7 +180,7 @@ impl<T: Element> DeviceBuffer<T> {
         let mut buf = Self::alloc(stream, len)?;
         if len > 0 {
             let bytes = buf.num_bytes();
-            let dst = buf.ptr_for_write(stream)?;
+            let (dst, _end) = buf.ptr_for_write(stream)?;
             // SAFETY: `dst` is this buffer's `bytes` bytes, ordered on
             // `stream` after their earlier uses.
             unsafe { result::memset_d8_async(dst, 0, bytes, stream.cu_stream()) }
@@ -221,20 +221,24 @@ impl<T: Element> DeviceBuffer<T> {
 
     /// The device address for a read on `stream`, after the buffer's
     /// pending writes on other streams. For the layers that launch kernels.
-    pub(crate) fn ptr_for_read(&self, stream: &CudaStreamHandle) -> Result<u64> {
+    /// The returned [`UseEnd`] is dropped after the read is enqueued.
+    pub(crate) fn ptr_for_read(&self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
         self.check_device(stream)?;
-        self.uses
+        let end = self
+            .uses
             .read_on(stream.cudarc_stream(), self.device.events())?;
-        Ok(self.ptr)
+        Ok((self.ptr, end))
     }
 
     /// The device address for a write on `stream`, after every pending use
     /// on other streams.
-    pub(crate) fn ptr_for_write(&mut self, stream: &CudaStreamHandle) -> Result<u64> {
+    /// The returned [`UseEnd`] is dropped after the write is enqueued.
+    pub(crate) fn ptr_for_write(&mut self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
         self.check_device(stream)?;
-        self.uses
+        let end = self
+            .uses
             .write_on(stream.cudarc_stream(), self.device.events())?;
-        Ok(self.ptr)
+        Ok((self.ptr, end))
     }
 
     fn check_device(&self, stream: &CudaStreamHandle) -> Result<()> {
@@ -255,7 +259,7 @@ impl<T: Element> DeviceBuffer<T> {
         if host.is_empty() {
             return Ok(());
         }
-        let dst = self.ptr_for_write(stream)?;
+        let (dst, _end) = self.ptr_for_write(stream)?;
         let bytes = self.num_bytes();
         if bytes >= MIN_STAGED {
             // SAFETY: `host` is `bytes` bytes (lengths checked), borrowed for
@@ -293,7 +297,7 @@ impl<T: Element> DeviceBuffer<T> {
     /// `dst` is valid for writes of `self.num_bytes()` bytes and nothing
     /// else uses it during the call.
     unsafe fn read_raw(&self, stream: &CudaStreamHandle, dst: *mut u8) -> Result<()> {
-        let src = self.ptr_for_read(stream)?;
+        let (src, _end) = self.ptr_for_read(stream)?;
         let bytes = self.num_bytes();
         if bytes >= MIN_STAGED {
             // SAFETY: forwarded from this function's contract; `src` is this
@@ -336,8 +340,8 @@ impl<T: Element> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        let src = self.ptr_for_read(stream)?;
-        let to = dst.ptr_for_write(stream)?;
+        let (src, _end) = self.ptr_for_read(stream)?;
+        let (to, _end_dst) = dst.ptr_for_write(stream)?;
         stream.bind()?;
         // SAFETY: both are `num_bytes` bytes of this device's memory (lengths
         // checked), ordered on `stream` after their conflicting uses.
@@ -356,7 +360,7 @@ impl<T: Element> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        let src = self.ptr_for_read(stream)?;
+        let (src, _end) = self.ptr_for_read(stream)?;
         stream.bind()?;
         // SAFETY: `src` is this buffer, ordered on `stream`; `dst` per the
         // caller's contract; both in the stream's context.
@@ -376,7 +380,7 @@ impl<T: Element> DeviceBuffer<T> {
             return Ok(());
         }
         let bytes = self.num_bytes();
-        let dst = self.ptr_for_write(stream)?;
+        let (dst, _end) = self.ptr_for_write(stream)?;
         stream.bind()?;
         // SAFETY: `dst` is this buffer, ordered on `stream`; `src` per the
         // caller's contract; both in the stream's context.
@@ -402,7 +406,7 @@ impl<T: Element> DeviceBuffer<T> {
     ) -> Result<(ManagedTensor, crate::CudaEventHandle)> {
         // Waits on `stream` for the buffer's pending uses, and counts the
         // consumer's use as a write on `stream`.
-        let data = self.ptr_for_write(stream)?;
+        let (data, _end) = self.ptr_for_write(stream)?;
         let ready = crate::CudaEventHandle::new(&self.device)?;
         ready.record(stream)?;
         let lease = self.lease.get_or_init(Arc::default).clone();

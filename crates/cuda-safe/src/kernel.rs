@@ -5,6 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 
 use crate::error::{Context as _, Result, SafeError};
+use crate::uses::UseEnd;
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
 
 /// A module loaded on one device. Unloaded when the last function from it
@@ -67,18 +68,18 @@ impl CudaFunctionHandle {
 pub trait BufferArg: Send + Sync {
     /// The address for a read on `stream`, ordered after pending writes.
     #[doc(hidden)]
-    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<u64>;
+    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)>;
     /// The address for a write on `stream`, ordered after pending uses.
     #[doc(hidden)]
-    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<u64>;
+    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)>;
     fn buffer_device(&self) -> &CudaDevice;
 }
 
 impl<T: Element> BufferArg for DeviceBuffer<T> {
-    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<u64> {
+    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
         self.ptr_for_read(stream)
     }
-    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<u64> {
+    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
         self.ptr_for_write(stream)
     }
     fn buffer_device(&self) -> &CudaDevice {
@@ -132,12 +133,17 @@ pub fn launch(
     // Buffers first: ordering them may enqueue waits, and the builder
     // below borrows their addresses.
     let mut addresses = Vec::with_capacity(params.len());
+    // Dropped after the launch: they mark its end on buffers shared
+    // across streams.
+    let mut ends = Vec::with_capacity(params.len());
     for p in params.iter_mut() {
-        match p {
-            KernelParam::Buffer(b) => addresses.push(b.read_ptr(stream)?),
-            KernelParam::BufferMut(b) => addresses.push(b.write_ptr(stream)?),
-            _ => {}
-        }
+        let (address, end) = match p {
+            KernelParam::Buffer(b) => b.read_ptr(stream)?,
+            KernelParam::BufferMut(b) => b.write_ptr(stream)?,
+            _ => continue,
+        };
+        addresses.push(address);
+        ends.push(end);
     }
     let mut builder = stream.cudarc_stream().launch_builder(&func.func);
     let mut next = addresses.iter();
@@ -172,5 +178,6 @@ pub fn launch(
     // kernel can produce wrong numbers or a device fault (reported at the
     // next sync), never host memory unsafety.
     unsafe { builder.launch(dims) }.call("cuLaunchKernel")?;
+    drop(ends);
     Ok(())
 }

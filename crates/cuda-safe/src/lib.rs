@@ -56,6 +56,8 @@ pub use kernel::{
 };
 pub use pinned::PinnedBuffer;
 pub use stream::CudaStreamHandle;
+#[doc(hidden)]
+pub use uses::UseEnd;
 
 /// The probe of the layer below, re-exported so the facade needs no direct
 /// dependency on the -sys crate.

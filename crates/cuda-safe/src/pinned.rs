@@ -144,8 +144,9 @@ impl<T: Element> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        let dst = self.ptr_for_write(stream)?;
-        src.uses
+        let (dst, _end) = self.ptr_for_write(stream)?;
+        let _end_src = src
+            .uses
             .read_on(stream.cudarc_stream(), stream.device().events())?;
         stream.bind()?;
         // SAFETY: both are `num_bytes` bytes (lengths checked); `src` is
@@ -174,8 +175,9 @@ impl<T: Element> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        let src = self.ptr_for_read(stream)?;
-        dst.uses
+        let (src, _end) = self.ptr_for_read(stream)?;
+        let _end_dst = dst
+            .uses
             .write_on(stream.cudarc_stream(), stream.device().events())?;
         stream.bind()?;
         // SAFETY: as in `write_from_pinned`, the other way; nothing reads

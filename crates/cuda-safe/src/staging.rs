@@ -20,9 +20,12 @@ use crate::error::{Context as _, Result};
 /// is as fast and costs one call.
 pub(crate) const MIN_STAGED: usize = 4 << 20;
 
-/// The ring's shape. The defaults were measured on an H200 host (16
-/// cores); `UNIGPU_STAGING_SLOT_MIB`, `UNIGPU_STAGING_SLOTS` and
-/// `UNIGPU_STAGING_PIECE_KIB` override them for tuning on other machines.
+/// The ring's shape. The defaults won a sweep on an H200 host with 16 cores
+/// (`bench/staging_sweep.sh`: 16 MiB × 6 slots with 256 KiB pieces moved
+/// 256 MiB up at 43 GB/s and down at 51 GB/s, where 8 MiB × 4 with 1 MiB
+/// pieces managed 25 and 40); `UNIGPU_STAGING_SLOT_MIB`,
+/// `UNIGPU_STAGING_SLOTS` and `UNIGPU_STAGING_PIECE_KIB` override them for
+/// tuning on other machines.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
     /// Bytes per slot: large enough that the per-chunk costs (an event, a
@@ -47,9 +50,9 @@ fn shape() -> Shape {
                 .map_or(default, |v| v * unit)
         };
         Shape {
-            slot: var("UNIGPU_STAGING_SLOT_MIB", 8 << 20, 1 << 20),
-            slots: var("UNIGPU_STAGING_SLOTS", 4, 1).max(2),
-            piece: var("UNIGPU_STAGING_PIECE_KIB", 1 << 20, 1 << 10),
+            slot: var("UNIGPU_STAGING_SLOT_MIB", 16 << 20, 1 << 20),
+            slots: var("UNIGPU_STAGING_SLOTS", 6, 1).max(2),
+            piece: var("UNIGPU_STAGING_PIECE_KIB", 256 << 10, 1 << 10),
         }
     })
 }

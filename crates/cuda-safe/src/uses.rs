@@ -1,87 +1,184 @@
 //! Which streams a buffer's memory has been used on, so that a use on
 //! another stream waits for them.
 //!
-//! Lazily: a use only notes its stream. When a later use on another stream
-//! conflicts (a read after a write, a write after anything), an event is
-//! recorded on the earlier stream at that moment and the new stream waits
-//! on it. That event may capture more work than the earlier use (whatever
-//! was enqueued on that stream since), which costs overlap, never
-//! correctness. Uses on one stream, the common case, make no driver call at
-//! all; cudarc's own tracking records an event after every use and waits
-//! on one before it, even on the same stream.
+//! A buffer used on one stream only notes that stream: no driver call, the
+//! common case (cudarc records an event after every use and waits on one
+//! before it, even on one stream). Once a buffer is used on two streams, a
+//! use returns a [`UseEnd`] that records an event on its stream right after
+//! the work is enqueued, so a later conflicting use on another stream waits
+//! for exactly that work. The first cross-stream use has no such event
+//! yet; it waits on an event recorded on the earlier stream at that moment,
+//! which may also cover work enqueued there since: overlap lost once,
+//! never correctness.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaStream, DriverError};
 
 use crate::error::{Context as _, Result};
 use crate::event_pool::{EventPool, PooledEvent};
 
+/// One stream's latest use, and the event right after it when recorded.
+#[derive(Debug)]
+struct Use {
+    stream: Arc<CudaStream>,
+    end: Option<PooledEvent>,
+}
+
+impl Use {
+    fn on(stream: &Arc<CudaStream>) -> Use {
+        Use {
+            stream: stream.clone(),
+            end: None,
+        }
+    }
+
+    fn is(&self, stream: &Arc<CudaStream>) -> bool {
+        Arc::ptr_eq(&self.stream, stream)
+    }
+
+    /// Makes later work on `waiter` wait for this use.
+    fn order_before(&self, waiter: &Arc<CudaStream>, events: &Arc<EventPool>) -> Result<()> {
+        match &self.end {
+            Some(end) => waiter.wait(end.event()).call("cuStreamWaitEvent"),
+            None => wait_for(waiter, &self.stream, events),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
-    writer: Option<Arc<CudaStream>>,
-    readers: Vec<Arc<CudaStream>>,
+    writer: Option<Use>,
+    readers: Vec<Use>,
 }
 
 /// The streams a buffer was used on since their last conflicting use.
+/// Shared with the [`UseEnd`]s of uses in flight.
 #[derive(Debug, Default)]
-pub(crate) struct Uses(Mutex<State>);
+pub(crate) struct Uses(Arc<Mutex<State>>);
+
+/// Records, when dropped, the end of a use on a buffer shared across
+/// streams. Drop it after the use is enqueued.
+#[doc(hidden)]
+#[must_use = "drop it after the work that uses the buffer is enqueued"]
+#[derive(Debug)]
+pub struct UseEnd {
+    end: Option<PendingEnd>,
+}
+
+/// A use whose end is still to be recorded: the buffer's state, the
+/// stream, the pool, and whether it was a write.
+#[derive(Debug)]
+struct PendingEnd(Arc<Mutex<State>>, Arc<CudaStream>, Arc<EventPool>, bool);
+
+impl Drop for UseEnd {
+    fn drop(&mut self) {
+        let Some(PendingEnd(uses, stream, events, write)) = self.end.take() else {
+            return;
+        };
+        // A failed record leaves the use without an end event; a later use
+        // on another stream then records one itself, as on the first
+        // crossing.
+        let Ok(event) = events.take(false) else {
+            return;
+        };
+        if event.event().record(&stream).is_err() {
+            return;
+        }
+        let mut state = uses.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = if write {
+            state.writer.as_mut().filter(|w| w.is(&stream))
+        } else {
+            state.readers.iter_mut().find(|r| r.is(&stream))
+        };
+        if let Some(entry) = entry {
+            entry.end = Some(event);
+        }
+    }
+}
 
 impl Uses {
     /// Uses that start with a write on `stream` (memory that earlier work
     /// on `stream` may still be using).
     pub(crate) fn written_on(stream: &Arc<CudaStream>) -> Uses {
-        Uses(Mutex::new(State {
-            writer: Some(stream.clone()),
+        Uses(Arc::new(Mutex::new(State {
+            writer: Some(Use::on(stream)),
             readers: Vec::new(),
-        }))
+        })))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn end_of(
+        &self,
+        shared: bool,
+        stream: &Arc<CudaStream>,
+        events: &Arc<EventPool>,
+        write: bool,
+    ) -> UseEnd {
+        UseEnd {
+            end: shared.then(|| PendingEnd(self.0.clone(), stream.clone(), events.clone(), write)),
+        }
     }
 
     /// Orders a read on `stream` after the last write.
-    pub(crate) fn read_on(&self, stream: &Arc<CudaStream>, events: &Arc<EventPool>) -> Result<()> {
-        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+    pub(crate) fn read_on(
+        &self,
+        stream: &Arc<CudaStream>,
+        events: &Arc<EventPool>,
+    ) -> Result<UseEnd> {
+        let mut state = self.lock();
+        let mut shared = false;
         if let Some(w) = &state.writer
-            && !Arc::ptr_eq(w, stream)
+            && !w.is(stream)
         {
-            wait_for(stream, w, events)?;
+            w.order_before(stream, events)?;
+            shared = true;
         }
-        if !state.readers.iter().any(|r| Arc::ptr_eq(r, stream)) {
-            state.readers.push(stream.clone());
+        shared |= state.readers.iter().any(|r| !r.is(stream));
+        match state.readers.iter_mut().find(|r| r.is(stream)) {
+            Some(r) => r.end = None,
+            None => state.readers.push(Use::on(stream)),
         }
-        Ok(())
+        drop(state);
+        Ok(self.end_of(shared, stream, events, false))
     }
 
     /// Orders a write on `stream` after every earlier use.
     pub(crate) fn write_on(
-        &mut self,
+        &self,
         stream: &Arc<CudaStream>,
         events: &Arc<EventPool>,
-    ) -> Result<()> {
-        let state = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+    ) -> Result<UseEnd> {
+        let mut state = self.lock();
+        let mut shared = false;
         for earlier in state.writer.iter().chain(&state.readers) {
-            if !Arc::ptr_eq(earlier, stream) {
-                wait_for(stream, earlier, events)?;
+            if !earlier.is(stream) {
+                earlier.order_before(stream, events)?;
+                shared = true;
             }
         }
         state.readers.clear();
-        state.writer = Some(stream.clone());
-        Ok(())
+        state.writer = Some(Use::on(stream));
+        drop(state);
+        Ok(self.end_of(shared, stream, events, true))
     }
 
     /// Blocks until every use so far is done.
     pub(crate) fn synchronize(&self) -> std::result::Result<(), DriverError> {
-        let state = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for s in state.writer.iter().chain(&state.readers) {
-            s.synchronize()?;
+        let state = self.lock();
+        for u in state.writer.iter().chain(&state.readers) {
+            u.stream.synchronize()?;
         }
         Ok(())
     }
 
     /// Blocks until the writes so far are done.
     pub(crate) fn synchronize_writes(&self) -> std::result::Result<(), DriverError> {
-        let state = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match &state.writer {
-            Some(w) => w.synchronize(),
+        match &self.lock().writer {
+            Some(w) => w.stream.synchronize(),
             None => Ok(()),
         }
     }
@@ -89,12 +186,15 @@ impl Uses {
     /// The streams used, for the allocator to wait on before another
     /// stream may reuse the memory.
     pub(crate) fn into_streams(self) -> Vec<Arc<CudaStream>> {
-        let state = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut streams = state.readers;
+        let mut guard = self.lock();
+        let state = std::mem::take(&mut *guard);
+        drop(guard);
+        let mut streams: Vec<Arc<CudaStream>> =
+            state.readers.into_iter().map(|r| r.stream).collect();
         if let Some(w) = state.writer
-            && !streams.iter().any(|r| Arc::ptr_eq(r, &w))
+            && !streams.iter().any(|r| Arc::ptr_eq(r, &w.stream))
         {
-            streams.push(w);
+            streams.push(w.stream);
         }
         streams
     }

@@ -85,7 +85,12 @@ on_every_backend!(launches_on_a_stream_are_ordered_with_other_streams, |ctx| {
         }
     })
     .unwrap();
-    s1.upload(&hx, &mut x).unwrap();
+    // From pinned memory: a pageable upload may wait for the stream in
+    // the driver (CUDA syncs before large pageable copies), which would
+    // hold this thread behind the gate.
+    let mut staged = ctx.pinned::<f32>(n).unwrap();
+    staged.as_mut_slice().unwrap().copy_from_slice(&hx);
+    s1.upload_pinned(&staged, &mut x).unwrap();
     s2.launch(&k, Grid::for_elems(n), (3.0f32, &x, &mut y, n as u32))
         .unwrap();
     std::thread::sleep(Duration::from_millis(200));
