@@ -2,6 +2,7 @@
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result, sys};
@@ -66,7 +67,9 @@ pub struct DeviceBuffer<T: Element> {
     len: usize,
     /// `None` only while dropping.
     memory: Option<Memory>,
-    uses: Uses,
+    /// Taken out only in `Drop` (without putting a new one in its place:
+    /// this is every free's path).
+    uses: ManuallyDrop<Uses>,
     device: CudaDevice,
     /// Shared with the tensors exported from this buffer; made by the first
     /// export.
@@ -98,13 +101,16 @@ struct Lease {
 struct Released {
     ptr: u64,
     memory: Memory,
-    uses: Uses,
+    /// `None` once released.
+    uses: Option<Uses>,
     device: CudaDevice,
 }
 
 impl Drop for Released {
     fn drop(&mut self) {
-        let uses = std::mem::take(&mut self.uses);
+        let Some(uses) = self.uses.take() else {
+            return;
+        };
         match std::mem::replace(&mut self.memory, Memory::Empty) {
             Memory::Empty => {}
             Memory::Cached => self.device.allocator().free(self.ptr, uses.into_streams()),
@@ -123,7 +129,8 @@ impl<T: Element> Drop for DeviceBuffer<T> {
         let released = Released {
             ptr: self.ptr,
             memory: self.memory.take().unwrap_or(Memory::Empty),
-            uses: std::mem::take(&mut self.uses),
+            // SAFETY: `uses` is never touched again: this is the drop.
+            uses: Some(unsafe { ManuallyDrop::take(&mut self.uses) }),
             device: self.device.clone(),
         };
         match self.lease.take() {
@@ -168,7 +175,7 @@ impl<T: Element> DeviceBuffer<T> {
             ptr,
             len,
             memory: Some(memory),
-            uses,
+            uses: ManuallyDrop::new(uses),
             device: device.clone(),
             lease: OnceLock::new(),
             _element: PhantomData,
