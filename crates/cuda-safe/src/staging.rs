@@ -20,10 +20,10 @@ use crate::error::{Context as _, Result};
 /// is as fast and costs one call.
 pub(crate) const MIN_STAGED: usize = 4 << 20;
 
-/// The ring's shape. The defaults won a sweep on an H200 host with 16 cores
-/// (`bench/staging_sweep.sh`: 16 MiB × 6 slots with 256 KiB pieces moved
-/// 256 MiB up at 43 GB/s and down at 51 GB/s, where 8 MiB × 4 with 1 MiB
-/// pieces managed 25 and 40); `UNIGPU_STAGING_SLOT_MIB`,
+/// A ring's shape. The defaults come from sweeps on an H200 host with 16
+/// cores (`bench/staging_sweep.sh`): 16 MiB × 4 slots with 256 KiB pieces
+/// moved 256 MiB up at 48 GB/s and down at 52 GB/s, as fast as 6 or 8
+/// slots, where 8 MiB × 4 with 1 MiB pieces managed 25 and 40; `UNIGPU_STAGING_SLOT_MIB`,
 /// `UNIGPU_STAGING_SLOTS` and `UNIGPU_STAGING_PIECE_KIB` override them for
 /// tuning on other machines.
 #[derive(Debug, Clone, Copy)]
@@ -51,17 +51,19 @@ fn shape() -> Shape {
         };
         Shape {
             slot: var("UNIGPU_STAGING_SLOT_MIB", 16 << 20, 1 << 20),
-            slots: var("UNIGPU_STAGING_SLOTS", 6, 1).max(2),
+            slots: var("UNIGPU_STAGING_SLOTS", 4, 1).max(2),
             piece: var("UNIGPU_STAGING_PIECE_KIB", 256 << 10, 1 << 10),
         }
     })
 }
 
-/// One device's ring, made on the first staged transfer.
+/// One device's rings, one per direction so that an upload and a download
+/// (a pipeline's two ends) run at once; each made on its first transfer.
 #[derive(Debug)]
 pub(crate) struct Staging {
     ctx: Arc<CudaContext>,
-    ring: Mutex<Option<Ring>>,
+    up: Mutex<Option<Ring>>,
+    down: Mutex<Option<Ring>>,
 }
 
 #[derive(Debug)]
@@ -132,14 +134,19 @@ impl Staging {
     pub(crate) fn new(ctx: Arc<CudaContext>) -> Self {
         Staging {
             ctx,
-            ring: Mutex::new(None),
+            up: Mutex::new(None),
+            down: Mutex::new(None),
         }
     }
 
-    /// Runs `f` with the ring to itself: one staged transfer at a time per
-    /// device, each at full speed.
-    fn with_ring<R>(&self, f: impl FnOnce(&mut Ring) -> Result<R>) -> Result<R> {
-        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+    /// Runs `f` with a direction's ring to itself: one staged transfer at a
+    /// time per direction and device, each at full speed.
+    fn with_ring<R>(
+        &self,
+        ring: &Mutex<Option<Ring>>,
+        f: impl FnOnce(&mut Ring) -> Result<R>,
+    ) -> Result<R> {
+        let mut ring = ring.lock().unwrap_or_else(|e| e.into_inner());
         let ring = match ring.as_mut() {
             Some(r) => r,
             None => ring.insert(Ring::new(&self.ctx)?),
@@ -161,7 +168,7 @@ impl Staging {
         src: *const u8,
         len: usize,
     ) -> Result<()> {
-        self.with_ring(|ring| {
+        self.with_ring(&self.up, |ring| {
             let Shape { slot, slots, piece } = ring.shape;
             for (i, offset) in (0..len).step_by(slot).enumerate() {
                 let n = slot.min(len - offset);
@@ -208,7 +215,7 @@ impl Staging {
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
-        self.with_ring(|ring| {
+        self.with_ring(&self.down, |ring| {
             let Shape { slot, slots, piece } = ring.shape;
             let chunks: Vec<(usize, usize)> = (0..len)
                 .step_by(slot)
