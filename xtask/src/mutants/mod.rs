@@ -133,9 +133,25 @@ const MUTATIONS: &[Mutation] = &[
         name: "a copy that skips its last element",
         target: Target::Cuda,
         file: "crates/cuda-safe/src/buffer.rs",
-        original: "            .memcpy_dtod(&*self.slice, &mut *dst.slice)\n",
-        mutated: "            .memcpy_dtod(\n                &self.slice.slice(..self.len() - 1),\n                &mut dst.slice.slice_mut(..self.len() - 1),\n            )\n",
+        original: "        unsafe { result::memcpy_dtod_async(to, src, self.num_bytes(), stream.cu_stream()) }\n",
+        mutated: "        unsafe {\n            let bytes = self.num_bytes() - std::mem::size_of::<T>();\n            result::memcpy_dtod_async(to, src, bytes, stream.cu_stream())\n        }\n",
         tests: &["arrays", "streams", "safe:gpu"],
+    },
+    Mutation {
+        name: "a use on another stream that does not wait for the earlier one",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/uses.rs",
+        original: "            None => wait_for(waiter, &self.stream, events),\n",
+        mutated: "            None => {\n                let _ = (waiter, events);\n                Ok(())\n            }\n",
+        tests: &["streams", "kernels", "safe:gpu"],
+    },
+    Mutation {
+        name: "an allocator that hands a busy block to another stream",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/alloc/mod.rs",
+        original: "        if self.streams.iter().all(ours) && self.events.iter().all(|(s, _)| ours(s)) {\n",
+        mutated: "        if true {\n",
+        tests: &["safe:gpu"],
     },
     // ---- the torch backend (GPU machine); the spec's C++ is regenerated
     Mutation {
