@@ -7,7 +7,6 @@ use unigpu_cuda_safe::KernelParam;
 
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
-use crate::backend::host_pinned::HostPinned;
 use crate::backend::{Api, Backend, driver};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
@@ -209,40 +208,7 @@ impl Api for Torch {
         Ok(dst.tensor_mut().copy_from(&src.tensor, false)?)
     }
 
-    type Pinned<T: Element> = HostPinned<T>;
-
-    fn pinned<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
-        HostPinned::zeros(len)
-    }
-
-    fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
-        pinned.0.len()
-    }
-
-    fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
-        Ok(&pinned.0)
-    }
-
-    fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
-        Ok(&mut pinned.0)
-    }
-
-    /// A copy that finishes before it returns: the host memory is ordinary.
-    fn upload_pinned<T: Element>(
-        stream: &Self::Stream,
-        src: &Self::Pinned<T>,
-        dst: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        Self::upload(stream, &src.0, dst)
-    }
-
-    fn download_pinned<T: Element>(
-        stream: &Self::Stream,
-        src: &Self::Buffer<T>,
-        dst: &mut Self::Pinned<T>,
-    ) -> Result<()> {
-        Self::download_into(stream, src, &mut dst.0)
-    }
+    crate::backend::host_pinned::host_pinned_api!();
 
     fn to_dlpack<T: Element>(
         stream: &Self::Stream,
