@@ -101,15 +101,8 @@ pub unsafe extern "C" fn ug_stream_record(
     stream: *const ug_stream,
     out: *mut *mut ug_event,
 ) -> ug_status {
-    runtime::guard(|| {
-        // SAFETY: NULL or valid for writes (see # Safety).
-        let out = unsafe { Out::new(out, "out") }?;
-        // SAFETY: NULL or live (see # Safety).
-        let s = unsafe { runtime::handle_ref(stream, "stream") }?;
-        let event = s.stream.record().or_status()?;
-        out.write(runtime::into_handle(ug_event { event }));
-        Ok(())
-    })
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { record(stream, out, Stream::record) }
 }
 
 /// Like `ug_stream_record`, with a timestamp for `ug_event_elapsed_ms`.
@@ -122,12 +115,26 @@ pub unsafe extern "C" fn ug_stream_record_timed(
     stream: *const ug_stream,
     out: *mut *mut ug_event,
 ) -> ug_status {
+    // SAFETY: the caller's promises (see # Safety).
+    unsafe { record(stream, out, Stream::record_timed) }
+}
+
+/// A new event from `make` on `stream`, written to `out`.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `out` is NULL or valid for writes.
+unsafe fn record(
+    stream: *const ug_stream,
+    out: *mut *mut ug_event,
+    make: fn(&Stream) -> facade::Result<facade::Event>,
+) -> ug_status {
     runtime::guard(|| {
         // SAFETY: NULL or valid for writes (see # Safety).
         let out = unsafe { Out::new(out, "out") }?;
         // SAFETY: NULL or live (see # Safety).
         let s = unsafe { runtime::handle_ref(stream, "stream") }?;
-        let event = s.stream.record_timed().or_status()?;
+        let event = make(&s.stream).or_status()?;
         out.write(runtime::into_handle(ug_event { event }));
         Ok(())
     })

@@ -60,14 +60,14 @@ impl Context {
     pub fn new(backend: Backend, device_id: usize) -> Result<Context> {
         let kind = backend.device_kind();
         // The host is one device; a GPU backend's device is named by kind.
-        if kind == Backend::Cpu && device_id != 0 {
+        if kind.is_host() && device_id != 0 {
             return Err(Error::InvalidDevice {
                 backend,
                 asked: device_id,
                 available: 1,
             });
         }
-        let device = (kind != Backend::Cpu).then_some(crate::config::DeviceSpec {
+        let device = (!kind.is_host()).then_some(crate::config::DeviceSpec {
             kind,
             ordinal: device_id,
         });
@@ -80,7 +80,7 @@ impl Context {
 
     /// The CPU backend, which is always available.
     pub fn cpu() -> Result<Context> {
-        Context::new(Backend::Cpu, 0)
+        Context::new(Backend::HOST, 0)
     }
 
     /// A context from resolved settings.
@@ -120,7 +120,7 @@ impl Context {
             }
         }
         let (_, device) = chosen.ok_or_else(|| Error::BackendUnavailable {
-            backend: Backend::Cpu,
+            backend: Backend::HOST,
             reason: "no backend could be opened".into(),
         })?;
         let default_stream = Stream::from_impl(device.default_stream()?);
@@ -249,9 +249,10 @@ fn excluded_by_config(config: &Config, backend: Backend) -> Option<String> {
         }
         (BackendChoice::Auto, Some(d)) if d.kind != backend.device_kind() => {
             // The host has one device, so its name carries no ordinal.
-            let named = match d.kind {
-                Backend::Cpu => d.kind.to_string(),
-                _ => d.to_string(),
+            let named = if d.kind.is_host() {
+                d.kind.to_string()
+            } else {
+                d.to_string()
             };
             Some(format!("device = \"{named}\" was requested"))
         }
@@ -269,7 +270,7 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
             // serves such a device too, but only when it can.
             config
                 .device
-                .is_some_and(|d| d.kind != Backend::Cpu && d.kind == backend)
+                .is_some_and(|d| !d.kind.is_host() && d.kind == backend)
         }
     }
 }

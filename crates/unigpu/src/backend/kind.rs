@@ -20,6 +20,16 @@ impl Backend {
     /// messages and `unigpu info` all read.
     pub const ALL: [Backend; 3] = [Backend::Torch, Backend::Cuda, Backend::Cpu];
 
+    /// The backend that runs on the host: always available, the end of the
+    /// fallback chain.
+    pub const HOST: Backend = Backend::Cpu;
+
+    /// Whether this backend's device is the host, which is one device whose
+    /// name (`device = "cpu"`) carries no ordinal.
+    pub fn is_host(self) -> bool {
+        self.device_kind() == Backend::HOST
+    }
+
     /// The names in [`Backend::ALL`], quoted and comma-separated, for
     /// messages that list the choices.
     pub fn quoted_names() -> String {
