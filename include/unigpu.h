@@ -279,6 +279,14 @@ typedef struct ug_event ug_event;
 typedef struct ug_fallback_chain ug_fallback_chain;
 
 /**
+ * Kernels, built-in ops and device copies captured from a stream, replayed
+ * by `ug_graph_launch` on any stream of the same context. Keeps the memory
+ * its work uses valid for every replay, even after the arrays are freed.
+ * Thread-safe.
+ */
+typedef struct ug_graph ug_graph;
+
+/**
  * One kernel, ready to launch with `ug_kernel_launch`. Thread-safe.
  */
 typedef struct ug_kernel ug_kernel;
@@ -844,6 +852,70 @@ enum ug_status ug_event_record(const struct ug_event *event, const struct ug_str
  * in use by another thread.
  */
 void ug_event_free(struct ug_event *event);
+
+/**
+ * Starts recording the work enqueued on `stream` instead of running it.
+ * While it records, uploads, downloads, reductions, host functions and
+ * event records on it fail with `UG_UNSUPPORTED`. `UG_UNSUPPORTED` on the
+ * torch backend, or when the stream already records.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream.
+ */
+enum ug_status ug_stream_begin_capture(const struct ug_stream *stream);
+
+/**
+ * Ends the capture begun by `ug_stream_begin_capture` (even when it fails)
+ * and writes the graph to `out`.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_stream_end_capture(const struct ug_stream *stream, struct ug_graph **out);
+
+/**
+ * Writes true to `capturing` while `stream` records a graph.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `capturing` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_stream_is_capturing(const struct ug_stream *stream, bool *capturing);
+
+/**
+ * Enqueues one replay of `graph` on `stream`, ordered after the pending
+ * uses of the arrays it uses. `UG_CONTEXT_MISMATCH` for a stream of
+ * another backend.
+ *
+ * # Safety
+ *
+ * `graph` is NULL or a live graph; `stream` is NULL or a live stream.
+ */
+enum ug_status ug_graph_launch(const struct ug_graph *graph, const struct ug_stream *stream);
+
+/**
+ * Writes to `len` how many pieces of work one replay runs (the CUDA
+ * graph's nodes, or the recorded jobs on the CPU backend).
+ *
+ * # Safety
+ *
+ * `graph` is NULL or a live graph; `len` is NULL or valid for writes.
+ */
+enum ug_status ug_graph_len(const struct ug_graph *graph, size_t *len);
+
+/**
+ * Frees a graph. NULL is a no-op. Replays already enqueued still run; the
+ * memory they use is released after them.
+ *
+ * # Safety
+ *
+ * `graph` is NULL or a graph from this library, not freed before and not
+ * in use by another thread.
+ */
+void ug_graph_free(struct ug_graph *graph);
 
 /**
  * The library's version, "MAJOR.MINOR.PATCH". Static: do not free it.

@@ -42,6 +42,7 @@ fn _unigpu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
     m.add_class::<stream::PyStream>()?;
     m.add_class::<stream::PyEvent>()?;
+    m.add_class::<stream::PyGraph>()?;
     m.add_class::<kernel::PyModule_>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<ops::PyOps>()?;

@@ -1,7 +1,7 @@
 //! `unigpu.Stream` and `unigpu.Event`.
 
 use pyo3::prelude::*;
-use unigpu::{Context, Event, Stream};
+use unigpu::{Context, Event, Graph, Stream};
 
 use crate::context::PyContext;
 use crate::errors::err;
@@ -65,6 +65,29 @@ impl PyStream {
         })
         .map(PyEvent::new)
         .map_err(err(py))
+    }
+
+    /// Starts recording the kernels, ops and device copies enqueued on
+    /// this stream into a graph, instead of running them. While it
+    /// records, uploads, downloads, reductions, host functions and event
+    /// records on it raise UnsupportedError. Unsupported on the torch
+    /// backend.
+    fn begin_capture(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.stream.begin_capture()).map_err(err(py))
+    }
+
+    /// Ends the capture and returns the graph; `graph.launch(stream)`
+    /// replays it.
+    fn end_capture(&self, py: Python<'_>) -> PyResult<PyGraph> {
+        py.detach(|| self.stream.end_capture())
+            .map(|graph| PyGraph { graph })
+            .map_err(err(py))
+    }
+
+    /// True while this stream records a graph.
+    #[getter]
+    fn is_capturing(&self) -> bool {
+        self.stream.is_capturing()
     }
 
     /// Launches `kernel` on this stream (see `Context.launch`).
@@ -154,5 +177,33 @@ impl PyEvent {
 
     fn __repr__(&self) -> &'static str {
         "unigpu.Event()"
+    }
+}
+
+/// Kernels, ops and device copies recorded from a stream by
+/// `Stream.begin_capture` / `Stream.end_capture`, replayed by `launch` on
+/// any stream of the same context. Keeps the memory its work uses valid for
+/// every replay, even after the arrays are gone.
+#[pyclass(frozen, name = "Graph", module = "unigpu")]
+#[derive(Debug)]
+pub struct PyGraph {
+    graph: Graph,
+}
+
+#[pymethods]
+impl PyGraph {
+    /// Enqueues one replay on `stream`.
+    fn launch(&self, py: Python<'_>, stream: &Bound<'_, PyStream>) -> PyResult<()> {
+        let stream = &stream.get().stream;
+        py.detach(|| self.graph.launch(stream)).map_err(err(py))
+    }
+
+    /// How many pieces of work one replay runs.
+    fn __len__(&self) -> usize {
+        self.graph.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("unigpu.Graph(len={})", self.graph.len())
     }
 }

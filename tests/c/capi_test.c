@@ -1629,6 +1629,72 @@ static void test_dlpack(ug_context *ctx) {
   free(expect);
 }
 
+/* Graphs: ops captured from a stream, replayed twice with new input in
+   between; the input array is freed before the replays (the graph keeps
+   its memory); work a replay cannot repeat is refused while capturing.
+   The torch backend cannot capture and says so. */
+static void test_graphs(ug_context *ctx) {
+  ug_stream *s = NULL;
+  OK(ug_stream_create(ctx, &s));
+  ug_graph *g = (ug_graph *)SENTINEL;
+  if (g_backend == UG_BACKEND_TORCH) {
+    EXPECT(ug_stream_begin_capture(s), UG_UNSUPPORTED);
+    ERROR_HAS("CUDAGraph");
+    ug_stream_free(s);
+    return;
+  }
+  EXPECT(ug_stream_end_capture(s, &g), UG_UNSUPPORTED);
+  CHECK(g == SENTINEL);
+  size_t n = rand_len(1000, 50000);
+  float *host = (float *)random_buf(UG_DTYPE_F32, n, -1, 1);
+  ug_array *x = upload(ctx, UG_DTYPE_F32, host, n);
+  ug_array *y = NULL, *z = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &y));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &z));
+  OK(ug_context_sync(ctx));
+  bool capturing = false;
+  OK(ug_stream_begin_capture(s));
+  OK(ug_stream_is_capturing(s, &capturing));
+  CHECK(capturing);
+  EXPECT(ug_stream_begin_capture(s), UG_UNSUPPORTED);
+  ug_scalar total;
+  EXPECT(ug_op_sum(s, x, &total), UG_UNSUPPORTED);
+  OK(ug_op_relu(s, x, y));
+  OK(ug_op_scale(s, ug_scalar_f32(2.0f), y));
+  OK(ug_op_add(s, y, x, z));
+  OK(ug_stream_end_capture(s, &g));
+  OK(ug_stream_is_capturing(s, &capturing));
+  CHECK(!capturing);
+  size_t len = 0;
+  OK(ug_graph_len(g, &len));
+  CHECK(len >= 3);
+  ug_array_free(x); /* the graph keeps x's memory */
+  for (int round = 0; round < 2; round++) {
+    OK(ug_graph_launch(g, s));
+    OK(ug_stream_sync(s));
+    float *back = (float *)download(z, UG_DTYPE_F32, n);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) {
+      float r = host[i] > 0 ? host[i] : 0.0f;
+      same &= back[i] == r * 2.0f + host[i];
+    }
+    CHECK(same);
+    free(back);
+  }
+  EXPECT(ug_graph_launch(NULL, s), UG_NULL_ARGUMENT);
+  EXPECT(ug_graph_launch(g, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_graph_len(g, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_begin_capture(NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_end_capture(s, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_stream_is_capturing(s, NULL), UG_NULL_ARGUMENT);
+  ug_graph_free(g);
+  ug_graph_free(NULL);
+  ug_array_free(y);
+  ug_array_free(z);
+  free(host);
+  ug_stream_free(s);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -1661,6 +1727,7 @@ int main(int argc, char **argv) {
     test_contexts(ctx);
     test_arrays(ctx);
     test_streams(ctx);
+    test_graphs(ctx);
     test_kernels(ctx);
     test_ops(ctx);
     test_dlpack(ctx);

@@ -89,7 +89,8 @@ enum Memory {
 }
 
 /// Where a buffer's memory waits, after the buffer is dropped, for the
-/// last tensor exported from it to be deleted.
+/// last tensor exported from it, and the last graph whose work uses it, to
+/// be gone.
 #[derive(Debug, Default)]
 struct Lease {
     parked: Mutex<Option<Released>>,
@@ -121,6 +122,26 @@ impl Drop for Released {
                 drop(tensor);
             }
         }
+    }
+}
+
+/// What a graph keeps of a buffer its work uses: the lease, so the memory
+/// outlives the buffer for as long as the graph lives, and the use record,
+/// so each replay is ordered like any other use.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    _lease: Arc<Lease>,
+    uses: Uses,
+}
+
+impl Kept {
+    /// The same for every `Kept` of one buffer.
+    pub(crate) fn id(&self) -> usize {
+        self.uses.id()
+    }
+
+    pub(crate) fn uses(&self) -> &Uses {
+        &self.uses
     }
 }
 
@@ -231,6 +252,9 @@ impl<T: Element> DeviceBuffer<T> {
     /// The returned [`UseEnd`] is dropped after the read is enqueued.
     pub(crate) fn ptr_for_read(&self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
         self.check_device(stream)?;
+        if self.captured(stream) {
+            return Ok((self.ptr, UseEnd::none()));
+        }
         let end = self
             .uses
             .read_on(stream.cudarc_stream(), self.device.events())?;
@@ -242,10 +266,25 @@ impl<T: Element> DeviceBuffer<T> {
     /// The returned [`UseEnd`] is dropped after the write is enqueued.
     pub(crate) fn ptr_for_write(&mut self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
         self.check_device(stream)?;
+        if self.captured(stream) {
+            return Ok((self.ptr, UseEnd::none()));
+        }
         let end = self
             .uses
             .write_on(stream.cudarc_stream(), self.device.events())?;
         Ok((self.ptr, end))
+    }
+
+    /// When `stream` captures a graph, hands the capture what keeps this
+    /// buffer's memory for its replays, and returns true: the use is
+    /// recorded, not run, so it is ordered at each replay instead of now.
+    fn captured(&self, stream: &CudaStreamHandle) -> bool {
+        self.device
+            .captures()
+            .note_use(stream.cudarc_stream(), || Kept {
+                _lease: self.lease.get_or_init(Arc::default).clone(),
+                uses: self.uses.share(),
+            })
     }
 
     fn check_device(&self, stream: &CudaStreamHandle) -> Result<()> {
@@ -266,6 +305,9 @@ impl<T: Element> DeviceBuffer<T> {
         if host.is_empty() {
             return Ok(());
         }
+        self.device
+            .captures()
+            .refuse(stream.cudarc_stream(), "an upload from host memory")?;
         let (dst, _end) = self.ptr_for_write(stream)?;
         let bytes = self.num_bytes();
         if bytes >= MIN_STAGED {
@@ -304,6 +346,9 @@ impl<T: Element> DeviceBuffer<T> {
     /// `dst` is valid for writes of `self.num_bytes()` bytes and nothing
     /// else uses it during the call.
     unsafe fn read_raw(&self, stream: &CudaStreamHandle, dst: *mut u8) -> Result<()> {
+        self.device
+            .captures()
+            .refuse(stream.cudarc_stream(), "a download into host memory")?;
         let (src, _end) = self.ptr_for_read(stream)?;
         let bytes = self.num_bytes();
         if bytes >= MIN_STAGED {

@@ -8,6 +8,7 @@ use unigpu_cuda_sys::probe;
 use crate::alloc::{Allocator, AllocatorStats};
 use crate::error::{Context as _, Result, SafeError};
 use crate::event_pool::EventPool;
+use crate::graph::Captures;
 use crate::staging::Staging;
 
 /// How many CUDA devices this process can use. Errors with
@@ -60,6 +61,7 @@ struct Inner {
     events: Arc<EventPool>,
     allocator: Allocator,
     staging: Staging,
+    captures: Captures,
 }
 
 impl CudaDevice {
@@ -79,6 +81,7 @@ impl CudaDevice {
             inner: Arc::new(Inner {
                 allocator: Allocator::new(ctx.clone(), events.clone()),
                 staging: Staging::new(ctx.clone()),
+                captures: Captures::default(),
                 events,
                 ctx,
                 stream,
@@ -156,6 +159,10 @@ impl CudaDevice {
 
     pub(crate) fn staging(&self) -> &Staging {
         &self.inner.staging
+    }
+
+    pub(crate) fn captures(&self) -> &Captures {
+        &self.inner.captures
     }
 
     pub(crate) fn events(&self) -> &Arc<EventPool> {

@@ -53,6 +53,13 @@ impl CudaEventHandle {
                 what: "event record",
             });
         }
+        if stream.is_capturing() {
+            return Err(SafeError::Unsupported {
+                what: "recording an event on a stream that captures a graph: the event would \
+                       mark no work until a replay; record it after end_capture"
+                    .into(),
+            });
+        }
         self.event
             .event()
             .record(stream.cudarc_stream())

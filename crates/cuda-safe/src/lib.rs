@@ -21,6 +21,9 @@
 //!   never straight from the driver; a buffer orders its uses across
 //!   streams itself (`uses.rs`), lazily, so that work on one stream makes
 //!   no event calls. Events come from a per-device pool (`event_pool.rs`).
+//! - A graph keeps the memory its captured work uses until it is dropped
+//!   (`graph.rs`); host transfers, host functions and event records are
+//!   refused on a capturing stream, since a replay could not honour them.
 //!
 //! Contexts, streams, events and modules are cudarc's `driver::safe` types,
 //! which already own their resources; this crate adds the probe gate, typed
@@ -37,6 +40,7 @@ mod error;
 mod event;
 mod event_pool;
 mod foreign;
+mod graph;
 mod kernel;
 pub mod nvrtc;
 mod pinned;
@@ -51,6 +55,7 @@ pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use foreign::ForeignStream;
+pub use graph::CudaGraphHandle;
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };

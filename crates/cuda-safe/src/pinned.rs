@@ -141,6 +141,10 @@ impl<T: Element> DeviceBuffer<T> {
         src: &PinnedBuffer<T>,
     ) -> Result<()> {
         src.check(stream, "upload from pinned memory", self.len())?;
+        stream
+            .device()
+            .captures()
+            .refuse(stream.cudarc_stream(), "a copy from a pinned buffer")?;
         if self.is_empty() {
             return Ok(());
         }
@@ -172,6 +176,10 @@ impl<T: Element> DeviceBuffer<T> {
         dst: &mut PinnedBuffer<T>,
     ) -> Result<()> {
         dst.check(stream, "download into pinned memory", self.len())?;
+        stream
+            .device()
+            .captures()
+            .refuse(stream.cudarc_stream(), "a copy into a pinned buffer")?;
         if self.is_empty() {
             return Ok(());
         }

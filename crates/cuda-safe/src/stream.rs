@@ -111,6 +111,13 @@ impl CudaStreamHandle {
     /// is done; later work waits for `f`. `f` must not call CUDA. A panic in
     /// `f` is caught and returned by the next [`Self::synchronize`].
     pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
+        if self.is_capturing() {
+            return Err(SafeError::Unsupported {
+                what: "a host function on a stream that captures a graph: it runs once, \
+                       and a graph replays; enqueue it after launching the graph"
+                    .into(),
+            });
+        }
         // SAFETY: the stream is alive for as long as `self.stream`.
         unsafe {
             launch_host_fn(

@@ -97,7 +97,24 @@ impl Drop for UseEnd {
     }
 }
 
+impl UseEnd {
+    /// A use with no end to record (one recorded into a graph).
+    pub(crate) fn none() -> UseEnd {
+        UseEnd { end: None }
+    }
+}
+
 impl Uses {
+    /// Another handle on the same record (a graph's, for its replays).
+    pub(crate) fn share(&self) -> Uses {
+        Uses(self.0.clone())
+    }
+
+    /// The same for every handle on one record.
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Uses that start with a write on `stream` (memory that earlier work
     /// on `stream` may still be using).
     pub(crate) fn written_on(stream: &Arc<CudaStream>) -> Uses {

@@ -13,6 +13,7 @@ mod anchors;
 mod axpy;
 mod compile;
 mod figure;
+mod graph;
 mod launch;
 mod matmul;
 mod memory;
@@ -123,6 +124,7 @@ pub const CASES: &[Case] = &[
     launch::CASE,
     memory::ALLOC_CASE,
     memory::EVENT_CASE,
+    graph::CASE,
     compile::CASE,
     compile::DISK_CASE,
     transfer::CASE,

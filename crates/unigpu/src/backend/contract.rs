@@ -78,6 +78,29 @@ pub(crate) trait Api: Sized + 'static {
     /// Milliseconds from `start` to `end`; waits for both.
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32>;
 
+    // ---- graphs
+
+    /// Work recorded from a stream, replayable on any stream of the
+    /// device. Keeps the memory the work uses valid for every replay.
+    type Graph: Debug + Send + Sync;
+
+    /// From now until `end_capture`, kernels, built-in ops and device
+    /// copies enqueued on `stream` are recorded, not run; work a replay
+    /// could not repeat (host transfers, host functions, event records,
+    /// reductions that return to the host) is refused with `Unsupported`.
+    /// Refused when `stream` already captures, or where the backend cannot
+    /// capture (saying why).
+    fn begin_capture(stream: &Self::Stream) -> Result<()>;
+    /// Ends the capture begun on `stream` (even when it fails) and makes
+    /// the graph.
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph>;
+    fn is_capturing(stream: &Self::Stream) -> bool;
+    /// Enqueues one replay on `stream`, ordered after the pending uses of
+    /// the memory it uses, like the recorded work itself would be.
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()>;
+    /// How many pieces of work (kernels, ops, copies) the graph replays.
+    fn graph_len(graph: &Self::Graph) -> usize;
+
     /// `len` elements of `T` in this backend's memory. Every use of a
     /// buffer is ordered after the earlier uses it conflicts with, on any
     /// stream; dropping one with work pending is safe.

@@ -514,6 +514,42 @@ impl<T: Element> Storage<T> {
     }
 }
 
+/// A graph of one backend.
+#[derive(Debug)]
+pub(crate) enum GraphImpl {
+    Cpu(<Cpu as Api>::Graph),
+    Cuda(<Cuda as Api>::Graph),
+    Torch(<Torch as Api>::Graph),
+}
+
+impl StreamImpl {
+    pub(crate) fn begin_capture(&self) -> Result<()> {
+        on_backend!(StreamImpl, self, A, s => A::begin_capture(s))
+    }
+
+    pub(crate) fn end_capture(&self) -> Result<GraphImpl> {
+        Ok(match self {
+            StreamImpl::Cpu(s) => GraphImpl::Cpu(Cpu::end_capture(s)?),
+            StreamImpl::Cuda(s) => GraphImpl::Cuda(Cuda::end_capture(s)?),
+            StreamImpl::Torch(s) => GraphImpl::Torch(Torch::end_capture(s)?),
+        })
+    }
+
+    pub(crate) fn is_capturing(&self) -> bool {
+        on_backend!(StreamImpl, self, A, s => A::is_capturing(s))
+    }
+}
+
+impl GraphImpl {
+    pub(crate) fn launch(&self, stream: &StreamImpl) -> Result<()> {
+        on_backend2!(GraphImpl, self, StreamImpl, stream, "Graph::launch", A, (g, s) => A::graph_launch(g, s))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        on_backend!(GraphImpl, self, A, g => A::graph_len(g))
+    }
+}
+
 /// A pinned host buffer of any backend.
 #[derive(Debug)]
 pub(crate) enum PinnedImpl<T: Element> {

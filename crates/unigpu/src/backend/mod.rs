@@ -37,6 +37,8 @@ pub(crate) mod torch;
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
 pub(crate) use contract::Api;
 pub use cpu::{CpuArgs, CpuKernelFn};
-pub(crate) use dispatch::{ArgImpl, DeviceImpl, EventImpl, PinnedImpl, Storage, StreamImpl};
+pub(crate) use dispatch::{
+    ArgImpl, DeviceImpl, EventImpl, GraphImpl, PinnedImpl, Storage, StreamImpl,
+};
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};

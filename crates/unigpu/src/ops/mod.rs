@@ -186,6 +186,16 @@ impl<'a> Ops<'a> {
 
     fn reduce<T: Float>(&self, op: Reduce, x: &GpuArray<T>, y: Option<&GpuArray<T>>) -> Result<T> {
         self.same_backend(&x.ctx, "reduction")?;
+        if self.stream.is_capturing() {
+            return Err(Error::Unsupported {
+                backend: self.ctx.backend(),
+                what: format!(
+                    "{op:?} on a stream that captures a graph: a reduction returns its value \
+                     to the host, which a replay cannot; reduce before begin_capture or after \
+                     end_capture"
+                ),
+            });
+        }
         if let Some(y) = y {
             self.same_backend(&y.ctx, "reduction")?;
         }

@@ -6,7 +6,7 @@ use super::args::{CpuArg, CpuArgs, CpuValue};
 use super::fence::Fence;
 use super::memory;
 use super::panic_message;
-use super::{CpuBuffer, CpuEvent, CpuStream, submit};
+use super::{CpuBuffer, CpuEvent, CpuStream, Recorded, replay, submit, submit_replayable};
 use crate::backend::code::{KernelRef, ModuleCode, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend};
@@ -153,6 +153,28 @@ impl Api for Cpu {
         None
     }
 
+    type Graph = Vec<Recorded>;
+
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        stream.begin_capture()
+    }
+
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        stream.end_capture()
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.is_capturing()
+    }
+
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        graph.iter().try_for_each(|r| replay(stream, r))
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.len()
+    }
+
     fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
         Ok(Arc::new(CpuEvent::default()))
     }
@@ -250,11 +272,10 @@ impl Api for Cpu {
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
         let (from, to) = (src.data.clone(), dst.data.clone());
-        submit(stream, &[&src.uses], &[&dst.uses], move || {
+        submit_replayable(stream, &[&src.uses], &[&dst.uses], move || {
             to.write().copy_from_slice(&from.read());
             Ok(())
         })
-        .map(drop)
     }
 
     crate::backend::host_pinned::host_pinned_api!();
@@ -340,8 +361,11 @@ impl Api for Cpu {
         let kernel_name: Arc<str> = name.into();
         let reads: Vec<_> = reads.iter().collect();
         let writes: Vec<_> = writes.iter().collect();
-        submit(stream, &reads, &writes, move || {
-            let args = CpuArgs { values, grid };
+        submit_replayable(stream, &reads, &writes, move || {
+            let args = CpuArgs {
+                values: values.clone(),
+                grid,
+            };
             // Caught here, not by the worker, so the error names the kernel.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&args)))
                 .unwrap_or_else(|p| {
@@ -351,6 +375,5 @@ impl Api for Cpu {
                 })
                 .map_err(|e| e.for_kernel(&kernel_name))
         })
-        .map(drop)
     }
 }

@@ -42,6 +42,7 @@ pub struct CpuArgs {
     pub(crate) grid: Grid,
 }
 
+#[derive(Clone)]
 pub(crate) enum CpuValue {
     Scalar(Scalar),
     Array {

@@ -8,7 +8,7 @@ use unigpu_cuda_safe::dlpack::{HostArray, HostMem};
 
 use super::fence::Fence;
 use super::memory::try_alloc_vec;
-use super::stream::CpuStream;
+use super::stream::{CpuStream, Recorded};
 use crate::lock::lock;
 use crate::{Element, Result};
 
@@ -51,9 +51,38 @@ impl Tracker {
     }
 }
 
+/// Like [`submit`], for work a graph may replay: while `stream` captures,
+/// the work is recorded instead of run.
+pub(crate) fn submit_replayable(
+    stream: &CpuStream,
+    reads: &[&Tracker],
+    writes: &[&Tracker],
+    work: impl Fn() -> Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    let recorded = Recorded {
+        reads: reads.iter().map(|&t| t.clone()).collect(),
+        writes: writes.iter().map(|&t| t.clone()).collect(),
+        work: Arc::new(work),
+    };
+    match stream.record_if_capturing(recorded) {
+        None => Ok(()),
+        Some(r) => replay(stream, &r),
+    }
+}
+
+/// Submits recorded work on `stream`, ordered after the current uses of
+/// what it reads and writes.
+pub(crate) fn replay(stream: &CpuStream, r: &Recorded) -> Result<()> {
+    let reads: Vec<&Tracker> = r.reads.iter().collect();
+    let writes: Vec<&Tracker> = r.writes.iter().collect();
+    let work = r.work.clone();
+    submit(stream, &reads, &writes, move || work()).map(drop)
+}
+
 /// Enqueues `work` on `stream` after the uses of `reads` and `writes` it
 /// must follow, and records it as their latest use. Returns the fence
-/// the work signals when it is done.
+/// the work signals when it is done. Refused while `stream` captures (see
+/// [`submit_replayable`]).
 pub(crate) fn submit(
     stream: &CpuStream,
     reads: &[&Tracker],

@@ -13,9 +13,9 @@ pub(crate) mod ops;
 mod staging;
 mod stream;
 
-pub(crate) use buffer::{CpuBuffer, Tracker, submit};
+pub(crate) use buffer::{CpuBuffer, Tracker, replay, submit, submit_replayable};
 pub(crate) use event::CpuEvent;
-pub(crate) use stream::{CpuStream, panic_message};
+pub(crate) use stream::{CpuStream, Recorded, panic_message};
 
 pub(crate) use api::Cpu;
 pub(crate) use args::CpuValue;

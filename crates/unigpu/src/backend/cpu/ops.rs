@@ -15,7 +15,7 @@ use num_traits::{Float as _, One, Zero};
 use rayon::prelude::*;
 
 use super::Cpu;
-use super::{CpuBuffer, CpuStream, submit};
+use super::{CpuBuffer, CpuStream, submit, submit_replayable};
 use crate::backend::contract::BuiltinOps;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
@@ -349,7 +349,7 @@ where
 impl BuiltinOps for Cpu {
     fn fill<T: Element>(s: &Stream, x: &mut CpuBuffer<T>, value: T) -> Result<()> {
         let data = x.data.clone();
-        submit(s, &[], &[&x.uses], move || {
+        submit_replayable(s, &[], &[&x.uses], move || {
             write(&data).fill(value);
             Ok(())
         })
@@ -364,7 +364,7 @@ impl BuiltinOps for Cpu {
         out: &mut CpuBuffer<T>,
     ) -> Result<()> {
         let (da, db, dout) = (a.data.clone(), b.data.clone(), out.data.clone());
-        submit(s, &[&a.uses, &b.uses], &[&out.uses], move || {
+        submit_replayable(s, &[&a.uses, &b.uses], &[&out.uses], move || {
             let ga = read(&da);
             // `add(&a, &a, ..)` passes one array twice: lock it once.
             let gb = (!HostArray::ptr_eq(&da, &db)).then(|| read(&db));
@@ -389,7 +389,7 @@ impl BuiltinOps for Cpu {
         out: &mut CpuBuffer<T>,
     ) -> Result<()> {
         let (dx, dout) = (x.data.clone(), out.data.clone());
-        submit(s, &[&x.uses], &[&out.uses], move || {
+        submit_replayable(s, &[&x.uses], &[&out.uses], move || {
             let (xs, mut o) = (read(&dx), write(&dout));
             // As in `binary`: one loop per op, each free to vectorise.
             match op {
@@ -415,7 +415,7 @@ impl BuiltinOps for Cpu {
     fn axpy<T: Float>(s: &Stream, alpha: T, x: &CpuBuffer<T>, y: &mut CpuBuffer<T>) -> Result<()> {
         let (dx, dy) = (x.data.clone(), y.data.clone());
         let alpha = alpha.to_acc();
-        submit(s, &[&x.uses], &[&y.uses], move || {
+        submit_replayable(s, &[&x.uses], &[&y.uses], move || {
             // mul_add: the GPU kernel's `a * x + y` compiles to one FMA.
             update(&read(&dx), &mut write(&dy), |x, y| alpha.mul_add(x, y));
             Ok(())
@@ -426,7 +426,7 @@ impl BuiltinOps for Cpu {
     fn scale<T: Float>(s: &Stream, alpha: T, x: &mut CpuBuffer<T>) -> Result<()> {
         let dx = x.data.clone();
         let alpha = alpha.to_acc();
-        submit(s, &[], &[&x.uses], move || {
+        submit_replayable(s, &[], &[&x.uses], move || {
             let mut xs = write(&dx);
             let xs: &mut [T] = &mut xs;
             let len = xs.len();
@@ -503,7 +503,7 @@ impl BuiltinOps for Cpu {
         (m, k, n): (usize, usize, usize),
     ) -> Result<()> {
         let (da, db, dc) = (a.data.clone(), b.data.clone(), c.data.clone());
-        submit(s, &[&a.uses, &b.uses], &[&c.uses], move || {
+        submit_replayable(s, &[&a.uses, &b.uses], &[&c.uses], move || {
             let ga = read(&da);
             // `matmul(&a, &a, ..)` passes one array twice: lock it once.
             let gb = (!HostArray::ptr_eq(&da, &db)).then(|| read(&db));

@@ -6,6 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use super::buffer::Tracker;
 use super::staging::Staging;
 use crate::lock::lock;
 use crate::{Error, Result};
@@ -35,6 +36,26 @@ pub(crate) struct CpuStream {
     worker: Mutex<Option<JoinHandle<()>>>,
     /// Buffers that hold uploads until the worker copies them in.
     staging: Arc<Staging>,
+    /// The work recorded since `begin_capture`; `None` when not capturing.
+    capture: Mutex<Option<Vec<Recorded>>>,
+}
+
+/// One piece of work recorded by a capture: what it reads and writes, and
+/// the work itself, which a replay submits again.
+#[derive(Clone)]
+pub(crate) struct Recorded {
+    pub(crate) reads: Vec<Tracker>,
+    pub(crate) writes: Vec<Tracker>,
+    pub(crate) work: Arc<dyn Fn() -> Result<()> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Recorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorded")
+            .field("reads", &self.reads.len())
+            .field("writes", &self.writes.len())
+            .finish()
+    }
 }
 
 impl CpuStream {
@@ -74,10 +95,14 @@ impl CpuStream {
             shared,
             worker: Mutex::new(Some(worker)),
             staging: Arc::default(),
+            capture: Mutex::new(None),
         })
     }
 
     pub(crate) fn enqueue(&self, job: Job) -> Result<()> {
+        if self.is_capturing() {
+            return Err(not_capturable("this work"));
+        }
         let queue = lock(&self.queue);
         let Some(tx) = queue.as_ref() else {
             return Err(Error::StreamWork {
@@ -107,6 +132,44 @@ impl CpuStream {
         }
     }
 
+    pub(crate) fn is_capturing(&self) -> bool {
+        lock(&self.capture).is_some()
+    }
+
+    pub(crate) fn begin_capture(&self) -> Result<()> {
+        let mut capture = lock(&self.capture);
+        if capture.is_some() {
+            return Err(Error::Unsupported {
+                backend: crate::Backend::Cpu,
+                what: "begin_capture: this stream is already capturing; end that capture first"
+                    .into(),
+            });
+        }
+        *capture = Some(Vec::new());
+        Ok(())
+    }
+
+    pub(crate) fn end_capture(&self) -> Result<Vec<Recorded>> {
+        lock(&self.capture)
+            .take()
+            .ok_or_else(|| Error::Unsupported {
+                backend: crate::Backend::Cpu,
+                what: "end_capture: this stream is not capturing; call begin_capture first".into(),
+            })
+    }
+
+    /// Records `work` when capturing (and returns `None`), else hands it
+    /// back to be submitted.
+    pub(crate) fn record_if_capturing(&self, work: Recorded) -> Option<Recorded> {
+        match lock(&self.capture).as_mut() {
+            Some(list) => {
+                list.push(work);
+                None
+            }
+            None => Some(work),
+        }
+    }
+
     pub(crate) fn staging(&self) -> &Arc<Staging> {
         &self.staging
     }
@@ -129,6 +192,19 @@ impl Drop for CpuStream {
                 let _ = worker.join();
             }
         }
+    }
+}
+
+/// The error for work a capture cannot record: it would run once (or
+/// touch host memory the graph does not own), and a graph replays.
+pub(crate) fn not_capturable(what: &str) -> Error {
+    Error::Unsupported {
+        backend: crate::Backend::Cpu,
+        what: format!(
+            "{what} cannot be recorded while the stream captures a graph: only kernels, \
+             built-in ops and device copies replay; do it before begin_capture or after \
+             end_capture"
+        ),
     }
 }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use unigpu_cuda_safe::{
-    CudaEventHandle, CudaStreamHandle, DeviceBuffer, KernelParam, PinnedBuffer,
+    CudaEventHandle, CudaGraphHandle, CudaStreamHandle, DeviceBuffer, KernelParam, PinnedBuffer,
 };
 
 use super::device::{Device, Stream};
@@ -102,6 +102,28 @@ impl Api for Cuda {
 
     fn native_stream(stream: &Self::Stream) -> Option<u64> {
         Some(stream.handle.raw())
+    }
+
+    type Graph = CudaGraphHandle;
+
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        Ok(stream.handle.begin_capture()?)
+    }
+
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        Ok(stream.handle.end_capture()?)
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.handle.is_capturing()
+    }
+
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        Ok(graph.launch(&stream.handle)?)
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.node_count()
     }
 
     fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event> {

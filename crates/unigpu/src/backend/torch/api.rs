@@ -111,6 +111,42 @@ impl Api for Torch {
         Some(stream.foreign.raw())
     }
 
+    /// A graph of the torch backend's work would have to be an
+    /// at::cuda::CUDAGraph, whose capture routes ATen's allocations to a
+    /// private pool; that class lives in libtorch_cuda, which the bridge
+    /// loads at run time rather than links, so there is no such graph here.
+    type Graph = std::convert::Infallible;
+
+    fn begin_capture(_: &Self::Stream) -> Result<()> {
+        Err(Error::Unsupported {
+            backend: Backend::Torch,
+            what: "graph capture on the torch backend: torch ops allocate from torch's caching \
+                   allocator, which only at::cuda::CUDAGraph (in libtorch_cuda, loaded at run \
+                   time, not linked by the bridge) can capture safely; use the cuda backend \
+                   for graphs"
+                .into(),
+        })
+    }
+
+    fn end_capture(_: &Self::Stream) -> Result<Self::Graph> {
+        Err(Error::Unsupported {
+            backend: Backend::Torch,
+            what: "end_capture: the torch backend never captures (see begin_capture)".into(),
+        })
+    }
+
+    fn is_capturing(_: &Self::Stream) -> bool {
+        false
+    }
+
+    fn graph_launch(graph: &Self::Graph, _: &Self::Stream) -> Result<()> {
+        match *graph {}
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        match *graph {}
+    }
+
     /// c10 events are always timed here: the bridge's event is made with
     /// timing on, and a torch record costs microseconds either way.
     fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {

@@ -105,6 +105,22 @@ impl Api for Torch {
     fn elapsed_ms(e: &Missing, _: &Missing) -> Result<f32> {
         match *e {}
     }
+    type Graph = Missing;
+    fn begin_capture(s: &Missing) -> Result<()> {
+        match *s {}
+    }
+    fn end_capture(s: &Missing) -> Result<Missing> {
+        match *s {}
+    }
+    fn is_capturing(s: &Missing) -> bool {
+        match *s {}
+    }
+    fn graph_launch(g: &Missing, _: &Missing) -> Result<()> {
+        match *g {}
+    }
+    fn graph_len(g: &Missing) -> usize {
+        match *g {}
+    }
     fn alloc<T: Element>(s: &Missing, _: usize) -> Result<Missing> {
         match *s {}
     }

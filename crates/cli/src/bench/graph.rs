@@ -1,0 +1,56 @@
+//! Graph replay: 100 empty kernels captured once, replayed 200 times, as
+//! floor.cu and torch_cupy_baseline.py measure it (the cost per kernel,
+//! the final sync included).
+
+use std::time::Instant;
+
+use unigpu::Grid;
+
+use super::{Better, Case, Env, Out, median};
+
+pub const CASE: Case = Case {
+    name: "graph",
+    group: "graph",
+    skip: can_capture,
+    run: graph,
+};
+
+const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
+const KERNELS: usize = 100;
+const REPLAYS: usize = 200;
+
+fn can_capture(ctx: &unigpu::Context) -> Option<String> {
+    (ctx.backend() == unigpu::Backend::Torch)
+        .then(|| "the torch backend cannot capture graphs (docs/graphs.md says why)".to_string())
+}
+
+fn graph(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = &env.ctx;
+    let k = ctx
+        .compile(EMPTY_SRC)?
+        .kernel("empty")?
+        .with_cpu(|_| Ok(()));
+    let s = ctx.create_stream()?;
+    let g = Grid::new((1, 1, 1), (1, 1, 1));
+    let graph = s.capture(|s| (0..KERNELS).try_for_each(|_| s.launch(&k, g, ())))?;
+    graph.launch(&s)?;
+    s.sync()?;
+    // Five rounds; the median round is reported.
+    let mut per_kernel = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        for _ in 0..REPLAYS {
+            graph.launch(&s)?;
+        }
+        s.sync()?;
+        per_kernel.push(t.elapsed().as_secs_f64() * 1e6 / (REPLAYS * KERNELS) as f64);
+    }
+    out.figure(
+        "unigpu_graph_per_kernel_us",
+        "graph replay of 100 empty kernels, per kernel",
+        "µs",
+        Better::Lower,
+        median(per_kernel),
+    );
+    Ok(())
+}
