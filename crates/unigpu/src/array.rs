@@ -84,9 +84,7 @@ impl<T: Element> GpuArray<T> {
     /// Copies the array to a new host vector, after every pending write to
     /// it (on any stream) has finished. Blocks.
     pub fn download(&self) -> Result<Vec<T>> {
-        let mut out = vec![T::default(); self.len()];
-        self.download_into(&mut out)?;
-        Ok(out)
+        self.storage.read_vec(&self.ctx.default_stream().imp)
     }
 
     /// Like [`GpuArray::download`], into a slice of the same length.

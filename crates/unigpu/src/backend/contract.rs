@@ -115,6 +115,14 @@ pub(crate) trait Api: Sized + 'static {
     /// (`stream` is the context's default stream).
     fn read<T: Element>(stream: &Self::Stream, src: &Self::Buffer<T>, host: &mut [T])
     -> Result<()>;
+    /// A new vector holding the buffer, after its pending writes
+    /// (`stream` is the context's default stream). Blocks. A backend
+    /// overrides it where it can fill the vector without zeroing it first.
+    fn read_vec<T: Element>(stream: &Self::Stream, src: &Self::Buffer<T>) -> Result<Vec<T>> {
+        let mut host = vec![T::default(); Self::len(src)];
+        Self::read(stream, src, &mut host)?;
+        Ok(host)
+    }
     /// Blocks until the buffer holds `host`, after its pending uses.
     fn write<T: Element>(
         stream: &Self::Stream,

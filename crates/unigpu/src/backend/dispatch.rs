@@ -261,6 +261,10 @@ impl<T: Element> Storage<T> {
         on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::download", A, (b, s) => A::read(s, b, host))
     }
 
+    pub(crate) fn read_vec(&self, stream: &StreamImpl) -> Result<Vec<T>> {
+        on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::download", A, (b, s) => A::read_vec(s, b))
+    }
+
     pub(crate) fn write(&mut self, stream: &StreamImpl, host: &[T]) -> Result<()> {
         on_backend2!(Storage, self, StreamImpl, stream, "GpuArray::upload_from", A, (b, s) => A::write(s, b, host))
     }

@@ -172,6 +172,10 @@ impl Api for Cuda {
         Ok(src.read_into(&stream.handle, host)?)
     }
 
+    fn read_vec<T: Element>(stream: &Self::Stream, src: &Self::Buffer<T>) -> Result<Vec<T>> {
+        Ok(src.to_host(&stream.handle)?)
+    }
+
     fn write<T: Element>(
         stream: &Self::Stream,
         dst: &mut Self::Buffer<T>,
