@@ -61,7 +61,7 @@ struct Inner {
     events: Arc<EventPool>,
     allocator: Allocator,
     staging: Staging,
-    captures: Captures,
+    captures: Arc<Captures>,
 }
 
 impl CudaDevice {
@@ -77,11 +77,12 @@ impl CudaDevice {
         let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
         let stream = ctx.new_stream().call("cuStreamCreate")?;
         let events = EventPool::new(ctx.clone());
+        let captures = Arc::new(Captures::default());
         Ok(CudaDevice {
             inner: Arc::new(Inner {
-                allocator: Allocator::new(ctx.clone(), events.clone()),
+                allocator: Allocator::new(ctx.clone(), events.clone(), captures.clone()),
                 staging: Staging::new(ctx.clone()),
-                captures: Captures::default(),
+                captures,
                 events,
                 ctx,
                 stream,
@@ -118,7 +119,9 @@ impl CudaDevice {
 
     /// Waits for all work on the device, then returns any error that was
     /// raised earlier where it could not be returned (in a `Drop`).
+    /// Refused while a stream of the device captures a graph.
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::refuse_device_sync(self.ordinal())?;
         self.inner.ctx.synchronize().call("cuCtxSynchronize")?;
         self.check_err()
     }

@@ -26,6 +26,37 @@ use crate::error::{Context as _, Result, SafeError};
 use crate::uses::UseEnd;
 use crate::{CudaDevice, CudaStreamHandle};
 
+/// Captures in progress in this process, per device ordinal. Every open of
+/// an ordinal shares its primary context, and synchronizing that context
+/// while any of its streams captures fails and invalidates the capture, so
+/// a device-wide sync must know about captures made through other opens
+/// (another thread's context on the same GPU).
+static CAPTURING: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn capturing_on(ordinal: usize, change: isize) -> usize {
+    let mut counts = CAPTURING.lock().unwrap_or_else(|e| e.into_inner());
+    if counts.len() <= ordinal {
+        counts.resize(ordinal + 1, 0);
+    }
+    counts[ordinal] = counts[ordinal].saturating_add_signed(change);
+    counts[ordinal]
+}
+
+/// Refuses a device-wide synchronize while a stream of the device
+/// captures a graph (the driver would fail it and invalidate the capture).
+pub(crate) fn refuse_device_sync(ordinal: usize) -> Result<()> {
+    match capturing_on(ordinal, 0) {
+        0 => Ok(()),
+        n => Err(SafeError::Unsupported {
+            what: format!(
+                "synchronizing the whole device while {n} of its streams capture a graph \
+                 (the driver would fail and invalidate the capture); sync the streams you need \
+                 instead, or end the capture first"
+            ),
+        }),
+    }
+}
+
 /// The captures in progress on one device.
 #[derive(Debug, Default)]
 pub(crate) struct Captures {
@@ -154,6 +185,7 @@ impl CudaStreamHandle {
             seen: HashSet::new(),
         });
         captures.count.store(active.len(), Ordering::Release);
+        capturing_on(self.device().ordinal(), 1);
         Ok(())
     }
 
@@ -174,6 +206,7 @@ impl CudaStreamHandle {
             };
             let capture = active.swap_remove(i);
             captures.count.store(active.len(), Ordering::Release);
+            capturing_on(self.device().ordinal(), -1);
             capture
         };
         self.bind()?;

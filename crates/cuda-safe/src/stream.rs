@@ -77,6 +77,13 @@ impl CudaStreamHandle {
     /// error: a failed launch, a panic in a host callback, or an error kept
     /// from a `Drop`.
     pub fn synchronize(&self) -> Result<()> {
+        if self.is_capturing() {
+            return Err(SafeError::Unsupported {
+                what: "synchronizing a stream that captures a graph: its work has not run, \
+                       and the driver would invalidate the capture; end the capture first"
+                    .into(),
+            });
+        }
         self.stream.synchronize().call("cuStreamSynchronize")?;
         if let Some(message) = self.take_panic() {
             return Err(panic_error(message));

@@ -3,12 +3,15 @@
 //! times, the overlap efficiency, and writes the pipelined run's timeline
 //! as a Chrome trace (open it at https://ui.perfetto.dev).
 //!
-//!     cargo run --release -p unigpu --example 08_pipeline -- [TRACE.json] [BATCHES] [MiB] [DEPTH] [REPEATS]
+//!     cargo run --release -p unigpu --example 08_pipeline -- [TRACE.json] [BATCHES] [MiB] [DEPTH] [REPEATS] [PIECES]
 //!
 //! The defaults are the workload of bench/anchors/torch_cupy_baseline.py:
 //! 16 batches of 64 MiB, depth 3, and trace `pipeline-trace.json`. On a
 //! small machine, scale it down: `... -- trace.json 16 8 3`. REPEATS fixes
-//! the relu passes per batch instead of calibrating them against an upload.
+//! the relu passes per batch instead of calibrating them against an upload
+//! (0: calibrate). PIECES moves each batch through the pipeline in that
+//! many pieces (default 1): the same data and compute, but the first
+//! upload and the last download, which nothing can overlap, get shorter.
 
 use unigpu::Context;
 use unigpu::pipeline::{WorkloadOptions, bench_workload_with};
@@ -35,7 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ctx.device_name()?
     );
 
-    let repeats = std::env::args().nth(5).map(|_| arg(5, 1)).transpose()?;
+    let repeats = Some(arg(5, 0)?).filter(|&r| r > 0);
+    let pieces = arg(6, 1)?;
     let w = bench_workload_with(
         &ctx,
         WorkloadOptions {
@@ -43,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             batch_bytes: mib << 20,
             depth,
             compute_repeats: repeats,
+            pieces,
             ..WorkloadOptions::BASELINE
         },
     )?;
@@ -52,17 +57,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "stages per batch: upload {up:.2} ms, compute {comp:.2} ms ({} relu passes + scale), download {down:.2} ms",
         w.compute_repeats
     );
-    println!("sequential {:.1} ms", r.sequential_ms);
+    println!("sequential {:.1} ms (whole batches)", r.sequential_ms);
     println!(
-        "pipelined  {:.1} ms: {:.2}x faster",
-        r.wall_ms, r.achieved_speedup
+        "pipelined  {:.1} ms ({} piece(s) per batch): {:.2}x faster",
+        r.wall_ms, r.pieces, r.achieved_speedup
     );
+    let units = batches * r.pieces;
     println!(
-        "ideal speedup {:.2}x (sum of stages / slowest), {:.2}x for {batches} batches",
+        "ideal speedup {:.2}x (sum of stages / slowest), {:.2}x for {units} pieces",
         r.ideal_speedup, r.ideal_speedup_for_batches
     );
     println!(
-        "overlap efficiency {:.1}% of the ideal, {:.1}% of the ideal for {batches} batches",
+        "overlap efficiency {:.1}% of the ideal, {:.1}% of the ideal for {units} pieces",
         100.0 * r.overlap_efficiency,
         100.0 * r.efficiency_for_batches
     );

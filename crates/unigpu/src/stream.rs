@@ -55,7 +55,18 @@ impl Stream {
     /// Blocks until all work enqueued so far is done. Returns the first
     /// error any of it raised (a panicking host function, a failed launch,
     /// a fault in a kernel, which names the last kernel launched here).
+    ///
+    /// Refused (`Unsupported`) while the stream captures a graph: its work
+    /// has not run.
     pub fn sync(&self) -> Result<()> {
+        if self.is_capturing() {
+            return Err(Error::Unsupported {
+                backend: self.imp.backend(),
+                what: "synchronizing a stream that captures a graph: its work has not run; \
+                       end the capture first"
+                    .into(),
+            });
+        }
         self.imp.sync().map_err(|e| self.blame_last_kernel(e))
     }
 

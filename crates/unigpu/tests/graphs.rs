@@ -35,6 +35,13 @@ fn saxpy(ctx: &Context) -> Kernel {
         .with_cpu(saxpy_cpu)
 }
 
+/// Graph tests one at a time: a capture on one thread makes a device-wide
+/// sync on another fail (docs/graphs.md), and every test here syncs.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The torch backend refuses to capture, naming the reason.
 fn torch_refuses(ctx: &Context) -> bool {
     if ctx.backend() != Backend::Torch {
@@ -65,6 +72,7 @@ fn reference(x: &[f32], y0: &[f32]) -> (Vec<f32>, Vec<f32>) {
 }
 
 on_every_backend!(replays_kernels_ops_and_copies, |ctx| {
+    let _one = one_at_a_time();
     if torch_refuses(ctx) {
         return;
     }
@@ -119,6 +127,7 @@ on_every_backend!(replays_kernels_ops_and_copies, |ctx| {
 });
 
 on_every_backend!(memory_used_by_a_graph_outlives_its_arrays, |ctx| {
+    let _one = one_at_a_time();
     if torch_refuses(ctx) {
         return;
     }
@@ -164,6 +173,7 @@ on_every_backend!(memory_used_by_a_graph_outlives_its_arrays, |ctx| {
 on_every_backend!(
     work_a_replay_cannot_repeat_is_refused_while_capturing,
     |ctx| {
+        let _one = one_at_a_time();
         if torch_refuses(ctx) {
             return;
         }
@@ -193,6 +203,7 @@ on_every_backend!(
             ("host_fn", s.host_fn(|| ())),
             ("record", event.record(&s)),
             ("record a new event", s.record().map(drop)),
+            ("sync", s.sync()),
         ];
         for (what, outcome) in refusals {
             match outcome {
@@ -214,6 +225,7 @@ on_every_backend!(
 );
 
 on_every_backend!(a_graph_launches_only_on_its_own_backend, |ctx| {
+    let _one = one_at_a_time();
     if torch_refuses(ctx) || ctx.backend() == Backend::Cpu {
         return;
     }

@@ -375,25 +375,47 @@ on_every_backend!(pipeline_zero_batches, |ctx| {
 });
 
 on_every_backend!(pipeline_bench_workload_reports_overlap, |ctx| {
-    let options = unigpu::pipeline::WorkloadOptions {
-        batches: 5,
+    // Whole batches, and each batch moved in 4 pieces; the workload checks
+    // every output element itself.
+    for pieces in [1, 4] {
+        let options = unigpu::pipeline::WorkloadOptions {
+            batches: 5,
+            batch_bytes: 1 << 20,
+            depth: 3,
+            compute_repeats: None,
+            repetitions: 1,
+            pieces,
+        };
+        let w = unigpu::pipeline::bench_workload_with(ctx, options).unwrap();
+        let r = w.report;
+        assert_eq!((r.batches, r.pieces), (5, pieces));
+        assert!(w.compute_repeats >= 1);
+        assert!(r.stage_ms.iter().all(|&ms| ms > 0.0), "{r:?}");
+        let sum: f64 = r.stage_ms.iter().sum();
+        let max = r.stage_ms.iter().copied().fold(0.0, f64::max);
+        assert!((r.ideal_speedup - sum / max).abs() < 1e-9);
+        assert!((1.0..=3.0).contains(&r.ideal_speedup));
+        let n = (5 * pieces) as f64;
+        let ideal_n = n * sum / (sum + (n - 1.0) * max);
+        assert!(
+            (r.ideal_speedup_for_batches - ideal_n).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert!(r.ideal_speedup_for_batches <= r.ideal_speedup + 1e-9);
+        assert!((r.achieved_speedup - r.sequential_ms / r.wall_ms).abs() < 1e-9);
+        assert!((r.overlap_efficiency - r.achieved_speedup / r.ideal_speedup).abs() < 1e-9);
+        assert_eq!(w.trace.batches(), 5 * pieces);
+        assert!(r.to_string().contains("pipe_overlap_efficiency"));
+    }
+    // Pieces that do not divide a batch are refused before anything runs.
+    let odd = unigpu::pipeline::WorkloadOptions {
+        batches: 2,
         batch_bytes: 1 << 20,
-        depth: 3,
-        compute_repeats: None,
-        repetitions: 1,
+        pieces: 3,
+        ..unigpu::pipeline::WorkloadOptions::BASELINE
     };
-    let w = unigpu::pipeline::bench_workload_with(ctx, options).unwrap();
-    let r = w.report;
-    assert_eq!(r.batches, 5);
-    assert!(w.compute_repeats >= 1);
-    assert!(r.stage_ms.iter().all(|&ms| ms > 0.0), "{r:?}");
-    let sum: f64 = r.stage_ms.iter().sum();
-    let max = r.stage_ms.iter().copied().fold(0.0, f64::max);
-    assert!((r.ideal_speedup - sum / max).abs() < 1e-9);
-    assert!((1.0..=3.0).contains(&r.ideal_speedup));
-    assert!(r.ideal_speedup_for_batches <= r.ideal_speedup + 1e-9);
-    assert!((r.achieved_speedup - r.sequential_ms / r.wall_ms).abs() < 1e-9);
-    assert!((r.overlap_efficiency - r.achieved_speedup / r.ideal_speedup).abs() < 1e-9);
-    assert_eq!(w.trace.batches(), 5);
-    assert!(r.to_string().contains("pipe_overlap_efficiency"));
+    match unigpu::pipeline::bench_workload_with(ctx, odd) {
+        Err(unigpu::Error::SizeMismatch { what, .. }) => assert!(what.contains("pieces"), "{what}"),
+        other => panic!("3 pieces of 2^18 elements: {:?}", other.map(|w| w.report)),
+    }
 });

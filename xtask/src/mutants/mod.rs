@@ -65,6 +65,14 @@ const MUTATIONS: &[Mutation] = &[
         tests: &[],
     },
     Mutation {
+        name: "a graph replay that skips the first recorded job",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "        graph.iter().try_for_each(|r| replay(stream, r))\n",
+        mutated: "        graph.iter().skip(1).try_for_each(|r| replay(stream, r))\n",
+        tests: &[],
+    },
+    Mutation {
         name: "a wait that does nothing",
         target: Target::Cpu,
         file: "crates/unigpu/src/backend/cpu/api.rs",
@@ -144,6 +152,14 @@ const MUTATIONS: &[Mutation] = &[
         original: "            None => wait_for(waiter, &self.stream, events),\n",
         mutated: "            None => {\n                let _ = (waiter, events);\n                Ok(())\n            }\n",
         tests: &["streams", "kernels", "safe:gpu"],
+    },
+    Mutation {
+        name: "a graph that does not keep the memory of the buffers it uses",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/buffer.rs",
+        original: "                _lease: self.lease.get_or_init(Arc::default).clone(),\n",
+        mutated: "                _lease: Arc::default(),\n",
+        tests: &["graphs"],
     },
     Mutation {
         name: "an allocator that hands a busy block to another stream",

@@ -36,21 +36,33 @@ fn graph(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     graph.launch(&s)?;
     s.sync()?;
     // Five rounds; the median round is reported.
-    let mut per_kernel = Vec::new();
+    let (mut per_kernel, mut submit) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         let t = Instant::now();
         for _ in 0..REPLAYS {
             graph.launch(&s)?;
         }
+        submit.push(t.elapsed().as_secs_f64() * 1e6 / REPLAYS as f64);
         s.sync()?;
         per_kernel.push(t.elapsed().as_secs_f64() * 1e6 / (REPLAYS * KERNELS) as f64);
     }
     out.figure(
         "unigpu_graph_per_kernel_us",
-        "graph replay of 100 empty kernels, per kernel",
+        format!(
+            "graph replay of {KERNELS} empty kernels ({} nodes), per kernel",
+            graph.len()
+        ),
         "µs",
         Better::Lower,
         median(per_kernel),
+    );
+    // The host's part: what one `Graph::launch` call costs to submit.
+    out.figure(
+        "unigpu_graph_launch_submit_us",
+        "graph launch, submit (per replay)",
+        "µs",
+        Better::Lower,
+        median(submit),
     );
     Ok(())
 }

@@ -23,6 +23,7 @@ use blocks::{Blocks, Pending, round, segment_size};
 
 use crate::error::{Context as _, Result, SafeError};
 use crate::event_pool::{EventPool, PooledEvent};
+use crate::graph::Captures;
 
 /// What a free block waits for before a stream other than the ones that
 /// used it may reuse it: those streams, and for each of the others asked
@@ -52,7 +53,12 @@ impl Waits {
     /// others is done. Streams other than `stream` become events recorded
     /// now (once), and complete events are dropped; both updates stay with
     /// the block when it is not usable yet.
-    fn settle(&mut self, stream: &Arc<CudaStream>, pool: &Arc<EventPool>) -> bool {
+    fn settle(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        pool: &Arc<EventPool>,
+        captures: &Captures,
+    ) -> bool {
         let ours = |s: &Arc<CudaStream>| Arc::ptr_eq(s, stream);
         if self.streams.iter().all(ours) && self.events.iter().all(|(s, _)| ours(s)) {
             return true;
@@ -62,6 +68,11 @@ impl Waits {
             if ours(&self.streams[i]) {
                 i += 1;
                 continue;
+            }
+            // An event recorded on a capturing stream would become part of
+            // the graph and mark nothing now: the block counts as busy.
+            if captures.is_capturing(&self.streams[i]) {
+                return false;
             }
             let Ok(event) = pool.take(false) else {
                 return false;
@@ -122,14 +133,20 @@ pub(crate) struct Block {
 pub(crate) struct Allocator {
     ctx: Arc<CudaContext>,
     events: Arc<EventPool>,
+    captures: Arc<Captures>,
     blocks: Mutex<Blocks<Waits>>,
 }
 
 impl Allocator {
-    pub(crate) fn new(ctx: Arc<CudaContext>, events: Arc<EventPool>) -> Self {
+    pub(crate) fn new(
+        ctx: Arc<CudaContext>,
+        events: Arc<EventPool>,
+        captures: Arc<Captures>,
+    ) -> Self {
         Allocator {
             ctx,
             events,
+            captures,
             blocks: Mutex::default(),
         }
     }
@@ -148,7 +165,10 @@ impl Allocator {
         else {
             return Err(oom(self.free_bytes()));
         };
-        if let Some((addr, waits)) = self.lock().take(size, |w| w.settle(stream, &self.events)) {
+        if let Some((addr, waits)) = self
+            .lock()
+            .take(size, |w| w.settle(stream, &self.events, &self.captures))
+        {
             return Ok(Block {
                 addr,
                 used_on_stream: waits.used_on(stream),

@@ -542,6 +542,13 @@ impl StreamImpl {
     pub(crate) fn is_capturing(&self) -> bool {
         on_backend!(StreamImpl, self, A, s => A::is_capturing(s))
     }
+
+    pub(crate) fn backend(&self) -> Backend {
+        fn kind<A: Api>(_: &A::Stream) -> Backend {
+            A::KIND
+        }
+        on_backend!(StreamImpl, self, A, s => kind::<A>(s))
+    }
 }
 
 impl GraphImpl {

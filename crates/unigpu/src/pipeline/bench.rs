@@ -28,6 +28,12 @@ pub struct WorkloadOptions {
     pub compute_repeats: Option<usize>,
     /// Runs of each kind; the median wall time is reported.
     pub repetitions: usize,
+    /// The pipelined run moves each batch in this many equal pieces (the
+    /// same data and compute, finer grained, so that the first upload and
+    /// the last download, which nothing overlaps, are shorter); 1 moves
+    /// whole batches. The sequential run always moves whole batches.
+    /// `batch_bytes / 4` must divide by it.
+    pub pieces: usize,
 }
 
 impl WorkloadOptions {
@@ -38,6 +44,7 @@ impl WorkloadOptions {
         depth: 3,
         compute_repeats: None,
         repetitions: 3,
+        pieces: 1,
     };
 }
 
@@ -76,18 +83,28 @@ pub fn bench_workload(
 /// run), checks every output element, and reports the overlap.
 pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Workload> {
     let len = options.batch_bytes / std::mem::size_of::<f32>();
+    let pieces = options.pieces.max(1);
+    if len % pieces != 0 {
+        return Err(Error::SizeMismatch {
+            what: "pipeline workload: elements per batch, a multiple of the pieces per batch",
+            expected: len.next_multiple_of(pieces),
+            actual: len,
+        });
+    }
     let inputs: Vec<Vec<f32>> = (0..options.batches)
         .map(|k| random_batch(k as u64, len))
         .collect();
     let mut outputs = vec![vec![0.0f32; len]; options.batches];
     let mut p = ctx.pipeline::<f32>(options.depth, len)?;
+    let mut q = ctx.pipeline::<f32>(options.depth, len / pieces)?;
     let repeats = match options.compute_repeats {
         Some(r) => r.max(1),
         None => calibrate(&mut p, ctx, &inputs, &mut outputs)?,
     };
     let mut work =
         |s: &Stream, x: &GpuArray<f32>, y: &mut GpuArray<f32>| scale_relu(ctx, s, repeats, x, y);
-    p.run(&inputs, &mut outputs, &mut work)?;
+    let (ins, mut outs) = split(&inputs, &mut outputs, q.batch_len());
+    q.run(&ins, &mut outs, &mut work)?;
     // Sequential and pipelined runs alternate, so that a change in the
     // machine's load (another process, a clock that ramps) falls on both.
     let reps = options.repetitions.max(1);
@@ -95,15 +112,17 @@ pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Wo
     let mut walls = Vec::with_capacity(reps);
     for _ in 0..reps {
         sequential.push(p.run_sequential(&inputs, &mut outputs, &mut work)?);
+        let (ins, mut outs) = split(&inputs, &mut outputs, q.batch_len());
         let t = Instant::now();
-        p.run(&inputs, &mut outputs, &mut work)?;
+        q.run(&ins, &mut outs, &mut work)?;
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
     sequential.sort_by(|a, b| a.wall_ms().total_cmp(&b.wall_ms()));
     walls.sort_by(f64::total_cmp);
-    let report = PipelineReport::new(&sequential[reps / 2], walls[reps / 2]);
+    let report = PipelineReport::with_pieces(&sequential[reps / 2], walls[reps / 2], pieces);
     outputs.iter_mut().for_each(|o| o.fill(f32::NAN));
-    let trace = p.run_traced(&inputs, &mut outputs, &mut work)?;
+    let (ins, mut outs) = split(&inputs, &mut outputs, q.batch_len());
+    let trace = q.run_traced(&ins, &mut outs, &mut work)?;
     check(&inputs, &outputs)?;
     Ok(Workload {
         backend: ctx.backend(),
@@ -112,6 +131,21 @@ pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Wo
         report,
         trace,
     })
+}
+
+/// The batches as pieces of `piece` elements, in order.
+fn split<'a>(
+    inputs: &'a [Vec<f32>],
+    outputs: &'a mut [Vec<f32>],
+    piece: usize,
+) -> (Vec<&'a [f32]>, Vec<&'a mut [f32]>) {
+    let piece = piece.max(1);
+    let ins = inputs.iter().flat_map(|b| b.chunks(piece)).collect();
+    let outs = outputs
+        .iter_mut()
+        .flat_map(|b| b.chunks_mut(piece))
+        .collect();
+    (ins, outs)
 }
 
 /// `y = ALPHA * relu(x)`, with the relu done `repeats` times (each pass

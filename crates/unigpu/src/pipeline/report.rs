@@ -19,10 +19,14 @@ use super::timeline::Timeline;
 /// last batch's download have nothing beside them. With `n` batches of
 /// per-batch stage sum `S` and slowest stage `M`, a perfect pipeline takes
 /// `S + (n - 1) M`, so `ideal_speedup_for_batches = n S / (S + (n - 1) M)`
-/// and `efficiency_for_batches` is measured against that.
+/// and `efficiency_for_batches` is measured against that. When the
+/// pipelined run moved each batch in `pieces` pieces, `n` counts pieces.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PipelineReport {
     pub batches: usize,
+    /// Pieces each batch was split into for the pipelined run (1: whole
+    /// batches, as the sequential run moves them).
+    pub pieces: usize,
     /// Upload, compute, download: each summed over the sequential run's
     /// batches, from its timed events.
     pub stage_ms: [f64; 3],
@@ -41,8 +45,19 @@ impl PipelineReport {
     /// The figures from a sequential run's timeline and the wall time of a
     /// pipelined run of the same batches.
     pub fn new(sequential: &Timeline, pipelined_wall_ms: f64) -> PipelineReport {
+        PipelineReport::with_pieces(sequential, pipelined_wall_ms, 1)
+    }
+
+    /// [`PipelineReport::new`] for a pipelined run that moved each batch
+    /// of the sequential run in `pieces` equal pieces.
+    pub fn with_pieces(
+        sequential: &Timeline,
+        pipelined_wall_ms: f64,
+        pieces: usize,
+    ) -> PipelineReport {
         let stage_ms = sequential.stage_ms();
-        let n = sequential.batches() as f64;
+        let pieces = pieces.max(1);
+        let n = (sequential.batches() * pieces) as f64;
         let sum: f64 = stage_ms.iter().sum();
         let slowest = stage_ms.iter().copied().fold(0.0, f64::max);
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
@@ -52,6 +67,7 @@ impl PipelineReport {
         let achieved = ratio(sequential.wall_ms(), pipelined_wall_ms);
         PipelineReport {
             batches: sequential.batches(),
+            pieces,
             stage_ms,
             sequential_ms: sequential.wall_ms(),
             wall_ms: pipelined_wall_ms,
@@ -71,6 +87,7 @@ impl fmt::Display for PipelineReport {
         let per_batch = |ms: f64| ms / self.batches.max(1) as f64;
         let [up, comp, down] = self.stage_ms.map(per_batch);
         writeln!(f, "pipe_batches {}", self.batches)?;
+        writeln!(f, "pipe_pieces_per_batch {}", self.pieces)?;
         writeln!(f, "pipe_stage_upload_ms {up:.3}")?;
         writeln!(f, "pipe_stage_compute_ms {comp:.3}")?;
         writeln!(f, "pipe_stage_download_ms {down:.3}")?;
