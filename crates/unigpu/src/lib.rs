@@ -28,8 +28,9 @@
 //! Three layers, and dependencies point down only, so that a backend can
 //! be added without touching a public type (docs/adding-a-backend.md):
 //! - Public types (`context.rs`, `array.rs`, `stream.rs`, `event.rs`,
-//!   `any_array.rs`, `ops/`, `kernel/`, `dlpack/`, `pipeline/`, `config.rs`): validate
-//!   input, then call the dispatch. They never name a backend.
+//!   `any_array.rs`, `pinned.rs`, `unified.rs`, `ops/`, `kernel/`,
+//!   `dlpack/`, `pipeline/`, `config.rs`): validate input, then call the
+//!   dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
 //! - `backend/<name>/` (`cpu`, `cuda`, `torch`): each implements the trait
@@ -57,6 +58,7 @@ pub mod ops;
 mod pinned;
 pub mod pipeline;
 mod stream;
+mod unified;
 
 pub use any_array::AnyArray;
 pub use array::GpuArray;
@@ -64,7 +66,7 @@ pub use backend::{Backend, BackendAttempt, Outcome};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;
 pub use context::list_devices;
-pub use device::{DeviceInfo, MemoryInfo, MemoryStats};
+pub use device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 pub use dlpack::{DlpackSync, DlpackTensor};
 pub use element::{DType, Element};
 pub use error::{Error, Result};
@@ -74,6 +76,7 @@ pub use ops::{Float, Ops};
 pub use pinned::PinnedBuffer;
 pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
+pub use unified::{HostView, HostViewMut};
 
 /// Re-exported so users need not depend on `half` to name the types.
 pub use half::{bf16, f16};
