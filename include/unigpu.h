@@ -7,9 +7,10 @@
  * out-parameters were written, any other value means nothing was written and
  * ug_last_error_message() returns the message (one per thread). Every pointer argument is
  * checked for NULL; a (pointer, length) pair may be NULL only when the length is 0. Enum
- * values passed in are uint32_t holding a ug_backend / ug_dtype / ug_arg_kind value and are
- * checked. Objects are opaque handles destroyed with their _free function, which accepts
- * NULL. Handles are thread-safe. A Rust panic comes back as UG_PANIC, never an abort.
+ * values passed in are uint32_t holding a ug_backend / ug_dtype / ug_arg_kind / ug_location
+ * value and are checked. Objects are opaque handles destroyed with their _free function,
+ * which accepts NULL. Handles are thread-safe. A Rust panic comes back as UG_PANIC, never an
+ * abort.
  */
 
 #ifndef UNIGPU_H
@@ -242,6 +243,21 @@ typedef enum ug_outcome {
    */
   UG_OUTCOME_NOT_TRIED = 2,
 } ug_outcome;
+
+/**
+ * Where `ug_stream_prefetch` moves a unified array's memory. Inputs are
+ * `uint32_t` holding one of these values.
+ */
+typedef enum ug_location {
+  /**
+   * The array's device: kernels then run without page faults.
+   */
+  UG_LOCATION_DEVICE = 0,
+  /**
+   * Host memory: host reads and writes then run without page faults.
+   */
+  UG_LOCATION_HOST = 1,
+} ug_location;
 
 /**
  * An array on a context's device. Thread-safe: calls that read it may run
@@ -1366,6 +1382,73 @@ enum ug_status ug_scalar_to_f64(const struct ug_scalar *scalar, double *out);
  * `ug_dtype` value.
  */
 size_t ug_dtype_size(uint32_t dtype);
+
+/**
+ * An array of `len` zeros of `dtype` (a `ug_dtype`) in unified memory:
+ * usable by every op, kernel and copy like any array, and readable and
+ * writable in place from the host through `ug_array_host_view` and
+ * `ug_array_host_view_mut`. Managed memory (`cuMemAllocManaged`) on
+ * CUDA, plain host memory on the CPU backend; `UG_UNSUPPORTED` on torch
+ * (and on a CUDA device without concurrent managed access).
+ * `UG_OUT_OF_MEMORY` for more than the device has free (managed memory
+ * is never over-subscribed: that can hang a GPU); the message holds the
+ * free bytes.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_alloc_unified(const struct ug_context *ctx, uint32_t dtype, size_t len, struct ug_array **out);
+
+/**
+ * Writes true to `out` when `array` is unified memory
+ * (`ug_array_alloc_unified`).
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_is_unified(const struct ug_array *array, bool *out);
+
+/**
+ * Waits until the work that writes `array` (on any stream) is done, then
+ * writes to `out` the host address of its elements, to read in place
+ * (`ug_array_size_bytes` bytes, native byte order). The address stays
+ * valid while the array's memory lives (until `ug_array_free` and the
+ * end of the work queued on it). Reading is safe until work that writes
+ * the array is enqueued: after such work, call this again to wait for
+ * it. `UG_UNSUPPORTED` for an array not made by `ug_array_alloc_unified`.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_host_view(const struct ug_array *array, const void **out);
+
+/**
+ * As `ug_array_host_view`, for writing: waits until every use of `array`
+ * (on any stream) is done. Writing is safe until work that uses the
+ * array is enqueued; work enqueued after the writes sees them.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_host_view_mut(struct ug_array *array, void **out);
+
+/**
+ * Moves a unified array's memory to `to` (a `ug_location`), ordered on
+ * `stream` (NULL: the array's context's default stream) after the work
+ * that writes it; returns at once. A hint: the contents never change.
+ * Does nothing on the CPU backend. `UG_UNSUPPORTED` for an array not made
+ * by `ug_array_alloc_unified`; `UG_CONTEXT_MISMATCH` for a stream of
+ * another backend.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `array` is NULL or a live array.
+ */
+enum ug_status ug_stream_prefetch(const struct ug_stream *stream, const struct ug_array *array, uint32_t to);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1629,6 +1629,82 @@ static void test_dlpack(ug_context *ctx) {
   free(expect);
 }
 
+/* ---------------------------------------------------------------- unified memory */
+static void test_unified(ug_context *ctx) {
+  ug_array *x = NULL;
+  size_t n = rand_len(1, 5000);
+  ug_status st = ug_array_alloc_unified(ctx, UG_DTYPE_F32, n, &x);
+  if (g_backend == UG_BACKEND_TORCH) {
+    /* torch's caching allocator has no managed memory: refused, with the way out. */
+    EXPECT(st, UG_UNSUPPORTED);
+    ERROR_HAS("alloc_unified");
+    CHECK(x == NULL);
+    return;
+  }
+  EXPECT(st, UG_OK);
+  bool unified = false;
+  OK(ug_array_is_unified(x, &unified));
+  CHECK(unified);
+
+  /* Zeroed; written in place from the host; used by ops on a stream. */
+  const void *ro = NULL;
+  OK(ug_array_host_view(x, &ro));
+  int all_zero = 1;
+  for (size_t i = 0; i < n; i++) all_zero &= ((const float *)ro)[i] == 0.0f;
+  CHECK(all_zero);
+  void *rw = NULL;
+  OK(ug_array_host_view_mut(x, &rw));
+  float *hx = (float *)random_buf(UG_DTYPE_F32, n, -100, 100);
+  float *hy = (float *)random_buf(UG_DTYPE_F32, n, -100, 100);
+  memcpy(rw, hx, n * sizeof(float));
+  ug_array *y = upload(ctx, UG_DTYPE_F32, hy, n);
+  ug_array *out = NULL;
+  OK(ug_array_alloc_unified(ctx, UG_DTYPE_F32, n, &out));
+  ug_stream *s = NULL;
+  OK(ug_stream_create(ctx, &s));
+  OK(ug_stream_prefetch(s, x, UG_LOCATION_DEVICE));
+  OK(ug_stream_prefetch(NULL, out, UG_LOCATION_DEVICE));
+  OK(ug_op_add(s, x, y, out));
+  OK(ug_stream_prefetch(s, out, UG_LOCATION_HOST));
+  /* No sync: the view waits for the add. */
+  OK(ug_array_host_view(out, &ro));
+  int same = 1;
+  for (size_t i = 0; i < n; i++) same &= ((const float *)ro)[i] == hx[i] + hy[i];
+  CHECK(same);
+
+  /* An ordinary array has no host view; nothing is written on failure. */
+  ro = SENTINEL;
+  EXPECT(ug_array_host_view(y, &ro), UG_UNSUPPORTED);
+  ERROR_HAS("alloc_unified");
+  CHECK(ro == SENTINEL);
+  OK(ug_array_is_unified(y, &unified));
+  CHECK(!unified);
+  EXPECT(ug_array_host_view_mut(y, &rw), UG_UNSUPPORTED);
+  EXPECT(ug_stream_prefetch(s, y, UG_LOCATION_HOST), UG_UNSUPPORTED);
+  EXPECT(ug_stream_prefetch(s, x, 7), UG_INVALID_ARGUMENT);
+  ERROR_HAS("ug_location");
+  EXPECT(ug_stream_prefetch(s, NULL, UG_LOCATION_HOST), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_host_view(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_host_view_mut(NULL, &rw), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_alloc_unified(ctx, 99, 4, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_alloc_unified(NULL, UG_DTYPE_F32, 4, &out), UG_NULL_ARGUMENT);
+
+  /* More than the device has free: refused, with the free bytes. */
+  size_t free_bytes = 0, total = 0;
+  OK(ug_context_memory_info(ctx, &free_bytes, &total));
+  ug_array *huge = NULL;
+  EXPECT(ug_array_alloc_unified(ctx, UG_DTYPE_U8, total + 1, &huge), UG_OUT_OF_MEMORY);
+  ERROR_HAS("bytes free");
+  CHECK(huge == NULL);
+
+  free(hx);
+  free(hy);
+  ug_stream_free(s);
+  ug_array_free(x);
+  ug_array_free(y);
+  ug_array_free(out);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -1664,6 +1740,7 @@ int main(int argc, char **argv) {
     test_kernels(ctx);
     test_ops(ctx);
     test_dlpack(ctx);
+    test_unified(ctx);
     OK(ug_context_sync(ctx));
     ug_context_free(ctx);
   }

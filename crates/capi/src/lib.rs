@@ -55,6 +55,7 @@ pub mod status;
 pub mod stream;
 pub mod tiers;
 pub mod types;
+pub mod unified;
 
 pub use array::*;
 pub use context::*;
@@ -67,3 +68,4 @@ pub use ops::*;
 pub use status::{ug_last_error_message, ug_status, ug_status_name, ug_string_free, ug_test_panic};
 pub use stream::*;
 pub use types::*;
+pub use unified::*;
