@@ -29,6 +29,7 @@ mod locks;
 mod ops;
 mod pending;
 mod stream;
+mod unified;
 
 use pyo3::prelude::*;
 

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 use unigpu::{Context, Event, Stream};
 
+use crate::array::PyArray;
 use crate::context::PyContext;
 use crate::errors::err;
 use crate::kernel::{self, PyKernel};
@@ -88,6 +89,24 @@ impl PyStream {
             args,
             shared_mem,
         )
+    }
+
+    /// Moves a unified array's memory to `to` ("device" or "host"),
+    /// ordered on this stream after the work that writes it; returns at
+    /// once. A hint: the contents never change. Does nothing on the CPU
+    /// backend; UnsupportedError for an array not made by
+    /// `Context.alloc_unified`.
+    #[pyo3(signature = (array, to = "device"))]
+    fn prefetch(&self, py: Python<'_>, array: &Bound<'_, PyArray>, to: &str) -> PyResult<()> {
+        let to = crate::unified::location(to)?;
+        let inner = &array.get().inner;
+        py.detach(|| {
+            inner
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .prefetch(&self.stream, to)
+        })
+        .map_err(err(py))
     }
 
     /// The built-in ops on this stream.
