@@ -306,6 +306,15 @@ typedef struct ug_kernel ug_kernel;
 typedef struct ug_module ug_module;
 
 /**
+ * `len` elements of host memory that `ug_stream_upload_pinned` and
+ * `ug_stream_download_pinned` copy without staging: page-locked on CUDA
+ * (the copy calls return at once), ordinary memory on the CPU and torch
+ * backends (the copies finish before they return). Thread-safe. Freeing
+ * it waits for the copies still pending on it.
+ */
+typedef struct ug_pinned ug_pinned;
+
+/**
  * An ordered queue of work: a CUDA stream, or a worker thread on the CPU
  * backend. Thread-safe: work may be enqueued from any thread. Freeing the
  * handle lets queued work finish first.
@@ -1192,6 +1201,97 @@ enum ug_status ug_op_dot(const struct ug_stream *stream, const struct ug_array *
  * `stream` is NULL or a live stream; `a`, `b`, `c` are NULL or live arrays.
  */
 enum ug_status ug_op_matmul(const struct ug_stream *stream, const struct ug_array *a, const struct ug_array *b, struct ug_array *c, size_t m, size_t k, size_t n);
+
+/**
+ * `len` zeroed elements of `dtype` (a `ug_dtype`) of pinned host memory
+ * for `ctx`'s device. Page-locked memory is scarce: keep a few buffers
+ * and reuse them.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_pinned_new(const struct ug_context *ctx, uint32_t dtype, size_t len, struct ug_pinned **out);
+
+/**
+ * The number of elements.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_len(const struct ug_pinned *pinned, size_t *out);
+
+/**
+ * The element type.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_dtype(const struct ug_pinned *pinned, enum ug_dtype *out);
+
+/**
+ * Waits for the downloads pending into `pinned`, then writes to `out`
+ * the address of its elements, to read (`len` elements, native byte
+ * order). The address is valid until `ug_pinned_free`; read it only
+ * until another download into the buffer is enqueued, then call this
+ * again to wait for that one.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_data(const struct ug_pinned *pinned, const void **out);
+
+/**
+ * As `ug_pinned_data`, for writing: waits for every copy pending from or
+ * into the buffer. Write only until a copy from or into it is enqueued.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_data_mut(struct ug_pinned *pinned, void **out);
+
+/**
+ * Copies `src` into `dst` (same dtype and length), ordered on `stream`
+ * (NULL: `dst`'s default stream). On CUDA it returns at once;
+ * `ug_pinned_data_mut(src)` waits for the copy.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `src` is NULL or a live pinned
+ * buffer; `dst` is NULL or a live array.
+ */
+enum ug_status ug_stream_upload_pinned(const struct ug_stream *stream, const struct ug_pinned *src, struct ug_array *dst);
+
+/**
+ * Copies `src` into `dst` (same dtype and length), ordered on `stream`
+ * (NULL: `src`'s default stream). On CUDA it returns at once;
+ * `ug_pinned_data(dst)` waits for the copy.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `src` is NULL or a live array; `dst`
+ * is NULL or a live pinned buffer.
+ */
+enum ug_status ug_stream_download_pinned(const struct ug_stream *stream, const struct ug_array *src, struct ug_pinned *dst);
+
+/**
+ * Frees a pinned buffer, after the copies still pending on it. NULL is a
+ * no-op.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a pinned buffer from this library, not freed before
+ * and not in use by another thread.
+ */
+void ug_pinned_free(struct ug_pinned *pinned);
 
 /**
  * Copies this thread's last error message into `buf`, like `snprintf`: at

@@ -182,6 +182,21 @@ impl PyContext {
         crate::unified::alloc(&self.ctx, py, n, d)
     }
 
+    /// `n` zeroed elements of `dtype` of pinned host memory for this
+    /// context's device (a `PinnedBuffer`): page-locked on CUDA, so that
+    /// `Stream.upload_pinned` / `download_pinned` run at the DMA engine's
+    /// rate and return at once.
+    #[pyo3(signature = (n, dtype=None))]
+    fn pinned(
+        &self,
+        py: Python<'_>,
+        n: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::pinned::PyPinned> {
+        let (n, d) = (length(n)?, self.dtype_or_default(dtype)?);
+        crate::pinned::PyPinned::new(&self.ctx, py, n, d)
+    }
+
     /// `n` elements of `dtype` with unspecified contents.
     #[pyo3(signature = (n, dtype=None))]
     fn empty(&self, py: Python<'_>, n: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {

@@ -7,17 +7,18 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use unigpu::{AnyArray, Location};
 
-use crate::array::{PyArray, Shared};
+use crate::array::PyArray;
 use crate::dtype::{numpy, numpy_name};
 use crate::errors::err;
 
-/// The host memory of a unified array as numpy sees it (through
-/// `__array_interface__`): the base of `Array.host_view()`'s result,
-/// holding the array so that its memory outlives every view.
+/// Host memory as numpy sees it (through `__array_interface__`): the base
+/// of the numpy arrays `Array.host_view()` and `PinnedBuffer.view()`
+/// return, holding the array or buffer so that its memory outlives every
+/// view.
 #[pyclass(frozen, name = "_HostMemory", module = "unigpu")]
 #[derive(Debug)]
 pub struct PyHostMemory {
-    _array: Shared,
+    _owner: Box<dyn std::any::Any + Send + Sync>,
     ptr: usize,
     len: usize,
     typestr: String,
@@ -56,16 +57,36 @@ pub(crate) fn host_view<'py>(
             }
         })
         .map_err(err(py))?;
+    numpy_view(
+        py,
+        Box::new(inner.clone()),
+        ptr,
+        array.len,
+        array.dtype,
+        writable,
+    )
+}
+
+/// A numpy array of `len` elements of `dtype` at `ptr`, kept alive by
+/// `owner` (what owns the memory).
+pub(crate) fn numpy_view<'py>(
+    py: Python<'py>,
+    owner: Box<dyn std::any::Any + Send + Sync>,
+    ptr: usize,
+    len: usize,
+    dtype: unigpu::DType,
+    writable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let np = numpy(py)?;
-    let dtype = np.getattr("dtype")?.call1((numpy_name(array.dtype),))?;
-    if array.len == 0 {
+    let dtype = np.getattr("dtype")?.call1((numpy_name(dtype),))?;
+    if len == 0 {
         // No memory to point at: an empty array of the dtype.
         return np.getattr("empty")?.call1((0, dtype));
     }
     let memory = PyHostMemory {
-        _array: inner.clone(),
+        _owner: owner,
         ptr,
-        len: array.len,
+        len,
         typestr: dtype.getattr("str")?.extract()?,
         readonly: !writable,
     };

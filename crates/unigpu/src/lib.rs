@@ -28,9 +28,9 @@
 //! Three layers, and dependencies point down only, so that a backend can
 //! be added without touching a public type (docs/adding-a-backend.md):
 //! - Public types (`context.rs`, `array.rs`, `stream.rs`, `event.rs`,
-//!   `any_array.rs`, `pinned.rs`, `unified.rs`, `ops/`, `kernel/`,
-//!   `dlpack/`, `pipeline/`, `config.rs`): validate input, then call the
-//!   dispatch. They never name a backend.
+//!   `any_array.rs`, `any_pinned.rs`, `pinned.rs`, `unified.rs`, `ops/`,
+//!   `kernel/`, `dlpack/`, `pipeline/`, `config.rs`): validate input, then
+//!   call the dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
 //! - `backend/<name>/` (`cpu`, `cuda`, `torch`): each implements the trait
@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod any_array;
+mod any_pinned;
 mod array;
 mod backend;
 pub mod config;
@@ -61,6 +62,7 @@ mod stream;
 mod unified;
 
 pub use any_array::AnyArray;
+pub use any_pinned::AnyPinned;
 pub use array::GpuArray;
 pub use backend::{Backend, BackendAttempt, Outcome};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
