@@ -7,9 +7,10 @@
  * out-parameters were written, any other value means nothing was written and
  * ug_last_error_message() returns the message (one per thread). Every pointer argument is
  * checked for NULL; a (pointer, length) pair may be NULL only when the length is 0. Enum
- * values passed in are uint32_t holding a ug_backend / ug_dtype / ug_arg_kind value and are
- * checked. Objects are opaque handles destroyed with their _free function, which accepts
- * NULL. Handles are thread-safe. A Rust panic comes back as UG_PANIC, never an abort.
+ * values passed in are uint32_t holding a ug_backend / ug_dtype / ug_arg_kind / ug_location
+ * value and are checked. Objects are opaque handles destroyed with their _free function,
+ * which accepts NULL. Handles are thread-safe. A Rust panic comes back as UG_PANIC, never an
+ * abort.
  */
 
 #ifndef UNIGPU_H
@@ -244,6 +245,21 @@ typedef enum ug_outcome {
 } ug_outcome;
 
 /**
+ * Where `ug_stream_prefetch` moves a unified array's memory. Inputs are
+ * `uint32_t` holding one of these values.
+ */
+typedef enum ug_location {
+  /**
+   * The array's device: kernels then run without page faults.
+   */
+  UG_LOCATION_DEVICE = 0,
+  /**
+   * Host memory: host reads and writes then run without page faults.
+   */
+  UG_LOCATION_HOST = 1,
+} ug_location;
+
+/**
  * An array on a context's device. Thread-safe: calls that read it may run
  * at once from many threads; a call that writes it waits for them.
  *
@@ -296,6 +312,15 @@ typedef struct ug_kernel ug_kernel;
  * CPU backend, the list of kernels read from the source.
  */
 typedef struct ug_module ug_module;
+
+/**
+ * `len` elements of host memory that `ug_stream_upload_pinned` and
+ * `ug_stream_download_pinned` copy without staging: page-locked on CUDA
+ * (the copy calls return at once), ordinary memory on the CPU and torch
+ * backends (the copies finish before they return). Thread-safe. Freeing
+ * it waits for the copies still pending on it.
+ */
+typedef struct ug_pinned ug_pinned;
 
 /**
  * An ordered queue of work: a CUDA stream, or a worker thread on the CPU
@@ -1250,6 +1275,97 @@ enum ug_status ug_op_dot(const struct ug_stream *stream, const struct ug_array *
 enum ug_status ug_op_matmul(const struct ug_stream *stream, const struct ug_array *a, const struct ug_array *b, struct ug_array *c, size_t m, size_t k, size_t n);
 
 /**
+ * `len` zeroed elements of `dtype` (a `ug_dtype`) of pinned host memory
+ * for `ctx`'s device. Page-locked memory is scarce: keep a few buffers
+ * and reuse them.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_pinned_new(const struct ug_context *ctx, uint32_t dtype, size_t len, struct ug_pinned **out);
+
+/**
+ * The number of elements.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_len(const struct ug_pinned *pinned, size_t *out);
+
+/**
+ * The element type.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_dtype(const struct ug_pinned *pinned, enum ug_dtype *out);
+
+/**
+ * Waits for the downloads pending into `pinned`, then writes to `out`
+ * the address of its elements, to read (`len` elements, native byte
+ * order). The address is valid until `ug_pinned_free`; read it only
+ * until another download into the buffer is enqueued, then call this
+ * again to wait for that one.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_data(const struct ug_pinned *pinned, const void **out);
+
+/**
+ * As `ug_pinned_data`, for writing: waits for every copy pending from or
+ * into the buffer. Write only until a copy from or into it is enqueued.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a live pinned buffer; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_pinned_data_mut(struct ug_pinned *pinned, void **out);
+
+/**
+ * Copies `src` into `dst` (same dtype and length), ordered on `stream`
+ * (NULL: `dst`'s default stream). On CUDA it returns at once;
+ * `ug_pinned_data_mut(src)` waits for the copy.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `src` is NULL or a live pinned
+ * buffer; `dst` is NULL or a live array.
+ */
+enum ug_status ug_stream_upload_pinned(const struct ug_stream *stream, const struct ug_pinned *src, struct ug_array *dst);
+
+/**
+ * Copies `src` into `dst` (same dtype and length), ordered on `stream`
+ * (NULL: `src`'s default stream). On CUDA it returns at once;
+ * `ug_pinned_data(dst)` waits for the copy.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `src` is NULL or a live array; `dst`
+ * is NULL or a live pinned buffer.
+ */
+enum ug_status ug_stream_download_pinned(const struct ug_stream *stream, const struct ug_array *src, struct ug_pinned *dst);
+
+/**
+ * Frees a pinned buffer, after the copies still pending on it. NULL is a
+ * no-op.
+ *
+ * # Safety
+ *
+ * `pinned` is NULL or a pinned buffer from this library, not freed before
+ * and not in use by another thread.
+ */
+void ug_pinned_free(struct ug_pinned *pinned);
+
+/**
  * Copies this thread's last error message into `buf`, like `snprintf`: at
  * most `len - 1` bytes and a NUL. Returns the message's full length in
  * bytes (without the NUL), 0 when the last call on this thread succeeded.
@@ -1438,6 +1554,73 @@ enum ug_status ug_scalar_to_f64(const struct ug_scalar *scalar, double *out);
  * `ug_dtype` value.
  */
 size_t ug_dtype_size(uint32_t dtype);
+
+/**
+ * An array of `len` zeros of `dtype` (a `ug_dtype`) in unified memory:
+ * usable by every op, kernel and copy like any array, and readable and
+ * writable in place from the host through `ug_array_host_view` and
+ * `ug_array_host_view_mut`. Managed memory (`cuMemAllocManaged`) on
+ * CUDA, plain host memory on the CPU backend; `UG_UNSUPPORTED` on torch
+ * (and on a CUDA device without concurrent managed access).
+ * `UG_OUT_OF_MEMORY` for more than the device has free (managed memory
+ * is never over-subscribed: that can hang a GPU); the message holds the
+ * free bytes.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_alloc_unified(const struct ug_context *ctx, uint32_t dtype, size_t len, struct ug_array **out);
+
+/**
+ * Writes true to `out` when `array` is unified memory
+ * (`ug_array_alloc_unified`).
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_is_unified(const struct ug_array *array, bool *out);
+
+/**
+ * Waits until the work that writes `array` (on any stream) is done, then
+ * writes to `out` the host address of its elements, to read in place
+ * (`ug_array_size_bytes` bytes, native byte order). The address stays
+ * valid while the array's memory lives (until `ug_array_free` and the
+ * end of the work queued on it). Reading is safe until work that writes
+ * the array is enqueued: after such work, call this again to wait for
+ * it. `UG_UNSUPPORTED` for an array not made by `ug_array_alloc_unified`.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_host_view(const struct ug_array *array, const void **out);
+
+/**
+ * As `ug_array_host_view`, for writing: waits until every use of `array`
+ * (on any stream) is done. Writing is safe until work that uses the
+ * array is enqueued; work enqueued after the writes sees them.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_host_view_mut(struct ug_array *array, void **out);
+
+/**
+ * Moves a unified array's memory to `to` (a `ug_location`), ordered on
+ * `stream` (NULL: the array's context's default stream) after the work
+ * that writes it; returns at once. A hint: the contents never change.
+ * Does nothing on the CPU backend. `UG_UNSUPPORTED` for an array not made
+ * by `ug_array_alloc_unified`; `UG_CONTEXT_MISMATCH` for a stream of
+ * another backend.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `array` is NULL or a live array.
+ */
+enum ug_status ug_stream_prefetch(const struct ug_stream *stream, const struct ug_array *array, uint32_t to);
 
 #ifdef __cplusplus
 }  // extern "C"

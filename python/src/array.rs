@@ -125,6 +125,31 @@ impl PyArray {
         })
     }
 
+    /// A numpy array over the elements' own memory, without a copy, for an
+    /// array made by `Context.alloc_unified`: waits for the work that
+    /// writes the array (with `writable=True`, for every use of it) and
+    /// returns a read-only (writable) view. The view keeps the memory
+    /// alive; it is up to date until work that writes the array (or, for
+    /// writing, uses it) is enqueued: call `host_view` again after such
+    /// work to wait for it. bf16 elements are numpy.uint16 bit patterns.
+    /// Raises UnsupportedError for an array not made by `alloc_unified`.
+    #[pyo3(signature = (writable = false))]
+    fn host_view<'py>(&self, py: Python<'py>, writable: bool) -> PyResult<Bound<'py, PyAny>> {
+        crate::unified::host_view(self, py, writable)
+    }
+
+    /// True for an array made by `Context.alloc_unified` (managed memory
+    /// on CUDA, host memory on the CPU backend).
+    #[getter]
+    fn is_unified(&self, py: Python<'_>) -> bool {
+        py.detach(|| {
+            self.inner
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_unified()
+        })
+    }
+
     /// numpy's conversion hook (`numpy.asarray(a)`): always a copy.
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(

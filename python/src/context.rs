@@ -165,6 +165,38 @@ impl PyContext {
             .map_err(err(py))
     }
 
+    /// `n` zeros of `dtype` in unified memory: an ordinary Array (every
+    /// op, kernel and copy takes it) that the host also reads and writes in
+    /// place through `Array.host_view()`; `Stream.prefetch` moves it ahead
+    /// of use. Managed memory on CUDA, never more than the device has free
+    /// (OutOfMemoryError, with the free bytes); host memory on the CPU
+    /// backend; UnsupportedError on torch.
+    #[pyo3(signature = (n, dtype=None))]
+    fn alloc_unified(
+        &self,
+        py: Python<'_>,
+        n: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let (n, d) = (length(n)?, self.dtype_or_default(dtype)?);
+        crate::unified::alloc(&self.ctx, py, n, d)
+    }
+
+    /// `n` zeroed elements of `dtype` of pinned host memory for this
+    /// context's device (a `PinnedBuffer`): page-locked on CUDA, so that
+    /// `Stream.upload_pinned` / `download_pinned` run at the DMA engine's
+    /// rate and return at once.
+    #[pyo3(signature = (n, dtype=None))]
+    fn pinned(
+        &self,
+        py: Python<'_>,
+        n: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::pinned::PyPinned> {
+        let (n, d) = (length(n)?, self.dtype_or_default(dtype)?);
+        crate::pinned::PyPinned::new(&self.ctx, py, n, d)
+    }
+
     /// `n` elements of `dtype` with unspecified contents.
     #[pyo3(signature = (n, dtype=None))]
     fn empty(&self, py: Python<'_>, n: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {

@@ -28,7 +28,9 @@ mod kernel;
 mod locks;
 mod ops;
 mod pending;
+mod pinned;
 mod stream;
+mod unified;
 
 use pyo3::prelude::*;
 
@@ -41,6 +43,7 @@ fn _unigpu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::PyDeviceInfo>()?;
     m.add_class::<array::PyArray>()?;
     m.add_class::<stream::PyStream>()?;
+    m.add_class::<pinned::PyPinned>()?;
     m.add_class::<stream::PyEvent>()?;
     m.add_class::<stream::PyGraph>()?;
     m.add_class::<kernel::PyModule_>()?;

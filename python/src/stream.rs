@@ -3,10 +3,12 @@
 use pyo3::prelude::*;
 use unigpu::{Context, Event, Graph, Stream};
 
+use crate::array::PyArray;
 use crate::context::PyContext;
 use crate::errors::err;
 use crate::kernel::{self, PyKernel};
 use crate::ops::PyOps;
+use crate::pinned::PyPinned;
 
 /// An ordered queue of work: a CUDA stream, or a worker thread on the CPU
 /// backend. Work on different streams may overlap; events order it.
@@ -111,6 +113,61 @@ impl PyStream {
             args,
             shared_mem,
         )
+    }
+
+    /// Moves a unified array's memory to `to` ("device" or "host"),
+    /// ordered on this stream after the work that writes it; returns at
+    /// once. A hint: the contents never change. Does nothing on the CPU
+    /// backend; UnsupportedError for an array not made by
+    /// `Context.alloc_unified`.
+    #[pyo3(signature = (array, to = "device"))]
+    fn prefetch(&self, py: Python<'_>, array: &Bound<'_, PyArray>, to: &str) -> PyResult<()> {
+        let to = crate::unified::location(to)?;
+        let inner = &array.get().inner;
+        py.detach(|| {
+            inner
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .prefetch(&self.stream, to)
+        })
+        .map_err(err(py))
+    }
+
+    /// Copies the pinned buffer `src` into the array `dst` (same dtype and
+    /// length), ordered on this stream. On CUDA it returns at once;
+    /// `src.view(writable=True)` waits for the copy.
+    fn upload_pinned(
+        &self,
+        py: Python<'_>,
+        src: &Bound<'_, PyPinned>,
+        dst: &Bound<'_, PyArray>,
+    ) -> PyResult<()> {
+        let (p, a) = (&src.get().inner, &dst.get().inner);
+        // The pinned buffer is locked first, then the array, always.
+        py.detach(|| {
+            let p = p.read().unwrap_or_else(|e| e.into_inner());
+            let mut a = a.write().unwrap_or_else(|e| e.into_inner());
+            self.stream.upload_pinned_any(&p, &mut a)
+        })
+        .map_err(err(py))
+    }
+
+    /// Copies the array `src` into the pinned buffer `dst` (same dtype and
+    /// length), ordered on this stream. On CUDA it returns at once;
+    /// `dst.view()` waits for the copy.
+    fn download_pinned(
+        &self,
+        py: Python<'_>,
+        src: &Bound<'_, PyArray>,
+        dst: &Bound<'_, PyPinned>,
+    ) -> PyResult<()> {
+        let (a, p) = (&src.get().inner, &dst.get().inner);
+        py.detach(|| {
+            let mut p = p.write().unwrap_or_else(|e| e.into_inner());
+            let a = a.read().unwrap_or_else(|e| e.into_inner());
+            self.stream.download_pinned_any(&a, &mut p)
+        })
+        .map_err(err(py))
     }
 
     /// The built-in ops on this stream.

@@ -1695,6 +1695,157 @@ static void test_graphs(ug_context *ctx) {
   ug_stream_free(s);
 }
 
+/* ---------------------------------------------------------------- pinned buffers */
+static void test_pinned(ug_context *ctx) {
+  for (int t = 0; t < 9; t++) {
+    uint32_t d = ALL_DTYPES[t];
+    size_t es = ug_dtype_size(d);
+    size_t n = rand_len(1, 3000);
+    ug_pinned *src = NULL, *dst = NULL;
+    OK(ug_pinned_new(ctx, d, n, &src));
+    OK(ug_pinned_new(ctx, d, n, &dst));
+    size_t len = 0;
+    ug_dtype dt = UG_DTYPE_U8;
+    OK(ug_pinned_len(src, &len));
+    OK(ug_pinned_dtype(src, &dt));
+    CHECK(len == n && (uint32_t)dt == d);
+    const void *ro = NULL;
+    OK(ug_pinned_data(src, &ro));
+    int all_zero = 1;
+    for (size_t i = 0; i < n * es; i++) all_zero &= ((const unsigned char *)ro)[i] == 0;
+    CHECK(all_zero);
+    void *host = random_buf(d, n, -100, 100);
+    void *rw = NULL;
+    OK(ug_pinned_data_mut(src, &rw));
+    memcpy(rw, host, n * es);
+    ug_stream *s = NULL;
+    OK(ug_stream_create(ctx, &s));
+    ug_array *a = NULL;
+    OK(ug_array_zeros(ctx, d, n, &a));
+    OK(ug_stream_upload_pinned(s, src, a));
+    ug_array *b = NULL;
+    OK(ug_array_zeros(ctx, d, n, &b));
+    OK(ug_op_copy(s, a, b));
+    OK(ug_stream_download_pinned(t % 2 ? s : NULL, b, dst));
+    /* No sync: a download on b's default stream is ordered after the copy
+       on s, and ug_pinned_data waits for the download. */
+    OK(ug_pinned_data(dst, &ro));
+    if (memcmp(ro, host, n * es) != 0) printf("FAIL pinned round trip of %s\n", DTYPE_NAMES[t]);
+    CHECK(memcmp(ro, host, n * es) == 0);
+    /* Writing the source waits for the upload; the array keeps what was uploaded. */
+    OK(ug_pinned_data_mut(src, &rw));
+    memset(rw, 0x5a, n * es);
+    void *back = download(a, d, n);
+    CHECK(memcmp(back, host, n * es) == 0);
+    free(back);
+
+    /* Mismatches are refused; nothing is copied. */
+    uint32_t other = ALL_DTYPES[(t + 1) % 9];
+    ug_pinned *wrong = NULL, *shorter = NULL;
+    OK(ug_pinned_new(ctx, other, n, &wrong));
+    OK(ug_pinned_new(ctx, d, n + 1, &shorter));
+    EXPECT(ug_stream_upload_pinned(s, wrong, a), UG_DTYPE_MISMATCH);
+    EXPECT(ug_stream_download_pinned(s, a, shorter), UG_SIZE_MISMATCH);
+    EXPECT(ug_stream_upload_pinned(s, NULL, a), UG_NULL_ARGUMENT);
+    ERROR_HAS("`src` is NULL");
+    EXPECT(ug_stream_download_pinned(s, a, NULL), UG_NULL_ARGUMENT);
+    EXPECT(ug_pinned_data(src, NULL), UG_NULL_ARGUMENT);
+    EXPECT(ug_pinned_data_mut(NULL, &rw), UG_NULL_ARGUMENT);
+    EXPECT(ug_pinned_len(NULL, &len), UG_NULL_ARGUMENT);
+    EXPECT(ug_pinned_dtype(src, NULL), UG_NULL_ARGUMENT);
+    ug_pinned *none = (ug_pinned *)SENTINEL;
+    EXPECT(ug_pinned_new(ctx, 99, 4, &none), UG_INVALID_ARGUMENT);
+    CHECK(none == (ug_pinned *)SENTINEL);
+    EXPECT(ug_pinned_new(NULL, d, 4, &none), UG_NULL_ARGUMENT);
+
+    free(host);
+    ug_pinned_free(wrong);
+    ug_pinned_free(shorter);
+    ug_pinned_free(src);
+    ug_pinned_free(dst);
+    ug_array_free(a);
+    ug_array_free(b);
+    ug_stream_free(s);
+  }
+  ug_pinned_free(NULL);
+}
+
+/* ---------------------------------------------------------------- unified memory */
+static void test_unified(ug_context *ctx) {
+  ug_array *x = NULL;
+  size_t n = rand_len(1, 5000);
+  ug_status st = ug_array_alloc_unified(ctx, UG_DTYPE_F32, n, &x);
+  if (g_backend == UG_BACKEND_TORCH) {
+    /* torch's caching allocator has no managed memory: refused, with the way out. */
+    EXPECT(st, UG_UNSUPPORTED);
+    ERROR_HAS("alloc_unified");
+    CHECK(x == NULL);
+    return;
+  }
+  EXPECT(st, UG_OK);
+  bool unified = false;
+  OK(ug_array_is_unified(x, &unified));
+  CHECK(unified);
+
+  /* Zeroed; written in place from the host; used by ops on a stream. */
+  const void *ro = NULL;
+  OK(ug_array_host_view(x, &ro));
+  int all_zero = 1;
+  for (size_t i = 0; i < n; i++) all_zero &= ((const float *)ro)[i] == 0.0f;
+  CHECK(all_zero);
+  void *rw = NULL;
+  OK(ug_array_host_view_mut(x, &rw));
+  float *hx = (float *)random_buf(UG_DTYPE_F32, n, -100, 100);
+  float *hy = (float *)random_buf(UG_DTYPE_F32, n, -100, 100);
+  memcpy(rw, hx, n * sizeof(float));
+  ug_array *y = upload(ctx, UG_DTYPE_F32, hy, n);
+  ug_array *out = NULL;
+  OK(ug_array_alloc_unified(ctx, UG_DTYPE_F32, n, &out));
+  ug_stream *s = NULL;
+  OK(ug_stream_create(ctx, &s));
+  OK(ug_stream_prefetch(s, x, UG_LOCATION_DEVICE));
+  OK(ug_stream_prefetch(NULL, out, UG_LOCATION_DEVICE));
+  OK(ug_op_add(s, x, y, out));
+  OK(ug_stream_prefetch(s, out, UG_LOCATION_HOST));
+  /* No sync: the view waits for the add. */
+  OK(ug_array_host_view(out, &ro));
+  int same = 1;
+  for (size_t i = 0; i < n; i++) same &= ((const float *)ro)[i] == hx[i] + hy[i];
+  CHECK(same);
+
+  /* An ordinary array has no host view; nothing is written on failure. */
+  ro = SENTINEL;
+  EXPECT(ug_array_host_view(y, &ro), UG_UNSUPPORTED);
+  ERROR_HAS("alloc_unified");
+  CHECK(ro == SENTINEL);
+  OK(ug_array_is_unified(y, &unified));
+  CHECK(!unified);
+  EXPECT(ug_array_host_view_mut(y, &rw), UG_UNSUPPORTED);
+  EXPECT(ug_stream_prefetch(s, y, UG_LOCATION_HOST), UG_UNSUPPORTED);
+  EXPECT(ug_stream_prefetch(s, x, 7), UG_INVALID_ARGUMENT);
+  ERROR_HAS("ug_location");
+  EXPECT(ug_stream_prefetch(s, NULL, UG_LOCATION_HOST), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_host_view(x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_host_view_mut(NULL, &rw), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_alloc_unified(ctx, 99, 4, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_alloc_unified(NULL, UG_DTYPE_F32, 4, &out), UG_NULL_ARGUMENT);
+
+  /* More than the device has free: refused, with the free bytes. */
+  size_t free_bytes = 0, total = 0;
+  OK(ug_context_memory_info(ctx, &free_bytes, &total));
+  ug_array *huge = NULL;
+  EXPECT(ug_array_alloc_unified(ctx, UG_DTYPE_U8, total + 1, &huge), UG_OUT_OF_MEMORY);
+  ERROR_HAS("bytes free");
+  CHECK(huge == NULL);
+
+  free(hx);
+  free(hy);
+  ug_stream_free(s);
+  ug_array_free(x);
+  ug_array_free(y);
+  ug_array_free(out);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -1731,6 +1882,8 @@ int main(int argc, char **argv) {
     test_kernels(ctx);
     test_ops(ctx);
     test_dlpack(ctx);
+    test_unified(ctx);
+    test_pinned(ctx);
     OK(ug_context_sync(ctx));
     ug_context_free(ctx);
   }

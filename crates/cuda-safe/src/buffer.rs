@@ -13,6 +13,9 @@ use crate::staging::MIN_STAGED;
 use crate::uses::{UseEnd, Uses};
 use crate::{CudaDevice, CudaStreamHandle};
 
+mod managed;
+pub use managed::ManagedLocation;
+
 mod sealed {
     pub trait Sealed {
         /// The element's DLPack dtype.
@@ -46,7 +49,8 @@ elements!(
 );
 
 /// `len` elements of `T` in device memory from the device's caching
-/// allocator, handed back to it on `Drop`.
+/// allocator, handed back to it on `Drop` (or managed memory from
+/// [`DeviceBuffer::managed`], freed on `Drop` after its uses).
 ///
 /// Every use is ordered after the earlier uses it conflicts with, on any
 /// stream (`uses.rs` says how, without a driver call when everything runs
@@ -86,6 +90,9 @@ enum Memory {
     Cached,
     /// Another library's tensor, taken through DLPack.
     Imported(ManagedTensor),
+    /// `cuMemAllocManaged` memory (address 0 when empty), freed with
+    /// `cuMemFree` after its uses.
+    Managed,
 }
 
 /// Where a buffer's memory waits, after the buffer is dropped, for the
@@ -120,6 +127,16 @@ impl Drop for Released {
                 // producer have it back.
                 self.device.cudarc_context().record_err(uses.synchronize());
                 drop(tensor);
+            }
+            Memory::Managed => {
+                let ctx = self.device.cudarc_context();
+                ctx.record_err(uses.synchronize());
+                if self.ptr != 0 {
+                    ctx.record_err(ctx.bind_to_thread());
+                    // SAFETY: from `cuMemAllocManaged`, freed once (this is
+                    // the memory's only release), and its uses are done.
+                    ctx.record_err(unsafe { result::free_sync(self.ptr) });
+                }
             }
         }
     }

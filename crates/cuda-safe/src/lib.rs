@@ -18,7 +18,8 @@
 //! - Send and Sync are decided per type, in the type's docs.
 //!
 //! - Device memory comes from the device's caching allocator (`alloc/`),
-//!   never straight from the driver; a buffer orders its uses across
+//!   never straight from the driver (managed memory, `buffer/managed.rs`,
+//!   is the one exception: it is never cached); a buffer orders its uses across
 //!   streams itself (`uses.rs`), lazily, so that work on one stream makes
 //!   no event calls. Events come from a per-device pool (`event_pool.rs`).
 //! - A graph keeps the memory its captured work uses until it is dropped
@@ -50,7 +51,7 @@ mod uses;
 
 pub use alloc::AllocatorStats;
 pub use blas::{BlasHandle, GemmElement};
-pub use buffer::{DeviceBuffer, Element};
+pub use buffer::{DeviceBuffer, Element, ManagedLocation};
 pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;

@@ -21,7 +21,7 @@ use unigpu_cuda_safe::dlpack::ffi::*;
 use unigpu_cuda_safe::dlpack::{ManagedTensor, dtype_of};
 use unigpu_cuda_safe::{
     CudaDevice, CudaEventHandle, CudaModuleHandle, CudaStreamHandle, DeviceBuffer, ForeignStream,
-    KernelParam, LaunchDims, SafeError, launch, nvrtc,
+    KernelParam, LaunchDims, ManagedLocation, SafeError, launch, nvrtc,
 };
 
 /// How long a gate holds its stream at most, so a failing test never hangs
@@ -296,6 +296,71 @@ fn impossible_allocations_are_out_of_memory_and_the_device_stays_usable() {
         &data,
         "after OOM",
     );
+}
+
+/// Managed buffers: zeroed, written and read in place from the host, the
+/// host's reads wait for a copy held back behind a gate on another stream,
+/// prefetch both ways, a request over the free bytes refused with them,
+/// device buffers refused a host view, and drop with pending work clean.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn managed_buffers_are_host_views_ordered_after_device_work() {
+    let _serial = serial();
+    let dev = device();
+    let (s1, s2) = (
+        CudaStreamHandle::new(&dev).unwrap(),
+        CudaStreamHandle::new(&dev).unwrap(),
+    );
+    let n = 1 << 20;
+    let mut a = DeviceBuffer::<f32>::managed(&s1, n).unwrap();
+    assert!(a.is_managed());
+    assert!(
+        a.managed_slice().unwrap().iter().all(|&v| v == 0.0),
+        "zeroed"
+    );
+    let data = random_f32(n);
+    a.managed_slice_mut().unwrap().copy_from_slice(&data);
+    a.prefetch(&s1, ManagedLocation::Device).unwrap();
+    let mut b = DeviceBuffer::<f32>::managed(&s1, n).unwrap();
+    let mut gate = Gate::on(&s2);
+    a.copy_to(&s2, &mut b).unwrap();
+    b.prefetch(&s2, ManagedLocation::Host).unwrap();
+    std::thread::sleep(HOLD);
+    assert!(!s2.query().unwrap(), "the gated copy finished early");
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(HOLD);
+        gate.release();
+    });
+    // Waits for the gated copy: never the zeroes.
+    assert_same(b.managed_slice().unwrap(), &data, "managed copy");
+    releaser.join().unwrap();
+    // An ordinary download agrees, and a device buffer has no host view.
+    assert_same(&b.to_host(&s1).unwrap(), &data, "download");
+    let plain = DeviceBuffer::<f32>::zeros(&s1, 4).unwrap();
+    assert!(!plain.is_managed());
+    assert!(matches!(
+        plain.managed_slice(),
+        Err(SafeError::Unsupported { .. })
+    ));
+    assert!(matches!(
+        plain.prefetch(&s1, ManagedLocation::Host),
+        Err(SafeError::Unsupported { .. })
+    ));
+    // More than the device has free is refused, with the driver's figure.
+    let (_, total) = dev.memory_info().unwrap();
+    match DeviceBuffer::<u8>::managed(&s1, total + 1) {
+        Err(SafeError::OutOfMemory { requested, free }) => {
+            assert_eq!(requested, total + 1);
+            assert!(free <= total, "free {free} > total {total}");
+        }
+        other => panic!("a managed buffer over the device's memory: {other:?}"),
+    }
+    // Empty ones work; dropping with work pending leaves no error behind.
+    let mut empty = DeviceBuffer::<u8>::managed(&s1, 0).unwrap();
+    assert!(empty.managed_slice_mut().unwrap().is_empty());
+    b.copy_to(&s2, &mut a).unwrap();
+    drop((a, b, empty));
+    dev.synchronize().unwrap();
 }
 
 /// The caching allocator's promise: memory freed while work on one stream

@@ -6,7 +6,7 @@
 
 use crate::element::PerDtype;
 use crate::kernel::{Arg, Scalar};
-use crate::{Context, DType, Element, Error, GpuArray, Ops, Result, bf16, f16};
+use crate::{Context, DType, Element, Error, GpuArray, Location, Ops, Result, Stream, bf16, f16};
 
 /// A [`GpuArray`] of any of the nine element types.
 #[derive(Debug)]
@@ -218,6 +218,34 @@ impl AnyArray {
     /// A copy in `ctx` ([`GpuArray::to_context`]).
     pub fn to_context(&self, ctx: &Context) -> Result<AnyArray> {
         with_array!(self, a => a.to_context(ctx).map(AnyArray::from))
+    }
+
+    /// `len` zeros of `dtype` in unified memory ([`Context::alloc_unified`]).
+    pub fn alloc_unified(ctx: &Context, dtype: DType, len: usize) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.alloc_unified::<T>(len).map(AnyArray::from))
+    }
+
+    /// Whether the array is unified memory ([`GpuArray::is_unified`]).
+    pub fn is_unified(&self) -> bool {
+        with_array!(self, a => a.is_unified())
+    }
+
+    /// Runs `f` on the elements' bytes seen from the host, once the pending
+    /// writes are done ([`GpuArray::host_view`]).
+    pub fn with_host_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        with_array!(self, a => Ok(f(bytemuck::cast_slice(&a.host_view()?))))
+    }
+
+    /// Runs `f` on the elements' bytes, writable from the host, once every
+    /// pending use is done ([`GpuArray::host_view_mut`]).
+    pub fn with_host_bytes_mut<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        with_array!(self, a => Ok(f(bytemuck::cast_slice_mut(&mut a.host_view_mut()?))))
+    }
+
+    /// Moves a unified array's memory to `to` on `stream`
+    /// ([`Stream::prefetch`]).
+    pub fn prefetch(&self, stream: &Stream, to: Location) -> Result<()> {
+        with_array!(self, a => stream.prefetch(a, to))
     }
 
     /// This array as a read-only kernel argument.

@@ -42,3 +42,12 @@ pub struct DeviceInfo {
     pub compute_capability: Option<(i32, i32)>,
     pub memory: MemoryInfo,
 }
+
+/// Where [`crate::Stream::prefetch`] moves a unified array's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// The context's device: kernels then run without page faults.
+    Device,
+    /// Host memory: host views then read without page faults.
+    Host,
+}

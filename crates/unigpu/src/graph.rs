@@ -55,7 +55,7 @@ impl Stream {
     /// ```
     /// # fn main() -> unigpu::Result<()> {
     /// let ctx = unigpu::Context::cpu()?;
-    /// let stream = ctx.new_stream()?;
+    /// let stream = ctx.create_stream()?;
     /// let x = ctx.upload(&[1.0f32, -2.0, 3.0])?;
     /// let mut y = ctx.zeros::<f32>(3)?;
     /// let graph = stream.capture(|s| {

@@ -28,8 +28,9 @@
 //! Three layers, and dependencies point down only, so that a backend can
 //! be added without touching a public type (docs/adding-a-backend.md):
 //! - Public types (`context.rs`, `array.rs`, `stream.rs`, `event.rs`,
-//!   `any_array.rs`, `ops/`, `kernel/`, `dlpack/`, `pipeline/`, `config.rs`): validate
-//!   input, then call the dispatch. They never name a backend.
+//!   `any_array.rs`, `any_pinned.rs`, `pinned.rs`, `unified.rs`, `ops/`,
+//!   `kernel/`, `dlpack/`, `pipeline/`, `config.rs`): validate input, then
+//!   call the dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
 //! - `backend/<name>/` (`cpu`, `cuda`, `torch`): each implements the trait
@@ -42,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod any_array;
+mod any_pinned;
 mod array;
 mod backend;
 pub mod config;
@@ -58,14 +60,16 @@ pub mod ops;
 mod pinned;
 pub mod pipeline;
 mod stream;
+mod unified;
 
 pub use any_array::AnyArray;
+pub use any_pinned::AnyPinned;
 pub use array::GpuArray;
 pub use backend::{Backend, BackendAttempt, Outcome};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;
 pub use context::list_devices;
-pub use device::{DeviceInfo, MemoryInfo, MemoryStats};
+pub use device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 pub use dlpack::{DlpackSync, DlpackTensor};
 pub use element::{DType, Element};
 pub use error::{Error, Result};
@@ -76,6 +80,7 @@ pub use ops::{Float, Ops};
 pub use pinned::PinnedBuffer;
 pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
+pub use unified::{HostView, HostViewMut};
 
 /// Re-exported so users need not depend on `half` to name the types.
 pub use half::{bf16, f16};

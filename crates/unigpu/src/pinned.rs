@@ -33,6 +33,11 @@ impl<T: Element> PinnedBuffer<T> {
         self.len() == 0
     }
 
+    /// The element type's runtime tag.
+    pub fn dtype(&self) -> crate::DType {
+        T::DTYPE
+    }
+
     /// The contents, once the downloads pending into the buffer are done.
     pub fn as_slice(&self) -> Result<&[T]> {
         self.imp.slice()

@@ -104,6 +104,14 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "            let (mut to, from) = (to.write(), from.read());\n            let n = from.len().saturating_sub(1);\n            to[..n].copy_from_slice(&from[..n]);\n",
         tests: &[],
     },
+    Mutation {
+        name: "a host view of a unified array that does not wait for its pending writes",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "        buffer.uses.wait_writes();\n        Ok(buffer.data.read())\n",
+        mutated: "        Ok(buffer.data.read())\n",
+        tests: &[],
+    },
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",
@@ -169,6 +177,14 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "        if true {\n",
         tests: &["safe:gpu"],
     },
+    Mutation {
+        name: "a host view of a managed buffer that does not wait for its pending writes",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/buffer/managed.rs",
+        original: "        self.uses.synchronize_writes().call(\"cuStreamSynchronize\")?;\n",
+        mutated: "",
+        tests: &["unified"],
+    },
     // ---- the torch backend (GPU machine); the spec's C++ is regenerated
     Mutation {
         name: "a reduction that drops its last block",
@@ -213,7 +229,7 @@ const MUTATIONS: &[Mutation] = &[
 ];
 
 /// The facade's test binaries the CPU mutations are checked against.
-const CPU_TESTS: &[&str] = &["ops", "streams", "arrays", "kernels", "dlpack"];
+const CPU_TESTS: &[&str] = &["ops", "streams", "arrays", "kernels", "dlpack", "unified"];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {

@@ -4,10 +4,11 @@
 //! why it is one trait, dispatched statically.
 
 use std::fmt::Debug;
+use std::ops::{Deref, DerefMut};
 
 use super::Backend;
 use super::code::{KernelRef, Program};
-use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
+use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::Result;
@@ -173,6 +174,38 @@ pub(crate) trait Api: Sized + 'static {
         stream: &Self::Stream,
         src: &Self::Buffer<T>,
         dst: &mut Self::Pinned<T>,
+    ) -> Result<()>;
+
+    // ---- unified (managed) memory
+
+    /// A unified buffer's elements seen from the host, held as long as the
+    /// view is: whatever keeps device work from writing them meanwhile.
+    type HostView<'a, T: Element>: Deref<Target = [T]>;
+    /// As [`Api::HostView`], writable.
+    type HostViewMut<'a, T: Element>: DerefMut<Target = [T]>;
+
+    /// `len` zeroed elements that the host and the device both address
+    /// (managed memory on CUDA; plain host memory where the device is the
+    /// host), usable as any other buffer. Never more than the device has
+    /// free: a larger request is `OutOfMemory` with the free bytes.
+    /// `Unsupported`, with the reason, where the backend has no such memory.
+    fn alloc_unified<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
+    /// Whether `buffer` came from [`Api::alloc_unified`].
+    fn is_unified<T: Element>(buffer: &Self::Buffer<T>) -> bool;
+    /// The elements, once the pending writes to `buffer` (on any stream)
+    /// are done; `Unsupported` naming `alloc_unified` for other buffers.
+    fn host_view<T: Element>(buffer: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>>;
+    /// The elements for writing, once every pending use of `buffer` is
+    /// done; `Unsupported` as [`Api::host_view`].
+    fn host_view_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>>;
+    /// Moves a unified buffer's memory to `to`, ordered on `stream` after
+    /// its pending writes; a hint that never changes the contents (`Ok`
+    /// and nothing done where memory does not move). `Unsupported` as
+    /// [`Api::host_view`].
+    fn prefetch<T: Element>(
+        stream: &Self::Stream,
+        buffer: &Self::Buffer<T>,
+        to: Location,
     ) -> Result<()>;
 
     // ---- DLPack

@@ -1,6 +1,8 @@
 //! The one place that names every backend: the enums the public types
 //! hold, and the dispatch from them to each backend's [`Api`].
 
+use std::ops::{Deref, DerefMut};
+
 use super::Api;
 use super::Backend;
 use super::code::{KernelRef, Program};
@@ -8,7 +10,7 @@ use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 use super::torch::Torch;
-use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
+use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -632,5 +634,84 @@ impl StreamImpl {
                 what: "Stream::download_pinned",
             }),
         }
+    }
+}
+
+/// A unified array's elements seen from the host, on any backend.
+pub(crate) enum HostViewImpl<'a, T: Element> {
+    Cpu(<Cpu as Api>::HostView<'a, T>),
+    Cuda(<Cuda as Api>::HostView<'a, T>),
+    Torch(<Torch as Api>::HostView<'a, T>),
+}
+
+/// As [`HostViewImpl`], writable.
+pub(crate) enum HostViewMutImpl<'a, T: Element> {
+    Cpu(<Cpu as Api>::HostViewMut<'a, T>),
+    Cuda(<Cuda as Api>::HostViewMut<'a, T>),
+    Torch(<Torch as Api>::HostViewMut<'a, T>),
+}
+
+impl<T: Element> Deref for HostViewImpl<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            HostViewImpl::Cpu(v) => v,
+            HostViewImpl::Cuda(v) => v,
+            HostViewImpl::Torch(v) => v,
+        }
+    }
+}
+
+impl<T: Element> Deref for HostViewMutImpl<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            HostViewMutImpl::Cpu(v) => v,
+            HostViewMutImpl::Cuda(v) => v,
+            HostViewMutImpl::Torch(v) => v,
+        }
+    }
+}
+
+impl<T: Element> DerefMut for HostViewMutImpl<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            HostViewMutImpl::Cpu(v) => v,
+            HostViewMutImpl::Cuda(v) => v,
+            HostViewMutImpl::Torch(v) => v,
+        }
+    }
+}
+
+/// Unified memory, on the array's backend.
+impl<T: Element> Storage<T> {
+    pub(crate) fn alloc_unified(stream: &StreamImpl, len: usize) -> Result<Storage<T>> {
+        new_storage!(stream, s, A => A::alloc_unified::<T>(s, len))
+    }
+
+    pub(crate) fn is_unified(&self) -> bool {
+        on_backend!(Storage, self, A, b => A::is_unified::<T>(b))
+    }
+
+    pub(crate) fn host_view(&self) -> Result<HostViewImpl<'_, T>> {
+        Ok(match self {
+            Storage::Cpu(b) => HostViewImpl::Cpu(Cpu::host_view::<T>(b)?),
+            Storage::Cuda(b) => HostViewImpl::Cuda(Cuda::host_view::<T>(b)?),
+            Storage::Torch(b) => HostViewImpl::Torch(Torch::host_view::<T>(b)?),
+        })
+    }
+
+    pub(crate) fn host_view_mut(&mut self) -> Result<HostViewMutImpl<'_, T>> {
+        Ok(match self {
+            Storage::Cpu(b) => HostViewMutImpl::Cpu(Cpu::host_view_mut::<T>(b)?),
+            Storage::Cuda(b) => HostViewMutImpl::Cuda(Cuda::host_view_mut::<T>(b)?),
+            Storage::Torch(b) => HostViewMutImpl::Torch(Torch::host_view_mut::<T>(b)?),
+        })
+    }
+}
+
+impl StreamImpl {
+    pub(crate) fn prefetch<T: Element>(&self, array: &Storage<T>, to: Location) -> Result<()> {
+        on_backend2!(StreamImpl, self, Storage, array, "Stream::prefetch", A, (s, b) => A::prefetch::<T>(s, b, to))
     }
 }

@@ -3,8 +3,9 @@
 //! - `contract.rs`: `trait Api`, every backend's handle types and
 //!   operations, with the guarantee of each.
 //! - `dispatch.rs`: the enums the public types hold (`DeviceImpl`,
-//!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`) and the calls
-//!   from them to each backend's `Api`; the only file naming the variants.
+//!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`, `PinnedImpl`,
+//!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
+//!   only file naming the variants.
 //! - `cpu/`, `cuda/`, `torch/`: one backend each, with its own buffers,
 //!   streams, events, ops, launch and DLPack. Without the `torch` feature
 //!   `torch_missing/` stands in, so the dispatch needs no `cfg`.
@@ -12,6 +13,8 @@
 //!   caches); not a backend.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
 //!   memory of their own (cpu, torch); not a backend.
+//! - `unified.rs`: what the backends share about unified memory; not a
+//!   backend.
 //! - `code.rs`: the forms of kernel code; `interop.rs`: cuda <-> torch moves;
 //!   `kind.rs`: the public `Backend` and `Backend::ALL`.
 //!
@@ -33,12 +36,14 @@ pub(crate) mod torch;
 #[cfg(not(feature = "torch"))]
 #[path = "torch_missing/mod.rs"]
 pub(crate) mod torch;
+mod unified;
 
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
 pub(crate) use contract::Api;
 pub use cpu::{CpuArgs, CpuKernelFn};
 pub(crate) use dispatch::{
-    ArgImpl, DeviceImpl, EventImpl, GraphImpl, PinnedImpl, Storage, StreamImpl,
+    ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
+    StreamImpl,
 };
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};

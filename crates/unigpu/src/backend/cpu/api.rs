@@ -9,14 +9,16 @@ use super::panic_message;
 use super::{CpuBuffer, CpuEvent, CpuStream, Recorded, replay, submit, submit_replayable};
 use crate::backend::code::{KernelRef, ModuleCode, Program};
 use crate::backend::contract::LaunchArg;
+use crate::backend::unified::not_unified;
 use crate::backend::{Api, Backend};
+use crate::device::Location;
 use crate::dlpack::sync::DlpackSync;
 use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, Origin};
 use crate::kernel::signature::KernelDecl;
 use crate::lock::lock;
 use crate::{DeviceInfo, Element, Error, MemoryInfo, MemoryStats, Result};
-use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor};
+use unigpu_cuda_safe::dlpack::{HostArray, HostMem, HostRead, HostWrite, ManagedTensor};
 
 /// The CPU backend: host memory, one worker thread per stream.
 #[derive(Debug)]
@@ -279,6 +281,44 @@ impl Api for Cpu {
     }
 
     crate::backend::host_pinned::host_pinned_api!();
+
+    type HostView<'a, T: Element> = HostRead<'a, T>;
+    type HostViewMut<'a, T: Element> = HostWrite<'a, T>;
+
+    /// Ordinary host memory: the host is the device.
+    fn alloc_unified<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        let mut buffer = CpuBuffer::zeros(len)?;
+        buffer.unified = true;
+        Ok(buffer)
+    }
+
+    fn is_unified<T: Element>(buffer: &Self::Buffer<T>) -> bool {
+        buffer.unified
+    }
+
+    fn host_view<T: Element>(buffer: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>> {
+        if !buffer.unified {
+            return Err(not_unified(Backend::Cpu));
+        }
+        buffer.uses.wait_writes();
+        Ok(buffer.data.read())
+    }
+
+    fn host_view_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>> {
+        if !buffer.unified {
+            return Err(not_unified(Backend::Cpu));
+        }
+        buffer.uses.wait_all();
+        Ok(buffer.data.write())
+    }
+
+    /// Nothing to move: the memory is the host's, which is the device.
+    fn prefetch<T: Element>(_: &Self::Stream, buffer: &Self::Buffer<T>, _: Location) -> Result<()> {
+        if !buffer.unified {
+            return Err(not_unified(Backend::Cpu));
+        }
+        Ok(())
+    }
 
     fn to_dlpack<T: Element>(
         _: &Self::Stream,

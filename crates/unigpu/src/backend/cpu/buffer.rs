@@ -122,6 +122,8 @@ pub(crate) struct CpuBuffer<T: Element> {
     pub(crate) uses: Tracker,
     /// `data.len()`, kept so that asking needs no lock.
     len: usize,
+    /// Made by `alloc_unified`: the host may view it.
+    pub(crate) unified: bool,
 }
 
 impl<T: Element> CpuBuffer<T> {
@@ -150,6 +152,7 @@ impl<T: Element> CpuBuffer<T> {
             len: data.len(),
             data,
             uses: Tracker::default(),
+            unified: false,
         }
     }
 

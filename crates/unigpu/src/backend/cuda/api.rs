@@ -3,14 +3,15 @@
 use std::sync::Arc;
 
 use unigpu_cuda_safe::{
-    CudaEventHandle, CudaGraphHandle, CudaStreamHandle, DeviceBuffer, KernelParam, PinnedBuffer,
+    CudaEventHandle, CudaGraphHandle, CudaStreamHandle, DeviceBuffer, KernelParam, ManagedLocation,
+    PinnedBuffer,
 };
 
 use super::device::{Device, Stream};
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
-use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
+use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -242,6 +243,44 @@ impl Api for Cuda {
         Ok(src.read_into_pinned(&stream.handle, dst)?)
     }
 
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
+
+    /// `cuMemAllocManaged` memory, checked against the driver's free bytes
+    /// (managed memory is never over-subscribed here: that can hang the
+    /// GPU), made resident on the device and zeroed there.
+    fn alloc_unified<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        Ok(DeviceBuffer::managed(&stream.handle, len)?)
+    }
+
+    fn is_unified<T: Element>(buffer: &Self::Buffer<T>) -> bool {
+        buffer.is_managed()
+    }
+
+    fn host_view<T: Element>(buffer: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>> {
+        not_unified::<T>(buffer)?;
+        Ok(buffer.managed_slice()?)
+    }
+
+    fn host_view_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>> {
+        not_unified::<T>(buffer)?;
+        Ok(buffer.managed_slice_mut()?)
+    }
+
+    /// `cuMemPrefetchAsync` to the device or the host.
+    fn prefetch<T: Element>(
+        stream: &Self::Stream,
+        buffer: &Self::Buffer<T>,
+        to: Location,
+    ) -> Result<()> {
+        not_unified::<T>(buffer)?;
+        let to = match to {
+            Location::Device => ManagedLocation::Device,
+            Location::Host => ManagedLocation::Host,
+        };
+        Ok(buffer.prefetch(&stream.handle, to)?)
+    }
+
     fn to_dlpack<T: Element>(
         stream: &Self::Stream,
         buffer: &mut Self::Buffer<T>,
@@ -305,5 +344,15 @@ impl Api for Cuda {
             .collect::<Result<Vec<KernelParam<'_>>>>()?;
         unigpu_cuda_safe::launch(&stream.handle, f, grid.to_dims(), &mut params)
             .map_err(|e| Error::from(e).for_kernel(kernel.name))
+    }
+}
+
+/// `Unsupported` for a buffer that is not managed memory, in the facade's
+/// words.
+fn not_unified<T: Element>(buffer: &DeviceBuffer<T>) -> Result<()> {
+    if buffer.is_managed() {
+        Ok(())
+    } else {
+        Err(crate::backend::unified::not_unified(Backend::Cuda))
     }
 }

@@ -8,7 +8,7 @@ use unigpu_cuda_safe::KernelParam;
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{Api, Backend, driver};
-use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
+use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -245,6 +245,36 @@ impl Api for Torch {
     }
 
     crate::backend::host_pinned::host_pinned_api!();
+
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
+
+    /// torch's caching allocator has no managed memory.
+    fn alloc_unified<T: Element>(_: &Self::Stream, _: usize) -> Result<Self::Buffer<T>> {
+        Err(Error::Unsupported {
+            backend: Backend::Torch,
+            what: "alloc_unified: torch's caching allocator has no managed (unified) memory; \
+                   use a cuda context (Context::new(Backend::Cuda, ..)), whose arrays move to \
+                   torch with GpuArray::to_context"
+                .into(),
+        })
+    }
+
+    fn is_unified<T: Element>(_: &Self::Buffer<T>) -> bool {
+        false
+    }
+
+    fn host_view<T: Element>(_: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>> {
+        Err(crate::backend::unified::not_unified(Backend::Torch))
+    }
+
+    fn host_view_mut<T: Element>(_: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>> {
+        Err(crate::backend::unified::not_unified(Backend::Torch))
+    }
+
+    fn prefetch<T: Element>(_: &Self::Stream, _: &Self::Buffer<T>, _: Location) -> Result<()> {
+        Err(crate::backend::unified::not_unified(Backend::Torch))
+    }
 
     fn to_dlpack<T: Element>(
         stream: &Self::Stream,

@@ -10,7 +10,7 @@ use unigpu_cuda_safe::dlpack::ManagedTensor;
 use super::code::{KernelRef, Program};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::{Api, Backend};
-use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
+use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -43,6 +43,8 @@ impl Api for Torch {
     type Event = Missing;
     type Buffer<T: Element> = Missing;
     type Pinned<T: Element> = Missing;
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
     type Arg<'a> = Missing;
 
     fn device_count() -> Result<usize> {
@@ -164,6 +166,21 @@ impl Api for Torch {
         match *s {}
     }
     fn download_pinned<T: Element>(s: &Missing, _: &Missing, _: &mut Missing) -> Result<()> {
+        match *s {}
+    }
+    fn alloc_unified<T: Element>(s: &Missing, _: usize) -> Result<Missing> {
+        match *s {}
+    }
+    fn is_unified<T: Element>(b: &Missing) -> bool {
+        match *b {}
+    }
+    fn host_view<T: Element>(b: &Missing) -> Result<&[T]> {
+        match *b {}
+    }
+    fn host_view_mut<T: Element>(b: &mut Missing) -> Result<&mut [T]> {
+        match *b {}
+    }
+    fn prefetch<T: Element>(s: &Missing, _: &Missing, _: Location) -> Result<()> {
         match *s {}
     }
     fn to_dlpack<T: Element>(
