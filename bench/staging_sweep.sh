@@ -13,11 +13,3 @@ for shape in "16 6 256" "16 4 256" "16 8 256" "32 6 256" "8 8 256"; do
     "$root/.gpu-pack/bin/unigpu" bench --backend cuda --only transfer --reps 10 --lines -q 2>&1 \
     | grep -E "pageable|new_vec"
 done
-# download() into a new Vec, with and without the huge-page advice
-# (UNIGPU_DOWNLOAD_HUGE_PAGES), and the kernel's THP setting it depends on.
-echo "# THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null) defrag: $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)"
-for huge in 1 0; do
-  echo "# UNIGPU_DOWNLOAD_HUGE_PAGES=$huge"
-  UNIGPU_DOWNLOAD_HUGE_PAGES=$huge "$root/.gpu-pack/bin/unigpu" bench --backend cuda --only transfer --reps 10 --lines -q 2>&1 \
-    | grep -E "pageable|new_vec"
-done

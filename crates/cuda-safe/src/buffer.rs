@@ -393,7 +393,6 @@ impl<T: Element> DeviceBuffer<T> {
             stream.synchronize()?;
             return Ok(out);
         }
-        crate::staging::advise_huge_pages(out.as_mut_ptr().cast(), self.num_bytes());
         // SAFETY: the vector's capacity holds `num_bytes` bytes, which the
         // copy writes through a raw pointer (no reference to uninitialised
         // memory is made).

@@ -280,29 +280,3 @@ unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize, piece: usize) {
     });
 }
 
-/// Asks the kernel to back the 2 MiB-aligned interior of a new, untouched
-/// allocation of `len` bytes at `ptr` with huge pages, where it is large
-/// enough for the staged path. A download into a new vector is bound by
-/// its page faults (each 4 KiB page is faulted in and zeroed on first
-/// write): 16 GB/s for 64 MiB on an H200 host, against 45 GB/s into memory
-/// already touched. One fault per 2 MiB instead of 512 is most of that
-/// back. Advice only: failure (no transparent huge pages) changes nothing.
-/// `UNIGPU_DOWNLOAD_HUGE_PAGES=0` turns it off, for comparisons.
-pub(crate) fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    const HUGE: usize = 2 << 20;
-    static ON: OnceLock<bool> = OnceLock::new();
-    let on =
-        *ON.get_or_init(|| std::env::var("UNIGPU_DOWNLOAD_HUGE_PAGES").map_or(true, |v| v != "0"));
-    if !on || len < MIN_STAGED {
-        return;
-    }
-    let start = (ptr as usize).next_multiple_of(HUGE);
-    let end = (ptr as usize + len) / HUGE * HUGE;
-    if end > start {
-        // SAFETY: madvise only advises: the range lies inside the caller's
-        // allocation (rounded inwards to 2 MiB), and MADV_HUGEPAGE changes
-        // how its pages are backed, never their contents or validity.
-        let _ =
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-    }
-}
