@@ -279,4 +279,3 @@ unsafe fn par_copy(src: *const u8, dst: *mut u8, len: usize, piece: usize) {
         };
     });
 }
-

@@ -6,34 +6,8 @@
 
 mod common;
 
-use common::{assert_same, random_len, random_vec};
-use unigpu::{Backend, Context, CpuArgs, Error, Grid, Kernel};
-
-const SAXPY: &str = r#"
-extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned int n) {
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + y[i];
-}
-"#;
-
-fn saxpy_cpu(args: &CpuArgs) -> unigpu::Result<()> {
-    let a: f32 = args.scalar(0)?;
-    let n: u32 = args.scalar(3)?;
-    let x = args.input::<f32>(1)?;
-    let mut y = args.output::<f32>(2)?;
-    for i in 0..n as usize {
-        y[i] = a.mul_add(x[i], y[i]);
-    }
-    Ok(())
-}
-
-fn saxpy(ctx: &Context) -> Kernel {
-    ctx.compile(SAXPY)
-        .unwrap()
-        .kernel("saxpy")
-        .unwrap()
-        .with_cpu(saxpy_cpu)
-}
+use common::{assert_same, random_len, random_vec, saxpy};
+use unigpu::{Backend, Context, Error, Grid};
 
 /// Graph tests one at a time: a capture on one thread makes a device-wide
 /// sync on another fail (docs/graphs.md), and every test here syncs.

@@ -15,7 +15,6 @@ pub const CASE: Case = Case {
     run: graph,
 };
 
-const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
 const KERNELS: usize = 100;
 const REPLAYS: usize = 200;
 
@@ -26,10 +25,7 @@ fn can_capture(ctx: &unigpu::Context) -> Option<String> {
 
 fn graph(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let ctx = &env.ctx;
-    let k = ctx
-        .compile(EMPTY_SRC)?
-        .kernel("empty")?
-        .with_cpu(|_| Ok(()));
+    let k = super::launch::empty_kernel(ctx)?;
     let s = ctx.create_stream()?;
     let g = Grid::new((1, 1, 1), (1, 1, 1));
     let graph = s.capture(|s| (0..KERNELS).try_for_each(|_| s.launch(&k, g, ())))?;

@@ -15,12 +15,18 @@ pub const CASE: Case = Case {
 
 const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
 
-fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
-    let ctx = &env.ctx;
-    let k = ctx
+/// An empty kernel (an empty host closure on the CPU backend): what a
+/// launch costs with no work in it.
+pub fn empty_kernel(ctx: &unigpu::Context) -> anyhow::Result<unigpu::Kernel> {
+    Ok(ctx
         .compile(EMPTY_SRC)?
         .kernel("empty")?
-        .with_cpu(|_| Ok(()));
+        .with_cpu(|_| Ok(())))
+}
+
+fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = &env.ctx;
+    let k = empty_kernel(ctx)?;
     let s = ctx.create_stream()?;
     let g = Grid::new((1, 1, 1), (1, 1, 1));
     for _ in 0..1000 {

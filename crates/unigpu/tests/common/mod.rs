@@ -6,7 +6,7 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use rand::Rng;
-use unigpu::{Backend, Context, Element, bf16, f16};
+use unigpu::{Backend, Context, CpuArgs, Element, Kernel, bf16, f16};
 
 pub fn cpu_ctx() -> Context {
     Context::new(Backend::Cpu, 0).expect("the CPU backend is always available")
@@ -189,4 +189,31 @@ macro_rules! for_every_type {
         $f::<unigpu::f16>($ctx);
         $f::<unigpu::bf16>($ctx);
     }};
+}
+
+/// `y = a * x + y` over `n` f32s: CUDA source, and the CPU version.
+pub const SAXPY: &str = r#"
+extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+pub fn saxpy_cpu(args: &CpuArgs) -> unigpu::Result<()> {
+    let a: f32 = args.scalar(0)?;
+    let n: u32 = args.scalar(3)?;
+    let x = args.input::<f32>(1)?;
+    let mut y = args.output::<f32>(2)?;
+    for i in 0..n as usize {
+        y[i] = a.mul_add(x[i], y[i]);
+    }
+    Ok(())
+}
+
+pub fn saxpy(ctx: &Context) -> Kernel {
+    ctx.compile(SAXPY)
+        .unwrap()
+        .kernel("saxpy")
+        .unwrap()
+        .with_cpu(saxpy_cpu)
 }
