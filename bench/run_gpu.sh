@@ -26,5 +26,9 @@ fi
 if [ -x "$root/.gpu-pack/bin/torch-torch_backend_bench" ]; then
   "$root/.gpu-pack/bin/torch-torch_backend_bench" 2>&1 | tee -a "$log"
 fi
+# floor.cu again, after the torch anchors' and our own heavy cases: the
+# device-bound figures (graph replay) drift with the GPU's state over a
+# run, so the floor is on record at both ends.
+/tmp/floor | sed 's/^/after_bench_/' | tee -a "$log"
 python3 "$here/ratios.py" "$log" | tee "$out/ratios.txt"
 cat "$out/bench.md"

@@ -57,6 +57,21 @@ fn shape() -> Shape {
     })
 }
 
+/// The upload ring's slots are only written by the host and read by the
+/// DMA engine, the case write-combined memory is for: the host's stores
+/// stream past its caches instead of filling them.
+/// `UNIGPU_STAGING_WRITE_COMBINED=0` makes them ordinary page-locked
+/// memory, for comparisons.
+fn upload_flags() -> std::ffi::c_uint {
+    static FLAGS: OnceLock<std::ffi::c_uint> = OnceLock::new();
+    *FLAGS.get_or_init(
+        || match std::env::var("UNIGPU_STAGING_WRITE_COMBINED").as_deref() {
+            Ok("0") => 0,
+            _ => sys::CU_MEMHOSTALLOC_WRITECOMBINED,
+        },
+    )
+}
+
 /// One device's rings, one per direction so that an upload and a download
 /// (a pipeline's two ends) run at once; each made on its first transfer.
 #[derive(Debug)]
@@ -94,7 +109,8 @@ impl Slot {
 }
 
 impl Ring {
-    fn new(ctx: &Arc<CudaContext>) -> Result<Ring> {
+    /// `flags` for `cuMemHostAlloc`: write-combined for the upload ring.
+    fn new(ctx: &Arc<CudaContext>, flags: std::ffi::c_uint) -> Result<Ring> {
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let shape = shape();
         let mut ring = Ring {
@@ -106,7 +122,7 @@ impl Ring {
             // slot made before a failure.
             let done = ctx.new_event(None).call("cuEventCreate")?;
             // SAFETY: a plain page-locked allocation, freed in `Drop`.
-            let host = unsafe { result::malloc_host(shape.slot, 0) }.call("cuMemHostAlloc")?;
+            let host = unsafe { result::malloc_host(shape.slot, flags) }.call("cuMemHostAlloc")?;
             ring.slots.push(Slot {
                 host: host as usize,
                 done,
@@ -146,10 +162,15 @@ impl Staging {
         ring: &Mutex<Option<Ring>>,
         f: impl FnOnce(&mut Ring) -> Result<R>,
     ) -> Result<R> {
+        let flags = if std::ptr::eq(ring, &self.up) {
+            upload_flags()
+        } else {
+            0
+        };
         let mut ring = ring.lock().unwrap_or_else(|e| e.into_inner());
         let ring = match ring.as_mut() {
             Some(r) => r,
-            None => ring.insert(Ring::new(&self.ctx)?),
+            None => ring.insert(Ring::new(&self.ctx, flags)?),
         };
         f(ring)
     }
