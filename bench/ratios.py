@@ -15,6 +15,7 @@ for line in open(sys.argv[-1]):
             vals[parts[0]] = parts[1]
 
 rows = [
+    ("empty launch submit (us), vs raw driver launch in the same process", "unigpu_empty_launch_submit_us", "raw_inprocess_launch_submit_us", "lower"),
     ("empty launch submit (us), vs raw driver floor", "unigpu_empty_launch_submit_us", "raw_driver_launch_submit_us", "lower"),
     ("empty launch submit (us), vs raw runtime <<<>>>", "unigpu_empty_launch_submit_us", "raw_runtime_launch_submit_us", "lower"),
     ("empty launch submit (us), vs CuPy", "unigpu_empty_launch_submit_us", "cupy_empty_launch_submit_us", "lower"),

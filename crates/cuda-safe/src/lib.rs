@@ -40,6 +40,7 @@ pub mod dlpack;
 mod error;
 mod event;
 mod event_pool;
+pub mod floor;
 mod foreign;
 mod graph;
 mod kernel;

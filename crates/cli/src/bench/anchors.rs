@@ -40,6 +40,7 @@ impl Side {
 #[rustfmt::skip]
 pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     // launch.rs
+    ("unigpu_empty_launch_submit_us", "raw_inprocess_launch_submit_us", "raw cuLaunchKernel, same process, alternating rounds", Side::Gpu),
     ("unigpu_empty_launch_submit_us", "raw_driver_launch_submit_us", "raw cuLaunchKernel (floor.cu)", Side::Gpu),
     ("unigpu_empty_launch_submit_us", "raw_runtime_launch_submit_us", "raw runtime launch (floor.cu)", Side::Gpu),
     ("unigpu_empty_launch_submit_us", "cupy_empty_launch_submit_us", "CuPy empty kernel", Side::Gpu),

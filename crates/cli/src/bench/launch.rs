@@ -24,6 +24,15 @@ pub fn empty_kernel(ctx: &unigpu::Context) -> anyhow::Result<unigpu::Kernel> {
         .with_cpu(|_| Ok(())))
 }
 
+/// A bare-driver launcher on the context's GPU (cuda and torch backends).
+fn raw_launch(ctx: &unigpu::Context) -> Option<unigpu_cuda_safe::floor::RawLaunch> {
+    if ctx.backend() == unigpu::Backend::Cpu {
+        return None;
+    }
+    let device = unigpu_cuda_safe::CudaDevice::open(ctx.device_id()).ok()?;
+    unigpu_cuda_safe::floor::RawLaunch::new(&device).ok()
+}
+
 fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let ctx = &env.ctx;
     let k = empty_kernel(ctx)?;
@@ -39,7 +48,13 @@ fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let mut submit = Vec::new();
     let mut total = Vec::new();
     let mut default_stream = Vec::new();
+    // The raw floor in this process, its rounds alternating with ours.
+    let raw = raw_launch(ctx);
+    let mut raw_submit = Vec::new();
     for _ in 0..5 {
+        if let Some(raw) = &raw {
+            raw_submit.push(raw.submit_us(N)?);
+        }
         let t = Instant::now();
         for _ in 0..N {
             s.launch(&k, g, ())?;
@@ -61,6 +76,15 @@ fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
         Better::Lower,
         median(submit),
     );
+    if !raw_submit.is_empty() {
+        out.figure(
+            "raw_inprocess_launch_submit_us",
+            "raw cuLaunchKernel in this process, rounds alternating with ours",
+            "µs",
+            Better::Lower,
+            median(raw_submit),
+        );
+    }
     out.figure(
         "unigpu_empty_launch_default_stream_submit_us",
         "empty kernel launch on the default stream, submit",

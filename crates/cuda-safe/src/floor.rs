@@ -1,0 +1,59 @@
+//! Raw driver floors measured inside the caller's process, for benchmarks
+//! to set beside this crate's own calls: the same work with nothing around
+//! the bare driver call. A floor measured in another process (floor.cu)
+//! differs from run to run by more than the few percent a wrapper costs,
+//! so the comparison that decides "within 5% of the floor" alternates
+//! rounds of both in one process.
+
+use std::time::Instant;
+
+use cudarc::driver::result;
+
+use crate::error::{Context as _, Result};
+use crate::{CudaDevice, CudaFunctionHandle, CudaModuleHandle, CudaStreamHandle, nvrtc};
+
+/// An empty kernel and a stream of its own, launched with a bare
+/// `cuLaunchKernel`: no argument list, no ordering, no bookkeeping.
+#[derive(Debug)]
+pub struct RawLaunch {
+    func: CudaFunctionHandle,
+    stream: CudaStreamHandle,
+    _module: CudaModuleHandle,
+}
+
+impl RawLaunch {
+    /// Compiles the empty kernel for `device` (NVRTC, its own
+    /// architecture) and makes a stream for it.
+    pub fn new(device: &CudaDevice) -> Result<RawLaunch> {
+        let (major, minor) = device.properties()?.compute_capability;
+        let compiled = nvrtc::compile(
+            "extern \"C\" __global__ void empty() {}\n",
+            "floor_empty.cu",
+            &[format!("--gpu-architecture=sm_{major}{minor}")],
+            &[],
+        )?;
+        let module = CudaModuleHandle::load(device, &compiled.cubin)?;
+        Ok(RawLaunch {
+            func: module.function("empty")?,
+            stream: CudaStreamHandle::new(device)?,
+            _module: module,
+        })
+    }
+
+    /// Microseconds per launch over `launches` back-to-back launches,
+    /// submit only (the host's cost); waits for them before returning.
+    pub fn submit_us(&self, launches: usize) -> Result<f64> {
+        self.stream.bind()?;
+        let (f, s) = (self.func.cu_function(), self.stream.cu_stream());
+        let t = Instant::now();
+        for _ in 0..launches {
+            // SAFETY: an empty kernel with no parameters, loaded in the
+            // stream's context, both alive for the call.
+            unsafe { result::launch_kernel(f, (1, 1, 1), (1, 1, 1), 0, s, &mut []) }
+                .call("cuLaunchKernel")?;
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / launches.max(1) as f64;
+        self.stream.synchronize()?;
+        Ok(us)
+    }
+}
