@@ -267,13 +267,14 @@ mod tests {
         assert_eq!(cpu[2].anchor, None);
 
         let gpu = attach(&ms[2..], Backend::Cuda, &v);
-        assert_eq!(gpu.len(), 4, "launch submit has four GPU anchors");
-        assert_eq!(gpu[0].anchor.as_ref().and_then(|a| a.value), Some(3.0));
-        assert!(
-            gpu[1..]
-                .iter()
-                .all(|f| f.anchor.as_ref().is_some_and(|a| a.value.is_none()))
-        );
+        assert_eq!(gpu.len(), 5, "launch submit has five GPU anchors");
+        let values: Vec<Option<f64>> = gpu
+            .iter()
+            .map(|f| f.anchor.as_ref().and_then(|a| a.value))
+            .collect();
+        // Only floor.cu's raw driver launch was given; the in-process one,
+        // the runtime launch, CuPy and torch say "not measured".
+        assert_eq!(values, [None, Some(3.0), None, None, None]);
     }
 
     #[test]

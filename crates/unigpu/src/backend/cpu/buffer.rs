@@ -2,54 +2,15 @@
 //! cudarc applies to device buffers: work that writes a buffer waits for
 //! every earlier use of it, work that reads waits for the last write.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use unigpu_cuda_safe::dlpack::{HostArray, HostMem};
 
 use super::fence::Fence;
 use super::memory::try_alloc_vec;
 use super::stream::{CpuStream, Recorded};
-use crate::lock::lock;
+pub(crate) use super::tracker::Tracker;
 use crate::{Element, Result};
-
-#[derive(Debug, Default)]
-struct Uses {
-    last_write: Option<Fence>,
-    reads_since: Vec<Fence>,
-}
-
-#[derive(Debug, Clone, Default)]
-/// Pending uses of one CPU buffer (unnameable outside the crate).
-pub struct Tracker(Arc<Mutex<Uses>>);
-
-impl Tracker {
-    fn pending_write(&self) -> Option<Fence> {
-        lock(&self.0).last_write.clone()
-    }
-
-    fn pending_all(&self) -> Vec<Fence> {
-        let uses = lock(&self.0);
-        uses.last_write
-            .iter()
-            .chain(uses.reads_since.iter())
-            .cloned()
-            .collect()
-    }
-
-    /// Blocks until no enqueued work writes the buffer.
-    pub(crate) fn wait_writes(&self) {
-        if let Some(f) = self.pending_write() {
-            f.wait();
-        }
-    }
-
-    /// Blocks until no enqueued work uses the buffer.
-    pub(crate) fn wait_all(&self) {
-        for f in self.pending_all() {
-            f.wait();
-        }
-    }
-}
 
 /// Like [`submit`], for work a graph may replay: while `stream` captures,
 /// the work is recorded instead of run.
@@ -103,14 +64,10 @@ pub(crate) fn submit(
         outcome
     }))?;
     for t in reads {
-        let mut uses = lock(&t.0);
-        uses.reads_since.retain(|f| f.done_at().is_none());
-        uses.reads_since.push(done.clone());
+        t.note_read(&done);
     }
     for t in writes {
-        let mut uses = lock(&t.0);
-        uses.last_write = Some(done.clone());
-        uses.reads_since.clear();
+        t.note_write(&done);
     }
     Ok(done)
 }

@@ -12,6 +12,7 @@ pub(crate) mod memory;
 pub(crate) mod ops;
 mod staging;
 mod stream;
+mod tracker;
 
 pub(crate) use buffer::{CpuBuffer, Tracker, replay, submit, submit_replayable};
 pub(crate) use event::CpuEvent;

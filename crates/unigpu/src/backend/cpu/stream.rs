@@ -6,8 +6,8 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use super::buffer::Tracker;
 use super::staging::Staging;
+use super::tracker::Tracker;
 use crate::lock::lock;
 use crate::{Error, Result};
 
