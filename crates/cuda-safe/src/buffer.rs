@@ -373,6 +373,12 @@ impl<T: Element> DeviceBuffer<T> {
             // buffer, ordered on `stream`.
             unsafe { self.device.staging().download(stream, src, dst, bytes) }?;
         } else {
+            // Wait for the stream here, not inside the copy: a pageable
+            // copy that waits in the driver holds up other threads'
+            // pageable copies on other streams (a pipeline's upload behind
+            // its gated download; tests/streams.rs,
+            // a_waiting_download_does_not_hold_up_an_upload).
+            stream.synchronize()?;
             stream.bind()?;
             // SAFETY: `dst` per this function's contract; `src` is this
             // buffer, ordered on `stream`. The copy into pageable memory has

@@ -373,3 +373,65 @@ on_every_backend!(untimed_events_are_refused_by_elapsed_ms, |ctx| {
     let end = s.record_timed().unwrap();
     assert!(timed.elapsed_ms(&end).unwrap() >= 0.0);
 });
+
+/// A small download that waits for its gated stream must not hold up a
+/// small upload on another stream from another thread: a pipeline's
+/// download thread waits like this while its upload thread goes on. On
+/// CUDA a pageable copy that waits inside the driver held up the other
+/// direction's pageable copies (seen as a pipeline upload that began only
+/// when the compute it did not depend on ended). Not the torch backend:
+/// its copies wait for other streams' work (docs/pipelines.md).
+fn a_waiting_download_does_not_hold_up_an_upload(ctx: &unigpu::Context) {
+    let _parked = common::park_lock();
+    let n = 1 + random_len(4096);
+    let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+    let src = ctx.upload(&random_vec::<f32>(n)).unwrap();
+    let mut dst = ctx.zeros::<f32>(n).unwrap();
+    ctx.sync().unwrap();
+    let gate = Gate::close(&s1);
+    let (downloaded_tx, downloaded) = mpsc::channel();
+    let (uploaded_tx, uploaded) = mpsc::channel();
+    let host = random_vec::<f32>(n);
+    std::thread::scope(|scope| {
+        let (s1, src) = (&s1, &src);
+        scope.spawn(move || {
+            let mut out = vec![0.0f32; n];
+            let r = s1.download_into(src, &mut out);
+            let _ = downloaded_tx.send(r);
+        });
+        // Let the download start waiting.
+        std::thread::sleep(WATCH);
+        let (s2, dst, host) = (&s2, &mut dst, &host);
+        scope.spawn(move || {
+            let r = s2.upload(host, dst);
+            let _ = uploaded_tx.send(r);
+        });
+        let upload = uploaded.recv_timeout(GATE_TIMEOUT / 2);
+        let download_waited = downloaded.try_recv().is_err();
+        gate.open();
+        match upload {
+            Ok(r) => r.unwrap(),
+            Err(_) => panic!("the upload on s2 waited for the download gated on s1"),
+        }
+        assert!(download_waited, "the download did not wait for its gate");
+        downloaded.recv().unwrap().unwrap();
+    });
+    s1.sync().unwrap();
+    gate.assert_opened_by_the_test();
+    assert_same(&host, &s2.download(&dst).unwrap());
+}
+
+mod a_waiting_download_does_not_hold_up_an_upload {
+    use super::*;
+
+    #[test]
+    fn cpu() {
+        a_waiting_download_does_not_hold_up_an_upload(&common::cpu_ctx());
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn cuda() {
+        a_waiting_download_does_not_hold_up_an_upload(&common::cuda_ctx());
+    }
+}
