@@ -75,6 +75,12 @@ impl CudaDevice {
             });
         }
         let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
+        // SAFETY: event tracking orders cudarc `CudaSlice`s across streams,
+        // and this crate makes none (buffers order their own uses,
+        // `uses.rs`). Left on, cudarc synchronizes the whole context when
+        // the first stream is made, which fails, and invalidates the
+        // capture, while another thread captures a graph on this GPU.
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().call("cuStreamCreate")?;
         let events = EventPool::new(ctx.clone());
         let captures = Arc::new(Captures::default());
