@@ -229,7 +229,9 @@ const MUTATIONS: &[Mutation] = &[
 ];
 
 /// The facade's test binaries the CPU mutations are checked against.
-const CPU_TESTS: &[&str] = &["ops", "streams", "arrays", "kernels", "dlpack", "unified"];
+const CPU_TESTS: &[&str] = &[
+    "ops", "streams", "arrays", "kernels", "dlpack", "unified", "graphs",
+];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
