@@ -25,6 +25,8 @@
 //! - A graph keeps the memory its captured work uses until it is dropped
 //!   (`graph.rs`); host transfers, host functions and event records are
 //!   refused on a capturing stream, since a replay could not honour them.
+//! - `floor` holds the bare driver calls benchmarks compare this crate's
+//!   calls with in the same process; nothing else uses it.
 //!
 //! Contexts, streams, events and modules are cudarc's `driver::safe` types,
 //! which already own their resources; this crate adds the probe gate, typed

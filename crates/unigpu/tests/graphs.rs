@@ -213,3 +213,38 @@ on_every_backend!(a_graph_launches_only_on_its_own_backend, |ctx| {
         other => panic!("a {} graph on a CPU stream: {other:?}", ctx.backend()),
     }
 });
+
+on_every_backend!(a_capture_survives_another_thread_using_the_gpu, |ctx| {
+    let _one = one_at_a_time();
+    if torch_refuses(ctx) {
+        return;
+    }
+    let backend = ctx.backend();
+    let n = 1 + random_len(10_000);
+    let s = ctx.create_stream().unwrap();
+    let mut a = ctx.zeros::<f32>(n).unwrap();
+    ctx.sync().unwrap();
+    s.begin_capture().unwrap();
+    ctx.ops_on(&s).fill(&mut a, 1.5).unwrap();
+    // Another thread opens its own context on the same device, makes a
+    // stream, allocates, uploads and syncs its stream while this one
+    // captures: none of it may fail or invalidate the capture.
+    let host = random_vec::<f32>(n);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let other = unigpu::Context::new(backend, 0).unwrap();
+                let t = other.create_stream().unwrap();
+                let mut b = other.alloc::<f32>(n).unwrap();
+                t.upload(&host, &mut b).unwrap();
+                assert_same(&host, &t.download(&b).unwrap());
+            })
+            .join()
+            .unwrap();
+    });
+    ctx.ops_on(&s).scale(2.0, &mut a).unwrap();
+    let graph = s.end_capture().unwrap();
+    graph.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(a.download().unwrap().iter().all(|&v| v == 3.0));
+});
