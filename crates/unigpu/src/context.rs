@@ -39,8 +39,9 @@ struct Inner {
 
 impl Context {
     /// The context a program gets when it does not choose: the config file
-    /// and `UNIGPU_*` variables first, then torch → cuda → cpu, recording
-    /// why each skipped backend was skipped ([`Context::fallback_chain`]).
+    /// and `UNIGPU_*` variables first, then each backend in the order of
+    /// [`Backend::ALL`], recording why each skipped backend was skipped
+    /// ([`Context::fallback_chain`]).
     #[allow(clippy::should_implement_trait)] // fallible, so it cannot be `Default`
     pub fn default() -> Result<Context> {
         Context::from_config(Config::load()?)
@@ -78,7 +79,7 @@ impl Context {
         })
     }
 
-    /// The CPU backend, which is always available.
+    /// The host backend ([`Backend::HOST`]), which is always available.
     pub fn cpu() -> Result<Context> {
         Context::new(Backend::HOST, 0)
     }
@@ -142,7 +143,8 @@ impl Context {
         self.inner.device.backend()
     }
 
-    /// `"cpu"`, `"cuda"` or `"torch"`.
+    /// The backend's name in config files and `unigpu info`
+    /// ([`Backend::name`]).
     pub fn backend_name(&self) -> &'static str {
         self.backend().name()
     }
@@ -183,7 +185,7 @@ impl Context {
         self.inner.device.memory_info()
     }
 
-    /// The caching allocator's counters (CUDA backend): bytes reserved, in
+    /// The device's caching allocator's counters: bytes reserved, in
     /// use and cached, the peak, and cache hits and misses.
     /// `Unsupported` on backends without an allocator of their own.
     pub fn memory_stats(&self) -> Result<MemoryStats> {
@@ -266,8 +268,9 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
     match config.backend {
         BackendChoice::Only(b) => b == backend,
         BackendChoice::Auto => {
-            // `device = "cuda:N"` asks for that backend by name; torch
-            // serves such a device too, but only when it can.
+            // A device named with a GPU backend's prefix asks for that
+            // backend; another backend may serve such a device too, but
+            // only when it can.
             config
                 .device
                 .is_some_and(|d| !d.kind.is_host() && d.kind == backend)

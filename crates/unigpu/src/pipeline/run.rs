@@ -153,7 +153,7 @@ impl<T: Element> Pipeline<T> {
     /// computed and downloaded, and waited for, before the next one starts
     /// (as the sequential loop of bench/anchors/torch_cupy_baseline.py
     /// does). Timed: its stage totals are the stage times of the overlap
-    /// formula ([`PipelineReport`]), its wall time the sequential time.
+    /// formula ([`PipelineReport`](super::PipelineReport)), its wall time the sequential time.
     pub fn run_sequential<I, O, F>(
         &mut self,
         inputs: &[I],
