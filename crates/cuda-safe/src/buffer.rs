@@ -9,6 +9,7 @@ use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result, sys};
 
 use crate::dlpack::{self, ManagedTensor};
 use crate::error::{Context as _, Result, SafeError};
+use crate::host_memory::is_page_locked;
 use crate::staging::MIN_STAGED;
 use crate::uses::{UseEnd, Uses};
 use crate::{CudaDevice, CudaStreamHandle};
@@ -327,6 +328,18 @@ impl<T: Element> DeviceBuffer<T> {
             .refuse(stream.cudarc_stream(), "an upload from host memory")?;
         let (dst, _end) = self.ptr_for_write(stream)?;
         let bytes = self.num_bytes();
+        if is_page_locked(host.as_ptr().cast(), bytes) {
+            // A slice of a `PinnedBuffer`: the DMA reads it directly, at
+            // full rate and without a host copy, but asynchronously, so the
+            // call waits for it to keep "returns once `host` may be reused".
+            stream.bind()?;
+            // SAFETY: `dst` holds `host.len()` elements (checked) and is
+            // ordered on `stream`; `host` is borrowed until the sync below
+            // has seen the copy end.
+            unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }
+                .call("cuMemcpyHtoDAsync")?;
+            return stream.synchronize();
+        }
         if bytes >= MIN_STAGED {
             // SAFETY: `host` is `bytes` bytes (lengths checked), borrowed for
             // the call; `dst` is this buffer, ordered on `stream`.
@@ -368,7 +381,16 @@ impl<T: Element> DeviceBuffer<T> {
             .refuse(stream.cudarc_stream(), "a download into host memory")?;
         let (src, _end) = self.ptr_for_read(stream)?;
         let bytes = self.num_bytes();
-        if bytes >= MIN_STAGED {
+        if is_page_locked(dst, bytes) {
+            // The DMA writes a `PinnedBuffer`'s memory directly; the sync
+            // below waits for it.
+            stream.bind()?;
+            // SAFETY: `dst` per this function's contract; `src` is this
+            // buffer, ordered on `stream`.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
+                .result()
+                .call("cuMemcpyDtoHAsync")?;
+        } else if bytes >= MIN_STAGED {
             // SAFETY: forwarded from this function's contract; `src` is this
             // buffer, ordered on `stream`.
             unsafe { self.device.staging().download(stream, src, dst, bytes) }?;

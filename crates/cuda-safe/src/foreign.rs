@@ -46,11 +46,11 @@ impl ForeignStream {
         self.raw as u64
     }
 
-    fn cu_stream(&self) -> sys::CUstream {
+    pub(crate) fn cu_stream(&self) -> sys::CUstream {
         self.raw as sys::CUstream
     }
 
-    fn bind(&self) -> Result<()> {
+    pub(crate) fn bind(&self) -> Result<()> {
         self.device
             .cudarc_context()
             .bind_to_thread()

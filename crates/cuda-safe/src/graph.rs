@@ -24,7 +24,7 @@ use cudarc::driver::{CudaStream, result, sys};
 use crate::buffer::Kept;
 use crate::error::{Context as _, Result, SafeError};
 use crate::uses::UseEnd;
-use crate::{CudaDevice, CudaStreamHandle};
+use crate::{CudaDevice, CudaStreamHandle, ForeignStream};
 
 /// Captures in progress in this process, per device ordinal. Every open of
 /// an ordinal shares its primary context, and synchronizing that context
@@ -170,14 +170,8 @@ impl CudaStreamHandle {
             });
         }
         self.bind()?;
-        // SAFETY: the stream is alive for as long as `self`.
-        unsafe {
-            result::stream::begin_capture(
-                self.cu_stream(),
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
-            )
-        }
-        .call("cuStreamBeginCapture")?;
+        // SAFETY: the stream is alive for as long as `self`, and bound.
+        unsafe { begin_on(self.device(), self.cu_stream()) }?;
         let mut active = captures.lock();
         active.push(Capture {
             stream: self.cudarc_stream().clone(),
@@ -185,7 +179,6 @@ impl CudaStreamHandle {
             seen: HashSet::new(),
         });
         captures.count.store(active.len(), Ordering::Release);
-        capturing_on(self.device().ordinal(), 1);
         Ok(())
     }
 
@@ -206,42 +199,13 @@ impl CudaStreamHandle {
             };
             let capture = active.swap_remove(i);
             captures.count.store(active.len(), Ordering::Release);
-            capturing_on(self.device().ordinal(), -1);
             capture
         };
         self.bind()?;
-        // SAFETY: the stream is alive and was capturing (begun above).
-        let graph =
-            unsafe { result::stream::end_capture(self.cu_stream()) }.call("cuStreamEndCapture")?;
-        if graph.is_null() {
-            return Err(SafeError::Unsupported {
-                what: "end_capture: the driver returned no graph".into(),
-            });
-        }
-        let mut nodes = 0usize;
-        // SAFETY: `graph` is the live graph just returned; a null node array
-        // asks for the count only.
-        let counted =
-            unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut nodes) }.result();
-        // SAFETY: `graph` is live; on failure it is destroyed here, once.
-        let exec = match counted.and_then(|()| unsafe {
-            result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0))
-        }) {
-            Ok(exec) => exec,
-            Err(e) => {
-                // SAFETY: as above.
-                self.device()
-                    .cudarc_context()
-                    .record_err(unsafe { result::graph::destroy(graph) });
-                return Err(SafeError::driver("cuGraphInstantiate", e));
-            }
-        };
+        // SAFETY: the stream is alive, bound, and was capturing (begun above).
+        let (exec, nodes) = unsafe { end_on(self.device(), self.cu_stream()) }?;
         Ok(CudaGraphHandle {
-            exec: Exec {
-                graph,
-                exec: Mutex::new(exec),
-                device: self.device().clone(),
-            },
+            exec,
             nodes,
             device: self.device().clone(),
             kept: capture.kept,
@@ -251,6 +215,133 @@ impl CudaStreamHandle {
     /// Whether this stream is capturing a graph now.
     pub fn is_capturing(&self) -> bool {
         self.device().captures().is_capturing(self.cudarc_stream())
+    }
+}
+
+/// Starts a relaxed-mode capture on `stream` and counts it against
+/// device-wide syncs of `device`.
+///
+/// # Safety
+/// `stream` is a live stream of `device`'s context, bound to this thread.
+unsafe fn begin_on(device: &CudaDevice, stream: sys::CUstream) -> Result<()> {
+    // SAFETY: per this function's contract.
+    unsafe {
+        result::stream::begin_capture(
+            stream,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+        )
+    }
+    .call("cuStreamBeginCapture")?;
+    capturing_on(device.ordinal(), 1);
+    Ok(())
+}
+
+/// Ends the capture on `stream` (uncounting it, even when this fails) and
+/// instantiates what it recorded: the executable graph and its node count.
+///
+/// # Safety
+/// `stream` is a live stream of `device`'s context, bound to this thread,
+/// on which [`begin_on`] started a capture.
+unsafe fn end_on(device: &CudaDevice, stream: sys::CUstream) -> Result<(Exec, usize)> {
+    capturing_on(device.ordinal(), -1);
+    // SAFETY: per this function's contract.
+    let graph = unsafe { result::stream::end_capture(stream) }.call("cuStreamEndCapture")?;
+    if graph.is_null() {
+        return Err(SafeError::Unsupported {
+            what: "end_capture: the driver returned no graph".into(),
+        });
+    }
+    let mut nodes = 0usize;
+    // SAFETY: `graph` is the live graph just returned; a null node array
+    // asks for the count only.
+    let counted = unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut nodes) }.result();
+    // SAFETY: `graph` is live; on failure it is destroyed here, once.
+    match counted.and_then(|()| unsafe {
+        result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0))
+    }) {
+        Ok(exec) => Ok((
+            Exec {
+                graph,
+                exec: Mutex::new(exec),
+                device: device.clone(),
+            },
+            nodes,
+        )),
+        Err(e) => {
+            // SAFETY: as above.
+            device
+                .cudarc_context()
+                .record_err(unsafe { result::graph::destroy(graph) });
+            Err(SafeError::driver("cuGraphInstantiate", e))
+        }
+    }
+}
+
+impl Exec {
+    /// Enqueues one replay on `stream`.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this graph's device, bound to this
+    /// thread, and the memory the graph uses is alive.
+    unsafe fn launch(&self, stream: sys::CUstream) -> Result<()> {
+        let exec = self.exec.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: `exec` is live (owned by `self`), the launch is serialised
+        // by its lock; the rest is the caller's contract.
+        unsafe { result::graph::launch(*exec, stream) }.call("cuGraphLaunch")
+    }
+}
+
+/// A graph captured from a stream this crate does not own (a c10
+/// stream). Its owner keeps the memory the captured work uses alive for
+/// as long as the graph, and orders each replay after that memory's other
+/// uses, by its own rules; this type only captures and replays.
+#[derive(Debug)]
+pub struct ForeignGraph {
+    exec: Exec,
+    nodes: usize,
+}
+
+impl ForeignStream {
+    /// Starts capturing: work enqueued on this stream until
+    /// [`Self::end_capture`] is recorded into a graph instead of run. The
+    /// caller refuses what a replay cannot repeat (host transfers, host
+    /// functions, event records) while it captures.
+    pub fn begin_capture(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the stream is valid (`from_raw`'s contract) and bound.
+        unsafe { begin_on(self.device(), self.cu_stream()) }
+    }
+
+    /// Ends the capture begun on this stream and instantiates it; the
+    /// capture ends even when this fails.
+    pub fn end_capture(&self) -> Result<ForeignGraph> {
+        self.bind()?;
+        // SAFETY: as above; the caller began the capture.
+        let (exec, nodes) = unsafe { end_on(self.device(), self.cu_stream()) }?;
+        Ok(ForeignGraph { exec, nodes })
+    }
+}
+
+impl ForeignGraph {
+    /// Enqueues one replay on `stream`, a stream of the same device. As
+    /// with [`ForeignStream::launch`], the memory the work names belongs
+    /// to the stream's library, which keeps it allocated while the graph
+    /// lives and orders the replay after its other uses.
+    pub fn launch(&self, stream: &ForeignStream) -> Result<()> {
+        if stream.device() != &self.exec.device {
+            return Err(SafeError::DeviceMismatch {
+                what: "a graph launched on another device's stream",
+            });
+        }
+        stream.bind()?;
+        // SAFETY: the stream is valid (`from_raw`'s contract) and bound; the
+        // memory is its library's to keep, as for `ForeignStream::launch`.
+        unsafe { self.exec.launch(stream.cu_stream()) }
+    }
+
+    /// The number of nodes (kernels, copies, memsets) the capture recorded.
+    pub fn node_count(&self) -> usize {
+        self.nodes
     }
 }
 
@@ -278,10 +369,9 @@ impl CudaGraphHandle {
             .map(|k| k.uses().write_on(cu, events))
             .collect::<Result<_>>()?;
         stream.bind()?;
-        let exec = self.exec.exec.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: `exec` is live (owned by `self`), the launch is serialised
-        // by its lock, and every buffer it uses is kept by `self.kept`.
-        unsafe { result::graph::launch(*exec, stream.cu_stream()) }.call("cuGraphLaunch")
+        // SAFETY: the stream is live and bound; every buffer the graph uses
+        // is kept by `self.kept`.
+        unsafe { self.exec.launch(stream.cu_stream()) }
     }
 
     /// The number of nodes (kernels, copies, memsets) the capture recorded.

@@ -29,12 +29,27 @@ impl CudaModuleHandle {
         })
     }
 
-    /// The kernel whose (lowered) symbol is `symbol`.
+    /// The kernel whose (lowered) symbol is `symbol`, loaded onto the
+    /// device now. Under the driver's lazy module loading (the default
+    /// since CUDA 12.2) a kernel is otherwise loaded at its first launch,
+    /// which may wait for the whole context: a first launch would then
+    /// block behind unrelated work on other streams, or deadlock with
+    /// work that waits for it (a stream held back by a host function
+    /// until the launch is enqueued). `cuFuncLoad` moves that load here.
     pub fn function(&self, symbol: &str) -> Result<CudaFunctionHandle> {
         let func = self
             .module
             .load_function(symbol)
             .call("cuModuleGetFunction")?;
+        self.device
+            .cudarc_context()
+            .bind_to_thread()
+            .call("cuCtxSetCurrent")?;
+        // SAFETY: `func` is a live function of a loaded module, and its
+        // context is current; loading changes no state a caller can see.
+        unsafe { cudarc::driver::sys::cuFuncLoad(func.cu_function()) }
+            .result()
+            .call("cuFuncLoad")?;
         Ok(CudaFunctionHandle {
             func,
             device: self.device.clone(),

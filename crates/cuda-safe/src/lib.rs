@@ -45,6 +45,7 @@ mod event_pool;
 pub mod floor;
 mod foreign;
 mod graph;
+mod host_memory;
 mod kernel;
 pub mod nvrtc;
 mod pinned;
@@ -59,7 +60,7 @@ pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use foreign::ForeignStream;
-pub use graph::CudaGraphHandle;
+pub use graph::{CudaGraphHandle, ForeignGraph};
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };

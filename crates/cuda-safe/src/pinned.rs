@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use cudarc::driver::{result, sys};
 
 use crate::error::{Context as _, Result, SafeError};
+use crate::host_memory::{register_page_locked, unregister_page_locked};
 use crate::uses::Uses;
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
 
@@ -57,6 +58,7 @@ impl<T: Element> PinnedBuffer<T> {
             })?;
             // SAFETY: `p` is `bytes` bytes just allocated and owned here.
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+            register_page_locked(p as usize, bytes);
             p as usize
         };
         Ok(PinnedBuffer {
@@ -125,6 +127,7 @@ impl<T: Element> Drop for PinnedBuffer<T> {
         let ctx = self.device.cudarc_context();
         ctx.record_err(self.uses.synchronize());
         if self.ptr != 0 {
+            unregister_page_locked(self.ptr);
             // SAFETY: from `cuMemHostAlloc`, and no copy uses it any more.
             ctx.record_err(unsafe { result::free_host(self.ptr as *mut std::ffi::c_void) });
         }

@@ -42,6 +42,7 @@ const REQUIRED_DRIVER_SYMBOLS: &[&str] = &[
     "cuEventQuery",
     "cuEventSynchronize",
     "cuEventElapsedTime_v2",
+    "cuFuncLoad",
 ];
 
 const REQUIRED_NVRTC_SYMBOLS: &[&str] =

@@ -3,7 +3,7 @@
 //! times, the overlap efficiency, and writes the pipelined run's timeline
 //! as a Chrome trace (open it at https://ui.perfetto.dev).
 //!
-//!     cargo run --release -p unigpu --example 08_pipeline -- [TRACE.json] [BATCHES] [MiB] [DEPTH] [REPEATS] [PIECES]
+//!     cargo run --release -p unigpu --example 08_pipeline -- [TRACE.json] [BATCHES] [MiB] [DEPTH] [REPEATS] [PIECES] [pinned|pageable]
 //!
 //! The defaults are the workload of bench/anchors/torch_cupy_baseline.py:
 //! 16 batches of 64 MiB, depth 3, and trace `pipeline-trace.json`. On a
@@ -12,9 +12,11 @@
 //! (0: calibrate). PIECES moves each batch through the pipeline in that
 //! many pieces (default 1): the same data and compute, but the first
 //! upload and the last download, which nothing can overlap, get shorter.
+//! The host batches are pinned, as the baseline's are (`pageable`: ordinary
+//! `Vec`s, which every transfer stages through a pinned ring).
 
 use unigpu::Context;
-use unigpu::pipeline::{WorkloadOptions, bench_workload_with};
+use unigpu::pipeline::{HostMemory, WorkloadOptions, bench_workload_with};
 
 fn arg(n: usize, default: usize) -> Result<usize, String> {
     match std::env::args().nth(n) {
@@ -40,6 +42,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let repeats = Some(arg(5, 0)?).filter(|&r| r > 0);
     let pieces = arg(6, 1)?;
+    let host = match std::env::args().nth(7).as_deref() {
+        None | Some("pinned") => HostMemory::Pinned,
+        Some("pageable") => HostMemory::Pageable,
+        Some(other) => {
+            return Err(format!("argument 7 is pinned or pageable, got `{other}`").into());
+        }
+    };
+    println!("host batches in {host:?} memory");
     let w = bench_workload_with(
         &ctx,
         WorkloadOptions {
@@ -48,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             depth,
             compute_repeats: repeats,
             pieces,
+            host,
             ..WorkloadOptions::BASELINE
         },
     )?;

@@ -9,9 +9,9 @@ use crate::{Result, Stream};
 /// [`Stream::end_capture`]), replayed by [`Graph::launch`] on any stream of
 /// the same context.
 ///
-/// A CUDA graph on the cuda backend (one `cuGraphLaunch` per replay);
-/// the recorded work itself on the CPU backend, submitted again in order.
-/// The torch backend cannot capture (see `docs/graphs.md`).
+/// What a graph is depends on the backend: a driver graph replayed by
+/// one launch on a GPU, the recorded work itself submitted again in order
+/// on the host (`docs/graphs.md`, "Backends").
 ///
 /// The memory the recorded work uses stays valid for every replay: an
 /// array dropped while a graph that uses it lives keeps its memory until
@@ -78,8 +78,7 @@ impl Stream {
     }
 
     /// Starts recording the work enqueued on this stream (see
-    /// [`Graph`]). Refused when the stream already captures, and on the
-    /// torch backend.
+    /// [`Graph`]). Refused when the stream already captures.
     pub fn begin_capture(&self) -> Result<()> {
         self.imp.begin_capture()
     }

@@ -1,33 +1,18 @@
 //! Graphs on every backend: kernels, ops and copies captured from a
 //! stream and replayed on any stream, every element checked against a host
 //! reference; memory the captured work uses stays valid for every replay;
-//! work a replay cannot repeat is refused while capturing. The torch
-//! backend cannot capture and must say so.
+//! work a replay cannot repeat is refused while capturing.
 
 mod common;
 
 use common::{assert_same, random_len, random_vec, saxpy};
-use unigpu::{Backend, Context, Error, Grid};
+use unigpu::{Backend, Error, Grid};
 
 /// Graph tests one at a time: a capture on one thread makes a device-wide
 /// sync on another fail (docs/graphs.md), and every test here syncs.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The torch backend refuses to capture, naming the reason.
-fn torch_refuses(ctx: &Context) -> bool {
-    if ctx.backend() != Backend::Torch {
-        return false;
-    }
-    let s = ctx.create_stream().unwrap();
-    match s.begin_capture() {
-        Err(Error::Unsupported { what, .. }) => assert!(what.contains("CUDAGraph"), "{what}"),
-        other => panic!("torch begin_capture: {other:?}"),
-    }
-    assert!(!s.is_capturing());
-    true
 }
 
 /// What the captured sequence below computes, on the host.
@@ -47,9 +32,6 @@ fn reference(x: &[f32], y0: &[f32]) -> (Vec<f32>, Vec<f32>) {
 
 on_every_backend!(replays_kernels_ops_and_copies, |ctx| {
     let _one = one_at_a_time();
-    if torch_refuses(ctx) {
-        return;
-    }
     let k = saxpy(ctx);
     let n = 1000 + random_len(50_000);
     let capture_stream = ctx.create_stream().unwrap();
@@ -102,9 +84,6 @@ on_every_backend!(replays_kernels_ops_and_copies, |ctx| {
 
 on_every_backend!(memory_used_by_a_graph_outlives_its_arrays, |ctx| {
     let _one = one_at_a_time();
-    if torch_refuses(ctx) {
-        return;
-    }
     let n = 4096 + random_len(100_000);
     let s = ctx.create_stream().unwrap();
     let x0 = random_vec::<f32>(n);
@@ -148,9 +127,6 @@ on_every_backend!(
     work_a_replay_cannot_repeat_is_refused_while_capturing,
     |ctx| {
         let _one = one_at_a_time();
-        if torch_refuses(ctx) {
-            return;
-        }
         let s = ctx.create_stream().unwrap();
         let n = 1 + random_len(1000);
         let host = random_vec::<f32>(n);
@@ -200,7 +176,7 @@ on_every_backend!(
 
 on_every_backend!(a_graph_launches_only_on_its_own_backend, |ctx| {
     let _one = one_at_a_time();
-    if torch_refuses(ctx) || ctx.backend() == Backend::Cpu {
+    if ctx.backend() == Backend::Cpu {
         return;
     }
     let s = ctx.create_stream().unwrap();
@@ -216,9 +192,6 @@ on_every_backend!(a_graph_launches_only_on_its_own_backend, |ctx| {
 
 on_every_backend!(a_capture_survives_another_thread_using_the_gpu, |ctx| {
     let _one = one_at_a_time();
-    if torch_refuses(ctx) {
-        return;
-    }
     let backend = ctx.backend();
     let n = 1 + random_len(10_000);
     let s = ctx.create_stream().unwrap();

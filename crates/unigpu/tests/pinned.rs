@@ -56,3 +56,29 @@ on_every_backend!(pinned_copies_check_lengths_and_backends, |ctx| {
         }
     }
 });
+
+on_every_backend!(copies_of_pinned_slices_end_before_returning, |ctx| {
+    // `upload` and `download_into` given a slice of a pinned buffer move
+    // it by a direct DMA on CUDA, which is asynchronous; the calls must
+    // still keep their contract: the source may be reused, and the
+    // destination holds the data, once they return. A stream held back by
+    // a host function makes a copy that returned too early show.
+    for n in [1 + random_len(1000), (8 << 20) / 4 + random_len(1000)] {
+        let host = random_vec::<f32>(n);
+        let mut src = ctx.pinned::<f32>(n).unwrap();
+        src.as_mut_slice().unwrap().copy_from_slice(&host);
+        let s = ctx.create_stream().unwrap();
+        s.host_fn(|| std::thread::sleep(std::time::Duration::from_millis(50)))
+            .unwrap();
+        let mut a = ctx.alloc::<f32>(n).unwrap();
+        s.upload(src.as_slice().unwrap(), &mut a).unwrap();
+        src.as_mut_slice().unwrap().fill(-5.0);
+        ctx.ops_on(&s).scale(2.0, &mut a).unwrap();
+        let mut dst = ctx.pinned::<f32>(n).unwrap();
+        s.host_fn(|| std::thread::sleep(std::time::Duration::from_millis(50)))
+            .unwrap();
+        s.download_into(&a, dst.as_mut_slice().unwrap()).unwrap();
+        let want: Vec<f32> = host.iter().map(|x| x * 2.0).collect();
+        assert_same(&want, dst.as_slice().unwrap());
+    }
+});

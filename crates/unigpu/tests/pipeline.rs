@@ -375,9 +375,14 @@ on_every_backend!(pipeline_zero_batches, |ctx| {
 });
 
 on_every_backend!(pipeline_bench_workload_reports_overlap, |ctx| {
-    // Whole batches, and each batch moved in 4 pieces; the workload checks
-    // every output element itself.
-    for pieces in [1, 4] {
+    // Whole batches and each batch moved in 4 pieces, from pinned and from
+    // ordinary host memory; the workload checks every output element
+    // itself.
+    use unigpu::pipeline::HostMemory;
+    let shapes = [1, 4]
+        .into_iter()
+        .flat_map(|p| [(p, HostMemory::Pinned), (p, HostMemory::Pageable)]);
+    for (pieces, host) in shapes {
         let options = unigpu::pipeline::WorkloadOptions {
             batches: 5,
             batch_bytes: 1 << 20,
@@ -385,6 +390,7 @@ on_every_backend!(pipeline_bench_workload_reports_overlap, |ctx| {
             compute_repeats: None,
             repetitions: 1,
             pieces,
+            host,
         };
         let w = unigpu::pipeline::bench_workload_with(ctx, options).unwrap();
         let r = w.report;

@@ -6,22 +6,17 @@ use std::time::Instant;
 
 use unigpu::Grid;
 
-use super::{Better, Case, Env, Out, median};
+use super::{Better, Case, Env, Out, any_backend, median};
 
 pub const CASE: Case = Case {
     name: "graph",
     group: "graph",
-    skip: can_capture,
+    skip: any_backend,
     run: graph,
 };
 
 const KERNELS: usize = 100;
 const REPLAYS: usize = 200;
-
-fn can_capture(ctx: &unigpu::Context) -> Option<String> {
-    (ctx.backend() == unigpu::Backend::Torch)
-        .then(|| "the torch backend cannot capture graphs (docs/graphs.md says why)".to_string())
-}
 
 fn graph(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let ctx = &env.ctx;

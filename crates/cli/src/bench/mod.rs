@@ -3,7 +3,7 @@
 //!
 //! Every figure comes from a [`Case`] in [`CASES`]; a case is one function
 //! in one group's file (launch.rs, compile.rs, transfer.rs, axpy.rs,
-//! matmul.rs, ops_cpu.rs) plus one line in [`CASES`]. The anchor each
+//! matmul.rs, pipeline.rs, ops_cpu.rs) plus one line in [`CASES`]. The anchor each
 //! figure is compared with is one line in [`anchors::ANCHORS`].
 //! report.rs renders the figures as a markdown table (stdout by default),
 //! JSON (`--json`), an SVG plot (`--plot`) or the `key value` lines that
@@ -18,6 +18,7 @@ mod launch;
 mod matmul;
 mod memory;
 mod ops_cpu;
+mod pipeline;
 mod report;
 mod transfer;
 
@@ -134,6 +135,7 @@ pub const CASES: &[Case] = &[
     axpy::CASE,
     matmul::F32_CASE,
     matmul::BF16_CASE,
+    pipeline::CASE,
     ops_cpu::RELU,
     ops_cpu::ADD,
     ops_cpu::SIGMOID,

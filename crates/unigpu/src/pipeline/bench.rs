@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::report::PipelineReport;
 use super::run::Pipeline;
 use super::timeline::Timeline;
-use crate::{Backend, Context, Error, GpuArray, Result, Stream};
+use crate::{Backend, Context, Error, GpuArray, PinnedBuffer, Result, Stream};
 
 /// The scale of the workload's scale + relu.
 const ALPHA: f32 = 0.5;
@@ -34,6 +34,20 @@ pub struct WorkloadOptions {
     /// whole batches. The sequential run always moves whole batches.
     /// `batch_bytes / 4` must divide by it.
     pub pieces: usize,
+    /// Where the host batches live: [`HostMemory::Pinned`] as in the
+    /// baseline (torch pins its host batches), or ordinary memory.
+    pub host: HostMemory,
+}
+
+/// The host memory a workload's batches live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostMemory {
+    /// `Vec`s: every transfer goes through the staging ring, so the host's
+    /// memory-copy bandwidth is shared by the upload and download stages.
+    Pageable,
+    /// [`PinnedBuffer`](crate::PinnedBuffer)s from [`Context::pinned`]:
+    /// the DMA engines read and write them directly.
+    Pinned,
 }
 
 impl WorkloadOptions {
@@ -45,6 +59,7 @@ impl WorkloadOptions {
         compute_repeats: None,
         repetitions: 3,
         pieces: 1,
+        host: HostMemory::Pinned,
     };
 }
 
@@ -91,28 +106,31 @@ pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Wo
             actual: len,
         });
     }
-    let inputs: Vec<Vec<f32>> = (0..options.batches)
-        .map(|k| random_batch(k as u64, len))
-        .collect();
-    let mut outputs = vec![vec![0.0f32; len]; options.batches];
+    let mut host = HostBatches::new(ctx, options.host, options.batches, len)?;
     let mut p = ctx.pipeline::<f32>(options.depth, len)?;
     let mut q = ctx.pipeline::<f32>(options.depth, len / pieces)?;
     let repeats = match options.compute_repeats {
         Some(r) => r.max(1),
-        None => calibrate(&mut p, ctx, &inputs, &mut outputs)?,
+        None => {
+            let (inputs, mut outputs) = host.slices()?;
+            calibrate(&mut p, ctx, &inputs, &mut outputs)?
+        }
     };
     let mut work =
         |s: &Stream, x: &GpuArray<f32>, y: &mut GpuArray<f32>| scale_relu(ctx, s, repeats, x, y);
-    let (ins, mut outs) = split(&inputs, &mut outputs, q.batch_len());
-    q.run(&ins, &mut outs, &mut work)?;
+    {
+        let (ins, mut outs) = host.pieces(q.batch_len())?;
+        q.run(&ins, &mut outs, &mut work)?;
+    }
     // Sequential and pipelined runs alternate, so that a change in the
     // machine's load (another process, a clock that ramps) falls on both.
     let reps = options.repetitions.max(1);
     let mut sequential = Vec::with_capacity(reps);
     let mut walls = Vec::with_capacity(reps);
     for _ in 0..reps {
+        let (inputs, mut outputs) = host.slices()?;
         sequential.push(p.run_sequential(&inputs, &mut outputs, &mut work)?);
-        let (ins, mut outs) = split(&inputs, &mut outputs, q.batch_len());
+        let (ins, mut outs) = host.pieces(q.batch_len())?;
         let t = Instant::now();
         q.run(&ins, &mut outs, &mut work)?;
         walls.push(t.elapsed().as_secs_f64() * 1e3);
@@ -120,9 +138,13 @@ pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Wo
     sequential.sort_by(|a, b| a.wall_ms().total_cmp(&b.wall_ms()));
     walls.sort_by(f64::total_cmp);
     let report = PipelineReport::with_pieces(&sequential[reps / 2], walls[reps / 2], pieces);
-    outputs.iter_mut().for_each(|o| o.fill(f32::NAN));
-    let (ins, mut outs) = split(&inputs, &mut outputs, q.batch_len());
-    let trace = q.run_traced(&ins, &mut outs, &mut work)?;
+    let trace = {
+        let (_, mut outputs) = host.slices()?;
+        outputs.iter_mut().for_each(|o| o.fill(f32::NAN));
+        let (ins, mut outs) = host.pieces(q.batch_len())?;
+        q.run_traced(&ins, &mut outs, &mut work)?
+    };
+    let (inputs, outputs) = host.slices()?;
     check(&inputs, &outputs)?;
     Ok(Workload {
         backend: ctx.backend(),
@@ -133,19 +155,78 @@ pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Wo
     })
 }
 
-/// The batches as pieces of `piece` elements, in order.
-fn split<'a>(
-    inputs: &'a [Vec<f32>],
-    outputs: &'a mut [Vec<f32>],
-    piece: usize,
-) -> (Vec<&'a [f32]>, Vec<&'a mut [f32]>) {
-    let piece = piece.max(1);
-    let ins = inputs.iter().flat_map(|b| b.chunks(piece)).collect();
-    let outs = outputs
-        .iter_mut()
-        .flat_map(|b| b.chunks_mut(piece))
-        .collect();
-    (ins, outs)
+/// Input batches and output batches, borrowed.
+type Sides<'a> = (Vec<&'a [f32]>, Vec<&'a mut [f32]>);
+
+/// A workload's input and output batches, in the host memory it asked for.
+enum HostBatches {
+    Pageable {
+        inputs: Vec<Vec<f32>>,
+        outputs: Vec<Vec<f32>>,
+    },
+    Pinned {
+        inputs: Vec<PinnedBuffer<f32>>,
+        outputs: Vec<PinnedBuffer<f32>>,
+    },
+}
+
+impl HostBatches {
+    /// `batches` random input batches of `len` elements and as many
+    /// output batches.
+    fn new(ctx: &Context, memory: HostMemory, batches: usize, len: usize) -> Result<HostBatches> {
+        let random = (0..batches).map(|k| random_batch(k as u64, len));
+        Ok(match memory {
+            HostMemory::Pageable => HostBatches::Pageable {
+                inputs: random.collect(),
+                outputs: vec![vec![0.0; len]; batches],
+            },
+            HostMemory::Pinned => {
+                let mut inputs = Vec::with_capacity(batches);
+                for batch in random {
+                    let mut pinned = ctx.pinned::<f32>(len)?;
+                    pinned.as_mut_slice()?.copy_from_slice(&batch);
+                    inputs.push(pinned);
+                }
+                let outputs = (0..batches)
+                    .map(|_| ctx.pinned::<f32>(len))
+                    .collect::<Result<_>>()?;
+                HostBatches::Pinned { inputs, outputs }
+            }
+        })
+    }
+
+    /// The whole batches.
+    fn slices(&mut self) -> Result<Sides<'_>> {
+        Ok(match self {
+            HostBatches::Pageable { inputs, outputs } => (
+                inputs.iter().map(Vec::as_slice).collect(),
+                outputs.iter_mut().map(Vec::as_mut_slice).collect(),
+            ),
+            HostBatches::Pinned { inputs, outputs } => (
+                inputs
+                    .iter()
+                    .map(PinnedBuffer::as_slice)
+                    .collect::<Result<_>>()?,
+                outputs
+                    .iter_mut()
+                    .map(PinnedBuffer::as_mut_slice)
+                    .collect::<Result<_>>()?,
+            ),
+        })
+    }
+
+    /// The batches as pieces of `piece` elements, in order.
+    fn pieces(&mut self, piece: usize) -> Result<Sides<'_>> {
+        let piece = piece.max(1);
+        let (inputs, outputs) = self.slices()?;
+        Ok((
+            inputs.into_iter().flat_map(|b| b.chunks(piece)).collect(),
+            outputs
+                .into_iter()
+                .flat_map(|b| b.chunks_mut(piece))
+                .collect(),
+        ))
+    }
 }
 
 /// `y = ALPHA * relu(x)`, with the relu done `repeats` times (each pass
@@ -170,8 +251,8 @@ fn scale_relu(
 fn calibrate(
     p: &mut Pipeline<f32>,
     ctx: &Context,
-    inputs: &[Vec<f32>],
-    outputs: &mut [Vec<f32>],
+    inputs: &[&[f32]],
+    outputs: &mut [&mut [f32]],
 ) -> Result<usize> {
     if inputs.is_empty() {
         return Ok(1);
@@ -196,7 +277,7 @@ fn calibrate(
 
 /// Every element of every output against the host's `ALPHA * max(x, 0)`
 /// (exact: both sides round the one product the same way).
-fn check(inputs: &[Vec<f32>], outputs: &[Vec<f32>]) -> Result<()> {
+fn check(inputs: &[&[f32]], outputs: &[&mut [f32]]) -> Result<()> {
     for (k, (x, y)) in inputs.iter().zip(outputs).enumerate() {
         if let Some(i) = (0..x.len()).find(|&i| y[i] != ALPHA * x[i].max(0.0)) {
             return Err(Error::StreamWork {

@@ -14,7 +14,7 @@ mod stages;
 mod streams;
 mod timeline;
 
-pub use bench::{Workload, WorkloadOptions, bench_workload, bench_workload_with};
+pub use bench::{HostMemory, Workload, WorkloadOptions, bench_workload, bench_workload_with};
 pub use report::PipelineReport;
 pub use run::Pipeline;
 pub use timeline::{Span, Stage, Timeline};

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::graph::{self, TorchGraph};
 use super::{TorchBuffer, TorchDevice, TorchEvent, TorchStream};
 use unigpu_cuda_safe::KernelParam;
 
@@ -20,6 +21,14 @@ use unigpu_cuda_safe::dlpack::ManagedTensor;
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
 pub(crate) struct Torch;
+
+/// Why host transfers are refused while capturing.
+const HOST_MEMORY: &str = "a replay would read or write host memory the graph does not own; do \
+                           host transfers before begin_capture or after end_capture";
+
+/// Why DLPack exchanges are refused while capturing.
+const DLPACK: &str = "the exchange orders the other library's work with events, which a capture \
+                      cannot record; exchange before begin_capture or after end_capture";
 
 /// A driver error met through a torch context, said of torch.
 fn driver_error(e: unigpu_cuda_safe::SafeError) -> Error {
@@ -100,10 +109,21 @@ impl Api for Torch {
     }
 
     fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        graph::refuse(
+            stream,
+            "waiting for an event",
+            "the event marks work outside the capture, which a replay cannot wait for; \
+             wait before begin_capture",
+        )?;
         Ok(stream.inner.wait_event(&event.read())?)
     }
 
     fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        graph::refuse(
+            stream,
+            "a host function",
+            "it runs once, and a graph replays; enqueue it after launching the graph",
+        )?;
         stream.foreign.host_fn(f).map_err(driver_error)
     }
 
@@ -111,40 +131,28 @@ impl Api for Torch {
         Some(stream.foreign.raw())
     }
 
-    /// A graph of the torch backend's work would have to be an
-    /// at::cuda::CUDAGraph, whose capture routes ATen's allocations to a
-    /// private pool; that class lives in libtorch_cuda, which the bridge
-    /// loads at run time rather than links, so there is no such graph here.
-    type Graph = std::convert::Infallible;
+    /// The c10 stream captured by the driver; the graph keeps the tensors
+    /// its work uses (`graph.rs`).
+    type Graph = TorchGraph;
 
-    fn begin_capture(_: &Self::Stream) -> Result<()> {
-        Err(Error::Unsupported {
-            backend: Backend::Torch,
-            what: "graph capture on the torch backend: torch ops allocate from torch's caching \
-                   allocator, which only at::cuda::CUDAGraph (in libtorch_cuda, loaded at run \
-                   time, not linked by the bridge) can capture safely; use the cuda backend \
-                   for graphs"
-                .into(),
-        })
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        graph::begin(stream)
     }
 
-    fn end_capture(_: &Self::Stream) -> Result<Self::Graph> {
-        Err(Error::Unsupported {
-            backend: Backend::Torch,
-            what: "end_capture: the torch backend never captures (see begin_capture)".into(),
-        })
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        graph::end(stream)
     }
 
-    fn is_capturing(_: &Self::Stream) -> bool {
-        false
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        graph::is_capturing(stream)
     }
 
-    fn graph_launch(graph: &Self::Graph, _: &Self::Stream) -> Result<()> {
-        match *graph {}
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        graph.launch(stream)
     }
 
     fn graph_len(graph: &Self::Graph) -> usize {
-        match *graph {}
+        graph.len()
     }
 
     /// c10 events are always timed here: the bridge's event is made with
@@ -154,6 +162,11 @@ impl Api for Torch {
     }
 
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        graph::refuse(
+            stream,
+            "recording an event",
+            "the event would mark no work until a replay; record it after end_capture",
+        )?;
         event.record(stream)
     }
 
@@ -218,6 +231,7 @@ impl Api for Torch {
         host: &[T],
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
+        graph::refuse(stream, "an upload from host memory", HOST_MEMORY)?;
         let _current = stream.enter()?;
         dst.order(stream, true)?;
         Ok(dst.tensor_mut().write_bytes(bytemuck::cast_slice(host))?)
@@ -228,6 +242,7 @@ impl Api for Torch {
         src: &Self::Buffer<T>,
         host: &mut [T],
     ) -> Result<()> {
+        graph::refuse(stream, "a download into host memory", HOST_MEMORY)?;
         let _current = stream.enter()?;
         src.order(stream, false)?;
         Ok(src.tensor.read_bytes(bytemuck::cast_slice_mut(host))?)
@@ -281,6 +296,7 @@ impl Api for Torch {
         buffer: &mut Self::Buffer<T>,
         sync: DlpackSync<'_>,
     ) -> Result<ManagedTensor> {
+        graph::refuse(stream, "a DLPack export", DLPACK)?;
         super::dlpack::export::<T>(stream, buffer, sync)
     }
 
@@ -288,6 +304,7 @@ impl Api for Torch {
         stream: &Self::Stream,
         tensor: ManagedTensor,
     ) -> Result<Self::Buffer<T>> {
+        graph::refuse(stream, "a DLPack import", DLPACK)?;
         super::dlpack::import::<T>(stream, tensor)
     }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use unigpu_torch_bridge as bridge;
 
 use super::TorchStream;
+use super::graph::{self, Kept};
 use crate::{Element, Error, Result};
 
 /// A contiguous 1-D CUDA tensor of `len` elements. (`pub` only because the
@@ -22,11 +23,13 @@ pub struct TorchBuffer {
     len: usize,
     /// c10 id of the stream the memory was allocated for.
     home: i64,
-    uses: Mutex<Uses>,
+    /// Shared with the graphs whose captured work uses the buffer.
+    uses: Arc<Mutex<Uses>>,
 }
 
+/// The streams that last used a tensor.
 #[derive(Debug, Default)]
-struct Uses {
+pub(crate) struct Uses {
     writer: Option<Arc<TorchStream>>,
     readers: Vec<Arc<TorchStream>>,
 }
@@ -70,10 +73,10 @@ impl TorchBuffer {
             tensor,
             len,
             home: stream.id,
-            uses: Mutex::new(Uses {
+            uses: Arc::new(Mutex::new(Uses {
                 writer: Some(stream.clone()),
                 readers: Vec::new(),
-            }),
+            })),
         }
     }
 
@@ -83,32 +86,57 @@ impl TorchBuffer {
 
     /// Orders a use of the buffer on `stream` (which must be current) after
     /// the earlier uses it conflicts with: a read after the last write, a
-    /// write after every earlier use.
+    /// write after every earlier use. While `stream` captures a graph the
+    /// use is recorded instead (the graph keeps the tensor and orders each
+    /// replay).
     pub(crate) fn order(&self, stream: &Arc<TorchStream>, write: bool) -> Result<()> {
-        let mut uses = self.uses.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = &uses.writer {
-            stream.wait_for(w)?;
+        let kept = || {
+            Ok(Kept {
+                tensor: self.tensor.share()?,
+                home: self.home,
+                uses: self.uses.clone(),
+            })
+        };
+        if graph::note_use(stream, &self.uses, kept)? {
+            return Ok(());
         }
-        if write {
-            for r in &uses.readers {
-                stream.wait_for(r)?;
-            }
-        }
-        if stream.id != self.home {
-            self.tensor.record_stream(&stream.inner)?;
-        }
-        if write {
-            uses.writer = Some(stream.clone());
-            uses.readers.clear();
-        } else if !uses.readers.iter().any(|r| r.id == stream.id) {
-            uses.readers.push(stream.clone());
-        }
-        Ok(())
+        order_use(&self.uses, &self.tensor, self.home, stream, write)
     }
 
     pub(crate) fn tensor_mut(&mut self) -> &mut bridge::Tensor {
         &mut self.tensor
     }
+}
+
+/// [`TorchBuffer::order`] for a tensor `tensor` allocated for the stream
+/// `home`, with use record `uses` (also a graph's replay, which keeps all
+/// three).
+pub(crate) fn order_use(
+    uses: &Mutex<Uses>,
+    tensor: &bridge::Tensor,
+    home: i64,
+    stream: &Arc<TorchStream>,
+    write: bool,
+) -> Result<()> {
+    let mut uses = uses.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(w) = &uses.writer {
+        stream.wait_for(w)?;
+    }
+    if write {
+        for r in &uses.readers {
+            stream.wait_for(r)?;
+        }
+    }
+    if stream.id != home {
+        tensor.record_stream(&stream.inner)?;
+    }
+    if write {
+        uses.writer = Some(stream.clone());
+        uses.readers.clear();
+    } else if !uses.readers.iter().any(|r| r.id == stream.id) {
+        uses.readers.push(stream.clone());
+    }
+    Ok(())
 }
 
 fn free_bytes(stream: &TorchStream) -> usize {

@@ -9,6 +9,7 @@ mod api;
 mod buffer;
 mod device;
 mod dlpack;
+mod graph;
 pub(crate) mod ops;
 mod stream;
 
