@@ -7,6 +7,7 @@ use unigpu_torch_bridge as bridge;
 
 use super::TorchStream;
 use super::graph::{self, Kept};
+use super::uses::{Uses, order_use};
 use crate::{Element, Error, Result};
 
 /// A contiguous 1-D CUDA tensor of `len` elements. (`pub` only because the
@@ -25,13 +26,6 @@ pub struct TorchBuffer {
     home: i64,
     /// Shared with the graphs whose captured work uses the buffer.
     uses: Arc<Mutex<Uses>>,
-}
-
-/// The streams that last used a tensor.
-#[derive(Debug, Default)]
-pub(crate) struct Uses {
-    writer: Option<Arc<TorchStream>>,
-    readers: Vec<Arc<TorchStream>>,
 }
 
 impl TorchBuffer {
@@ -73,10 +67,7 @@ impl TorchBuffer {
             tensor,
             len,
             home: stream.id,
-            uses: Arc::new(Mutex::new(Uses {
-                writer: Some(stream.clone()),
-                readers: Vec::new(),
-            })),
+            uses: Uses::written_by(stream),
         }
     }
 
@@ -106,37 +97,6 @@ impl TorchBuffer {
     pub(crate) fn tensor_mut(&mut self) -> &mut bridge::Tensor {
         &mut self.tensor
     }
-}
-
-/// [`TorchBuffer::order`] for a tensor `tensor` allocated for the stream
-/// `home`, with use record `uses` (also a graph's replay, which keeps all
-/// three).
-pub(crate) fn order_use(
-    uses: &Mutex<Uses>,
-    tensor: &bridge::Tensor,
-    home: i64,
-    stream: &Arc<TorchStream>,
-    write: bool,
-) -> Result<()> {
-    let mut uses = uses.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(w) = &uses.writer {
-        stream.wait_for(w)?;
-    }
-    if write {
-        for r in &uses.readers {
-            stream.wait_for(r)?;
-        }
-    }
-    if stream.id != home {
-        tensor.record_stream(&stream.inner)?;
-    }
-    if write {
-        uses.writer = Some(stream.clone());
-        uses.readers.clear();
-    } else if !uses.readers.iter().any(|r| r.id == stream.id) {
-        uses.readers.push(stream.clone());
-    }
-    Ok(())
 }
 
 fn free_bytes(stream: &TorchStream) -> usize {

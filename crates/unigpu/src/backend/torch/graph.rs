@@ -28,7 +28,7 @@ use unigpu_cuda_safe::ForeignGraph;
 use unigpu_torch_bridge as bridge;
 
 use super::TorchStream;
-use super::buffer::{Uses, order_use};
+use super::uses::{Uses, order_use};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 

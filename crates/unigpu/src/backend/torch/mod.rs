@@ -12,6 +12,7 @@ mod dlpack;
 mod graph;
 pub(crate) mod ops;
 mod stream;
+mod uses;
 
 pub(crate) use buffer::TorchBuffer;
 pub(crate) use device::{TorchDevice, device_count, open};
