@@ -36,5 +36,8 @@ fn without_libnccl_every_entry_point_says_why() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains(CHILD_MARKER), "the child did not run the checks:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(CHILD_MARKER),
+        "the child did not run the checks:\n{stdout}\n{stderr}"
+    );
 }

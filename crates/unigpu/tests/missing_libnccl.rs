@@ -27,7 +27,10 @@ fn without_libnccl_collectives_are_an_error_not_a_panic() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains(CHILD_MARKER), "the child did not run the checks:\n{stdout}");
+    assert!(
+        stdout.contains(CHILD_MARKER),
+        "the child did not run the checks:\n{stdout}"
+    );
 }
 
 fn checks() {

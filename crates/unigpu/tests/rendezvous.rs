@@ -170,8 +170,14 @@ fn ranks_that_disagree_on_the_world_size_are_told_why() {
     let addr = free_addr();
     let results = meet(
         vec![
-            (Rendezvous::tcp(&addr, 2, 0).with_timeout(Duration::from_secs(20)), 1),
-            (Rendezvous::tcp(&addr, 3, 1).with_timeout(Duration::from_secs(20)), 1),
+            (
+                Rendezvous::tcp(&addr, 2, 0).with_timeout(Duration::from_secs(20)),
+                1,
+            ),
+            (
+                Rendezvous::tcp(&addr, 3, 1).with_timeout(Duration::from_secs(20)),
+                1,
+            ),
         ],
         fake_id(3),
     );
@@ -203,7 +209,9 @@ fn a_rank_claimed_twice_never_forms_a_wrong_world() {
     for r in &results {
         match r {
             Ok(got) => assert_eq!(*got, id),
-            Err(Error::Rendezvous { message }) => assert!(message.contains("arrived twice"), "{message}"),
+            Err(Error::Rendezvous { message }) => {
+                assert!(message.contains("arrived twice"), "{message}")
+            }
             Err(Error::Timeout { .. }) => {}
             Err(other) => panic!("unexpected error: {other}"),
         }
@@ -223,7 +231,11 @@ fn the_environment_names_the_meeting() {
         return;
     }
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "the_environment_names_the_meeting", "--nocapture"])
+        .args([
+            "--exact",
+            "the_environment_names_the_meeting",
+            "--nocapture",
+        ])
         .env(CHILD, "1")
         .env_remove("UNIGPU_RENDEZVOUS")
         .env_remove("UNIGPU_WORLD_SIZE")
@@ -261,7 +273,11 @@ fn two_processes_meet_over_tcp_and_through_a_file() {
         let children: Vec<_> = (0..2)
             .map(|rank| {
                 Command::new(std::env::current_exe().unwrap())
-                    .args(["--exact", "two_processes_meet_over_tcp_and_through_a_file", "--nocapture"])
+                    .args([
+                        "--exact",
+                        "two_processes_meet_over_tcp_and_through_a_file",
+                        "--nocapture",
+                    ])
                     .env(ROLE, rank.to_string())
                     .env("UNIGPU_RENDEZVOUS", &meeting)
                     .env("UNIGPU_WORLD_SIZE", "2")
