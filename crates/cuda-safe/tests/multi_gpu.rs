@@ -39,7 +39,7 @@ fn random(n: usize) -> Vec<f32> {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn copies_between_devices_direct_and_staged_in_both_directions() {
+fn two_gpus_copies_between_devices_direct_and_staged_in_both_directions() {
     let (a, b) = two_devices();
     let direct = a.can_access_peer(&b).unwrap() && b.can_access_peer(&a).unwrap();
     println!("peer access 0<->1: {direct}");

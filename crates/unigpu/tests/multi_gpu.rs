@@ -60,7 +60,7 @@ fn assert_same(expected: &[f32], actual: &[f32], what: &str) {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {
+fn two_gpus_the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {
     let ctxs = gpus();
     let list = device_list(Backend::Cuda).unwrap();
     assert_eq!(list.peers.len(), ctxs.len());
@@ -100,7 +100,7 @@ fn the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn all_reduce_sum_max_min_avg_match_the_host() {
+fn two_gpus_all_reduce_sum_max_min_avg_match_the_host() {
     let ctxs = gpus();
     let comm = communicator(&ctxs);
     let n = ctxs.len();
@@ -142,7 +142,7 @@ fn all_reduce_sum_max_min_avg_match_the_host() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn integer_and_double_all_reduce_match_the_host() {
+fn two_gpus_integer_and_double_all_reduce_match_the_host() {
     let ctxs = gpus();
     let comm = communicator(&ctxs);
     let mut rng = rand::rng();
@@ -193,7 +193,7 @@ fn integer_and_double_all_reduce_match_the_host() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn broadcast_all_gather_reduce_scatter_and_send_recv_match_the_host() {
+fn two_gpus_broadcast_all_gather_reduce_scatter_and_send_recv_match_the_host() {
     let ctxs = gpus();
     let comm = communicator(&ctxs);
     let n = ctxs.len();
@@ -300,7 +300,7 @@ fn broadcast_all_gather_reduce_scatter_and_send_recv_match_the_host() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn collectives_on_other_streams_are_ordered_after_the_arrays_uses() {
+fn two_gpus_collectives_on_other_streams_are_ordered_after_the_arrays_uses() {
     let ctxs = gpus();
     let comm = communicator(&ctxs);
     let streams: Vec<_> = ctxs.iter().map(|c| c.create_stream().unwrap()).collect();

@@ -91,7 +91,7 @@ fn all_reduce_rank() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn one_process_per_gpu_all_reduces_over_tcp_and_a_file() {
+fn two_gpus_one_process_per_gpu_all_reduces_over_tcp_and_a_file() {
     if std::env::var(ROLE).as_deref() == Ok("all_reduce") {
         return all_reduce_rank();
     }
@@ -106,7 +106,7 @@ fn one_process_per_gpu_all_reduces_over_tcp_and_a_file() {
             ("UNIGPU_COMM_TIMEOUT_SECS", "60".to_string()),
         ];
         let children = spawn_ranks(
-            "one_process_per_gpu_all_reduces_over_tcp_and_a_file",
+            "two_gpus_one_process_per_gpu_all_reduces_over_tcp_and_a_file",
             "all_reduce",
             world,
             &env,
@@ -157,7 +157,7 @@ fn dying_rank() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn a_rank_that_dies_gives_the_others_an_error_not_a_hang() {
+fn two_gpus_a_rank_that_dies_gives_the_others_an_error_not_a_hang() {
     if std::env::var(ROLE).as_deref() == Ok("dying") {
         return dying_rank();
     }
@@ -167,7 +167,7 @@ fn a_rank_that_dies_gives_the_others_an_error_not_a_hang() {
         ("UNIGPU_COMM_TIMEOUT_SECS", "10".to_string()),
     ];
     let children = spawn_ranks(
-        "a_rank_that_dies_gives_the_others_an_error_not_a_hang",
+        "two_gpus_a_rank_that_dies_gives_the_others_an_error_not_a_hang",
         "dying",
         world,
         &env,
@@ -190,7 +190,7 @@ fn a_rank_that_dies_gives_the_others_an_error_not_a_hang() {
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
-fn a_rank_that_never_arrives_is_a_timeout() {
+fn two_gpus_a_rank_that_never_arrives_is_a_timeout() {
     if std::env::var(ROLE).as_deref() == Ok("alone") {
         let r = Rendezvous::from_env().unwrap();
         let ctx = Context::new(Backend::Cuda, 0).unwrap();
@@ -212,7 +212,7 @@ fn a_rank_that_never_arrives_is_a_timeout() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_rank_that_never_arrives_is_a_timeout",
+            "two_gpus_a_rank_that_never_arrives_is_a_timeout",
             "--include-ignored",
             "--nocapture",
         ])
