@@ -100,7 +100,7 @@ fn a_rank_that_never_arrives_times_out_and_aborts() {
     let timeout = Duration::from_secs(3);
     let start = Instant::now();
     // A world of two, and rank 1 never comes.
-    let e = NcclComm::init(&[device.clone()], &id, 2, 0, timeout).unwrap_err();
+    let e = NcclComm::init(std::slice::from_ref(&device), &id, 2, 0, timeout).unwrap_err();
     let took = start.elapsed();
     match &e {
         SafeError::Timeout { what, after } => {

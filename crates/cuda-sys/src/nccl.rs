@@ -311,14 +311,13 @@ impl Api {
     pub fn error_string(&self, status: Status) -> String {
         // SAFETY: ncclGetErrorString returns a static string for any value.
         let text = unsafe { (self.get_error_string)(status) };
+        if text.is_null() {
+            return format!("status {status}");
+        }
         // SAFETY: non-null, NUL-terminated and static (nccl.h).
-        (!text.is_null())
-            .then(|| {
-                unsafe { CStr::from_ptr(text) }
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .unwrap_or_else(|| format!("status {status}"))
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// NCCL's last error message for `comm` (or the process, for null),

@@ -158,10 +158,10 @@ impl NcclComm {
                     &mut configs[i],
                 )
             };
+            let null = std::ptr::null_mut();
             // SAFETY: null communicator: the process's last error.
-            if let Err(e) =
-                unsafe { check(api, "ncclCommInitRankConfig", status, std::ptr::null_mut()) }
-            {
+            let checked = unsafe { check(api, "ncclCommInitRankConfig", status, null) };
+            if let Err(e) = checked {
                 failed = Some(e);
                 break;
             }
@@ -471,10 +471,10 @@ impl Drop for NcclComm {
                     let _ = device.cudarc_context().bind_to_thread();
                     // SAFETY: a finalized handle, destroyed once.
                     let status = unsafe { (api.comm_destroy)(raw.0) };
+                    let null = std::ptr::null_mut();
                     // SAFETY: the handle is gone: no comm to ask.
-                    if let Err(e) =
-                        unsafe { check(api, "ncclCommDestroy", status, std::ptr::null_mut()) }
-                    {
+                    let checked = unsafe { check(api, "ncclCommDestroy", status, null) };
+                    if let Err(e) = checked {
                         device.defer_err(e);
                     }
                 }

@@ -153,16 +153,13 @@ impl CommImpl {
                 P2pImpl::Recv {
                     local,
                     stream: StreamImpl::Cuda(s),
-                    array,
+                    array: Storage::Cuda(b),
                     peer,
-                } => match &mut **array {
-                    Storage::Cuda(b) => P2p::Recv {
-                        local: *local,
-                        stream: &s.handle,
-                        buffer: b,
-                        peer: *peer,
-                    },
-                    _ => return Err(mismatch()),
+                } => P2p::Recv {
+                    local: *local,
+                    stream: &s.handle,
+                    buffer: b,
+                    peer: *peer,
                 },
                 _ => return Err(mismatch()),
             });
