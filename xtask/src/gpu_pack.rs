@@ -14,6 +14,8 @@ const PACK_DIR: &str = ".gpu-pack";
 /// (../shared/DESIGN.md, "GPU machine").
 pub(crate) const DEVICE_LD_LIBRARY_PATH: &str =
     "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64";
+/// Where the GPU machine keeps libnccl (torch's pip dependencies).
+pub(crate) const NCCL_SEARCH: &str = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia";
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let root = workspace_root()?;
@@ -298,6 +300,13 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 [ -d "$here/bin" ] || tar xzf "$here/bin.tar.gz" -C "$here" || {{ echo "cannot unpack $here/bin.tar.gz"; exit 1; }}
 export LD_LIBRARY_PATH="{DEVICE_LD_LIBRARY_PATH}:${{LD_LIBRARY_PATH:-}}"
+# NCCL (the collectives' tests and examples): pip's libnccl.so.2, and
+# NVLink multicast off in every process (it can take a shared host's
+# GPUs out of service). Tests that need two GPUs are named two_gpus_*
+# (add `--skip two_gpus` on a one-GPU machine).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+nccl=$(find {NCCL_SEARCH} -name 'libnccl.so*' 2>/dev/null | head -n 1)
+[ -n "$nccl" ] && export LD_LIBRARY_PATH="$(dirname "$nccl"):$LD_LIBRARY_PATH"
 export UNIGPU_BIN="$here/bin/unigpu"
 out="${{OUT:-/tmp/unigpu-gpu-pack}}"; mkdir -p "$out"
 failed=0; passed_total=0; failed_total=0

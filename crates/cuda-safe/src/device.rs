@@ -1,6 +1,7 @@
 //! One CUDA device: its primary context and the stream unigpu uses by default.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream, sys::CUdevice_attribute};
 use unigpu_cuda_sys::probe;
@@ -9,6 +10,7 @@ use crate::alloc::{Allocator, AllocatorStats};
 use crate::error::{Context as _, Result, SafeError};
 use crate::event_pool::EventPool;
 use crate::graph::Captures;
+use crate::peer::PeerStaging;
 use crate::staging::Staging;
 
 /// How many CUDA devices this process can use. Errors with
@@ -62,6 +64,14 @@ struct Inner {
     allocator: Allocator,
     staging: Staging,
     captures: Arc<Captures>,
+    /// Devices (by ordinal) this context has enabled peer access to
+    /// (`peer.rs`): enabled once per pair.
+    peers: Mutex<HashSet<usize>>,
+    /// Page-locked slots for copies to devices this one cannot reach.
+    peer_staging: PeerStaging,
+    /// An error raised in a `Drop` that is not the driver's (a
+    /// communicator's), returned by the next [`CudaDevice::check_err`].
+    deferred: Mutex<Option<SafeError>>,
 }
 
 impl CudaDevice {
@@ -92,6 +102,9 @@ impl CudaDevice {
                 events,
                 ctx,
                 stream,
+                peers: Mutex::default(),
+                peer_staging: PeerStaging::default(),
+                deferred: Mutex::default(),
             }),
         })
     }
@@ -137,7 +150,33 @@ impl CudaDevice {
         self.inner
             .ctx
             .check_err()
-            .call("deferred (raised while freeing)")
+            .call("deferred (raised while freeing)")?;
+        match self.lock_deferred().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Keeps `e`, raised where it cannot be returned (a `Drop`), for the
+    /// next [`CudaDevice::check_err`]; the first one kept wins.
+    pub(crate) fn defer_err(&self, e: SafeError) {
+        self.lock_deferred().get_or_insert(e);
+    }
+
+    fn lock_deferred(&self) -> std::sync::MutexGuard<'_, Option<SafeError>> {
+        self.inner
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn peer_staging(&self) -> &PeerStaging {
+        &self.inner.peer_staging
+    }
+
+    /// The ordinals this context has enabled peer access to.
+    pub(crate) fn peers(&self) -> &Mutex<HashSet<usize>> {
+        &self.inner.peers
     }
 
     pub(crate) fn cudarc_context(&self) -> &Arc<CudaContext> {

@@ -37,6 +37,22 @@ pub enum SafeError {
     Unsupported { what: String },
     #[error("DLPack: {message}")]
     Dlpack { message: String },
+    /// NCCL returned an error status (`code` is its `ncclResult_t`);
+    /// `message` is NCCL's own last error text, when it gave one.
+    #[error("{call} failed: {name} ({code}){}", if message.is_empty() { String::new() } else { format!(": {message}") })]
+    Nccl {
+        call: &'static str,
+        code: i32,
+        name: String,
+        message: String,
+    },
+    /// A wait with a deadline that passed: `what` says what did not
+    /// finish, and what was done about it (a communicator is aborted).
+    #[error("timed out after {after:?}: {what}")]
+    Timeout {
+        what: String,
+        after: std::time::Duration,
+    },
     /// Any other driver status.
     #[error("{call} failed: {name} ({code}): {message}")]
     Driver {

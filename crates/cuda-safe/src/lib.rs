@@ -25,6 +25,11 @@
 //! - A graph keeps the memory its captured work uses until it is dropped
 //!   (`graph.rs`); host transfers, host functions and event records are
 //!   refused on a capturing stream, since a replay could not honour them.
+//! - Two devices: `peer.rs` copies between them, directly where peer
+//!   access exists (enabled once per pair), else staged through
+//!   page-locked host memory. `nccl/` holds NCCL communicators and
+//!   collectives, whose every wait has a deadline, and whose `Drop` never
+//!   panics (libnccl is loaded by `unigpu-cuda-sys`, never by cudarc).
 //! - `floor` holds the bare driver calls benchmarks compare this crate's
 //!   calls with in the same process; nothing else uses it.
 //!
@@ -47,7 +52,9 @@ mod foreign;
 mod graph;
 mod host_memory;
 mod kernel;
+pub mod nccl;
 pub mod nvrtc;
+mod peer;
 mod pinned;
 mod staging;
 mod stream;
@@ -64,6 +71,7 @@ pub use graph::{CudaGraphHandle, ForeignGraph};
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };
+pub use peer::{PeerPath, can_access_peer};
 pub use pinned::PinnedBuffer;
 pub use stream::CudaStreamHandle;
 #[doc(hidden)]

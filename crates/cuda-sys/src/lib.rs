@@ -8,8 +8,11 @@
 //!   above this crate may call into [`driver`] or [`nvrtc`] before
 //!   [`probe()`] has reported the library as loadable; the probe itself only
 //!   uses `dlopen` and never panics.
+//! - NCCL ([`nccl`]) is loaded here too, by a loader of its own that never
+//!   panics: [`nccl::nccl()`] returns its functions or why it cannot.
 //! - No ownership, no RAII, no policy: that is the `unigpu-cuda-safe` crate's job.
 
+pub mod nccl;
 pub mod probe;
 
 /// The CUDA driver API (`cu*`): raw `sys` bindings and cudarc's thin

@@ -43,6 +43,9 @@ const REQUIRED_DRIVER_SYMBOLS: &[&str] = &[
     "cuEventSynchronize",
     "cuEventElapsedTime_v2",
     "cuFuncLoad",
+    "cuDeviceCanAccessPeer",
+    "cuCtxEnablePeerAccess",
+    "cuMemcpyPeerAsync",
 ];
 
 const REQUIRED_NVRTC_SYMBOLS: &[&str] =
@@ -73,7 +76,7 @@ pub fn cublas_status() -> &'static LibraryStatus {
 /// Whether one shared library can be loaded, and from where or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LibraryStatus {
-    /// Short name: `"libcuda"` or `"libnvrtc"`.
+    /// Short name: `"libcuda"`, `"libnvrtc"`, `"libcublas"` or `"libnccl"`.
     pub name: &'static str,
     /// The name or path that loaded, when one did.
     pub loaded_from: Option<String>,
@@ -167,6 +170,25 @@ fn candidates(lib: &str, override_env: &str) -> Vec<String> {
 }
 
 fn check_library(name: &'static str, choices: &[String], symbols: &[&str]) -> LibraryStatus {
+    let hint = "install the NVIDIA driver or add its folder to LD_LIBRARY_PATH";
+    let (status, library) = open_library(name, choices, symbols, hint);
+    // Kept loaded for the life of the process: cudarc loads the same
+    // library on first use, and a second dlopen of a loaded library is a
+    // reference count, not another multi-ms load.
+    std::mem::forget(library);
+    status
+}
+
+/// Loads the first of `choices` that loads, and says whether it has every
+/// one of `symbols`. The library is returned, loaded, when one loaded
+/// (even one that lacks symbols), for callers that resolve the symbols
+/// themselves. `hint` ends the reason when none loads: what to install.
+pub(crate) fn open_library(
+    name: &'static str,
+    choices: &[String],
+    symbols: &[&str],
+    hint: &str,
+) -> (LibraryStatus, Option<libloading::Library>) {
     let mut first_error = None;
     for choice in choices {
         // SAFETY: loading a CUDA library runs its initialisers, which have no
@@ -186,15 +208,12 @@ fn check_library(name: &'static str, choices: &[String], symbols: &[&str]) -> Li
                         missing.join(", ")
                     )
                 });
-                // Kept loaded for the life of the process: cudarc loads the
-                // same library on first use, and a second dlopen of a loaded
-                // library is a reference count, not another multi-ms load.
-                std::mem::forget(library);
-                return LibraryStatus {
+                let status = LibraryStatus {
                     name,
                     loaded_from: Some(choice.clone()),
                     reason,
                 };
+                return (status, Some(library));
             }
             Err(e) => {
                 first_error.get_or_insert_with(|| (choice.clone(), error_chain(&e)));
@@ -205,16 +224,17 @@ fn check_library(name: &'static str, choices: &[String], symbols: &[&str]) -> Li
     let reason = match choices {
         [only] => format!("{only} could not be loaded: {err}"),
         _ => format!(
-            "not found: {err} (and {} other names tried, up to {}); install the NVIDIA driver or add its folder to LD_LIBRARY_PATH",
+            "not found: {err} (and {} other names tried, up to {}); {hint}",
             choices.len().saturating_sub(1),
             choices.last().unwrap_or(&first)
         ),
     };
-    LibraryStatus {
+    let status = LibraryStatus {
         name,
         loaded_from: None,
         reason: Some(reason),
-    }
+    };
+    (status, None)
 }
 
 /// libloading's message plus its source (dlerror's text).

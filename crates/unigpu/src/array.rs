@@ -102,25 +102,52 @@ impl<T: Element> GpuArray<T> {
 
     /// Device-to-device copy into `dst`, on the context's default stream.
     /// Arrays of different lengths are an error.
+    ///
+    /// `dst` may be on another device of the same backend: the copy is
+    /// read on this array's default stream and written on `dst`'s, each
+    /// after that array's pending uses, directly between the devices where
+    /// one reaches the other's memory ([`crate::DeviceList::peers`]), else
+    /// staged through page-locked host memory. Backends without such a
+    /// path say `Unsupported` ([`GpuArray::to_context`] then goes through
+    /// the host).
     pub fn copy_to(&self, dst: &mut GpuArray<T>) -> Result<()> {
         if !self.ctx.same_device(&dst.ctx) {
-            return Err(Error::ContextMismatch {
-                what: "GpuArray::copy_to",
-            });
+            if self.ctx.backend() != dst.ctx.backend() {
+                return Err(Error::ContextMismatch {
+                    what: "GpuArray::copy_to",
+                });
+            }
+            check_len("GpuArray::copy_to", dst.len(), self.len())?;
+            return self.storage.copy_between_devices(
+                &self.ctx.default_stream().imp,
+                &mut dst.storage,
+                &dst.ctx.default_stream().imp,
+            );
         }
         self.ctx.default_stream().copy(self, dst)
     }
 
     /// A copy of this array in `ctx`, which may be a context of another
-    /// backend. Between the torch and cuda backends on the same GPU the copy
-    /// stays on the GPU, ordered after the array's pending writes and before
-    /// later work on both sides. A move that involves the CPU backend, or two
-    /// different GPUs, goes through host memory.
+    /// backend or device. Between two devices of one backend the copy is
+    /// [`GpuArray::copy_to`]'s (direct, or staged through page-locked
+    /// memory). Between the torch and cuda backends on the same GPU the
+    /// copy stays on the GPU, ordered after the array's pending writes and
+    /// before later work on both sides. Any other move goes through host
+    /// memory.
     pub fn to_context(&self, ctx: &Context) -> Result<GpuArray<T>> {
         if self.ctx.same_device(ctx) {
             let mut out = GpuArray::uninit(ctx, self.len())?;
             self.copy_to(&mut out)?;
             return Ok(out);
+        }
+        if self.ctx.backend() == ctx.backend() {
+            let mut out = GpuArray::uninit(ctx, self.len())?;
+            match self.copy_to(&mut out) {
+                Ok(()) => return Ok(out),
+                // No path between the devices: through the host, below.
+                Err(Error::Unsupported { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
         if self.ctx.device_id() == ctx.device_id()
             && let Some(moved) = self

@@ -83,6 +83,28 @@ pub enum Error {
         name: String,
         message: String,
     },
+    /// A wait with a deadline that passed: a rank of a communicator that
+    /// never arrived, stopped answering, or never called the collective
+    /// the others did. `what` says which wait, and that the communicator
+    /// was aborted (every later call on it fails).
+    #[error("timed out after {after:?}: {what}")]
+    Timeout {
+        what: String,
+        after: std::time::Duration,
+    },
+    /// Ranks that could not meet: a rendezvous whose peers disagree (world
+    /// size, ranks given twice), or an address or file that cannot be used.
+    #[error("rendezvous: {message}")]
+    Rendezvous { message: String },
+    /// A collective failed in the library that runs it (NCCL on CUDA);
+    /// the communicator was aborted.
+    #[error("collective error in {call}: {name} ({code}){}", if message.is_empty() { String::new() } else { format!(": {message}") })]
+    Collective {
+        call: String,
+        code: i32,
+        name: String,
+        message: String,
+    },
     /// `source` happened in kernel `kernel`: a launch that failed, a fault
     /// found at the next sync (the last kernel launched on that stream),
     /// or an error or panic of a CPU implementation.
@@ -207,6 +229,18 @@ impl From<unigpu_cuda_safe::SafeError> for Error {
                 backend: Backend::Cuda,
                 what,
             },
+            S::Nccl {
+                call,
+                code,
+                name,
+                message,
+            } => Error::Collective {
+                call: call.to_string(),
+                code,
+                name,
+                message,
+            },
+            S::Timeout { what, after } => Error::Timeout { what, after },
             S::Driver {
                 call,
                 code,

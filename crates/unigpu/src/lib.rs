@@ -28,8 +28,8 @@
 //! Three layers, and dependencies point down only, so that a backend can
 //! be added without touching a public type (docs/adding-a-backend.md):
 //! - Public types (`context.rs`, `array.rs`, `stream.rs`, `event.rs`,
-//!   `any_array.rs`, `any_pinned.rs`, `pinned.rs`, `unified.rs`, `ops/`,
-//!   `kernel/`, `dlpack/`, `pipeline/`, `config.rs`): validate input, then
+//!   `any_array.rs`, `any_pinned.rs`, `pinned.rs`, `unified.rs`, `peers.rs`,
+//!   `ops/`, `kernel/`, `dlpack/`, `pipeline/`, `comm/`, `config.rs`): validate input, then
 //!   call the dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
@@ -46,6 +46,7 @@ mod any_array;
 mod any_pinned;
 mod array;
 mod backend;
+pub mod comm;
 pub mod config;
 mod context;
 mod device;
@@ -57,6 +58,7 @@ mod graph;
 pub mod kernel;
 mod lock;
 pub mod ops;
+mod peers;
 mod pinned;
 pub mod pipeline;
 mod stream;
@@ -66,6 +68,7 @@ pub use any_array::AnyArray;
 pub use any_pinned::AnyPinned;
 pub use array::GpuArray;
 pub use backend::{Backend, BackendAttempt, Outcome};
+pub use comm::{Communicator, Meeting, ReduceOp, Rendezvous};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;
 pub use context::list_devices;
@@ -77,6 +80,7 @@ pub use event::Event;
 pub use graph::Graph;
 pub use kernel::{Arg, CompileOptions, CpuArgs, Grid, Kernel, Module, Scalar};
 pub use ops::{Float, Ops};
+pub use peers::{DeviceList, PeerMatrix, device_list};
 pub use pinned::PinnedBuffer;
 pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;

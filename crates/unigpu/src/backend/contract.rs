@@ -176,6 +176,33 @@ pub(crate) trait Api: Sized + 'static {
         dst: &mut Self::Pinned<T>,
     ) -> Result<()>;
 
+    // ---- several devices (defaults: no path between devices)
+
+    /// Whether device `from` reaches device `to`'s memory directly, so
+    /// that a copy between them needs no host memory. A device reaches
+    /// itself.
+    fn can_access_peer(from: usize, to: usize) -> Result<bool> {
+        Ok(from == to)
+    }
+    /// Copies `src` into `dst`, a buffer of the same length on another
+    /// device of this backend: the read ordered on `src_stream` (`src`'s
+    /// device), the write on `dst_stream` (`dst`'s), each after the
+    /// buffer's pending uses, and later uses of either wait for it.
+    /// `Unsupported` where the backend has no path between devices (the
+    /// caller then goes through the host).
+    fn copy_between_devices<T: Element>(
+        src_stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst_stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let _ = (src_stream, src, dst_stream, dst);
+        Err(crate::error::Error::Unsupported {
+            backend: Self::KIND,
+            what: "copies between devices without the host".into(),
+        })
+    }
+
     // ---- unified (managed) memory
 
     /// A unified buffer's elements seen from the host, held as long as the

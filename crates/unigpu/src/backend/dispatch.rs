@@ -520,6 +520,42 @@ impl<T: Element> Storage<T> {
     }
 }
 
+/// Several devices of one backend.
+impl<T: Element> Storage<T> {
+    /// Copies into `dst`, on another device of the same backend, without
+    /// the host where the backend can (`Api::copy_between_devices`).
+    pub(crate) fn copy_between_devices(
+        &self,
+        from: &StreamImpl,
+        dst: &mut Storage<T>,
+        to: &StreamImpl,
+    ) -> Result<()> {
+        match (self, from, dst, to) {
+            (Storage::Cpu(a), StreamImpl::Cpu(s), Storage::Cpu(b), StreamImpl::Cpu(t)) => {
+                Cpu::copy_between_devices(s, a, t, b)
+            }
+            (Storage::Cuda(a), StreamImpl::Cuda(s), Storage::Cuda(b), StreamImpl::Cuda(t)) => {
+                Cuda::copy_between_devices(s, a, t, b)
+            }
+            (Storage::Torch(a), StreamImpl::Torch(s), Storage::Torch(b), StreamImpl::Torch(t)) => {
+                Torch::copy_between_devices::<T>(s, a, t, b)
+            }
+            _ => Err(Error::ContextMismatch {
+                what: "copy between devices",
+            }),
+        }
+    }
+}
+
+/// Whether `backend`'s device `from` reaches device `to`'s memory.
+pub(crate) fn can_access_peer(backend: Backend, from: usize, to: usize) -> Result<bool> {
+    match backend {
+        Backend::Cpu => Cpu::can_access_peer(from, to),
+        Backend::Cuda => Cuda::can_access_peer(from, to),
+        Backend::Torch => Torch::can_access_peer(from, to),
+    }
+}
+
 /// A graph of one backend.
 #[derive(Debug)]
 pub(crate) enum GraphImpl {

@@ -15,6 +15,8 @@
 //!   memory of their own (cpu, torch); not a backend.
 //! - `unified.rs`: what the backends share about unified memory; not a
 //!   backend.
+//! - `comm.rs`: communicators, from the public `Communicator` to the
+//!   backends with collectives (cuda: `cuda/comm.rs`, NCCL).
 //! - `code.rs`: the forms of kernel code; `interop.rs`: cuda <-> torch moves;
 //!   `kind.rs`: the public `Backend` and `Backend::ALL`.
 //!
@@ -22,6 +24,7 @@
 //! layers`); docs/adding-a-backend.md lists what a new one adds.
 
 mod code;
+mod comm;
 mod contract;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
@@ -39,11 +42,12 @@ pub(crate) mod torch;
 mod unified;
 
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
+pub(crate) use comm::{CommImpl, P2pImpl, PartImpl};
 pub(crate) use contract::Api;
 pub use cpu::{CpuArgs, CpuKernelFn};
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
-    StreamImpl,
+    StreamImpl, can_access_peer,
 };
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};

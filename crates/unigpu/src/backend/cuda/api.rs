@@ -209,6 +209,26 @@ impl Api for Cuda {
         Ok(src.copy_to(&stream.handle, dst)?)
     }
 
+    fn can_access_peer(from: usize, to: usize) -> Result<bool> {
+        Ok(unigpu_cuda_safe::can_access_peer(from, to)?)
+    }
+
+    /// Direct where the devices reach each other (peer access, enabled on
+    /// first use), else staged through page-locked host memory; set
+    /// `UNIGPU_PEER_ACCESS=0` to stage every copy (to compare the paths).
+    fn copy_between_devices<T: Element>(
+        src_stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst_stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        static STAGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let staged =
+            *STAGED.get_or_init(|| std::env::var("UNIGPU_PEER_ACCESS").as_deref() == Ok("0"));
+        src.copy_to_device(&src_stream.handle, dst, &dst_stream.handle, staged)?;
+        Ok(())
+    }
+
     type Pinned<T: Element> = PinnedBuffer<T>;
 
     fn pinned<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {

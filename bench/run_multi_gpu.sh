@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The multi-GPU run (issue 14), for the nvidia-h200-x2 kind (any count of
+# two or more GPUs): the two-GPU tests, the one-process-per-GPU tests
+# (rendezvous over loopback TCP and a temp file, a dying and a missing
+# rank), the data-parallel example on 1..N GPUs, peer-copy GB/s both ways
+# (direct, then staged through pinned memory), and all-reduce bus
+# bandwidth 1 MiB..1 GiB for unigpu and for torch.distributed (NCCL), in
+# one call. Writes multi_gpu.txt (every line) and ratios.txt under $OUT.
+# Needs `cargo xtask gpu-pack` first (.gpu-pack/bin).
+set -u
+# NVLink multicast stays off in every process started from here: it can
+# take the shared host's GPUs out of service. Nothing here calls
+# cuMulticastCreate.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
+out="${OUT:-/tmp/unigpu-multi-gpu}"; mkdir -p "$out"
+log="$out/multi_gpu.txt"; : >"$log"
+bin="$root/.gpu-pack/bin"
+[ -d "$bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"
+site=/opt/torch/.venv/lib/python3.12/site-packages
+nccl=$(find "$site/nvidia" -name 'libnccl.so*' 2>/dev/null | head -n 1)
+if [ -z "$nccl" ]; then echo "no libnccl.so* under $site/nvidia" | tee -a "$log"; exit 1; fi
+export LD_LIBRARY_PATH="$(dirname "$nccl"):$site/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+echo "libnccl: $nccl" | tee -a "$log"
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$log"
+nvidia-smi topo -m 2>&1 | tee -a "$log"
+failed=0
+step() { echo "=== $*" | tee -a "$log"; "$@" >>"$log" 2>&1; rc=$?; tail -n 3 "$log"; [ $rc -eq 0 ] || { echo "FAILED (exit $rc): $*" | tee -a "$log"; failed=1; }; }
+
+# The tests: every binary that has multi-GPU or NCCL tests, ignored ones
+# included, with no test filter beyond the binary (each binary's other
+# GPU tests run too: they need one GPU, which this machine has).
+for t in "$bin"/multi_gpu-* "$bin"/multi_process-* "$bin"/rendezvous-* "$bin"/missing_libnccl-* "$bin"/no_nccl-*; do
+  [ -x "$t" ] || continue
+  step "$t" --include-ignored --test-threads=1
+done
+
+# Data parallel: 1..N GPUs in one run; each k checked against the host.
+step "$bin/11_data_parallel" 64 16
+
+# Peer copies and all-reduce bus bandwidth, unigpu then torch.
+step "$bin/multi_gpu_bench" 1024
+UNIGPU_PEER_ACCESS=0 "$bin/multi_gpu_bench" 0 2>&1 | sed -n 's/^peer_copy_/staged_copy_/p' | tee -a "$log"
+step python3 "$here/anchors/torch_allreduce.py" 1024
+
+python3 - "$log" <<'PY' | tee "$out/ratios.txt"
+import re, sys
+vals = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"^(\S+) ([0-9.]+)$", line.strip())
+    if m:
+        vals[m.group(1)] = float(m.group(2))
+for key in sorted(k for k in vals if k.startswith("allreduce_busbw_gbps_") or k.startswith("peer_copy_")):
+    anchor = vals.get("torch_" + key)
+    if anchor:
+        print(f"{key} {vals[key]:.1f} torch {anchor:.1f} ratio {vals[key] / anchor:.3f}")
+    else:
+        print(f"{key} {vals[key]:.1f} (no torch figure)")
+PY
+[ $failed -eq 0 ] && echo "multi-GPU run: every step exited 0" || echo "multi-GPU run: FAILED (a step above exited non-zero)"
+exit $failed

@@ -1,0 +1,457 @@
+//! The collectives and send/recv on device buffers, one call per local
+//! rank in one NCCL group, each on its rank's stream.
+
+use std::ffi::{c_int, c_void};
+use std::time::Instant;
+
+use unigpu_cuda_sys::nccl::{Api, Status, ncclComm_t, ncclRedOp_t};
+
+use super::comm::NcclComm;
+use super::{check, data_type};
+use crate::error::{Context as _, Result, SafeError};
+use crate::uses::UseEnd;
+use crate::{CudaStreamHandle, DeviceBuffer, Element};
+
+/// How a reduction combines the ranks' elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    /// The sum divided by the number of ranks (integer types divide the
+    /// integer sum, as NCCL does).
+    Avg,
+}
+
+impl ReduceOp {
+    fn raw(self) -> c_int {
+        (match self {
+            ReduceOp::Sum => ncclRedOp_t::ncclSum,
+            ReduceOp::Max => ncclRedOp_t::ncclMax,
+            ReduceOp::Min => ncclRedOp_t::ncclMin,
+            ReduceOp::Avg => ncclRedOp_t::ncclAvg,
+        }) as c_int
+    }
+}
+
+/// One local rank's share of a collective: its stream, what it sends
+/// (`None`: in place, from `recv`), and where the result goes.
+#[derive(Debug)]
+pub struct Part<'a, T: Element> {
+    pub stream: &'a CudaStreamHandle,
+    pub send: Option<&'a DeviceBuffer<T>>,
+    pub recv: &'a mut DeviceBuffer<T>,
+}
+
+/// One point-to-point transfer of a local rank (`local` counts from the
+/// communicator's first rank) with the rank `peer`.
+#[derive(Debug)]
+pub enum P2p<'a, T: Element> {
+    Send {
+        local: usize,
+        stream: &'a CudaStreamHandle,
+        buffer: &'a DeviceBuffer<T>,
+        peer: usize,
+    },
+    Recv {
+        local: usize,
+        stream: &'a CudaStreamHandle,
+        buffer: &'a mut DeviceBuffer<T>,
+        peer: usize,
+    },
+}
+
+/// One NCCL call of a group: its rank, stream and buffers.
+struct Call<'s> {
+    local: usize,
+    stream: &'s CudaStreamHandle,
+    send: u64,
+    recv: u64,
+    count: usize,
+    peer: c_int,
+    /// For send/recv: whether this call sends.
+    sends: bool,
+}
+
+impl NcclComm {
+    /// Element-wise reduction over every rank; each rank gets the result.
+    /// Every part has the same length (send and receive alike).
+    pub fn all_reduce<T: Element>(&self, parts: &mut [Part<'_, T>], op: ReduceOp) -> Result<()> {
+        let count = self.common_len(parts, "all_reduce", |recv| recv)?;
+        let (dt, op) = (data_type::<T>(), op.raw());
+        self.collective(parts, "ncclAllReduce", count, |api, c, comm| {
+            // SAFETY: `c` holds the rank's buffers of `count` elements,
+            // ordered on its stream (`collective`).
+            unsafe {
+                (api.all_reduce)(
+                    ptr(c.send),
+                    ptr_mut(c.recv),
+                    c.count,
+                    dt,
+                    op,
+                    comm,
+                    c.stream.cu_stream(),
+                )
+            }
+        })
+    }
+
+    /// Rank `root`'s elements to every rank. Every part has the same
+    /// length; the root's `send` (or, in place, `recv`) is the source.
+    pub fn broadcast<T: Element>(&self, parts: &mut [Part<'_, T>], root: usize) -> Result<()> {
+        self.check_rank("broadcast root", root)?;
+        let count = self.common_len(parts, "broadcast", |recv| recv)?;
+        let dt = data_type::<T>();
+        self.collective(parts, "ncclBroadcast", count, |api, c, comm| {
+            // SAFETY: as in `all_reduce`.
+            unsafe {
+                (api.broadcast)(
+                    ptr(c.send),
+                    ptr_mut(c.recv),
+                    c.count,
+                    dt,
+                    root as c_int,
+                    comm,
+                    c.stream.cu_stream(),
+                )
+            }
+        })
+    }
+
+    /// Every rank's `send` (n elements), concatenated in rank order into
+    /// every rank's `recv` (n × world size elements).
+    pub fn all_gather<T: Element>(&self, parts: &mut [Part<'_, T>]) -> Result<()> {
+        let world = self.world_size();
+        let count = self.common_len(parts, "all_gather", |recv| recv / world)?;
+        self.need_send(parts, "all_gather")?;
+        self.check_split(
+            parts,
+            "all_gather (recv = world size × send)",
+            count,
+            |p| (p.send.map_or(0, DeviceBuffer::len), p.recv.len() / world),
+        )?;
+        let dt = data_type::<T>();
+        self.collective(parts, "ncclAllGather", count, |api, c, comm| {
+            // SAFETY: as in `all_reduce`; `recv` holds `count × world`.
+            unsafe {
+                (api.all_gather)(
+                    ptr(c.send),
+                    ptr_mut(c.recv),
+                    c.count,
+                    dt,
+                    comm,
+                    c.stream.cu_stream(),
+                )
+            }
+        })
+    }
+
+    /// The element-wise reduction of every rank's `send` (n × world size
+    /// elements), of which rank r gets the r-th block of n in `recv`.
+    pub fn reduce_scatter<T: Element>(
+        &self,
+        parts: &mut [Part<'_, T>],
+        op: ReduceOp,
+    ) -> Result<()> {
+        let count = self.common_len(parts, "reduce_scatter", |recv| recv)?;
+        self.need_send(parts, "reduce_scatter")?;
+        let world = self.world_size();
+        self.check_split(
+            parts,
+            "reduce_scatter (send = world size × recv)",
+            count,
+            |p| (p.send.map_or(0, DeviceBuffer::len) / world, p.recv.len()),
+        )?;
+        let (dt, op) = (data_type::<T>(), op.raw());
+        self.collective(parts, "ncclReduceScatter", count, |api, c, comm| {
+            // SAFETY: as in `all_reduce`; `send` holds `count × world`.
+            unsafe {
+                (api.reduce_scatter)(
+                    ptr(c.send),
+                    ptr_mut(c.recv),
+                    c.count,
+                    dt,
+                    op,
+                    comm,
+                    c.stream.cu_stream(),
+                )
+            }
+        })
+    }
+
+    /// Point-to-point transfers, all in one group: a send on one rank
+    /// pairs with a receive of the same length on its peer (which may be a
+    /// rank of this process, in the same call, or of another process).
+    pub fn send_recv<T: Element>(&self, ops: &mut [P2p<'_, T>]) -> Result<()> {
+        let mut state = self.usable()?;
+        let mut ends = Vec::with_capacity(ops.len());
+        let mut calls = Vec::with_capacity(ops.len());
+        for op in ops.iter_mut() {
+            let (local, stream, peer) = match op {
+                P2p::Send {
+                    local,
+                    stream,
+                    peer,
+                    ..
+                }
+                | P2p::Recv {
+                    local,
+                    stream,
+                    peer,
+                    ..
+                } => (*local, *stream, *peer),
+            };
+            self.check_local(local, stream)?;
+            self.check_rank("send/recv peer", peer)?;
+            let (send, recv, count, sends) = match op {
+                P2p::Send { buffer, .. } => {
+                    let (p, end) = buffer.ptr_for_read(stream)?;
+                    ends.push(end);
+                    (p, 0, buffer.len(), true)
+                }
+                P2p::Recv { buffer, .. } => {
+                    let (p, end) = buffer.ptr_for_write(stream)?;
+                    ends.push(end);
+                    (0, p, buffer.len(), false)
+                }
+            };
+            calls.push(Call {
+                local,
+                stream,
+                send,
+                recv,
+                count,
+                peer: peer as c_int,
+                sends,
+            });
+        }
+        let dt = data_type::<T>();
+        self.launch(
+            &mut state,
+            "ncclSend/ncclRecv",
+            &calls,
+            ends,
+            |api, c, comm| {
+                // SAFETY: `c` holds one rank's buffer of `count` elements,
+                // ordered on its stream above.
+                unsafe {
+                    if c.sends {
+                        (api.send)(ptr(c.send), c.count, dt, c.peer, comm, c.stream.cu_stream())
+                    } else {
+                        (api.recv)(
+                            ptr_mut(c.recv),
+                            c.count,
+                            dt,
+                            c.peer,
+                            comm,
+                            c.stream.cu_stream(),
+                        )
+                    }
+                }
+            },
+        )
+    }
+
+    /// The length every part shares: `len(recv)` mapped by `count`, which
+    /// must be the same for every part and match each `send`.
+    fn common_len<T: Element>(
+        &self,
+        parts: &[Part<'_, T>],
+        what: &'static str,
+        count: impl Fn(usize) -> usize,
+    ) -> Result<usize> {
+        if parts.len() != self.devices().len() {
+            return Err(SafeError::SizeMismatch {
+                what: "collective parts (one per local rank)",
+                expected: self.devices().len(),
+                actual: parts.len(),
+            });
+        }
+        let n = count(parts[0].recv.len());
+        for p in parts.iter() {
+            if count(p.recv.len()) != n {
+                return Err(SafeError::SizeMismatch {
+                    what,
+                    expected: n,
+                    actual: count(p.recv.len()),
+                });
+            }
+        }
+        Ok(n)
+    }
+
+    fn need_send<T: Element>(&self, parts: &[Part<'_, T>], what: &'static str) -> Result<()> {
+        if parts.iter().any(|p| p.send.is_none()) {
+            return Err(SafeError::Unsupported {
+                what: format!("{what} in place: give each rank a send buffer"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks `(send, recv)` lengths, as `split` maps them, both equal
+    /// `count`, and that the split is exact.
+    fn check_split<T: Element>(
+        &self,
+        parts: &[Part<'_, T>],
+        what: &'static str,
+        count: usize,
+        split: impl Fn(&Part<'_, T>) -> (usize, usize),
+    ) -> Result<()> {
+        let world = self.world_size();
+        for p in parts {
+            let (send, recv) = split(p);
+            let send_len = p.send.map_or(0, DeviceBuffer::len);
+            let exact = send_len.max(p.recv.len()) == world * send_len.min(p.recv.len());
+            if send != count || recv != count || !exact {
+                return Err(SafeError::SizeMismatch {
+                    what,
+                    expected: world * send_len.min(p.recv.len()),
+                    actual: send_len.max(p.recv.len()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn check_rank(&self, what: &'static str, rank: usize) -> Result<()> {
+        if rank < self.world_size() {
+            return Ok(());
+        }
+        Err(SafeError::Unsupported {
+            what: format!(
+                "{what} {rank} is not a rank of this communicator (0..{})",
+                self.world_size()
+            ),
+        })
+    }
+
+    fn check_local(&self, local: usize, stream: &CudaStreamHandle) -> Result<()> {
+        match self.devices().get(local) {
+            Some(d) if d == stream.device() => Ok(()),
+            Some(_) => Err(SafeError::DeviceMismatch {
+                what: "a collective's stream is not its rank's device",
+            }),
+            None => Err(SafeError::Unsupported {
+                what: format!(
+                    "local rank {local}: this process has {} rank(s) of the communicator",
+                    self.devices().len()
+                ),
+            }),
+        }
+    }
+
+    /// Orders each part's buffers on its stream, then launches one call
+    /// per part in one group.
+    fn collective<T: Element>(
+        &self,
+        parts: &mut [Part<'_, T>],
+        name: &'static str,
+        count: usize,
+        enqueue: impl Fn(&Api, &Call<'_>, ncclComm_t) -> Status,
+    ) -> Result<()> {
+        let mut state = self.usable()?;
+        let mut ends = Vec::with_capacity(2 * parts.len());
+        let mut calls = Vec::with_capacity(parts.len());
+        for (local, p) in parts.iter_mut().enumerate() {
+            self.check_local(local, p.stream)?;
+            let (recv, end) = p.recv.ptr_for_write(p.stream)?;
+            ends.push(end);
+            let send = match p.send {
+                Some(s) => {
+                    let (ptr, end) = s.ptr_for_read(p.stream)?;
+                    ends.push(end);
+                    ptr
+                }
+                None => recv,
+            };
+            calls.push(Call {
+                local,
+                stream: p.stream,
+                send,
+                recv,
+                count,
+                peer: 0,
+                sends: false,
+            });
+        }
+        self.launch(&mut state, name, &calls, ends, enqueue)
+    }
+
+    /// The group itself: every call, then a poll until NCCL has enqueued
+    /// them all (with the deadline), then the end of each stream's use.
+    fn launch(
+        &self,
+        state: &mut super::comm::State,
+        name: &'static str,
+        calls: &[Call<'_>],
+        ends: Vec<UseEnd>,
+        enqueue: impl Fn(&Api, &Call<'_>, ncclComm_t) -> Status,
+    ) -> Result<()> {
+        for c in calls {
+            c.stream
+                .device()
+                .captures()
+                .refuse(c.stream.cudarc_stream(), "a collective")?;
+        }
+        let api = self.api();
+        let mut failed = None;
+        // SAFETY: no communicator involved.
+        unsafe {
+            check(
+                api,
+                "ncclGroupStart",
+                (api.group_start)(),
+                std::ptr::null_mut(),
+            )
+        }?;
+        for c in calls {
+            if let Err(e) = c.stream.bind() {
+                failed = Some(e);
+                break;
+            }
+            let comm = Self::raw(state, c.local);
+            let status = enqueue(api, c, comm);
+            // SAFETY: a live handle (the state is usable).
+            if let Err(e) = unsafe { check(api, name, status, comm) } {
+                failed = Some(e);
+                break;
+            }
+        }
+        // SAFETY: ends the group started above, whatever happened in it.
+        let ended = unsafe { (api.group_end)() };
+        // SAFETY: null communicator: the process's last error.
+        let ended = unsafe { check(api, "ncclGroupEnd", ended, std::ptr::null_mut()) };
+        if let Some(e) = failed.or(ended.err()) {
+            self.abort_with(state, e.clone());
+            return Err(e);
+        }
+        let what = format!(
+            "{name}: NCCL did not enqueue the work (a peer rank never joined it); the \
+             communicator was aborted"
+        );
+        self.settle(state, name, Instant::now() + self.timeout(), &what)?;
+        // What `wait` polls: an event after each call, less those done.
+        state
+            .pending
+            .retain(|e| !e.event().try_is_complete().unwrap_or(false));
+        for c in calls {
+            let event = c.stream.device().events().take(false)?;
+            event
+                .event()
+                .record(c.stream.cudarc_stream())
+                .call("cuEventRecord")?;
+            state.pending.push(event);
+        }
+        drop(ends);
+        Ok(())
+    }
+}
+
+fn ptr(address: u64) -> *const c_void {
+    address as *const c_void
+}
+
+fn ptr_mut(address: u64) -> *mut c_void {
+    address as *mut c_void
+}

@@ -1,0 +1,108 @@
+//! Multi-GPU figures, as `key value` lines like the rest of bench/:
+//! - `peer_copy_<a>_to_<b>_gbps`: `GpuArray::copy_to` between every pair
+//!   of GPUs (direct where peer access exists; `UNIGPU_PEER_ACCESS=0`
+//!   measures the staged path instead), 256 MiB, median of 10;
+//! - `allreduce_busbw_gbps_<MiB>mib` (and `_algbw_`): an in-place f32
+//!   sum over every GPU of the process, 1 MiB to 1 GiB, bus bandwidth as
+//!   nccl-tests computes it (algbw × 2(n−1)/n), median of the per-call
+//!   times from CUDA events on rank 0's stream.
+//!
+//!     cargo run --release -p unigpu --example multi_gpu_bench -- [MAX_MiB]
+//!
+//! Needs two or more GPUs, libnccl and (on a shared host) NCCL_NVLS_ENABLE=0;
+//! bench/run_multi_gpu.sh runs it beside torch.distributed's figures.
+
+use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn peer_copies(ctxs: &[Context]) -> unigpu::Result<()> {
+    let bytes = 256usize << 20;
+    let n = bytes / 4;
+    for (a, ca) in ctxs.iter().enumerate() {
+        for (b, cb) in ctxs.iter().enumerate() {
+            if a == b {
+                continue;
+            }
+            let src = ca.upload(&vec![1.0f32; n])?;
+            let mut dst = cb.zeros::<f32>(n)?;
+            src.copy_to(&mut dst)?; // warm-up: peer access enabled here
+            cb.sync()?;
+            let mut times = Vec::new();
+            for _ in 0..10 {
+                ca.sync()?;
+                let t = std::time::Instant::now();
+                src.copy_to(&mut dst)?;
+                cb.sync()?;
+                times.push(t.elapsed().as_secs_f64());
+            }
+            println!(
+                "peer_copy_{a}_to_{b}_gbps {:.1}",
+                bytes as f64 / median(times) / 1e9
+            );
+        }
+    }
+    Ok(())
+}
+
+fn all_reduce(ctxs: &[Context], max_mib: usize) -> unigpu::Result<()> {
+    let comm = Communicator::local(ctxs)?;
+    let ranks = ctxs.len() as f64;
+    let mut mib = 1;
+    while mib <= max_mib {
+        let n = (mib << 20) / 4;
+        let mut arrays: Vec<GpuArray<f32>> = ctxs
+            .iter()
+            .map(|c| c.upload(&vec![1.0f32; n]))
+            .collect::<Result<_, _>>()?;
+        let iters = if mib >= 256 { 10 } else { 30 };
+        for _ in 0..5 {
+            comm.all_reduce(&mut arrays.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)?;
+        }
+        comm.wait()?;
+        let stream = ctxs[0].default_stream();
+        let mut marks = vec![stream.record_timed()?];
+        for _ in 0..iters {
+            comm.all_reduce(&mut arrays.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)?;
+            marks.push(stream.record_timed()?);
+        }
+        comm.wait()?;
+        let times: Vec<f64> = marks
+            .windows(2)
+            .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| f64::from(ms) / 1e3))
+            .collect::<Result<_, _>>()?;
+        let algbw = (mib << 20) as f64 / median(times) / 1e9;
+        println!("allreduce_algbw_gbps_{mib}mib {algbw:.1}");
+        println!(
+            "allreduce_busbw_gbps_{mib}mib {:.1}",
+            algbw * 2.0 * (ranks - 1.0) / ranks
+        );
+        mib *= 2;
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let max_mib: usize = match std::env::args().nth(1) {
+        None => 1024,
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("MAX_MiB must be a whole number, got `{s}`"))?,
+    };
+    let n = unigpu::list_devices(Backend::Cuda)?.len();
+    if n < 2 {
+        return Err(format!("multi_gpu_bench needs two CUDA GPUs, found {n}").into());
+    }
+    println!("{}", Communicator::library(Backend::Cuda)?);
+    println!("gpus {n}");
+    let ctxs: Vec<Context> = (0..n)
+        .map(|i| Context::new(Backend::Cuda, i))
+        .collect::<Result<_, _>>()?;
+    print!("{}", unigpu::device_list(Backend::Cuda)?.peers);
+    peer_copies(&ctxs)?;
+    all_reduce(&ctxs, max_mib)?;
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Every GPU of the machine in one process: the peer-access matrix, copies
+//! between devices, and every collective with random inputs checked
+//! element by element against a host reference.
+//!
+//! Ignored unless asked for; each fails, never skips, with fewer than two
+//! GPUs (.ci/gpu-tests-fail-without-gpu.sh checks). Written for any
+//! number of GPUs. NCCL runs only with `NCCL_NVLS_ENABLE=0`
+//! (bench/run_multi_gpu.sh sets it).
+
+use rand::Rng;
+use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp, device_list};
+
+/// A cuda context on every GPU (at least two).
+fn gpus() -> Vec<Context> {
+    let n = match unigpu::list_devices(Backend::Cuda) {
+        Ok(d) => d.len(),
+        Err(e) => panic!("this test needs two CUDA GPUs and found none: {e}"),
+    };
+    assert!(n >= 2, "this test needs two CUDA GPUs and found {n}");
+    (0..n)
+        .map(|i| Context::new(Backend::Cuda, i).unwrap())
+        .collect()
+}
+
+fn communicator(ctxs: &[Context]) -> Communicator {
+    assert_eq!(
+        std::env::var("NCCL_NVLS_ENABLE").as_deref(),
+        Ok("0"),
+        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/run_multi_gpu.sh does): NVLink multicast \
+         can take a shared host's GPUs out of service"
+    );
+    Communicator::local(ctxs).expect("a communicator over every GPU (is libnccl on the path?)")
+}
+
+/// Whole numbers as floats: sums in any order are exact.
+fn ints(n: usize) -> Vec<f32> {
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| rng.random_range(-1000..1000) as f32)
+        .collect()
+}
+
+fn upload_all(ctxs: &[Context], data: &[Vec<f32>]) -> Vec<GpuArray<f32>> {
+    ctxs.iter()
+        .zip(data)
+        .map(|(c, d)| c.upload(d).unwrap())
+        .collect()
+}
+
+#[track_caller]
+fn assert_same(expected: &[f32], actual: &[f32], what: &str) {
+    assert_eq!(expected.len(), actual.len(), "{what}: lengths");
+    if let Some(i) = (0..expected.len()).find(|&i| expected[i] != actual[i]) {
+        panic!(
+            "{what}: element {i} is {}, expected {}",
+            actual[i], expected[i]
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {
+    let ctxs = gpus();
+    let list = device_list(Backend::Cuda).unwrap();
+    assert_eq!(list.peers.len(), ctxs.len());
+    print!("{}", list.peers);
+    for (i, a) in ctxs.iter().enumerate() {
+        for (j, b) in ctxs.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let host = ints(3 << 20);
+            let x = a.upload(&host).unwrap();
+            let mut y = b.zeros::<f32>(host.len()).unwrap();
+            x.copy_to(&mut y).unwrap();
+            assert_same(
+                &host,
+                &y.download().unwrap(),
+                &format!("copy_to {i} -> {j}"),
+            );
+            let z = y.to_context(a).unwrap();
+            assert_same(
+                &host,
+                &z.download().unwrap(),
+                &format!("to_context {j} -> {i}"),
+            );
+            assert_eq!(z.context().device_id(), i);
+        }
+    }
+    let mut short = ctxs[1].zeros::<f32>(2).unwrap();
+    assert!(
+        ctxs[0]
+            .zeros::<f32>(3)
+            .unwrap()
+            .copy_to(&mut short)
+            .is_err()
+    );
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_all_reduce_sum_max_min_avg_match_the_host() {
+    let ctxs = gpus();
+    let comm = communicator(&ctxs);
+    let n = ctxs.len();
+    for len in [1, 4099, 1 << 20] {
+        let data: Vec<Vec<f32>> = (0..n).map(|_| ints(len)).collect();
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg] {
+            let expected: Vec<f32> = (0..len)
+                .map(|i| {
+                    let col = data.iter().map(|d| d[i]);
+                    match op {
+                        ReduceOp::Sum => col.sum(),
+                        ReduceOp::Max => col.fold(f32::MIN, f32::max),
+                        ReduceOp::Min => col.fold(f32::MAX, f32::min),
+                        ReduceOp::Avg => col.sum::<f32>() / n as f32,
+                    }
+                })
+                .collect();
+            let mut arrays = upload_all(&ctxs, &data);
+            // Any order: each array goes to the rank of its context.
+            let mut refs: Vec<&mut GpuArray<f32>> = arrays.iter_mut().rev().collect();
+            comm.all_reduce(&mut refs, op).unwrap();
+            comm.wait().unwrap();
+            for (r, a) in arrays.iter().enumerate() {
+                let got = a.download().unwrap();
+                if op == ReduceOp::Avg {
+                    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+                        assert!(
+                            (e - g).abs() <= 1e-4 * e.abs().max(1.0),
+                            "avg rank {r} element {i}: {g} vs {e}"
+                        );
+                    }
+                } else {
+                    assert_same(&expected, &got, &format!("{op:?} rank {r}, len {len}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_integer_and_double_all_reduce_match_the_host() {
+    let ctxs = gpus();
+    let comm = communicator(&ctxs);
+    let mut rng = rand::rng();
+    let len = 10_007;
+    let data: Vec<Vec<i32>> = ctxs
+        .iter()
+        .map(|_| {
+            (0..len)
+                .map(|_| rng.random_range(-1 << 20..1 << 20))
+                .collect()
+        })
+        .collect();
+    let mut arrays: Vec<GpuArray<i32>> = ctxs
+        .iter()
+        .zip(&data)
+        .map(|(c, d)| c.upload(d).unwrap())
+        .collect();
+    comm.all_reduce(&mut arrays.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)
+        .unwrap();
+    let expected: Vec<i32> = (0..len).map(|i| data.iter().map(|d| d[i]).sum()).collect();
+    for a in &arrays {
+        assert_eq!(a.download().unwrap(), expected);
+    }
+    let data: Vec<Vec<f64>> = ctxs
+        .iter()
+        .map(|_| (0..len).map(|_| rng.random_range(-1e6..1e6)).collect())
+        .collect();
+    let sends: Vec<GpuArray<f64>> = ctxs
+        .iter()
+        .zip(&data)
+        .map(|(c, d)| c.upload(d).unwrap())
+        .collect();
+    let mut recvs: Vec<GpuArray<f64>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
+    comm.all_reduce_into(
+        &sends.iter().collect::<Vec<_>>(),
+        &mut recvs.iter_mut().collect::<Vec<_>>(),
+        ReduceOp::Max,
+    )
+    .unwrap();
+    let expected: Vec<f64> = (0..len)
+        .map(|i| data.iter().map(|d| d[i]).fold(f64::MIN, f64::max))
+        .collect();
+    for r in &recvs {
+        assert_eq!(r.download().unwrap(), expected);
+    }
+    comm.wait().unwrap();
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_broadcast_all_gather_reduce_scatter_and_send_recv_match_the_host() {
+    let ctxs = gpus();
+    let comm = communicator(&ctxs);
+    let n = ctxs.len();
+    let len = 65_537;
+
+    // Broadcast from the last rank.
+    let data: Vec<Vec<f32>> = (0..n).map(|_| ints(len)).collect();
+    let mut arrays = upload_all(&ctxs, &data);
+    comm.broadcast(&mut arrays.iter_mut().collect::<Vec<_>>(), n - 1)
+        .unwrap();
+    for (r, a) in arrays.iter().enumerate() {
+        assert_same(
+            &data[n - 1],
+            &a.download().unwrap(),
+            &format!("broadcast rank {r}"),
+        );
+    }
+
+    // All-gather: rank order, whatever order the arrays come in.
+    let sends = upload_all(&ctxs, &data);
+    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(n * len).unwrap()).collect();
+    comm.all_gather(
+        &sends.iter().rev().collect::<Vec<_>>(),
+        &mut recvs.iter_mut().collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let gathered: Vec<f32> = data.concat();
+    for (r, a) in recvs.iter().enumerate() {
+        assert_same(
+            &gathered,
+            &a.download().unwrap(),
+            &format!("all_gather rank {r}"),
+        );
+    }
+
+    // Reduce-scatter: rank r gets block r of the sum.
+    let big: Vec<Vec<f32>> = (0..n).map(|_| ints(n * len)).collect();
+    let sends = upload_all(&ctxs, &big);
+    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
+    comm.reduce_scatter(
+        &sends.iter().collect::<Vec<_>>(),
+        &mut recvs.iter_mut().collect::<Vec<_>>(),
+        ReduceOp::Sum,
+    )
+    .unwrap();
+    for (r, a) in recvs.iter().enumerate() {
+        let expected: Vec<f32> = (0..len)
+            .map(|i| big.iter().map(|d| d[r * len + i]).sum())
+            .collect();
+        assert_same(
+            &expected,
+            &a.download().unwrap(),
+            &format!("reduce_scatter rank {r}"),
+        );
+    }
+
+    // Send/recv around a ring: rank r sends to r + 1, receives from r - 1.
+    let sends = upload_all(&ctxs, &data);
+    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
+    let s: Vec<(&GpuArray<f32>, usize)> = sends
+        .iter()
+        .enumerate()
+        .map(|(r, a)| (a, (r + 1) % n))
+        .collect();
+    let mut rv: Vec<(&mut GpuArray<f32>, usize)> = recvs
+        .iter_mut()
+        .enumerate()
+        .map(|(r, a)| (a, (r + n - 1) % n))
+        .collect();
+    comm.send_recv(&s, &mut rv).unwrap();
+    comm.wait().unwrap();
+    for (r, a) in recvs.iter().enumerate() {
+        assert_same(
+            &data[(r + n - 1) % n],
+            &a.download().unwrap(),
+            &format!("recv rank {r}"),
+        );
+    }
+
+    // Mistakes are errors, and leave the communicator usable.
+    let mut short: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(3).unwrap()).collect();
+    short.pop();
+    assert!(
+        comm.all_reduce(&mut short.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)
+            .is_err()
+    );
+    let mut twice = vec![
+        ctxs[0].zeros::<f32>(4).unwrap(),
+        ctxs[0].zeros::<f32>(4).unwrap(),
+    ];
+    twice.extend(ctxs[2..].iter().map(|c| c.zeros::<f32>(4).unwrap()));
+    assert!(
+        comm.all_reduce(&mut twice.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)
+            .is_err()
+    );
+    let mut ok: Vec<GpuArray<f32>> = ctxs
+        .iter()
+        .map(|c| c.upload(&[1.0f32; 4]).unwrap())
+        .collect();
+    comm.all_reduce(&mut ok.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)
+        .unwrap();
+    assert_eq!(ok[0].download().unwrap(), vec![n as f32; 4]);
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_collectives_on_other_streams_are_ordered_after_the_arrays_uses() {
+    let ctxs = gpus();
+    let comm = communicator(&ctxs);
+    let streams: Vec<_> = ctxs.iter().map(|c| c.create_stream().unwrap()).collect();
+    let on = comm.on_streams(&streams).unwrap();
+    let len = 1 << 22;
+    let data: Vec<Vec<f32>> = ctxs.iter().map(|_| ints(len)).collect();
+    let mut arrays: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
+    // Written on the default streams, reduced on the others, read on the
+    // default streams again: the use records order all three.
+    for (a, d) in arrays.iter_mut().zip(&data) {
+        a.upload_from(d).unwrap();
+    }
+    on.all_reduce(&mut arrays.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)
+        .unwrap();
+    let expected: Vec<f32> = (0..len).map(|i| data.iter().map(|d| d[i]).sum()).collect();
+    for a in &arrays {
+        assert_same(
+            &expected,
+            &a.download().unwrap(),
+            "all_reduce on other streams",
+        );
+    }
+    on.wait().unwrap();
+}
