@@ -105,6 +105,21 @@ impl Context {
                 continue;
             }
             match DeviceImpl::open(backend, ordinal) {
+                Ok(device) if !required_by_config(&config, backend) => {
+                    match device.fallback_refusal() {
+                        Some(reason) => chain.push(BackendAttempt {
+                            backend,
+                            outcome: Outcome::Skipped(reason),
+                        }),
+                        None => {
+                            chain.push(BackendAttempt {
+                                backend,
+                                outcome: Outcome::Chosen,
+                            });
+                            chosen = Some((backend, device));
+                        }
+                    }
+                }
                 Ok(device) => {
                     chain.push(BackendAttempt {
                         backend,

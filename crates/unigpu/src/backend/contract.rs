@@ -31,6 +31,13 @@ pub(crate) trait Api: Sized + 'static {
     /// How many devices the backend can use here, or why none.
     fn device_count() -> Result<usize>;
     fn open(ordinal: usize) -> Result<Self::Device>;
+    /// Why `Context::default()` should pass over this opened device and
+    /// try the next backend (a software Vulkan adapter, slower than the
+    /// CPU backend); `None` to use it. A device asked for by name is used
+    /// whatever this says.
+    fn fallback_refusal(_device: &Self::Device) -> Option<String> {
+        None
+    }
     fn info(device: &Self::Device) -> Result<DeviceInfo>;
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo>;
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool;
