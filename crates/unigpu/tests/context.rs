@@ -24,10 +24,13 @@ on_every_backend!(identity, |ctx| {
     assert_eq!(info.ordinal, 0);
     assert!(!info.name.is_empty());
     assert_eq!(ctx.device_name().unwrap(), info.name);
+    // A CUDA capability for CUDA devices (cuda, torch); none for the CPU
+    // or a Vulkan adapter, whose facts are in `details` instead.
     assert_eq!(
         info.compute_capability.is_some(),
-        ctx.backend() != Backend::Cpu
+        ctx.backend().device_kind() == Backend::Cuda
     );
+    assert_eq!(info.details.is_empty(), ctx.backend() != Backend::Vulkan);
     let mem = ctx.memory_info().unwrap();
     assert!(mem.total > 0 && mem.free <= mem.total, "{mem:?}");
     let chosen: Vec<_> = ctx

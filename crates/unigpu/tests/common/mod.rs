@@ -247,6 +247,35 @@ fn saxpy(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
+/// A fact of `ctx`'s device from `DeviceInfo::details` (Vulkan adapters
+/// list some; other backends none).
+pub fn detail(ctx: &Context, name: &str) -> Option<String> {
+    ctx.device_info()
+        .ok()?
+        .details
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
+}
+
+/// `a * x + y` as WGSL's `fma` computes it on `ctx`'s device: rounded
+/// once, or where the adapter's `fma` rounds twice (lavapipe; `unigpu info`
+/// says "fma f32: rounds twice"), as a product and a sum each rounded.
+/// Either is exact, so kernels are checked bit for bit.
+pub fn device_fma(ctx: &Context, a: f32, x: f32, y: f32) -> f32 {
+    match detail(ctx, "fma f32") {
+        Some(v) if v != "fused" => a * x + y,
+        _ => a.mul_add(x, y),
+    }
+}
+
+/// Whether the built-in axpy rounds `alpha * x + y` once for `dtype` on
+/// `ctx` (every backend but vulkan where its adapter's f64 `fma` rounds
+/// twice; `unigpu info` lists the types as "axpy in one rounding").
+pub fn axpy_rounds_once(ctx: &Context, dtype: unigpu::DType) -> bool {
+    detail(ctx, "axpy in one rounding")
+        .is_none_or(|types| types.split(", ").any(|t| t == dtype.name()))
+}
+
 pub fn saxpy(ctx: &Context) -> Kernel {
     ctx.compile(SAXPY)
         .unwrap()

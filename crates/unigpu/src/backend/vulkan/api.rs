@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::adapters::adapters;
 use super::buffer::{MapSignal, VkBuffer, read_mapped, readback, staged};
-use super::device::VkDevice;
+use super::device::{VkDevice, VkOpen};
 use super::event::VkEvent;
 use super::kernel::{VkArg, arg, launch};
 use super::stream::{Recorded, VkStream};
@@ -42,30 +42,30 @@ fn bytes<T: Element>(host: &[T]) -> &[u8] {
 
 impl Api for Vulkan {
     const KIND: Backend = Backend::Vulkan;
-    type Device = Arc<VkDevice>;
+    type Device = VkOpen;
 
     fn device_count() -> Result<usize> {
         Ok(adapters()?.len())
     }
 
     fn open(ordinal: usize) -> Result<Self::Device> {
-        VkDevice::open(ordinal)
+        Ok(VkOpen::new(VkDevice::open(ordinal)?))
     }
 
-    fn fallback_refusal(device: &Self::Device) -> Option<String> {
-        device.fallback_refusal()
+    fn fallback_refusal(open: &Self::Device) -> Option<String> {
+        open.device.fallback_refusal()
     }
 
-    fn info(device: &Self::Device) -> Result<DeviceInfo> {
-        device.info()
+    fn info(open: &Self::Device) -> Result<DeviceInfo> {
+        open.device.info()
     }
 
-    fn memory_info(device: &Self::Device) -> Result<MemoryInfo> {
-        device.memory_info()
+    fn memory_info(open: &Self::Device) -> Result<MemoryInfo> {
+        open.device.memory_info()
     }
 
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
-        Arc::ptr_eq(a, b)
+        Arc::ptr_eq(&a.device, &b.device)
     }
 
     fn memory_stats(_: &Self::Device) -> Result<MemoryStats> {
@@ -80,24 +80,24 @@ impl Api for Vulkan {
         Ok(0)
     }
 
-    fn synchronize(device: &Self::Device) -> Result<()> {
+    fn synchronize(open: &Self::Device) -> Result<()> {
         let mut first = Ok(());
-        for s in device.streams() {
+        for s in open.streams() {
             let r = s.synchronize();
             if first.is_ok() {
                 first = r;
             }
         }
         first?;
-        device.take_error().map_or(Ok(()), Err)
+        open.device.take_error().map_or(Ok(()), Err)
     }
 
-    fn default_stream(device: &Self::Device) -> Result<Self::Stream> {
-        VkStream::new(device)
+    fn default_stream(open: &Self::Device) -> Result<Self::Stream> {
+        VkStream::new(open)
     }
 
-    fn new_stream(device: &Self::Device) -> Result<Self::Stream> {
-        VkStream::new(device)
+    fn new_stream(open: &Self::Device) -> Result<Self::Stream> {
+        VkStream::new(open)
     }
 
     type Stream = Arc<VkStream>;

@@ -1,8 +1,9 @@
 //! An opened adapter: the wgpu device and queue, what the adapter can do,
-//! its poller, its streams (for a device-wide sync) and its compiled
-//! pipelines. One per adapter per process, shared by every context on it
-//! (as CUDA shares a primary context), so arrays of two contexts on the
-//! same adapter are on one device.
+//! its poller and its compiled pipelines. One per adapter per process,
+//! shared by every context on it (as CUDA shares a primary context), so
+//! arrays of two contexts on the same adapter are on one device. What a
+//! context keeps of its own (its streams, for `Context::sync`) is a
+//! [`VkOpen`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use super::adapters::{adapters, is_software, kind_name};
 use super::block_on::block_on;
 use super::poller::Poller;
+use super::shaders::{FmaKind, Num};
 use super::stream::VkStream;
 use crate::backend::Backend;
 use crate::device::{DeviceInfo, MemoryInfo};
@@ -35,11 +37,12 @@ pub(crate) struct VkDevice {
     pub(crate) queue: wgpu::Queue,
     pub(crate) limits: wgpu::Limits,
     pub(crate) features: wgpu::Features,
+    /// Whether `fma` rounds once in f32 and in f64 (fma_probe.rs).
+    pub(crate) fused_fma: (bool, bool),
     pub(crate) poller: Arc<Poller>,
     /// The first error wgpu reported outside an error scope (or the
     /// device's loss); returned, once, by the next sync.
     errors: Arc<Mutex<Option<String>>>,
-    streams: Mutex<Vec<Weak<VkStream>>>,
     /// Built-in ops' pipelines, by shader name; user kernels' by code key.
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
     /// Bytes of the buffers alive on this device.
@@ -52,6 +55,14 @@ impl std::fmt::Debug for VkDevice {
             .field("ordinal", &self.ordinal)
             .field("adapter", &self.info.name)
             .finish()
+    }
+}
+
+fn fused(yes: bool) -> &'static str {
+    if yes {
+        "fused"
+    } else {
+        "rounds twice (WGSL allows it)"
     }
 }
 
@@ -119,6 +130,11 @@ impl VkDevice {
         device.set_device_lost_callback(move |reason, message| {
             lock(&lost).get_or_insert_with(|| format!("the device was lost ({reason:?}): {message}"));
         });
+        let fused_fma = super::fma_probe::fused(
+            &device,
+            &queue,
+            features.contains(wgpu::Features::SHADER_F64),
+        )?;
         let poller = Poller::start(device.clone())
             .map_err(|e| unavailable(format!("cannot start the device's poll thread: {e}")))?;
         Ok(VkDevice {
@@ -128,9 +144,9 @@ impl VkDevice {
             queue,
             limits,
             features,
+            fused_fma,
             poller,
             errors,
-            streams: Mutex::default(),
             pipelines: Mutex::default(),
             allocated: AtomicU64::new(0),
         })
@@ -138,6 +154,15 @@ impl VkDevice {
 
     pub(crate) fn has(&self, feature: wgpu::Features) -> bool {
         self.features.contains(feature)
+    }
+
+    /// How axpy computes `a * x + y` in `num`'s accumulator here.
+    pub(crate) fn fma_kind(&self, num: Num) -> FmaKind {
+        match (num.acc_num(), self.fused_fma) {
+            (Num::F64, (_, true)) | (Num::F32, (true, _)) => FmaKind::Fused,
+            (Num::F32, _) if self.has(wgpu::Features::SHADER_F64) => FmaKind::ThroughF64,
+            _ => FmaKind::TwoRoundings,
+        }
     }
 
     /// Why the fallback chain should pass this device over: it is a
@@ -157,16 +182,6 @@ impl VkDevice {
         lock(&self.errors).take().map(|message| Error::StreamWork {
             message: format!("the vulkan device reported: {message}"),
         })
-    }
-
-    pub(crate) fn add_stream(&self, stream: &Arc<VkStream>) {
-        let mut list = lock(&self.streams);
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Arc::downgrade(stream));
-    }
-
-    pub(crate) fn streams(&self) -> Vec<Arc<VkStream>> {
-        lock(&self.streams).iter().filter_map(Weak::upgrade).collect()
     }
 
     pub(crate) fn memory_info(&self) -> Result<MemoryInfo> {
@@ -197,6 +212,18 @@ impl VkDevice {
         })
     }
 
+    /// The types whose built-in axpy rounds once here (the others round
+    /// the product and the sum: see [`FmaKind`]).
+    fn axpy_once(&self) -> String {
+        [Num::F32, Num::F16, Num::Bf16, Num::F64]
+            .into_iter()
+            .filter(|&n| n != Num::F64 || self.has(wgpu::Features::SHADER_F64))
+            .filter(|&n| self.fma_kind(n) != FmaKind::TwoRoundings)
+            .map(Num::name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub(crate) fn info(&self) -> Result<DeviceInfo> {
         let i = &self.info;
         let l = &self.limits;
@@ -215,6 +242,17 @@ impl VkDevice {
                 "timestamps".into(),
                 yes(wgpu::Features::TIMESTAMP_QUERY).into(),
             ),
+            ("fma f32".into(), fused(self.fused_fma.0).into()),
+            (
+                "fma f64".into(),
+                if self.has(wgpu::Features::SHADER_F64) {
+                    fused(self.fused_fma.1)
+                } else {
+                    "n/a"
+                }
+                .into(),
+            ),
+            ("axpy in one rounding".into(), self.axpy_once()),
             ("max buffer".into(), format!("{} bytes", l.max_buffer_size)),
             (
                 "max storage binding".into(),
@@ -332,5 +370,33 @@ impl VkDevice {
             has_dynamic_offset: false,
             min_binding_size: None,
         }
+    }
+}
+
+/// One context's handle on a shared device: the streams it made, which a
+/// device-wide sync waits for (and whose errors it returns), as the CPU
+/// backend's device keeps its own.
+#[derive(Debug)]
+pub(crate) struct VkOpen {
+    pub(crate) device: Arc<VkDevice>,
+    streams: Mutex<Vec<Weak<VkStream>>>,
+}
+
+impl VkOpen {
+    pub(crate) fn new(device: Arc<VkDevice>) -> VkOpen {
+        VkOpen {
+            device,
+            streams: Mutex::default(),
+        }
+    }
+
+    pub(crate) fn add_stream(&self, stream: &Arc<VkStream>) {
+        let mut list = lock(&self.streams);
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(stream));
+    }
+
+    pub(crate) fn streams(&self) -> Vec<Arc<VkStream>> {
+        lock(&self.streams).iter().filter_map(Weak::upgrade).collect()
     }
 }

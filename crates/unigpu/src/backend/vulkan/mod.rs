@@ -31,6 +31,7 @@ mod device;
 mod dispatch_geometry;
 mod event;
 mod fence;
+mod fma_probe;
 mod kernel;
 mod ops;
 mod poller;

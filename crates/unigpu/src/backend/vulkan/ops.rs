@@ -96,10 +96,11 @@ fn map(
     writes: &[&Tracker],
 ) -> Result<()> {
     let device = &s.device;
+    let fma = device.fma_kind(num);
     let p = pipeline(
         device,
-        format!("{}/{}", map.name(), num.name()),
-        || map.wgsl(num),
+        format!("{}/{}/{fma:?}", map.name(), num.name()),
+        || map.wgsl(num, fma),
         map.bindings(),
     )?;
     let unit = if num.packed() { 4 } else { num.acc_bytes() };

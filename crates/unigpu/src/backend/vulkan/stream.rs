@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use super::block_on::block_on;
-use super::device::VkDevice;
+use super::device::{VkDevice, VkOpen};
 use super::fence::Fence;
 use super::tracker::Tracker;
 use crate::backend::Backend;
@@ -124,7 +124,8 @@ pub(crate) fn not_capturable(what: &str) -> Error {
 }
 
 impl VkStream {
-    pub(crate) fn new(device: &Arc<VkDevice>) -> Result<Arc<VkStream>> {
+    pub(crate) fn new(open: &VkOpen) -> Result<Arc<VkStream>> {
+        let device = &open.device;
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let (tx, rx) = mpsc::channel::<Job>();
         let progress = Arc::new(Progress::default());
@@ -155,7 +156,7 @@ impl VkStream {
             worker: Mutex::new(Some(handle)),
             capture: Mutex::new(None),
         });
-        device.add_stream(&stream);
+        open.add_stream(&stream);
         Ok(stream)
     }
 

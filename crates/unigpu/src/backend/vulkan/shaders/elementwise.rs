@@ -3,7 +3,7 @@
 //! past 65,535 workgroups fit. `p.n` counts array elements (words), `p.nx`
 //! the invocations of one grid row.
 
-use super::Num;
+use super::{FmaKind, Num};
 use crate::ops::{Binary, Unary};
 
 /// What an element-wise shader computes, as an expression in `x` (and `y`)
@@ -27,7 +27,7 @@ impl Map {
             Map::Unary(Unary::Relu) => "relu(x)",
             Map::Unary(Unary::Sigmoid) => "sigmoid(x)",
             Map::Unary(Unary::Tanh) => "tanh_(x)",
-            Map::Axpy => "fma(p.alpha, x, y)",
+            Map::Axpy => "fma_(p.alpha, x, y)",
             Map::Scale => "p.alpha * x",
         }
     }
@@ -46,7 +46,8 @@ impl Map {
         }
     }
 
-    pub(crate) fn wgsl(self, num: Num) -> String {
+    /// The shader for `num`, computing axpy's `a * x + y` as `fma` says.
+    pub(crate) fn wgsl(self, num: Num, fma: FmaKind) -> String {
         let s = num.storage();
         let (decls, inputs, out) = match self {
             Map::Binary(_) => (
@@ -82,6 +83,7 @@ impl Map {
         };
         let math = match self {
             Map::Unary(_) => num.math(),
+            Map::Axpy => num.fma(fma).to_string(),
             _ => String::new(),
         };
         let [x, y] = inputs;

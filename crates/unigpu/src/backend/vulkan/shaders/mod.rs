@@ -15,6 +15,21 @@ pub(crate) mod reduce;
 
 use crate::element::DType;
 
+/// How a shader computes `a * b + c` for axpy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FmaKind {
+    /// The driver's `fma` rounds once.
+    Fused,
+    /// The driver's `fma` rounds twice (lavapipe; WGSL allows it), but f64
+    /// is there to compute an f32 one exactly in: one rounding but for
+    /// ties (see [`Num::fma`]).
+    ThroughF64,
+    /// Neither: a product and a sum, each rounded (f64 on lavapipe: no
+    /// wider type to emulate with; the driver's optimizer rewrites the
+    /// error-free transformations that would).
+    TwoRoundings,
+}
+
 /// A floating-point element type the built-in ops compute on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Num {
@@ -108,6 +123,22 @@ impl Num {
             );
         }
         s
+    }
+
+    /// `fma_(a, b, c)`: `a * b + c`, rounded once where `how` can.
+    pub(crate) fn fma(self, how: FmaKind) -> &'static str {
+        match how {
+            FmaKind::Fused => "fn fma_(a: A, b: A, c: A) -> A { return fma(a, b, c); }\n",
+            // An f32 product is exact in f64, so the f64 sum is rounded once
+            // before the f32 rounding; the two roundings differ from one only
+            // when the first lands on an f32 tie, which needs the exact sum
+            // to carry more than 53 bits (c 2^29 times smaller than a·b, or
+            // the reverse) with bits 25 to 53 of it exactly 10...0.
+            FmaKind::ThroughF64 => {
+                "fn fma_(a: A, b: A, c: A) -> A { return f32(f64(a) * f64(b) + f64(c)); }\n"
+            }
+            FmaKind::TwoRoundings => "fn fma_(a: A, b: A, c: A) -> A { return a * b + c; }\n",
+        }
     }
 
     /// exp, expm1, sigmoid, tanh and relu in `A`.
