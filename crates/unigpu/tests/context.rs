@@ -146,12 +146,34 @@ fn the_default_context_records_why_each_backend_was_skipped() {
         Backend::ALL.to_vec()
     );
     let gpu = unigpu::cuda_probe().cuda_usable();
-    let expected = if gpu { GPU_DEFAULT } else { Backend::Cpu };
+    // A Vulkan adapter that is not software (an AMD or Intel GPU, or an
+    // NVIDIA one without CUDA) comes before the CPU.
+    let vulkan_gpu = unigpu::list_devices(Backend::Vulkan).is_ok_and(|list| {
+        list.iter()
+            .any(|d| d.details.iter().any(|(k, v)| k == "type" && !v.starts_with("software")))
+    });
+    let expected = if gpu {
+        GPU_DEFAULT
+    } else if vulkan_gpu {
+        Backend::Vulkan
+    } else {
+        Backend::Cpu
+    };
     assert_eq!(ctx.backend(), expected, "chain: {chain:?}");
     for attempt in chain {
         match (&attempt.outcome, attempt.backend.cmp(&expected)) {
             (Outcome::Skipped(reason), std::cmp::Ordering::Less) => {
                 assert!(!reason.is_empty());
+                if attempt.backend == Backend::Vulkan {
+                    // Says which: no loader, no adapter, only a software
+                    // adapter, or not built in.
+                    assert!(
+                        ["no Vulkan loader", "no adapter", "software adapter", "`vulkan` feature"]
+                            .iter()
+                            .any(|why| reason.contains(why)),
+                        "{reason}"
+                    );
+                }
                 if attempt.backend == Backend::Torch {
                     // Either the feature is off, or torch says why it has no CUDA.
                     assert!(

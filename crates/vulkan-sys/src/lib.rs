@@ -44,22 +44,57 @@ unsafe impl Send for Loaded {}
 // allows concurrently.
 unsafe impl Sync for Loaded {}
 
-fn loaded() -> Result<&'static Loaded, String> {
-    static LOADED: OnceLock<Result<Loaded, String>> = OnceLock::new();
+/// Why Vulkan cannot be used here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The loader library does not load.
+    NoLoader(String),
+    /// The loader loads but makes no instance: no driver (ICD) at all.
+    NoDriver(String),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::NoLoader(m) | Unavailable::NoDriver(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Points the loader at another file: for tests of a machine without one
+/// (read once per process, like the CUDA probe's override).
+pub const LOADER_OVERRIDE_ENV: &str = "UNIGPU_TEST_VULKAN_LOADER";
+
+fn loaded() -> Result<&'static Loaded, Unavailable> {
+    static LOADED: OnceLock<Result<Loaded, Unavailable>> = OnceLock::new();
     LOADED.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-fn load() -> Result<Loaded, String> {
+fn load() -> Result<Loaded, Unavailable> {
+    let path = std::env::var_os(LOADER_OVERRIDE_ENV);
     // SAFETY: loading the Vulkan loader runs its initialisers; it is the
-    // system's loader library, which is made to be dlopen'ed.
-    let entry = unsafe { ash::Entry::load() }
-        .map_err(|e| format!("the Vulkan loader (libvulkan.so.1) could not be loaded: {e}"))?;
+    // system's loader library (or a test's stand-in path), made to be
+    // dlopen'ed.
+    let entry = match &path {
+        Some(p) => unsafe { ash::Entry::load_from(p) },
+        None => unsafe { ash::Entry::load() },
+    }
+    .map_err(|e| {
+        let name = path
+            .as_deref()
+            .map_or("libvulkan.so.1".into(), |p| p.to_string_lossy());
+        Unavailable::NoLoader(format!("the Vulkan loader ({name}) could not be loaded: {e}"))
+    })?;
     // SAFETY: a global query with no handle; the entry's function pointers
     // were just loaded.
     let api_version = match unsafe { entry.try_enumerate_instance_version() } {
         Ok(Some(v)) => v,
         Ok(None) => vk::API_VERSION_1_0,
-        Err(e) => return Err(format!("vkEnumerateInstanceVersion failed: {e}")),
+        Err(e) => {
+            return Err(Unavailable::NoDriver(format!(
+                "vkEnumerateInstanceVersion failed: {e}"
+            )));
+        }
     };
     // 1.1 for vkGetPhysicalDeviceMemoryProperties2, where the loader has it.
     let want = if api_version >= vk::API_VERSION_1_1 {
@@ -74,7 +109,9 @@ fn load() -> Result<Loaded, String> {
     // SAFETY: `info` and the `app` it points to live across the call; no
     // extensions or layers are asked for.
     let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| {
-        format!("the Vulkan loader loaded, but vkCreateInstance failed ({e}): no driver (ICD) is installed")
+        Unavailable::NoDriver(format!(
+            "the Vulkan loader loaded, but vkCreateInstance failed ({e}): no driver (ICD) is installed"
+        ))
     })?;
     Ok(Loaded {
         _entry: entry,
@@ -84,13 +121,13 @@ fn load() -> Result<Loaded, String> {
 }
 
 /// `Ok` when the Vulkan loader loads and makes an instance; else why not.
-pub fn loader() -> Result<(), String> {
+pub fn loader() -> Result<(), Unavailable> {
     loaded().map(drop)
 }
 
 /// Every physical device the loader reports, with its memory.
 pub fn physical_devices() -> Result<Vec<PhysicalDevice>, String> {
-    let vk = loaded()?;
+    let vk = loaded().map_err(|e| e.to_string())?;
     // SAFETY: `vk.instance` is a live instance kept for the process.
     let devices = unsafe { vk.instance.enumerate_physical_devices() }
         .map_err(|e| format!("vkEnumeratePhysicalDevices failed: {e}"))?;

@@ -54,7 +54,10 @@ pub(crate) fn adapters() -> Result<&'static [wgpu::Adapter]> {
         .get_or_init(|| {
             // The loader first: wgpu only logs why its Vulkan instance
             // failed, this says it.
-            unigpu_vulkan_sys::loader().map_err(|why| format!("no Vulkan loader: {why}"))?;
+            unigpu_vulkan_sys::loader().map_err(|why| match why {
+                unigpu_vulkan_sys::Unavailable::NoLoader(m) => format!("no Vulkan loader: {m}"),
+                unigpu_vulkan_sys::Unavailable::NoDriver(m) => format!("no adapter: {m}"),
+            })?;
             let mut list = block_on(instance().enumerate_adapters(wgpu::Backends::VULKAN));
             if list.is_empty() {
                 return Err("no adapter: the Vulkan loader loaded but lists no device \
