@@ -149,8 +149,11 @@ fn the_default_context_records_why_each_backend_was_skipped() {
     // A Vulkan adapter that is not software (an AMD or Intel GPU, or an
     // NVIDIA one without CUDA) comes before the CPU.
     let vulkan_gpu = unigpu::list_devices(Backend::Vulkan).is_ok_and(|list| {
-        list.iter()
-            .any(|d| d.details.iter().any(|(k, v)| k == "type" && !v.starts_with("software")))
+        list.iter().any(|d| {
+            d.details
+                .iter()
+                .any(|(k, v)| k == "type" && !v.starts_with("software"))
+        })
     });
     let expected = if gpu {
         GPU_DEFAULT
@@ -168,9 +171,14 @@ fn the_default_context_records_why_each_backend_was_skipped() {
                     // Says which: no loader, no adapter, only a software
                     // adapter, or not built in.
                     assert!(
-                        ["no Vulkan loader", "no adapter", "software adapter", "`vulkan` feature"]
-                            .iter()
-                            .any(|why| reason.contains(why)),
+                        [
+                            "no Vulkan loader",
+                            "no adapter",
+                            "software adapter",
+                            "`vulkan` feature"
+                        ]
+                        .iter()
+                        .any(|why| reason.contains(why)),
                         "{reason}"
                     );
                 }

@@ -126,8 +126,8 @@ fn adapters_are_named_vulkan_n_and_software_ones_are_skipped_by_default() {
         other => panic!("adapter {} of {n}: {other:?}", n + 2),
     }
     // `device = "vulkan:0"` asks for the adapter, software or not.
-    let named = Context::from_config(Config::parse("device = \"vulkan:0\"", "test").unwrap())
-        .unwrap();
+    let named =
+        Context::from_config(Config::parse("device = \"vulkan:0\"", "test").unwrap()).unwrap();
     assert_eq!(named.backend(), Backend::Vulkan);
     let software = |d: &unigpu::DeviceInfo| {
         d.details
@@ -257,18 +257,25 @@ fn shaders_are_checked_when_attached() {
         Ok(k) => assert_eq!(k.name(), "missing"),
         other => panic!("{other:?}"),
     }
-    let two = format!(
-        "{AXPBY}\n@compute @workgroup_size(1) fn second() {{}}\n"
-    );
+    let two = format!("{AXPBY}\n@compute @workgroup_size(1) fn second() {{}}\n");
     match Kernel::from_wgsl("third", &two) {
-        Err(Error::Compile { log }) => assert!(log.contains("scaled_add") && log.contains("second"), "{log}"),
+        Err(Error::Compile { log }) => assert!(
+            log.contains("scaled_add") && log.contains("second"),
+            "{log}"
+        ),
         other => panic!("{other:?}"),
     }
     // Bindings with a gap, or in another group, are refused.
     let gap = AXPBY.replace("@binding(3)", "@binding(4)");
-    assert!(matches!(Kernel::from_wgsl("scaled_add", &gap), Err(Error::Compile { .. })));
+    assert!(matches!(
+        Kernel::from_wgsl("scaled_add", &gap),
+        Err(Error::Compile { .. })
+    ));
     let group = AXPBY.replace("@group(0) @binding(3)", "@group(1) @binding(0)");
-    assert!(matches!(Kernel::from_wgsl("scaled_add", &group), Err(Error::Compile { .. })));
+    assert!(matches!(
+        Kernel::from_wgsl("scaled_add", &group),
+        Err(Error::Compile { .. })
+    ));
     // A shader that disagrees with the CUDA declaration is refused.
     let ctx = common::cpu_ctx();
     let cuda = ctx.compile(common::SAXPY).unwrap().kernel("saxpy").unwrap();
@@ -279,14 +286,18 @@ fn shaders_are_checked_when_attached() {
     match cuda.clone().with_wgsl(&swapped) {
         Err(Error::KernelArgs { kernel, message }) => {
             assert_eq!(kernel, "saxpy");
-            assert!(message.contains("i32") && message.contains("wgsl"), "{message}");
+            assert!(
+                message.contains("i32") && message.contains("wgsl"),
+                "{message}"
+            );
         }
         other => panic!("{other:?}"),
     }
     // `float* y` is written; a shader that binds it read-only disagrees.
-    let read_only_y = AXPBY
-        .replace("read_write> y", "read> y")
-        .replace("y[g.x] = a * x[g.x] + y[g.x];", "let unused = a * x[g.x] + y[g.x];");
+    let read_only_y = AXPBY.replace("read_write> y", "read> y").replace(
+        "y[g.x] = a * x[g.x] + y[g.x];",
+        "let unused = a * x[g.x] + y[g.x];",
+    );
     assert!(matches!(
         cuda.with_wgsl(&read_only_y),
         Err(Error::KernelArgs { .. })
@@ -311,7 +322,9 @@ fn launches_are_checked_against_the_shader() {
     };
     // The block must be the shader's workgroup size.
     let wrong_block = Grid::for_elems_with_block(n, 128);
-    assert!(msg(ctx.launch(&k, wrong_block, (1.0f32, &x, &mut y, n as u32))).contains("workgroup_size"));
+    assert!(
+        msg(ctx.launch(&k, wrong_block, (1.0f32, &x, &mut y, n as u32))).contains("workgroup_size")
+    );
     // Too many workgroups for the adapter.
     let huge = Grid::new((u32::MAX, 1, 1), (64, 1, 1));
     assert!(msg(ctx.launch(&k, huge, (1.0f32, &x, &mut y, n as u32))).contains("per dimension"));

@@ -72,18 +72,20 @@ fn loaded() -> Result<&'static Loaded, Unavailable> {
 
 fn load() -> Result<Loaded, Unavailable> {
     let path = std::env::var_os(LOADER_OVERRIDE_ENV);
-    // SAFETY: loading the Vulkan loader runs its initialisers; it is the
-    // system's loader library (or a test's stand-in path), made to be
-    // dlopen'ed.
     let entry = match &path {
+        // SAFETY: dlopen of a test's stand-in path; loading a library runs
+        // its initialisers, and a Vulkan loader is made to be dlopen'ed.
         Some(p) => unsafe { ash::Entry::load_from(p) },
+        // SAFETY: dlopen of the system's Vulkan loader, as above.
         None => unsafe { ash::Entry::load() },
     }
     .map_err(|e| {
         let name = path
             .as_deref()
             .map_or("libvulkan.so.1".into(), |p| p.to_string_lossy());
-        Unavailable::NoLoader(format!("the Vulkan loader ({name}) could not be loaded: {e}"))
+        Unavailable::NoLoader(format!(
+            "the Vulkan loader ({name}) could not be loaded: {e}"
+        ))
     })?;
     // SAFETY: a global query with no handle; the entry's function pointers
     // were just loaded.

@@ -31,11 +31,11 @@ pub(crate) trait Api: Sized + 'static {
     /// How many devices the backend can use here, or why none.
     fn device_count() -> Result<usize>;
     fn open(ordinal: usize) -> Result<Self::Device>;
-    /// Why `Context::default()` should pass over this opened device and
-    /// try the next backend (a software Vulkan adapter, slower than the
-    /// CPU backend); `None` to use it. A device asked for by name is used
-    /// whatever this says.
-    fn fallback_refusal(_device: &Self::Device) -> Option<String> {
+    /// Why `Context::default()` should pass over device `ordinal` without
+    /// opening it and try the next backend (a software Vulkan adapter,
+    /// slower than the CPU backend); `None` to try it. A device asked for
+    /// by name is opened whatever this says.
+    fn fallback_refusal(_ordinal: usize) -> Option<String> {
         None
     }
     fn info(device: &Self::Device) -> Result<DeviceInfo>;

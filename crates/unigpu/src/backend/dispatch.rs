@@ -166,6 +166,17 @@ impl DeviceImpl {
         })
     }
 
+    /// Why the fallback chain should pass over `backend`'s device
+    /// `ordinal` without opening it, if it should.
+    pub(crate) fn fallback_refusal(backend: Backend, ordinal: usize) -> Option<String> {
+        match backend {
+            Backend::Cpu => Cpu::fallback_refusal(ordinal),
+            Backend::Cuda => Cuda::fallback_refusal(ordinal),
+            Backend::Torch => Torch::fallback_refusal(ordinal),
+            Backend::Vulkan => Vulkan::fallback_refusal(ordinal),
+        }
+    }
+
     /// Every device `backend` can use here, or why none.
     pub(crate) fn list(backend: Backend) -> Result<Vec<DeviceInfo>> {
         fn all<A: Api>() -> Result<Vec<DeviceInfo>> {
@@ -190,11 +201,6 @@ impl DeviceImpl {
 
     pub(crate) fn info(&self) -> Result<DeviceInfo> {
         on_backend!(DeviceImpl, self, A, d => A::info(d))
-    }
-
-    /// Why the fallback chain should pass this device over, if it should.
-    pub(crate) fn fallback_refusal(&self) -> Option<String> {
-        on_backend!(DeviceImpl, self, A, d => A::fallback_refusal(d))
     }
 
     pub(crate) fn memory_info(&self) -> Result<MemoryInfo> {

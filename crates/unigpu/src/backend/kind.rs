@@ -22,12 +22,7 @@ impl Backend {
     /// Every backend, in the order `Context::default()` tries them: the one
     /// list of backends, which the fallback chain, config parsing, error
     /// messages and `unigpu info` all read.
-    pub const ALL: [Backend; 4] = [
-        Backend::Torch,
-        Backend::Cuda,
-        Backend::Vulkan,
-        Backend::Cpu,
-    ];
+    pub const ALL: [Backend; 4] = [Backend::Torch, Backend::Cuda, Backend::Vulkan, Backend::Cpu];
 
     /// The backend that runs on the host: always available, the end of the
     /// fallback chain.

@@ -45,7 +45,6 @@ pub(crate) mod vulkan;
 pub(crate) mod vulkan;
 
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
-pub(crate) use vulkan::ShaderKernel;
 pub(crate) use contract::Api;
 pub use cpu::{CpuArgs, CpuKernelFn};
 pub(crate) use dispatch::{
@@ -54,3 +53,4 @@ pub(crate) use dispatch::{
 };
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
+pub(crate) use vulkan::ShaderKernel;

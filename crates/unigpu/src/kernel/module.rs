@@ -200,7 +200,10 @@ impl Kernel {
             (Some(have), Some(bound)) => {
                 if !same_params(have, &bound) {
                     let list = |p: &[ParamKind]| {
-                        p.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        p.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     };
                     return Err(Error::KernelArgs {
                         kernel: self.inner.name.clone(),

@@ -32,8 +32,19 @@ fn rank(kind: wgpu::DeviceType) -> u8 {
     }
 }
 
-pub(crate) fn is_software(info: &wgpu::AdapterInfo) -> bool {
-    info.device_type == wgpu::DeviceType::Cpu
+/// Why the fallback chain passes adapter `ordinal` over: it is a software
+/// adapter (and so, hardware coming first, are all), which runs slower than
+/// the CPU backend. Decided from the adapter's description, without
+/// opening it.
+pub(crate) fn fallback_refusal(ordinal: usize) -> Option<String> {
+    let info = adapters().ok()?.get(ordinal)?.get_info();
+    (info.device_type == wgpu::DeviceType::Cpu).then(|| {
+        format!(
+            "only a software adapter ({}, {} {}): the cpu backend is faster; \
+             backend = \"vulkan\" uses it anyway",
+            info.name, info.driver, info.driver_info
+        )
+    })
 }
 
 pub(crate) fn kind_name(kind: wgpu::DeviceType) -> &'static str {

@@ -52,8 +52,8 @@ impl Api for Vulkan {
         Ok(VkOpen::new(VkDevice::open(ordinal)?))
     }
 
-    fn fallback_refusal(open: &Self::Device) -> Option<String> {
-        open.device.fallback_refusal()
+    fn fallback_refusal(ordinal: usize) -> Option<String> {
+        super::adapters::fallback_refusal(ordinal)
     }
 
     fn info(open: &Self::Device) -> Result<DeviceInfo> {
@@ -196,18 +196,30 @@ impl Api for Vulkan {
         buffer.len
     }
 
-    fn read<T: Element>(stream: &Self::Stream, src: &Self::Buffer<T>, host: &mut [T]) -> Result<()> {
+    fn read<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
         Self::download_into(stream, src, host)
     }
 
-    fn write<T: Element>(stream: &Self::Stream, dst: &mut Self::Buffer<T>, host: &[T]) -> Result<()> {
+    fn write<T: Element>(
+        stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+        host: &[T],
+    ) -> Result<()> {
         if let Some(done) = upload(stream, host, dst)? {
             done.wait_done();
         }
         Ok(())
     }
 
-    fn upload<T: Element>(stream: &Self::Stream, host: &[T], dst: &mut Self::Buffer<T>) -> Result<()> {
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
         upload(stream, host, dst).map(drop)
     }
 

@@ -77,7 +77,9 @@ pub(crate) fn create(
             ),
         });
     }
-    let scope = device.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let scope = device
+        .device
+        .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let buffer = device.device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
         size,
@@ -101,7 +103,9 @@ impl<T: Element> VkBuffer<T> {
             device,
             bytes,
             size,
-            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             false,
         )?;
         device.allocated.fetch_add(size, Ordering::Relaxed);
@@ -153,9 +157,13 @@ pub(crate) fn readback(device: &VkDevice, bytes: usize) -> Result<wgpu::Buffer> 
     )
 }
 
+/// A map's outcome: `None` until the callback runs, then why it failed,
+/// if it did.
+type MapOutcome = Mutex<Option<std::result::Result<(), String>>>;
+
 /// Set by a map callback; waited for by the thread that reads the mapping.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct MapSignal(Arc<(Mutex<Option<std::result::Result<(), String>>>, Condvar)>);
+pub(crate) struct MapSignal(Arc<(MapOutcome, Condvar)>);
 
 impl MapSignal {
     /// The callback to hand `map_buffer_on_submit`.

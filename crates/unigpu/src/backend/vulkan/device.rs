@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use super::adapters::{adapters, is_software, kind_name};
+use super::adapters::{adapters, kind_name};
 use super::block_on::block_on;
 use super::poller::Poller;
 use super::shaders::{FmaKind, Num};
@@ -128,7 +128,8 @@ impl VkDevice {
         }));
         let lost = errors.clone();
         device.set_device_lost_callback(move |reason, message| {
-            lock(&lost).get_or_insert_with(|| format!("the device was lost ({reason:?}): {message}"));
+            lock(&lost)
+                .get_or_insert_with(|| format!("the device was lost ({reason:?}): {message}"));
         });
         let fused_fma = super::fma_probe::fused(
             &device,
@@ -163,18 +164,6 @@ impl VkDevice {
             (Num::F32, _) if self.has(wgpu::Features::SHADER_F64) => FmaKind::ThroughF64,
             _ => FmaKind::TwoRoundings,
         }
-    }
-
-    /// Why the fallback chain should pass this device over: it is a
-    /// software adapter, which runs slower than the CPU backend.
-    pub(crate) fn fallback_refusal(&self) -> Option<String> {
-        is_software(&self.info).then(|| {
-            format!(
-                "only a software adapter ({}, {} {}): the cpu backend is faster; \
-                 backend = \"vulkan\" uses it anyway",
-                self.info.name, self.info.driver, self.info.driver_info
-            )
-        })
     }
 
     /// The error wgpu reported outside any work's scope, once.
@@ -237,7 +226,10 @@ impl VkDevice {
             ),
             ("shader-f16".into(), yes(wgpu::Features::SHADER_F16).into()),
             ("shader-f64".into(), yes(wgpu::Features::SHADER_F64).into()),
-            ("shader-int64".into(), yes(wgpu::Features::SHADER_INT64).into()),
+            (
+                "shader-int64".into(),
+                yes(wgpu::Features::SHADER_INT64).into(),
+            ),
             (
                 "timestamps".into(),
                 yes(wgpu::Features::TIMESTAMP_QUERY).into(),
@@ -397,6 +389,9 @@ impl VkOpen {
     }
 
     pub(crate) fn streams(&self) -> Vec<Arc<VkStream>> {
-        lock(&self.streams).iter().filter_map(Weak::upgrade).collect()
+        lock(&self.streams)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 }

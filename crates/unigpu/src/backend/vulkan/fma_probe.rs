@@ -17,7 +17,13 @@ const WGSL_F64: &str = "
 @compute @workgroup_size(1) fn main() { o[2] = fma(o[0], o[0], o[1]); }
 ";
 
-fn run(device: &wgpu::Device, queue: &wgpu::Queue, wgsl: &str, data: &[u8], width: usize) -> Result<bool> {
+fn run(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    wgsl: &str,
+    data: &[u8],
+    width: usize,
+) -> Result<bool> {
     let failed = |what: &str| Error::BackendUnavailable {
         backend: crate::backend::Backend::Vulkan,
         reason: format!("the device failed a first shader ({what})"),
@@ -76,7 +82,9 @@ fn run(device: &wgpu::Device, queue: &wgpu::Queue, wgsl: &str, data: &[u8], widt
     if let Some(e) = block_on(scope.pop()) {
         return Err(failed(&e.to_string()));
     }
-    let view = back.get_mapped_range(..).map_err(|e| failed(&e.to_string()))?;
+    let view = back
+        .get_mapped_range(..)
+        .map_err(|e| failed(&e.to_string()))?;
     // Fused: the third value is not zero.
     Ok(view[2 * width..3 * width].iter().any(|&b| b != 0))
 }

@@ -135,7 +135,11 @@ fn read(kernel: &str, module: &naga::Module, code: Code, source: &str) -> Result
         None => {
             return Err(compile_error(format!(
                 "no compute entry point `{kernel}` (found: {}); name it after the kernel",
-                computes.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
+                computes
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     };
@@ -281,7 +285,10 @@ pub(crate) fn launch<'a>(
     if dims.iter().any(|&d| d > max) {
         return Err(bad(
             name,
-            format!("a grid of {dims:?} workgroups: adapter {} allows {max} per dimension", device.info.name),
+            format!(
+                "a grid of {dims:?} workgroups: adapter {} allows {max} per dimension",
+                device.info.name
+            ),
         ));
     }
     let align = u64::from(device.limits.min_uniform_buffer_offset_alignment).max(SCALAR_SLOT);
@@ -325,7 +332,11 @@ pub(crate) fn launch<'a>(
                 if dtype.is_some_and(|d| d != b.dtype) {
                     return Err(bad(
                         name,
-                        format!("binding {i} is an array of {}, but a GpuArray<{}> was passed", param_type(param), b.dtype),
+                        format!(
+                            "binding {i} is an array of {}, but a GpuArray<{}> was passed",
+                            param_type(param),
+                            b.dtype
+                        ),
                     ));
                 }
                 if *writable && !b.writable {
@@ -345,11 +356,16 @@ pub(crate) fn launch<'a>(
                 if s.dtype() != *d {
                     return Err(bad(
                         name,
-                        format!("binding {i} is a uniform {d}, but a {} value was passed", s.dtype()),
+                        format!(
+                            "binding {i} is a uniform {d}, but a {} value was passed",
+                            s.dtype()
+                        ),
                     ));
                 }
                 let u = uniforms.as_ref().ok_or_else(|| Error::StreamWork {
-                    message: format!("kernel `{name}`: a scalar argument without its uniform buffer"),
+                    message: format!(
+                        "kernel `{name}`: a scalar argument without its uniform buffer"
+                    ),
                 })?;
                 let r = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer: u,
@@ -362,13 +378,19 @@ pub(crate) fn launch<'a>(
             (LaunchArg::Buffer(b), ParamKind::Scalar(d)) => {
                 return Err(bad(
                     name,
-                    format!("binding {i} is a uniform {d}, but a GpuArray<{}> was passed", b.dtype),
+                    format!(
+                        "binding {i} is a uniform {d}, but a GpuArray<{}> was passed",
+                        b.dtype
+                    ),
                 ));
             }
             (LaunchArg::Scalar(s), ParamKind::Pointer { .. }) => {
                 return Err(bad(
                     name,
-                    format!("binding {i} is a storage array, but a {} value was passed", s.dtype()),
+                    format!(
+                        "binding {i} is a storage array, but a {} value was passed",
+                        s.dtype()
+                    ),
                 ));
             }
         };
@@ -404,10 +426,7 @@ fn param_type(p: &ParamKind) -> String {
 }
 
 /// `buffer` as an argument.
-pub(crate) fn arg<T: Element>(
-    buffer: &super::buffer::VkBuffer<T>,
-    writable: bool,
-) -> VkArg<'_> {
+pub(crate) fn arg<T: Element>(buffer: &super::buffer::VkBuffer<T>, writable: bool) -> VkArg<'_> {
     VkArg {
         buffer: &buffer.buffer,
         uses: &buffer.uses,

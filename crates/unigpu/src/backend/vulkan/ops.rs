@@ -34,7 +34,12 @@ fn num_for<T: Element>(device: &VkDevice) -> Result<Num> {
     Ok(num)
 }
 
-fn pipeline(device: &VkDevice, key: String, wgsl: impl FnOnce() -> String, bindings: &[bool]) -> Result<Arc<Pipeline>> {
+fn pipeline(
+    device: &VkDevice,
+    key: String,
+    wgsl: impl FnOnce() -> String,
+    bindings: &[bool],
+) -> Result<Arc<Pipeline>> {
     device.pipeline(&key, || {
         let types: Vec<wgpu::BindingType> =
             bindings.iter().map(|&ro| VkDevice::storage(ro)).collect();
@@ -66,7 +71,11 @@ fn encode(enc: &mut wgpu::CommandEncoder, pipeline: &Pipeline, steps: &[Step]) {
     }
 }
 
-fn bind(device: &VkDevice, pipeline: &Pipeline, resources: Vec<wgpu::BindingResource<'_>>) -> wgpu::BindGroup {
+fn bind(
+    device: &VkDevice,
+    pipeline: &Pipeline,
+    resources: Vec<wgpu::BindingResource<'_>>,
+) -> wgpu::BindGroup {
     let entries: Vec<wgpu::BindGroupEntry<'_>> = resources
         .into_iter()
         .enumerate()
@@ -123,10 +132,14 @@ fn map(
     if steps.is_empty() {
         return Ok(());
     }
-    s.submit_replayable(reads, writes, Arc::new(move |enc| {
-        encode(enc, &p, &steps);
-        Ok(())
-    }))
+    s.submit_replayable(
+        reads,
+        writes,
+        Arc::new(move |enc| {
+            encode(enc, &p, &steps);
+            Ok(())
+        }),
+    )
 }
 
 impl BuiltinOps for Vulkan {
@@ -152,10 +165,14 @@ impl BuiltinOps for Vulkan {
         if steps.is_empty() {
             return Ok(());
         }
-        s.submit_replayable(&[], &[&x.uses], Arc::new(move |enc| {
-            encode(enc, &p, &steps);
-            Ok(())
-        }))
+        s.submit_replayable(
+            &[],
+            &[&x.uses],
+            Arc::new(move |enc| {
+                encode(enc, &p, &steps);
+                Ok(())
+            }),
+        )
     }
 
     fn binary<T: Float>(
@@ -178,7 +195,12 @@ impl BuiltinOps for Vulkan {
         )
     }
 
-    fn unary<T: Float>(s: &Stream, op: Unary, x: &VkBuffer<T>, out: &mut VkBuffer<T>) -> Result<()> {
+    fn unary<T: Float>(
+        s: &Stream,
+        op: Unary,
+        x: &VkBuffer<T>,
+        out: &mut VkBuffer<T>,
+    ) -> Result<()> {
         let num = num_for::<T>(&s.device)?;
         map(
             s,
@@ -233,9 +255,17 @@ impl BuiltinOps for Vulkan {
             device,
             format!("reduce/{op:?}/{}", num.name()),
             || red::wgsl(op, num),
-            if op == Reduce::Dot { &[true, true, false] } else { &[true, false] },
+            if op == Reduce::Dot {
+                &[true, true, false]
+            } else {
+                &[true, false]
+            },
         )?;
-        let fold_op = if op == Reduce::Max { Reduce::Max } else { Reduce::Sum };
+        let fold_op = if op == Reduce::Max {
+            Reduce::Max
+        } else {
+            Reduce::Sum
+        };
         let fold = pipeline(
             device,
             format!("reduce/{fold_op:?}/{}", acc.name()),
@@ -251,7 +281,13 @@ impl BuiltinOps for Vulkan {
         let total: usize = groups.iter().sum();
         let acc_bytes = num.acc_bytes();
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let partials = create(device, total * acc_bytes, (total.max(1) * acc_bytes) as u64, storage, false)?;
+        let partials = create(
+            device,
+            total * acc_bytes,
+            (total.max(1) * acc_bytes) as u64,
+            storage,
+            false,
+        )?;
         let result = create(device, acc_bytes, acc_bytes as u64, storage, false)?;
         let back = readback(device, acc_bytes)?;
         let mut steps = Vec::new();
@@ -264,7 +300,11 @@ impl BuiltinOps for Vulkan {
             resources.push(partials.as_entire_binding());
             // Elements in this slice: every unit is full but the last
             // slice's last word of a 16-bit array.
-            let elems = if num.packed() { (x.len - 2 * start).min(2 * count) } else { count };
+            let elems = if num.packed() {
+                (x.len - 2 * start).min(2 * count)
+            } else {
+                count
+            };
             steps.push(Step {
                 bind: bind(device, &first, resources),
                 imm: Imm::default()
@@ -335,7 +375,9 @@ impl BuiltinOps for Vulkan {
             )));
         }
         if [m, k, n].iter().any(|&d| d > u32::MAX as usize) || m * n > u32::MAX as usize {
-            return Err(unsupported(format!("matmul {m}x{k}x{n}: a dimension past 2^32")));
+            return Err(unsupported(format!(
+                "matmul {m}x{k}x{n}: a dimension past 2^32"
+            )));
         }
         let p = pipeline(
             device,
@@ -343,7 +385,10 @@ impl BuiltinOps for Vulkan {
             || mm::wgsl(num),
             &[true, true, false],
         )?;
-        let imm = Imm::default().u32(0, m as u32).u32(4, n as u32).u32(8, k as u32);
+        let imm = Imm::default()
+            .u32(0, m as u32)
+            .u32(4, n as u32)
+            .u32(8, k as u32);
         let groups = (gx as u32, gy as u32, 1);
         if !num.packed() {
             let step = Step {
@@ -359,10 +404,14 @@ impl BuiltinOps for Vulkan {
                 imm,
                 groups,
             };
-            return s.submit_replayable(&[&a.uses, &b.uses], &[&c.uses], Arc::new(move |enc| {
-                encode(enc, &p, std::slice::from_ref(&step));
-                Ok(())
-            }));
+            return s.submit_replayable(
+                &[&a.uses, &b.uses],
+                &[&c.uses],
+                Arc::new(move |enc| {
+                    encode(enc, &p, std::slice::from_ref(&step));
+                    Ok(())
+                }),
+            );
         }
         // 16-bit results: f32 into a scratch array, then packed in pairs.
         fits(device, "matmul (f32 results)", m * n * 4)?;
@@ -406,10 +455,14 @@ impl BuiltinOps for Vulkan {
                 .u32(8, (m * n) as u32),
             groups: (pg.0, pg.1, 1),
         };
-        s.submit_replayable(&[&a.uses, &b.uses], &[&c.uses], Arc::new(move |enc| {
-            encode(enc, &p, std::slice::from_ref(&first));
-            encode(enc, &packer, std::slice::from_ref(&second));
-            Ok(())
-        }))
+        s.submit_replayable(
+            &[&a.uses, &b.uses],
+            &[&c.uses],
+            Arc::new(move |enc| {
+                encode(enc, &p, std::slice::from_ref(&first));
+                encode(enc, &packer, std::slice::from_ref(&second));
+                Ok(())
+            }),
+        )
     }
 }

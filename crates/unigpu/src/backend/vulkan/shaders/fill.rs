@@ -35,7 +35,10 @@ mod tests {
     fn patterns_repeat_the_value_over_words() {
         assert_eq!(super::pattern(&[0xab]), (1, [0xabab_abab; 2]));
         let h = 0x3c00u16.to_ne_bytes();
-        assert_eq!(super::pattern(&h).1[0].to_ne_bytes(), [h[0], h[1], h[0], h[1]]);
+        assert_eq!(
+            super::pattern(&h).1[0].to_ne_bytes(),
+            [h[0], h[1], h[0], h[1]]
+        );
         let d = 1.5f64.to_ne_bytes();
         let (period, w) = super::pattern(&d);
         assert_eq!(period, 2);

@@ -51,7 +51,11 @@ pub(crate) fn wgsl(num: Num) -> String {
     for i in 0..8 {
         for j in 0..8 {
             decls.push_str(&format!("    var c{i}{j} = A(0.0);\n"));
-            store.push_str(&format!("    put(r0 + {}u, c0 + {}u, c{i}{j});\n", 16 * i, 16 * j));
+            store.push_str(&format!(
+                "    put(r0 + {}u, c0 + {}u, c{i}{j});\n",
+                16 * i,
+                16 * j
+            ));
         }
     }
     let elems = TILE * BK;
