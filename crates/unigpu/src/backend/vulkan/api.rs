@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use super::adapters::adapters;
 use super::buffer::{MapSignal, VkBuffer, read_mapped, readback, staged};
-use super::device::{VkDevice, VkOpen};
+use super::device::VkDevice;
+use super::errors::unsupported;
 use super::event::VkEvent;
-use super::kernel::{VkArg, arg, launch};
+use super::kernel::{KernelArg, VkArg, arg, launch};
+use super::open::VkOpen;
 use super::stream::{Recorded, VkStream};
-use super::unsupported;
 use crate::backend::code::{KernelRef, ModuleCode, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::unified::not_unified;
@@ -93,11 +94,11 @@ impl Api for Vulkan {
     }
 
     fn default_stream(open: &Self::Device) -> Result<Self::Stream> {
-        VkStream::new(open)
+        open.new_stream()
     }
 
     fn new_stream(open: &Self::Device) -> Result<Self::Stream> {
-        VkStream::new(open)
+        open.new_stream()
     }
 
     type Stream = Arc<VkStream>;
@@ -336,7 +337,22 @@ impl Api for Vulkan {
         grid: Grid,
         args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
     ) -> Result<()> {
-        launch(stream, kernel, grid, args)
+        let name = kernel.name;
+        let shader = kernel.shader().ok_or_else(|| {
+            unsupported(format!(
+                "kernel `{name}` has no WGSL or SPIR-V code; attach one with Kernel::with_wgsl \
+                 or Kernel::with_spirv"
+            ))
+        })?;
+        let args = args
+            .map(|a| {
+                a.map(|a| match a {
+                    LaunchArg::Scalar(s) => KernelArg::Scalar(s),
+                    LaunchArg::Buffer(b) => KernelArg::Buffer(b),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        launch(stream, name, shader, grid, args)
     }
 }
 

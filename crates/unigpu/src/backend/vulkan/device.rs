@@ -2,18 +2,18 @@
 //! its poller and its compiled pipelines. One per adapter per process,
 //! shared by every context on it (as CUDA shares a primary context), so
 //! arrays of two contexts on the same adapter are on one device. What a
-//! context keeps of its own (its streams, for `Context::sync`) is a
-//! [`VkOpen`].
+//! context keeps of its own (its streams, for `Context::sync`) is in
+//! `open.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::adapters::{adapters, kind_name};
 use super::block_on::block_on;
+use super::errors::unavailable;
 use super::poller::Poller;
 use super::shaders::{FmaKind, Num};
-use super::stream::VkStream;
 use crate::backend::Backend;
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::error::{Error, Result};
@@ -76,13 +76,6 @@ fn wanted(adapter: &wgpu::Adapter) -> wgpu::Features {
             | wgpu::Features::SHADER_F64
             | wgpu::Features::SHADER_INT64
             | wgpu::Features::TIMESTAMP_QUERY)
-}
-
-pub(crate) fn unavailable(reason: impl Into<String>) -> Error {
-    Error::BackendUnavailable {
-        backend: Backend::Vulkan,
-        reason: reason.into(),
-    }
 }
 
 impl VkDevice {
@@ -362,36 +355,5 @@ impl VkDevice {
             has_dynamic_offset: false,
             min_binding_size: None,
         }
-    }
-}
-
-/// One context's handle on a shared device: the streams it made, which a
-/// device-wide sync waits for (and whose errors it returns), as the CPU
-/// backend's device keeps its own.
-#[derive(Debug)]
-pub(crate) struct VkOpen {
-    pub(crate) device: Arc<VkDevice>,
-    streams: Mutex<Vec<Weak<VkStream>>>,
-}
-
-impl VkOpen {
-    pub(crate) fn new(device: Arc<VkDevice>) -> VkOpen {
-        VkOpen {
-            device,
-            streams: Mutex::default(),
-        }
-    }
-
-    pub(crate) fn add_stream(&self, stream: &Arc<VkStream>) {
-        let mut list = lock(&self.streams);
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Arc::downgrade(stream));
-    }
-
-    pub(crate) fn streams(&self) -> Vec<Arc<VkStream>> {
-        lock(&self.streams)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect()
     }
 }

@@ -29,26 +29,18 @@ mod block_on;
 mod buffer;
 mod device;
 mod dispatch_geometry;
+mod errors;
 mod event;
 mod fence;
 mod fma_probe;
 mod kernel;
+mod open;
 mod ops;
 mod poller;
+mod shader;
 mod shaders;
 mod stream;
 mod tracker;
 
 pub(crate) use api::Vulkan;
-pub(crate) use kernel::ShaderKernel;
-
-use crate::backend::Backend;
-use crate::error::Error;
-
-/// What this backend cannot do, and why.
-pub(crate) fn unsupported(what: String) -> Error {
-    Error::Unsupported {
-        backend: Backend::Vulkan,
-        what,
-    }
-}
+pub(crate) use shader::ShaderKernel;

@@ -4,14 +4,15 @@
 
 use std::sync::Arc;
 
+use super::Vulkan;
 use super::buffer::{MapSignal, VkBuffer, create, read_mapped, readback};
 use super::device::{IMMEDIATE_BYTES, Pipeline, VkDevice};
 use super::dispatch_geometry::{chunks, fits, grid, slice};
+use super::errors::unsupported;
 use super::shaders::elementwise::{Map, pack};
 use super::shaders::{Imm, Num, fill as fill_shader, matmul as mm, reduce as red};
 use super::stream::VkStream;
 use super::tracker::Tracker;
-use super::{Vulkan, unsupported};
 use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::Result;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use super::block_on::block_on;
-use super::device::{VkDevice, VkOpen};
+use super::device::VkDevice;
 use super::fence::Fence;
 use super::tracker::Tracker;
 use crate::backend::Backend;
@@ -124,8 +124,7 @@ pub(crate) fn not_capturable(what: &str) -> Error {
 }
 
 impl VkStream {
-    pub(crate) fn new(open: &VkOpen) -> Result<Arc<VkStream>> {
-        let device = &open.device;
+    pub(crate) fn new(device: &Arc<VkDevice>) -> Result<Arc<VkStream>> {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let (tx, rx) = mpsc::channel::<Job>();
         let progress = Arc::new(Progress::default());
@@ -149,15 +148,13 @@ impl VkStream {
                 backend: Backend::Vulkan,
                 reason: format!("cannot start a stream worker thread: {e}"),
             })?;
-        let stream = Arc::new(VkStream {
+        Ok(Arc::new(VkStream {
             device: device.clone(),
             queue: Mutex::new(Some(tx)),
             progress,
             worker: Mutex::new(Some(handle)),
             capture: Mutex::new(None),
-        });
-        open.add_stream(&stream);
-        Ok(stream)
+        }))
     }
 
     fn enqueue(&self, work: Work, deps: Vec<Fence>, done: Fence) -> Result<()> {
