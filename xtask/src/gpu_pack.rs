@@ -171,7 +171,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     );
     println!("run them on the GPU machine with the device tool:");
     println!("  run(command=\"bash {PACK_DIR}/run.sh\", carry=[\"{PACK_DIR}\", \".gl\"])");
-    println!("  (.gl: the Vulkan loader's .debs for the vulkan tests; docs/vulkan.md says how to make it)");
+    println!(
+        "  (.gl: the Vulkan loader's .debs for the vulkan tests; docs/vulkan.md says how to make it)"
+    );
     println!("extra arguments to run.sh go to every test binary (e.g. --skip NAME).");
     Ok(())
 }
