@@ -92,6 +92,10 @@ for name in known_failures:
         print(f"known failure, still failing: {name} ({reasons[name][0]})")
     else:
         problems.append(f"{name}: listed as ignored but did not run")
+vulkan = [n for n, why in other if all("Vulkan adapter" in r for r in why)]
+other = [(n, why) for n, why in other if n not in vulkan]
+if vulkan:
+    print(f"{len(vulkan)} tests need a Vulkan adapter, not a GPU: .ci/vulkan-tests.sh runs them")
 for name, why in other:
     print(f"ignored for another reason, not checked: {name} ({'; '.join(why) or 'no reason given'})")
 for name in gpu_marked:

@@ -42,10 +42,11 @@ impl<T> Drop for VkBuffer<T> {
     }
 }
 
-/// `bytes` rounded up to whole words, at least one (wgpu has no empty
-/// buffer that binds).
+/// `bytes` rounded up to whole words, at least 16 bytes: wgpu has no empty
+/// buffer, and an empty array must still bind as an array of any element
+/// type (a runtime-sized `array<f64>` needs 8 bytes at least).
 pub(crate) fn padded(bytes: usize) -> u64 {
-    (bytes.max(1).div_ceil(4) * 4) as u64
+    (bytes.max(16).div_ceil(4) * 4) as u64
 }
 
 fn out_of_memory(device: &VkDevice, requested: usize) -> Error {

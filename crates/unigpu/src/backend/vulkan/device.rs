@@ -341,6 +341,19 @@ impl VkDevice {
         }
     }
 
+    /// `make`'s result, or wgpu's validation error for it as a
+    /// `StreamWork` error saying `what` failed.
+    pub(crate) fn checked<R>(&self, what: &str, make: impl FnOnce() -> R) -> Result<R> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let made = make();
+        match block_on(scope.pop()) {
+            None => Ok(made),
+            Some(e) => Err(Error::StreamWork {
+                message: format!("{what}: wgpu refused it: {e}"),
+            }),
+        }
+    }
+
     pub(crate) fn storage(read_only: bool) -> wgpu::BindingType {
         wgpu::BindingType::Buffer {
             ty: wgpu::BufferBindingType::Storage { read_only },

@@ -215,11 +215,15 @@ pub(crate) fn launch(
         });
     }
     let pipeline = compiled(device, shader)?;
-    let bind = device.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(name),
-        layout: &pipeline.layout,
-        entries: &entries,
-    });
+    let bind = device
+        .checked("binding the arguments", || {
+            device.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(name),
+                layout: &pipeline.layout,
+                entries: &entries,
+            })
+        })
+        .map_err(|e| bad(name, e.to_string()))?;
     stream.submit_replayable(
         &reads,
         &writes,

@@ -72,11 +72,14 @@ fn encode(enc: &mut wgpu::CommandEncoder, pipeline: &Pipeline, steps: &[Step]) {
     }
 }
 
+/// A bind group of `resources` for `pipeline`, or why wgpu refuses it:
+/// checked here, where the op can still fail alone, rather than spoiling
+/// the stream's whole submission.
 fn bind(
     device: &VkDevice,
     pipeline: &Pipeline,
     resources: Vec<wgpu::BindingResource<'_>>,
-) -> wgpu::BindGroup {
+) -> Result<wgpu::BindGroup> {
     let entries: Vec<wgpu::BindGroupEntry<'_>> = resources
         .into_iter()
         .enumerate()
@@ -85,10 +88,12 @@ fn bind(
             resource,
         })
         .collect();
-    device.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.layout,
-        entries: &entries,
+    device.checked("binding an op's arrays", || {
+        device.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.layout,
+            entries: &entries,
+        })
     })
 }
 
@@ -122,7 +127,7 @@ fn map(
             .map(|b| slice(b, first, count, unit))
             .collect();
         steps.push(Step {
-            bind: bind(device, &p, resources),
+            bind: bind(device, &p, resources)?,
             imm: Imm::default()
                 .u32(0, count as u32)
                 .u32(4, groups.2)
@@ -153,7 +158,7 @@ impl BuiltinOps for Vulkan {
         for (first, count) in chunks(device, words, 4) {
             let groups = grid(device, count as u64)?;
             steps.push(Step {
-                bind: bind(device, &p, vec![slice(&x.buffer, first, count, 4)]),
+                bind: bind(device, &p, vec![slice(&x.buffer, first, count, 4)])?,
                 imm: Imm::default()
                     .u32(0, count as u32)
                     .u32(4, groups.2)
@@ -307,7 +312,7 @@ impl BuiltinOps for Vulkan {
                 count
             };
             steps.push(Step {
-                bind: bind(device, &first, resources),
+                bind: bind(device, &first, resources)?,
                 imm: Imm::default()
                     .u32(0, count as u32)
                     .u32(4, elems as u32)
@@ -321,7 +326,7 @@ impl BuiltinOps for Vulkan {
                 device,
                 &fold,
                 vec![partials.as_entire_binding(), result.as_entire_binding()],
-            ),
+            )?,
             imm: Imm::default()
                 .u32(0, total as u32)
                 .u32(4, total as u32)
@@ -401,7 +406,7 @@ impl BuiltinOps for Vulkan {
                         b.buffer.as_entire_binding(),
                         c.buffer.as_entire_binding(),
                     ],
-                ),
+                )?,
                 imm,
                 groups,
             };
@@ -440,7 +445,7 @@ impl BuiltinOps for Vulkan {
                     b.buffer.as_entire_binding(),
                     scratch.as_entire_binding(),
                 ],
-            ),
+            )?,
             imm,
             groups,
         };
@@ -449,7 +454,7 @@ impl BuiltinOps for Vulkan {
                 device,
                 &packer,
                 vec![scratch.as_entire_binding(), c.buffer.as_entire_binding()],
-            ),
+            )?,
             imm: Imm::default()
                 .u32(0, words as u32)
                 .u32(4, pg.2)
