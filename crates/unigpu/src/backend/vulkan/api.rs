@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::adapters::adapters;
-use super::buffer::{MapSignal, VkBuffer, read_mapped, readback, staged};
+use super::buffer::{MapSignal, VkBuffer, padded, read_mapped};
 use super::device::VkDevice;
 use super::errors::unsupported;
 use super::event::VkEvent;
@@ -77,8 +77,10 @@ impl Api for Vulkan {
         ))
     }
 
-    fn empty_cache(_: &Self::Device) -> Result<usize> {
-        Ok(0)
+    /// Releases the staging buffers kept for transfers (arrays have no
+    /// cache to empty: each is freed when dropped).
+    fn empty_cache(open: &Self::Device) -> Result<usize> {
+        Ok(open.device.staging.release())
     }
 
     fn synchronize(open: &Self::Device) -> Result<()> {
@@ -233,21 +235,24 @@ impl Api for Vulkan {
             return Ok(());
         }
         let bytes = std::mem::size_of_val(host);
-        let back = readback(&stream.device, bytes)?;
+        let staging = &stream.device.staging;
+        let back = staging.download(&stream.device, bytes)?;
         let mapped = MapSignal::default();
         let (source, target, on_mapped) = (src.buffer.clone(), back.clone(), mapped.callback());
-        let size = super::buffer::padded(bytes);
+        let size = padded(bytes);
         stream.submit(
             &[&src.uses],
             &[],
             Box::new(move |enc| {
                 enc.copy_buffer_to_buffer(&source, 0, &target, 0, size);
-                enc.map_buffer_on_submit(&target, wgpu::MapMode::Read, .., on_mapped);
+                enc.map_buffer_on_submit(&target, wgpu::MapMode::Read, ..size, on_mapped);
                 Ok(())
             }),
         )?;
         mapped.wait("a download")?;
-        read_mapped(&back, bytemuck::cast_slice_mut(host), "a download")
+        let read = read_mapped(&back, bytemuck::cast_slice_mut(host), "a download");
+        staging.download_read(back);
+        read
     }
 
     fn copy<T: Element>(
@@ -367,14 +372,16 @@ fn upload<T: Element>(
     if host.is_empty() {
         return Ok(None);
     }
-    let staging = staged(&stream.device, bytes(host))?;
-    let target = dst.buffer.clone();
-    let size = staging.size();
+    let device = &stream.device;
+    let staging = device.staging.upload(device, bytes(host))?;
+    let (target, pool) = (dst.buffer.clone(), device.staging.clone());
+    let size = padded(std::mem::size_of_val(host));
     let fence = stream.submit(
         &[],
         &[&dst.uses],
         Box::new(move |enc| {
             enc.copy_buffer_to_buffer(&staging, 0, &target, 0, size);
+            pool.upload_copied(enc, &staging);
             Ok(())
         }),
     )?;

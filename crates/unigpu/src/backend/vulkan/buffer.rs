@@ -125,28 +125,6 @@ impl<T: Element> VkBuffer<T> {
     }
 }
 
-/// A host-visible buffer holding `data` (padded to words), ready to be
-/// copied from: the caller's memory may be reused once this returns.
-pub(crate) fn staged(device: &VkDevice, data: &[u8]) -> Result<wgpu::Buffer> {
-    let buffer = create(
-        device,
-        data.len(),
-        padded(data.len()),
-        wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-        true,
-    )?;
-    {
-        let mut view = buffer
-            .get_mapped_range_mut(..)
-            .map_err(|e| Error::StreamWork {
-                message: format!("mapping an upload's staging buffer: {e}"),
-            })?;
-        view.slice(..data.len()).copy_from_slice(data);
-    }
-    buffer.unmap();
-    Ok(buffer)
-}
-
 /// A host-readable buffer of `bytes` (padded) for a download to land in.
 pub(crate) fn readback(device: &VkDevice, bytes: usize) -> Result<wgpu::Buffer> {
     create(

@@ -14,6 +14,7 @@ use super::block_on::block_on;
 use super::errors::unavailable;
 use super::poller::Poller;
 use super::shaders::{FmaKind, Num};
+use super::staging::Staging;
 use crate::backend::Backend;
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::error::{Error, Result};
@@ -47,6 +48,8 @@ pub(crate) struct VkDevice {
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
     /// Bytes of the buffers alive on this device.
     pub(crate) allocated: AtomicU64,
+    /// Host-visible buffers that uploads and downloads reuse.
+    pub(crate) staging: Arc<Staging>,
 }
 
 impl std::fmt::Debug for VkDevice {
@@ -143,6 +146,7 @@ impl VkDevice {
             errors,
             pipelines: Mutex::default(),
             allocated: AtomicU64::new(0),
+            staging: Arc::default(),
         })
     }
 

@@ -39,6 +39,7 @@ mod ops;
 mod poller;
 mod shader;
 mod shaders;
+mod staging;
 mod stream;
 mod tracker;
 
