@@ -24,6 +24,12 @@ fn in_child(name: &str, env: &[(&str, &str)]) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", name, "--nocapture", "--test-threads=1"]);
     cmd.env("UNIGPU_TEST_VULKAN_CHILD", "1");
+    // No CUDA in the child either (the probe's test override), so the
+    // chain reaches vulkan on a GPU machine too.
+    cmd.env(
+        "UNIGPU_TEST_CUDA_DRIVER_LIB",
+        "/nonexistent/unigpu-test/libcuda.so.1",
+    );
     for (k, v) in env {
         cmd.env(k, v);
     }
