@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::adapters::adapters;
-use super::buffer::{MapSignal, VkBuffer, padded, read_mapped};
+use super::buffer::{MapSignal, VkBuffer, create, padded, read_mapped, readback};
 use super::device::VkDevice;
 use super::errors::unsupported;
 use super::event::VkEvent;
@@ -235,8 +235,8 @@ impl Api for Vulkan {
             return Ok(());
         }
         let bytes = std::mem::size_of_val(host);
-        let staging = &stream.device.staging;
-        let back = staging.download(&stream.device, bytes)?;
+        let (device, staging) = (&stream.device, &stream.device.staging);
+        let back = staging.download(padded(bytes), || readback(device, bytes))?;
         let mapped = MapSignal::default();
         let (source, target, on_mapped) = (src.buffer.clone(), back.clone(), mapped.callback());
         let size = padded(bytes);
@@ -373,9 +373,18 @@ fn upload<T: Element>(
         return Ok(None);
     }
     let device = &stream.device;
-    let staging = device.staging.upload(device, bytes(host))?;
+    let data = bytes(host);
+    let size = padded(data.len());
+    let staging = device.staging.upload(data, size, || {
+        create(
+            device,
+            data.len(),
+            size,
+            wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            true,
+        )
+    })?;
     let (target, pool) = (dst.buffer.clone(), device.staging.clone());
-    let size = padded(std::mem::size_of_val(host));
     let fence = stream.submit(
         &[],
         &[&dst.uses],

@@ -8,8 +8,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::buffer::{create, padded};
-use super::device::VkDevice;
 use crate::error::{Error, Result};
 use crate::lock::lock;
 
@@ -47,19 +45,19 @@ fn keep(list: &Mutex<Vec<wgpu::Buffer>>, buffer: wgpu::Buffer) {
 }
 
 impl Staging {
-    /// A buffer holding `data` (padded to whole words) to copy from, unmapped;
-    /// the caller's memory may be reused once this returns.
-    pub(crate) fn upload(&self, device: &VkDevice, data: &[u8]) -> Result<wgpu::Buffer> {
-        let size = padded(data.len());
+    /// A buffer holding `data` in its first bytes, to copy `size` bytes
+    /// from (`data` padded to whole words), unmapped: a kept one, or
+    /// `make`'s (mapped at creation). The caller's memory may be reused once
+    /// this returns.
+    pub(crate) fn upload(
+        &self,
+        data: &[u8],
+        size: u64,
+        make: impl FnOnce() -> Result<wgpu::Buffer>,
+    ) -> Result<wgpu::Buffer> {
         let buffer = match take(&self.uploads, size) {
             Some(b) => b,
-            None => create(
-                device,
-                data.len(),
-                size,
-                wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-                true,
-            )?,
+            None => make()?,
         };
         {
             let mut view = buffer
@@ -88,17 +86,16 @@ impl Staging {
         });
     }
 
-    /// An idle buffer of at least `bytes` (padded) for a download to land in.
-    pub(crate) fn download(&self, device: &VkDevice, bytes: usize) -> Result<wgpu::Buffer> {
-        match take(&self.downloads, padded(bytes)) {
+    /// An idle buffer of at least `size` bytes for a download to land in:
+    /// a kept one, or `make`'s.
+    pub(crate) fn download(
+        &self,
+        size: u64,
+        make: impl FnOnce() -> Result<wgpu::Buffer>,
+    ) -> Result<wgpu::Buffer> {
+        match take(&self.downloads, size) {
             Some(b) => Ok(b),
-            None => create(
-                device,
-                bytes,
-                padded(bytes),
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                false,
-            ),
+            None => make(),
         }
     }
 
