@@ -199,7 +199,8 @@ typedef enum ug_backend {
    */
   UG_BACKEND_CUDA = 1,
   /**
-   * Vulkan: not built yet; asking for it gives `UG_BACKEND_UNAVAILABLE`.
+   * Vulkan through wgpu (AMD, Intel and NVIDIA GPUs; lavapipe on the
+   * CPU); `UG_BACKEND_UNAVAILABLE` without a Vulkan loader or adapter.
    */
   UG_BACKEND_VULKAN = 2,
   /**

@@ -23,7 +23,7 @@ def saxpy_on_cpu(a, x, y, n):
 
 
 def main():
-    # 1. A context: unigpu.toml / UNIGPU_BACKEND first, then torch -> cuda -> cpu.
+    # 1. A context: unigpu.toml / UNIGPU_BACKEND first, then torch -> cuda -> vulkan -> cpu.
     ctx = unigpu.Context()
     print(f"backend: {ctx.backend}:{ctx.device_id}")
     for backend, outcome, reason in ctx.fallback_chain:

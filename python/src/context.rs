@@ -29,7 +29,7 @@ fn length(n: i64) -> PyResult<usize> {
 
 /// A device plus its default stream. `Context()` picks the backend as
 /// unigpu.toml / UNIGPU_BACKEND / UNIGPU_DEVICE say, else torch → cuda →
-/// cpu; `Context.new("cuda", 1)` takes exactly that device.
+/// vulkan → cpu; `Context.new("cuda", 1)` takes exactly that device.
 #[pyclass(frozen, name = "Context", module = "unigpu")]
 #[derive(Debug)]
 pub struct PyContext {
@@ -39,7 +39,7 @@ pub struct PyContext {
 #[pymethods]
 impl PyContext {
     /// The default context: the config file and environment first, then
-    /// the first backend of torch → cuda → cpu that opens.
+    /// the first backend of torch → cuda → vulkan → cpu that opens.
     #[new]
     fn py_new(py: Python<'_>) -> PyResult<Self> {
         py.detach(Context::default)
@@ -47,7 +47,7 @@ impl PyContext {
             .map_err(err(py))
     }
 
-    /// Exactly `backend` ("cuda", "cpu", "torch"), device `device`; no
+    /// Exactly `backend` ("cuda", "vulkan", "cpu", "torch"), device `device`; no
     /// fallback.
     #[staticmethod]
     #[pyo3(name = "new", signature = (backend, device=0))]
@@ -75,7 +75,7 @@ impl PyContext {
             .map_err(err(py))
     }
 
-    /// "cpu", "cuda" or "torch".
+    /// "cpu", "cuda", "vulkan" or "torch".
     #[getter]
     fn backend(&self) -> &'static str {
         self.ctx.backend_name()
@@ -308,10 +308,13 @@ pub struct PyDeviceInfo {
     backend: &'static str,
     ordinal: usize,
     name: String,
-    /// `(major, minor)` for CUDA devices, None for the CPU.
+    /// `(major, minor)` for CUDA devices, None for the CPU and Vulkan.
     compute_capability: Option<(i32, i32)>,
     memory_free: usize,
     memory_total: usize,
+    /// `(name, value)` pairs: a Vulkan adapter's type, driver, features
+    /// and limits; empty for other backends.
+    details: Vec<(String, String)>,
 }
 
 impl From<unigpu::DeviceInfo> for PyDeviceInfo {
@@ -323,6 +326,7 @@ impl From<unigpu::DeviceInfo> for PyDeviceInfo {
             compute_capability: d.compute_capability,
             memory_free: d.memory.free,
             memory_total: d.memory.total,
+            details: d.details,
         }
     }
 }

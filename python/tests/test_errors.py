@@ -120,7 +120,7 @@ def test_config_files(tmp_path, monkeypatch):
     with pytest.raises(unigpu.ConfigError) as e:
         unigpu.Context.from_config(bad)
     assert str(e.value) == (
-        f'{bad}:1:11: key `backend`: "gpu" is not allowed; allowed values: "auto", "torch", "cuda", "cpu"'
+        f'{bad}:1:11: key `backend`: "gpu" is not allowed; allowed values: "auto", "torch", "cuda", "vulkan", "cpu"'
     )
     unknown = tmp_path / "unknown.toml"
     unknown.write_text('backend = "cpu"\ncolour = "red"\n')
@@ -210,11 +210,13 @@ def test_no_gpu_means_cpu_fallback(monkeypatch):
     monkeypatch.delenv("UNIGPU_CONFIG", raising=False)
     ctx = unigpu.Context()
     chain = ctx.fallback_chain
-    assert [b for b, _, _ in chain] == ["torch", "cuda", "cpu"]
+    assert [b for b, _, _ in chain] == ["torch", "cuda", "vulkan", "cpu"]
     assert [o for _, o, _ in chain].count("chosen") == 1
     assert chain[0][1] == "skipped" and "torch" in chain[0][2]
     if not GPU and ctx.backend == "cpu":
         assert chain[1][1] == "skipped" and chain[1][2]
+        # No Vulkan loader, no adapter, or only a software one: said so.
+        assert chain[2][1] == "skipped" and chain[2][2]
     if GPU:
         assert ctx.backend == "cuda"
 
@@ -225,7 +227,7 @@ def test_devices():
     d = cpu_devices[0]
     assert d.backend == "cpu" and d.ordinal == 0 and d.name
     assert d.compute_capability is None and 0 < d.memory_free <= d.memory_total
-    assert unigpu.backends() == ["torch", "cuda", "cpu"]
+    assert unigpu.backends() == ["torch", "cuda", "vulkan", "cpu"]
     assert unigpu.dtypes() == ["f32", "f64", "f16", "bf16", "i32", "u32", "i64", "u64", "u8"]
     info = unigpu.Context.new("cpu").device_info()
     assert info.name == d.name

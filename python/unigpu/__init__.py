@@ -2,7 +2,7 @@
 backend when there is not.
 
     import numpy as np, unigpu
-    ctx = unigpu.Context()                   # config/env, then torch -> cuda -> cpu
+    ctx = unigpu.Context()                   # config/env, then torch -> cuda -> vulkan -> cpu
     x = ctx.array(np.random.rand(1000).astype(np.float32))
     y = ctx.zeros(1000, "f32")
     unigpu.axpy(2.0, x, y)                   # y = 2x + y, on ctx's default stream

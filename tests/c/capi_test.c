@@ -338,7 +338,7 @@ static void test_probe(void) {
   OK(ug_probe(&chain));
   size_t n = 0;
   OK(ug_fallback_chain_len(chain, &n));
-  CHECK(n == 3);
+  CHECK(n == 4);
   int chosen = 0;
   for (size_t i = 0; i < n; i++) {
     ug_backend b;
@@ -350,15 +350,16 @@ static void test_probe(void) {
     if (o == UG_OUTCOME_SKIPPED) CHECK(reason != NULL && strlen(reason) > 0);
     if (o != UG_OUTCOME_SKIPPED) CHECK(reason != NULL && reason[0] == '\0');
     if (i == 0) CHECK(b == UG_BACKEND_TORCH);
-    if (i == 2) CHECK(b == UG_BACKEND_CPU);
+    if (i == 2) CHECK(b == UG_BACKEND_VULKAN);
+    if (i == 3) CHECK(b == UG_BACKEND_CPU);
   }
   CHECK(chosen == 1);
-  ug_backend b = UG_BACKEND_VULKAN;
+  ug_backend b = UG_BACKEND_CUDA;
   ug_outcome o = UG_OUTCOME_NOT_TRIED;
   const char *reason = (const char *)SENTINEL;
   EXPECT(ug_fallback_chain_get(chain, n, &b, &o, &reason), UG_INVALID_ARGUMENT);
   ERROR_HAS("past the end of the fallback chain");
-  CHECK(b == UG_BACKEND_VULKAN && o == UG_OUTCOME_NOT_TRIED && reason == SENTINEL);
+  CHECK(b == UG_BACKEND_CUDA && o == UG_OUTCOME_NOT_TRIED && reason == SENTINEL);
   EXPECT(ug_fallback_chain_get(NULL, 0, &b, &o, &reason), UG_NULL_ARGUMENT);
   EXPECT(ug_fallback_chain_get(chain, 0, NULL, &o, &reason), UG_NULL_ARGUMENT);
   EXPECT(ug_fallback_chain_get(chain, 0, &b, NULL, &reason), UG_NULL_ARGUMENT);
@@ -404,9 +405,19 @@ static void test_devices(void) {
   }
   ug_device_list_free(list);
 
+  /* Vulkan: its adapters, or why there are none (the C runs of CI and
+     of crates/capi/tests hide the loader: see .ci/capi-tests.sh). */
+  list = NULL;
+  ug_status vk = ug_device_list_new(UG_BACKEND_VULKAN, &list);
+  if (vk == UG_OK) {
+    OK(ug_device_list_len(list, &n));
+    CHECK(n >= 1);
+    ug_device_list_free(list);
+  } else {
+    EXPECT(vk, UG_BACKEND_UNAVAILABLE);
+    ERROR_HAS("vulkan backend is unavailable");
+  }
   list = (ug_device_list *)SENTINEL;
-  EXPECT(ug_device_list_new(UG_BACKEND_VULKAN, &list), UG_BACKEND_UNAVAILABLE);
-  ERROR_HAS("vulkan backend is unavailable");
   EXPECT(ug_device_list_new(4, &list), UG_INVALID_ARGUMENT);
   EXPECT(ug_device_list_new(UG_BACKEND_CPU, NULL), UG_NULL_ARGUMENT);
   CHECK(list == SENTINEL);
@@ -455,7 +466,7 @@ static void test_contexts(ug_context *ctx) {
   OK(ug_context_fallback_chain(dflt, &chain));
   size_t n = 0;
   OK(ug_fallback_chain_len(chain, &n));
-  CHECK(n == 3);
+  CHECK(n == 4);
   for (size_t i = 0; i < n; i++) {
     ug_backend eb;
     ug_outcome o;
@@ -501,8 +512,14 @@ static void test_contexts(ug_context *ctx) {
   EXPECT(ug_context_new(UG_BACKEND_CPU, 1, &c), UG_INVALID_DEVICE);
   EXPECT(ug_context_new(g_backend, 4096, &c), UG_INVALID_DEVICE);
   ERROR_HAS("device 4096 does not exist");
-  EXPECT(ug_context_new(UG_BACKEND_VULKAN, 0, &c), UG_BACKEND_UNAVAILABLE);
-  ERROR_HAS("the vulkan backend is unavailable");
+  ug_status vk = ug_context_new(UG_BACKEND_VULKAN, 0, &c);
+  if (vk == UG_OK) {
+    ug_context_free(c);
+  } else {
+    EXPECT(vk, UG_BACKEND_UNAVAILABLE);
+    ERROR_HAS("the vulkan backend is unavailable");
+  }
+  c = (ug_context *)SENTINEL;
   EXPECT(ug_context_new(4, 0, &c), UG_INVALID_ARGUMENT);
   EXPECT(ug_context_new(0xffffffffu, 0, &c), UG_INVALID_ARGUMENT);
   EXPECT(ug_context_new(UG_BACKEND_CPU, 0, NULL), UG_NULL_ARGUMENT);
@@ -534,7 +551,7 @@ static void test_contexts(ug_context *ctx) {
   c = (ug_context *)SENTINEL;
   EXPECT(ug_context_from_config_file(bad, &c), UG_CONFIG);
   ERROR_HAS(":1:");
-  ERROR_HAS("allowed values: \"auto\", \"torch\", \"cuda\", \"cpu\"");
+  ERROR_HAS("allowed values: \"auto\", \"torch\", \"cuda\", \"vulkan\", \"cpu\"");
   remove(bad);
   free(bad);
   char *syntax = write_temp("backend = = 3\n");

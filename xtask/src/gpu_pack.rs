@@ -172,7 +172,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         size as f64 / (1 << 20) as f64
     );
     println!("run them on the GPU machine with the device tool:");
-    println!("  run(command=\"bash {PACK_DIR}/run.sh\", carry=[\"{PACK_DIR}\"])");
+    println!("  run(command=\"bash {PACK_DIR}/run.sh\", carry=[\"{PACK_DIR}\", \".gl\"])");
+    println!(
+        "  (.gl: the Vulkan loader's .debs for the vulkan tests; docs/vulkan.md says how to make it)"
+    );
     println!("extra arguments to run.sh go to every test binary (e.g. --skip NAME).");
     Ok(())
 }
@@ -308,6 +311,15 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 nccl=$(find {NCCL_SEARCH} -name 'libnccl.so*' 2>/dev/null | head -n 1)
 [ -n "$nccl" ] && export LD_LIBRARY_PATH="$(dirname "$nccl"):$LD_LIBRARY_PATH"
 export UNIGPU_BIN="$here/bin/unigpu"
+# The vulkan tests need a Vulkan loader, which the GPU machine lacks: carry
+# `.gl` (its .debs; docs/vulkan.md) and it is unpacked here; without it they
+# fail saying "needs a Vulkan adapter". NVIDIA's driver manifest, where the
+# loader does not find it alone.
+for f in "$here"/../.gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" / ; done
+ldconfig 2>/dev/null || true
+nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$nv" ] && [ -z "${{VK_DRIVER_FILES:-}}" ] && export VK_DRIVER_FILES="$nv"
+export NODEVICE_SELECT=1
 out="${{OUT:-/tmp/unigpu-gpu-pack}}"; mkdir -p "$out"
 failed=0; passed_total=0; failed_total=0
 nvidia-smi -L || true

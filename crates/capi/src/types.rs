@@ -20,7 +20,8 @@ pub enum ug_backend {
     Torch = 0,
     /// The CUDA driver directly.
     Cuda = 1,
-    /// Vulkan: not built yet; asking for it gives `UG_BACKEND_UNAVAILABLE`.
+    /// Vulkan through wgpu (AMD, Intel and NVIDIA GPUs; lavapipe on the
+    /// CPU); `UG_BACKEND_UNAVAILABLE` without a Vulkan loader or adapter.
     Vulkan = 2,
     /// The CPU backend, always available.
     Cpu = 3,
@@ -114,20 +115,18 @@ impl ug_backend {
         match b {
             Backend::Torch => ug_backend::Torch,
             Backend::Cuda => ug_backend::Cuda,
+            Backend::Vulkan => ug_backend::Vulkan,
             Backend::Cpu => ug_backend::Cpu,
         }
     }
 }
 
-/// A backend value from C. Vulkan is a known value that no build has yet.
+/// A backend value from C.
 pub(crate) fn backend_arg(value: u32) -> Result<Backend> {
     match value {
         0 => Ok(Backend::Torch),
         1 => Ok(Backend::Cuda),
-        2 => Err(Failure::new(
-            ug_status::BACKEND_UNAVAILABLE,
-            "the vulkan backend is unavailable: unigpu has no Vulkan backend yet (this build offers torch, cuda and cpu)",
-        )),
+        2 => Ok(Backend::Vulkan),
         3 => Ok(Backend::Cpu),
         other => Err(Failure::invalid_argument(format!(
             "`backend` is {other}, not a ug_backend value (UG_BACKEND_TORCH 0, UG_BACKEND_CUDA 1, UG_BACKEND_VULKAN 2, UG_BACKEND_CPU 3)"

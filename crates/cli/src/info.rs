@@ -45,18 +45,21 @@ pub fn run() -> anyhow::Result<()> {
 }
 
 fn print_device(d: &DeviceInfo) {
+    // A CUDA capability where there is one; Vulkan adapters list their
+    // type, driver, features and limits below instead.
     let cc = d
         .compute_capability
-        .map_or("n/a".to_string(), |(major, minor)| {
-            format!("{major}.{minor}")
-        });
+        .map(|(major, minor)| format!("  compute capability {major}.{minor}"))
+        .unwrap_or_default();
     println!(
-        "  {}:{}  {}  compute capability {}  memory {:.1} GiB total, {:.1} GiB free",
+        "  {}:{}  {}{cc}  memory {:.1} GiB total, {:.1} GiB free",
         d.backend,
         d.ordinal,
         d.name,
-        cc,
         d.memory.total as f64 / GIB,
         d.memory.free as f64 / GIB
     );
+    for (name, value) in &d.details {
+        println!("      {name}: {value}");
+    }
 }

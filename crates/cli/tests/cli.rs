@@ -161,7 +161,7 @@ fn bench_markdown_names_the_backend_and_the_skipped_gpu_cases() {
     for row in [
         "| transfer | upload 64 MiB from pageable memory (GB/s) | ",
         "| transfer | download 64 MiB into pageable memory (GB/s) | ",
-        "| compile | compile (case) | skipped: measures a GPU backend; this run is on cpu |",
+        "| compile | compile (case) | skipped: measures a CUDA backend (cuda or torch); this run is on cpu |",
         "| compile | compile_disk (case) | skipped: ",
     ] {
         assert!(t.contains(row), "no {row:?} in:\n{t}");

@@ -1,7 +1,9 @@
-//! saxpy with a custom kernel: CUDA C++ compiled at run time by NVRTC, and
-//! a Rust implementation of the same kernel for the CPU backend.
+//! saxpy with a custom kernel: CUDA C++ compiled at run time by NVRTC, a
+//! Rust implementation of the same kernel for the CPU backend, and WGSL for
+//! the vulkan backend; one `launch` runs the one that fits the context.
 //!
 //!     cargo run -p unigpu --example 05_saxpy
+//!     UNIGPU_BACKEND=vulkan cargo run -p unigpu --example 05_saxpy
 
 use unigpu::{Context, CpuArgs, Grid};
 
@@ -9,6 +11,19 @@ const SAXPY: &str = r#"
 extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+/// The same kernel in WGSL: argument i is binding i (arrays as storage
+/// buffers, scalars as uniforms).
+const SAXPY_WGSL: &str = r#"
+@group(0) @binding(0) var<uniform> a: f32;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> n: u32;
+@compute @workgroup_size(256)
+fn saxpy(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x < n) { y[g.x] = a * x[g.x] + y[g.x]; }
 }
 "#;
 
@@ -25,7 +40,11 @@ fn saxpy_cpu(args: &CpuArgs) -> unigpu::Result<()> {
 
 fn main() -> unigpu::Result<()> {
     let ctx = Context::default()?;
-    let saxpy = ctx.compile(SAXPY)?.kernel("saxpy")?.with_cpu(saxpy_cpu);
+    let saxpy = ctx
+        .compile(SAXPY)?
+        .kernel("saxpy")?
+        .with_cpu(saxpy_cpu)
+        .with_wgsl(SAXPY_WGSL)?;
 
     let n = 1_000_003; // not a multiple of the block size
     let x: Vec<f32> = (0..n).map(|i| (i % 100) as f32).collect();

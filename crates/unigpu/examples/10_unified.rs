@@ -35,6 +35,12 @@ fn main() -> unigpu::Result<()> {
             ctx = Context::new(Backend::Cuda, ctx.device_id())?;
             ctx.alloc_unified::<f32>(n)?
         }
+        // Nor has wgpu: no memory that host and shaders address at once.
+        Err(e @ Error::Unsupported { .. }) if ctx.backend() == Backend::Vulkan => {
+            println!("{e}; using the cpu backend");
+            ctx = Context::cpu()?;
+            ctx.alloc_unified::<f32>(n)?
+        }
         Err(e) => return Err(e),
     };
     let kernel = ctx.compile(SCALE)?.kernel("scale")?.with_cpu(scale_cpu);

@@ -99,7 +99,7 @@ fn typed<T: Element>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
 }
 
 fn elems_of(what: &'static str, dtype: DType, bytes: usize) -> Result<usize> {
-    if bytes % dtype.size_bytes() != 0 {
+    if !bytes.is_multiple_of(dtype.size_bytes()) {
         return Err(Error::SizeMismatch {
             what,
             expected: bytes.div_ceil(dtype.size_bytes()) * dtype.size_bytes(),

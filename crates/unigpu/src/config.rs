@@ -1,8 +1,8 @@
 //! `unigpu.toml` and the `UNIGPU_*` environment variables.
 //!
 //! ```toml
-//! backend = "auto"    # "auto" | "torch" | "cuda" | "cpu"
-//! device  = "cuda:1"  # "cpu", "cuda" (= "cuda:0") or "cuda:N"
+//! backend = "auto"    # "auto" | "torch" | "cuda" | "vulkan" | "cpu"
+//! device  = "cuda:1"  # "cpu", "cuda" (= "cuda:0"), "cuda:N", "vulkan" or "vulkan:N"
 //! dtype   = "f32"     # default element type for tools: f32 f64 f16 bf16 i32 u32 i64 u64 u8
 //! ```
 //! The file is `$UNIGPU_CONFIG` when set, else the first `unigpu.toml` in
@@ -26,7 +26,8 @@ pub const BACKEND_ENV: &str = "UNIGPU_BACKEND";
 /// Overrides the `device` key.
 pub const DEVICE_ENV: &str = "UNIGPU_DEVICE";
 
-const DEVICE_VALUES: &str = "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\" (N = 0, 1, ...)";
+const DEVICE_VALUES: &str =
+    "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\", \"vulkan\", \"vulkan:N\" (N = 0, 1, ...)";
 const DTYPE_VALUES: &str =
     "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
 
@@ -56,17 +57,18 @@ pub enum ConfigError {
 /// Which backend to use: one by name, or the fallback chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
-    /// torch → cuda → cpu, first that works.
+    /// torch → cuda → vulkan → cpu, first that works.
     #[default]
     Auto,
     /// Exactly this backend, or an error.
     Only(Backend),
 }
 
-/// A device named in the config: `cpu`, `cuda:N`.
+/// A device named in the config: `cpu`, `cuda:N`, `vulkan:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceSpec {
-    /// `Backend::Cuda` for `cuda:N` (also used by the torch backend), or `Backend::Cpu`.
+    /// `Backend::Cuda` for `cuda:N` (also used by the torch backend),
+    /// `Backend::Vulkan` for `vulkan:N` (adapter N), or `Backend::Cpu`.
     pub kind: Backend,
     pub ordinal: usize,
 }
@@ -86,6 +88,10 @@ impl DeviceSpec {
         match kind {
             "cuda" => Some(DeviceSpec {
                 kind: Backend::Cuda,
+                ordinal,
+            }),
+            "vulkan" => Some(DeviceSpec {
+                kind: Backend::Vulkan,
                 ordinal,
             }),
             "cpu" if ordinal == 0 => Some(DeviceSpec {
@@ -204,12 +210,19 @@ impl Config {
                     message: format!("backend \"cpu\" cannot use device \"{d}\""),
                 })
             }
-            (BackendChoice::Only(b @ (Backend::Cuda | Backend::Torch)), Some(d))
-                if d.kind == Backend::Cpu =>
-            {
+            (BackendChoice::Only(b), Some(d)) if d.kind != b.device_kind() => {
+                let kind = b.device_kind();
+                // The host has one device, so its name carries no ordinal.
+                let named = if d.kind.is_host() {
+                    d.kind.to_string()
+                } else {
+                    d.to_string()
+                };
                 Err(ConfigError::Conflict {
                     origin: origin.to_string(),
-                    message: format!("backend \"{b}\" cannot use device \"cpu\"; use \"cuda:N\""),
+                    message: format!(
+                        "backend \"{b}\" cannot use device \"{named}\"; use \"{kind}:N\""
+                    ),
                 })
             }
             _ => Ok(()),

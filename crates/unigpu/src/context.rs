@@ -104,6 +104,17 @@ impl Context {
                 });
                 continue;
             }
+            let required = required_by_config(&config, backend);
+            if let Some(reason) = (!required)
+                .then(|| DeviceImpl::fallback_refusal(backend, ordinal))
+                .flatten()
+            {
+                chain.push(BackendAttempt {
+                    backend,
+                    outcome: Outcome::Skipped(reason),
+                });
+                continue;
+            }
             match DeviceImpl::open(backend, ordinal) {
                 Ok(device) => {
                     chain.push(BackendAttempt {
@@ -113,7 +124,7 @@ impl Context {
                     chosen = Some((backend, device));
                 }
                 // Asked for by name: the user wants this backend or an error.
-                Err(e) if required_by_config(&config, backend) => return Err(e),
+                Err(e) if required => return Err(e),
                 Err(e) => chain.push(BackendAttempt {
                     backend,
                     outcome: Outcome::Skipped(e.to_string()),

@@ -38,9 +38,13 @@ pub struct DeviceInfo {
     pub backend: Backend,
     pub ordinal: usize,
     pub name: String,
-    /// (major, minor) for CUDA devices; `None` for the CPU.
+    /// (major, minor) for CUDA devices; `None` for the CPU and Vulkan adapters.
     pub compute_capability: Option<(i32, i32)>,
     pub memory: MemoryInfo,
+    /// Further facts as (name, value) pairs, for backends with more to say
+    /// (a Vulkan adapter's type, driver, features and limits); empty
+    /// otherwise.
+    pub details: Vec<(String, String)>,
 }
 
 /// Where [`crate::Stream::prefetch`] moves a unified array's memory.

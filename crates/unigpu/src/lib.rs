@@ -4,7 +4,7 @@
 //! ```no_run
 //! use unigpu::Context;
 //! # fn main() -> unigpu::Result<()> {
-//! let ctx = Context::default()?;            // config/env, then torch, cuda, cpu
+//! let ctx = Context::default()?;            // config/env, then torch, cuda, vulkan, cpu
 //! let x = ctx.upload(&[1.0f32, 2.0, 3.0])?;
 //! let mut y = ctx.zeros::<f32>(3)?;
 //! x.copy_to(&mut y)?;
@@ -33,7 +33,7 @@
 //!   call the dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
-//! - `backend/<name>/` (`cpu`, `cuda`, `torch`): each implements the trait
+//! - `backend/<name>/` (`cpu`, `cuda`, `torch`, `vulkan`): each implements the trait
 //!   `Api` of `backend/contract.rs`, whose doc comments are what every
 //!   backend guarantees. A backend uses no public type and no other
 //!   backend, only leaf value files (`element.rs`, `error.rs`, ...).

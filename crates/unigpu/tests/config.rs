@@ -111,6 +111,9 @@ fn contradictory_settings_are_refused() {
     for text in [
         "backend = \"cpu\"\ndevice = \"cuda:1\"",
         "backend = \"cuda\"\ndevice = \"cpu\"",
+        "backend = \"vulkan\"\ndevice = \"cuda:0\"",
+        "backend = \"cuda\"\ndevice = \"vulkan:0\"",
+        "backend = \"cpu\"\ndevice = \"vulkan\"",
     ] {
         assert!(
             matches!(parse(text), Err(ConfigError::Conflict { .. })),
@@ -127,15 +130,30 @@ fn environment_overrides_win_and_are_validated() {
     assert_eq!(c.device.unwrap().kind, Backend::Cpu);
 
     let mut c = Config::default();
-    match c.apply_env_overrides(Some("vulkan"), None).unwrap_err() {
+    match c.apply_env_overrides(Some("opencl"), None).unwrap_err() {
         ConfigError::BadValue {
-            origin, key, value, ..
+            origin,
+            key,
+            value,
+            allowed,
         } => {
             assert_eq!(origin, "environment variable UNIGPU_BACKEND");
-            assert_eq!((key, value.as_str()), ("backend", "vulkan"));
+            assert_eq!((key, value.as_str()), ("backend", "opencl"));
+            assert!(allowed.contains("\"vulkan\""), "{allowed}");
         }
         other => panic!("{other:?}"),
     }
+    let mut c = Config::default();
+    c.apply_env_overrides(Some("vulkan"), Some("vulkan:2"))
+        .unwrap();
+    assert_eq!(c.backend, BackendChoice::Only(Backend::Vulkan));
+    assert_eq!(
+        c.device,
+        Some(unigpu::DeviceSpec {
+            kind: Backend::Vulkan,
+            ordinal: 2
+        })
+    );
     let mut c = Config::default();
     match c.apply_env_overrides(None, Some("cuda:one")).unwrap_err() {
         ConfigError::BadValue { origin, key, .. } => {

@@ -24,10 +24,13 @@ on_every_backend!(identity, |ctx| {
     assert_eq!(info.ordinal, 0);
     assert!(!info.name.is_empty());
     assert_eq!(ctx.device_name().unwrap(), info.name);
+    // A CUDA capability for CUDA devices (cuda, torch); none for the CPU
+    // or a Vulkan adapter, whose facts are in `details` instead.
     assert_eq!(
         info.compute_capability.is_some(),
-        ctx.backend() != Backend::Cpu
+        ctx.backend().device_kind() == Backend::Cuda
     );
+    assert_eq!(info.details.is_empty(), ctx.backend() != Backend::Vulkan);
     let mem = ctx.memory_info().unwrap();
     assert!(mem.total > 0 && mem.free <= mem.total, "{mem:?}");
     let chosen: Vec<_> = ctx
@@ -143,12 +146,42 @@ fn the_default_context_records_why_each_backend_was_skipped() {
         Backend::ALL.to_vec()
     );
     let gpu = unigpu::cuda_probe().cuda_usable();
-    let expected = if gpu { GPU_DEFAULT } else { Backend::Cpu };
+    // A Vulkan adapter that is not software (an AMD or Intel GPU, or an
+    // NVIDIA one without CUDA) comes before the CPU.
+    let vulkan_gpu = unigpu::list_devices(Backend::Vulkan).is_ok_and(|list| {
+        list.iter().any(|d| {
+            d.details
+                .iter()
+                .any(|(k, v)| k == "type" && !v.starts_with("software"))
+        })
+    });
+    let expected = if gpu {
+        GPU_DEFAULT
+    } else if vulkan_gpu {
+        Backend::Vulkan
+    } else {
+        Backend::Cpu
+    };
     assert_eq!(ctx.backend(), expected, "chain: {chain:?}");
     for attempt in chain {
         match (&attempt.outcome, attempt.backend.cmp(&expected)) {
             (Outcome::Skipped(reason), std::cmp::Ordering::Less) => {
                 assert!(!reason.is_empty());
+                if attempt.backend == Backend::Vulkan {
+                    // Says which: no loader, no adapter, only a software
+                    // adapter, or not built in.
+                    assert!(
+                        [
+                            "no Vulkan loader",
+                            "no adapter",
+                            "software adapter",
+                            "`vulkan` feature"
+                        ]
+                        .iter()
+                        .any(|why| reason.contains(why)),
+                        "{reason}"
+                    );
+                }
                 if attempt.backend == Backend::Torch {
                     // Either the feature is off, or torch says why it has no CUDA.
                     assert!(

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use common::{SAXPY, assert_same, random_len, random_vec, saxpy, sizes};
+use common::{SAXPY, assert_same, device_fma, random_len, random_vec, saxpy, sizes};
 use unigpu::kernel::ParamKind;
 use unigpu::{Backend, CompileOptions, DType, Error, Grid, Kernel};
 
@@ -34,7 +34,11 @@ on_every_backend!(saxpy_matches_the_host, |ctx| {
         let mut y = ctx.upload(&hy).unwrap();
         ctx.launch(&k, Grid::for_elems(n), (a, &x, &mut y, n as u32))
             .unwrap();
-        let want: Vec<f32> = hx.iter().zip(&hy).map(|(x, y)| a.mul_add(*x, *y)).collect();
+        let want: Vec<f32> = hx
+            .iter()
+            .zip(&hy)
+            .map(|(x, y)| device_fma(ctx, a, *x, *y))
+            .collect();
         assert_same(&want, &y.download().unwrap());
     }
 });
@@ -181,7 +185,19 @@ extern "C" __global__ void iota(long long* out, long long start, unsigned long l
                 *v = start + i as i64;
             }
             Ok(())
-        });
+        })
+        // The vulkan variant runs this (64-bit integers: shader-int64).
+        .with_wgsl(
+            r#"
+@group(0) @binding(0) var<storage, read_write> out: array<i64>;
+@group(0) @binding(1) var<uniform> start: i64;
+@group(0) @binding(2) var<uniform> n: u64;
+@compute @workgroup_size(128)
+fn iota(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (u64(g.x) < n) { out[g.x] = start + i64(g.x); }
+}"#,
+        )
+        .unwrap();
     let n = random_len(100_000);
     let start = random_vec::<i64>(1)[0] / 4;
     let mut out = ctx.zeros::<i64>(n).unwrap();

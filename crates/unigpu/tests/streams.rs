@@ -434,4 +434,11 @@ mod a_waiting_download_does_not_hold_up_an_upload {
     fn cuda() {
         a_waiting_download_does_not_hold_up_an_upload(&common::cuda_ctx());
     }
+
+    #[cfg(feature = "vulkan")]
+    #[test]
+    #[ignore = "needs a Vulkan adapter"]
+    fn vulkan() {
+        a_waiting_download_does_not_hold_up_an_upload(&common::vulkan_ctx());
+    }
 }

@@ -72,6 +72,15 @@ pub const RULES: &[Rule] = &[
             "backend/torch_missing/**",
         ],
     },
+    Rule::TextOnlyIn {
+        name: "the vulkan feature is named only by the backend list",
+        text: "feature = \"vulkan\"",
+        only_in: &[
+            "backend/mod.rs",
+            "backend/vulkan/**",
+            "backend/vulkan_missing/**",
+        ],
+    },
 ];
 
 /// A broken rule: `file: rule: what`.

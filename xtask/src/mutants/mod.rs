@@ -5,10 +5,12 @@
 //! also when the run is interrupted by an error. A mutation the tests
 //! survive is a hole in the suite, and the command fails.
 //!
-//! The CPU backend's mutations run here (in CI). The CUDA and torch
-//! backends' need a GPU: `--gpu-pack` builds the test binaries once per
-//! mutation into `.gpu-mutants/`, with a script that runs them on the GPU
-//! machine and reports the same way (see `gpu.rs`).
+//! The CPU backend's mutations run here (in CI). The vulkan backend's run
+//! here too with `--vulkan`, against the `::vulkan` tests, on whatever
+//! Vulkan adapter opens (Mesa's lavapipe in CI: `.ci/vulkan-tests.sh`). The
+//! CUDA and torch backends' need a GPU: `--gpu-pack` builds the test
+//! binaries once per mutation into `.gpu-mutants/`, with a script that runs
+//! them on the GPU machine and reports the same way (see `gpu.rs`).
 //!
 //! The mutations patch text, so each names the exact lines it replaces; a
 //! source change that moves them makes the command fail with "not found"
@@ -28,6 +30,7 @@ enum Target {
     Cpu,
     Cuda,
     Torch,
+    Vulkan,
 }
 
 impl Target {
@@ -36,6 +39,7 @@ impl Target {
             Target::Cpu => "cpu",
             Target::Cuda => "cuda",
             Target::Torch => "torch",
+            Target::Vulkan => "vulkan",
         }
     }
 }
@@ -229,6 +233,58 @@ const MUTATIONS: &[Mutation] = &[
 ];
 
 /// The facade's test binaries the CPU mutations are checked against.
+// ---- the vulkan backend (`--vulkan`, on a Vulkan adapter: lavapipe in CI)
+const VULKAN_MUTATIONS: &[Mutation] = &[
+    Mutation {
+        name: "a reduction that drops its last partial",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/ops.rs",
+        original: "                .u32(0, total as u32)\n",
+        mutated: "                .u32(0, (total - usize::from(total > 1)) as u32)\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "a wait that does nothing",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/api.rs",
+        original: "            Some(fence) => stream.wait_for(fence),\n",
+        mutated: "            Some(fence) => {\n                drop(fence);\n                Ok(())\n            }\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "a read on another stream that does not wait for the last write",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/tracker.rs",
+        original: "        lock(&self.0).last_write.clone()\n",
+        mutated: "        drop(lock(&self.0));\n        None\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "a bf16 sum kept in bf16",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/shaders/reduce.rs",
+        original: "acc = comb(acc, vx.x);\\n        \\\n             if (2u * i + 1u < p.len) { acc = comb(acc, vx.y); }",
+        mutated: "acc = cv_in(cv_out(comb(acc, vx.x)));\\n        \\\n             if (2u * i + 1u < p.len) { acc = cv_in(cv_out(comb(acc, vx.y))); }",
+        tests: &[],
+    },
+    Mutation {
+        name: "a matmul whose last row is never written",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/shaders/matmul.rs",
+        original: "if (r < p.m && col < p.n) {{",
+        mutated: "if (r + 1u < p.m && col < p.n) {{",
+        tests: &[],
+    },
+    Mutation {
+        name: "a copy that skips its last word",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/api.rs",
+        original: "        let size = from.size().min(to.size());\n",
+        mutated: "        let size = from.size().min(to.size()) - 4;\n",
+        tests: &[],
+    },
+];
+
 const CPU_TESTS: &[&str] = &[
     "ops", "streams", "arrays", "kernels", "dlpack", "unified", "graphs",
 ];
@@ -237,7 +293,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         None => run_cpu(),
         Some("--gpu-pack") if args.len() == 1 => gpu::pack(),
-        Some(a) => bail!("`cargo xtask mutants` takes no arguments or `--gpu-pack` (got `{a}`)"),
+        Some("--vulkan") if args.len() == 1 => run_vulkan(),
+        Some(a) => bail!(
+            "`cargo xtask mutants` takes no arguments, `--vulkan` or `--gpu-pack` (got `{a}`)"
+        ),
     }
 }
 
@@ -272,6 +331,45 @@ fn run_cpu() -> anyhow::Result<()> {
 /// Runs `f` with `m` written into its file, restoring the file afterwards.
 /// A mutated spec is regenerated into its FFI tiers, and regenerated again
 /// once restored.
+/// The vulkan mutations, each against the `::vulkan` variants and
+/// tests/vulkan.rs (ignored in plain runs: they need an adapter). The
+/// unmutated baseline must pass first, so a missing adapter fails here
+/// rather than passing every mutant off as caught.
+fn run_vulkan() -> anyhow::Result<()> {
+    let root = crate::generator::repo_root();
+    println!("baseline (no mutation)");
+    let failed = failing_vulkan_tests(&root)?;
+    if !failed.is_empty() {
+        bail!(
+            "the unmutated vulkan tests fail ({}); is there a Vulkan adapter?",
+            failed.join(", ")
+        );
+    }
+    let mut survivors = Vec::new();
+    for m in VULKAN_MUTATIONS {
+        println!("mutation: {}", m.name);
+        let failed = with_mutation(&root, m, || failing_vulkan_tests(&root))?;
+        if failed.is_empty() {
+            println!("  SURVIVED: no test failed");
+            survivors.push(m.name);
+        } else {
+            println!(
+                "  caught by {} test(s): {}",
+                failed.len(),
+                failed.join(", ")
+            );
+        }
+    }
+    if !survivors.is_empty() {
+        bail!("the vulkan tests did not catch: {}", survivors.join("; "));
+    }
+    println!(
+        "vulkan mutants: {} caught, 0 survived",
+        VULKAN_MUTATIONS.len()
+    );
+    Ok(())
+}
+
 fn with_mutation<R>(
     root: &Path,
     m: &Mutation,
@@ -315,6 +413,27 @@ fn failing_tests(root: &Path) -> anyhow::Result<Vec<String>> {
     for t in CPU_TESTS {
         cmd.args(["--test", t]);
     }
+    failures_of(cmd)
+}
+
+fn failing_vulkan_tests(root: &Path) -> anyhow::Result<Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut failed = Vec::new();
+    for args in [
+        &["--tests", "--", "--ignored", "::vulkan"][..],
+        &["--test", "vulkan", "--", "--include-ignored"][..],
+    ] {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root)
+            .args(["test", "-q", "-p", "unigpu", "--no-fail-fast"])
+            .args(args);
+        failed.extend(failures_of(cmd)?);
+    }
+    Ok(failed)
+}
+
+/// The tests `cmd` (a `cargo test`) reports as failed.
+fn failures_of(mut cmd: Command) -> anyhow::Result<Vec<String>> {
     let out = cmd.output().context("running cargo test")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -335,14 +454,14 @@ fn failing_tests(root: &Path) -> anyhow::Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::MUTATIONS;
+    use super::{MUTATIONS, VULKAN_MUTATIONS};
 
     /// Every mutation still finds the text it replaces, so a refactor that
     /// moves it fails here, in CI, rather than on the GPU machine.
     #[test]
     fn every_mutation_finds_its_text_exactly_once() {
         let root = crate::generator::repo_root();
-        for m in MUTATIONS {
+        for m in MUTATIONS.iter().chain(VULKAN_MUTATIONS) {
             let source = std::fs::read_to_string(root.join(m.file)).unwrap();
             assert_eq!(
                 source.matches(m.original).count(),

@@ -26,7 +26,7 @@ pub enum Side {
 impl Side {
     fn applies(self, backend: Backend) -> bool {
         match self {
-            Side::Gpu => backend != Backend::Cpu,
+            Side::Gpu => matches!(backend, Backend::Cuda | Backend::Torch),
             Side::Cpu => backend == Backend::Cpu,
             Side::Any => true,
         }
@@ -84,6 +84,14 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     ("unigpu_graph_per_kernel_us", "raw_graph_per_kernel_us", "raw CUDA graph replay (floor.cu)", Side::Gpu),
     ("unigpu_graph_per_kernel_us", "torch_graph_per_kernel_us", "torch CUDA graph replay", Side::Gpu),
     ("unigpu_pipe_speedup", "torch_pipe_speedup", "torch 3-stream pipeline", Side::Gpu),
+    // vulkan.rs: the vulkan backend beside the run's own backend (cuda on
+    // the GPU machine, the CPU backend with lavapipe), same process.
+    ("unigpu_vulkan_axpy_f32_GBps", "unigpu_axpy_f32_GBps", "this run's backend, axpy", Side::Any),
+    ("unigpu_vulkan_matmul_f32_TFLOPs", "unigpu_matmul_f32_TFLOPs", "this run's backend, matmul (cuBLAS on cuda)", Side::Any),
+    ("unigpu_vulkan_dispatch_submit_us", "unigpu_empty_launch_submit_us", "this run's backend, empty launch", Side::Any),
+    ("unigpu_vulkan_dispatch_throughput_us", "unigpu_empty_launch_throughput_us", "this run's backend, empty launch", Side::Any),
+    ("unigpu_vulkan_h2d_64MiB_GBps", "unigpu_h2d_pageable_64MiB_GBps", "this run's backend, pageable upload", Side::Any),
+    ("unigpu_vulkan_d2h_64MiB_GBps", "unigpu_d2h_pageable_64MiB_GBps", "this run's backend, pageable download", Side::Any),
 ];
 
 /// numpy's side of the CPU ops, run by `--numpy` (`python -` reads it from stdin).

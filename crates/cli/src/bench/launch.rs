@@ -14,19 +14,24 @@ pub const CASE: Case = Case {
 };
 
 const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
+const EMPTY_WGSL: &str = "@compute @workgroup_size(1) fn empty() {}\n";
 
-/// An empty kernel (an empty host closure on the CPU backend): what a
-/// launch costs with no work in it.
+/// An empty kernel (an empty host closure on the CPU backend, an empty
+/// shader on vulkan): what a launch costs with no work in it.
 pub fn empty_kernel(ctx: &unigpu::Context) -> anyhow::Result<unigpu::Kernel> {
     Ok(ctx
         .compile(EMPTY_SRC)?
         .kernel("empty")?
-        .with_cpu(|_| Ok(())))
+        .with_cpu(|_| Ok(()))
+        .with_wgsl(EMPTY_WGSL)?)
 }
 
 /// A bare-driver launcher on the context's GPU (cuda and torch backends).
 fn raw_launch(ctx: &unigpu::Context) -> Option<unigpu_cuda_safe::floor::RawLaunch> {
-    if ctx.backend() == unigpu::Backend::Cpu {
+    if !matches!(
+        ctx.backend(),
+        unigpu::Backend::Cuda | unigpu::Backend::Torch
+    ) {
         return None;
     }
     let device = unigpu_cuda_safe::CudaDevice::open(ctx.device_id()).ok()?;

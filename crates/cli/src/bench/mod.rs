@@ -3,7 +3,7 @@
 //!
 //! Every figure comes from a [`Case`] in [`CASES`]; a case is one function
 //! in one group's file (launch.rs, compile.rs, transfer.rs, axpy.rs,
-//! matmul.rs, pipeline.rs, ops_cpu.rs) plus one line in [`CASES`]. The anchor each
+//! matmul.rs, pipeline.rs, ops_cpu.rs, vulkan.rs) plus one line in [`CASES`]. The anchor each
 //! figure is compared with is one line in [`anchors::ANCHORS`].
 //! report.rs renders the figures as a markdown table (stdout by default),
 //! JSON (`--json`), an SVG plot (`--plot`) or the `key value` lines that
@@ -21,6 +21,7 @@ mod ops_cpu;
 mod pipeline;
 mod report;
 mod transfer;
+mod vulkan;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -37,7 +38,7 @@ use report::{Report, Skipped};
 pub struct BenchArgs {
     /// The backend to measure (exactly this one, or an error). Default: the
     /// one `Context::default()` picks (config file, UNIGPU_BACKEND, then
-    /// torch → cuda → cpu).
+    /// torch → cuda → vulkan → cpu).
     #[arg(long, value_parser = parse_backend)]
     backend: Option<Backend>,
     /// Only the `compile` case (bench/run_gpu.sh and the `compile_disk`
@@ -144,6 +145,10 @@ pub const CASES: &[Case] = &[
     ops_cpu::DOT,
     ops_cpu::MATMUL_512,
     ops_cpu::MATMUL_1024,
+    vulkan::AXPY,
+    vulkan::MATMUL,
+    vulkan::DISPATCH,
+    vulkan::TRANSFER,
 ];
 
 /// For [`Case::skip`]: cases that run on every backend.
@@ -151,9 +156,15 @@ pub fn any_backend(_: &Context) -> Option<String> {
     None
 }
 
-/// For [`Case::skip`]: cases that measure a GPU backend (cuda or torch).
+/// For [`Case::skip`]: cases that measure a CUDA backend (cuda or torch:
+/// NVRTC, the CUDA driver).
 pub fn gpu_only(ctx: &Context) -> Option<String> {
-    (ctx.backend() == Backend::Cpu).then(|| "measures a GPU backend; this run is on cpu".into())
+    (!matches!(ctx.backend(), Backend::Cuda | Backend::Torch)).then(|| {
+        format!(
+            "measures a CUDA backend (cuda or torch); this run is on {}",
+            ctx.backend()
+        )
+    })
 }
 
 /// For [`Case::skip`]: cases that measure the CPU backend.

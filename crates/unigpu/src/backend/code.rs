@@ -1,13 +1,15 @@
 //! The forms kernel code takes, one variant per form: what a `Module`
 //! holds once compiled and what a `Kernel` carries. A kernel carries every
 //! form it has, and each backend runs the form it can (the cuda and torch
-//! backends both run CUDA functions: they drive the same devices), so the
-//! same `launch` call picks the code that fits the context.
+//! backends both run CUDA functions: they drive the same devices; the
+//! vulkan backend runs a shader, WGSL or SPIR-V), so the same `launch` call
+//! picks the code that fits the context.
 
 use unigpu_cuda_safe::CudaFunctionHandle;
 
 use super::cpu::CpuKernelFn;
 use super::driver::{CudaProgram, LoadedModule};
+use super::vulkan::ShaderKernel;
 use crate::error::Result;
 use crate::kernel::options::Origin;
 
@@ -68,6 +70,8 @@ pub(crate) enum KernelCode {
     Cuda(CudaFunctionHandle),
     /// A Rust (or, through the C API, C) implementation over host slices.
     Cpu(CpuKernelFn),
+    /// A compute shader, WGSL or SPIR-V, read and checked.
+    Shader(ShaderKernel),
 }
 
 impl KernelCode {
@@ -76,6 +80,7 @@ impl KernelCode {
         match self {
             KernelCode::Cuda(_) => "cuda",
             KernelCode::Cpu(_) => "cpu",
+            KernelCode::Shader(s) => s.form(),
         }
     }
 }
@@ -93,6 +98,14 @@ impl KernelRef<'_> {
     pub(crate) fn cuda(&self) -> Option<&CudaFunctionHandle> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Cuda(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// The kernel's shader, if it has one.
+    pub(crate) fn shader(&self) -> Option<&ShaderKernel> {
+        self.code.iter().find_map(|c| match c {
+            KernelCode::Shader(s) => Some(s),
             _ => None,
         })
     }

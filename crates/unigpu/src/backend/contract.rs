@@ -31,6 +31,13 @@ pub(crate) trait Api: Sized + 'static {
     /// How many devices the backend can use here, or why none.
     fn device_count() -> Result<usize>;
     fn open(ordinal: usize) -> Result<Self::Device>;
+    /// Why `Context::default()` should pass over device `ordinal` without
+    /// opening it and try the next backend (a software Vulkan adapter,
+    /// slower than the CPU backend); `None` to try it. A device asked for
+    /// by name is opened whatever this says.
+    fn fallback_refusal(_ordinal: usize) -> Option<String> {
+        None
+    }
     fn info(device: &Self::Device) -> Result<DeviceInfo>;
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo>;
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool;

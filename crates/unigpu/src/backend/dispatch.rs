@@ -10,6 +10,7 @@ use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 use super::torch::Torch;
+use super::vulkan::Vulkan;
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
@@ -27,6 +28,7 @@ pub(crate) enum StreamImpl {
     Cpu(<Cpu as Api>::Stream),
     Cuda(<Cuda as Api>::Stream),
     Torch(<Torch as Api>::Stream),
+    Vulkan(<Vulkan as Api>::Stream),
 }
 
 /// An event of any backend.
@@ -35,6 +37,7 @@ pub(crate) enum EventImpl {
     Cpu(<Cpu as Api>::Event),
     Cuda(<Cuda as Api>::Event),
     Torch(<Torch as Api>::Event),
+    Vulkan(<Vulkan as Api>::Event),
 }
 
 /// Runs `$body` with `$A` the backend of `$value` (a dispatch enum) and
@@ -52,6 +55,10 @@ macro_rules! on_backend {
             }
             $enum::Torch($x) => {
                 type $A = Torch;
+                $body
+            }
+            $enum::Vulkan($x) => {
+                type $A = Vulkan;
                 $body
             }
         }
@@ -73,6 +80,10 @@ macro_rules! on_backend2 {
             }
             ($e1::Torch($x), $e2::Torch($y)) => {
                 type $A = Torch;
+                $body
+            }
+            ($e1::Vulkan($x), $e2::Vulkan($y)) => {
+                type $A = Vulkan;
                 $body
             }
             _ => Err(Error::ContextMismatch { what: $what }),
@@ -106,6 +117,7 @@ impl StreamImpl {
             StreamImpl::Cpu(s) => EventImpl::Cpu(Cpu::new_event(s, timed)?),
             StreamImpl::Cuda(s) => EventImpl::Cuda(Cuda::new_event(s, timed)?),
             StreamImpl::Torch(s) => EventImpl::Torch(Torch::new_event(s, timed)?),
+            StreamImpl::Vulkan(s) => EventImpl::Vulkan(Vulkan::new_event(s, timed)?),
         })
     }
 }
@@ -141,6 +153,7 @@ pub(crate) enum DeviceImpl {
     Cpu(<Cpu as Api>::Device),
     Cuda(<Cuda as Api>::Device),
     Torch(<Torch as Api>::Device),
+    Vulkan(<Vulkan as Api>::Device),
 }
 
 impl DeviceImpl {
@@ -149,7 +162,19 @@ impl DeviceImpl {
             Backend::Cpu => DeviceImpl::Cpu(Cpu::open(ordinal)?),
             Backend::Cuda => DeviceImpl::Cuda(Cuda::open(ordinal)?),
             Backend::Torch => DeviceImpl::Torch(Torch::open(ordinal)?),
+            Backend::Vulkan => DeviceImpl::Vulkan(Vulkan::open(ordinal)?),
         })
+    }
+
+    /// Why the fallback chain should pass over `backend`'s device
+    /// `ordinal` without opening it, if it should.
+    pub(crate) fn fallback_refusal(backend: Backend, ordinal: usize) -> Option<String> {
+        match backend {
+            Backend::Cpu => Cpu::fallback_refusal(ordinal),
+            Backend::Cuda => Cuda::fallback_refusal(ordinal),
+            Backend::Torch => Torch::fallback_refusal(ordinal),
+            Backend::Vulkan => Vulkan::fallback_refusal(ordinal),
+        }
     }
 
     /// Every device `backend` can use here, or why none.
@@ -163,6 +188,7 @@ impl DeviceImpl {
             Backend::Cpu => all::<Cpu>(),
             Backend::Cuda => all::<Cuda>(),
             Backend::Torch => all::<Torch>(),
+            Backend::Vulkan => all::<Vulkan>(),
         }
     }
 
@@ -203,6 +229,7 @@ impl DeviceImpl {
             DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::default_stream(d)?),
             DeviceImpl::Cuda(d) => StreamImpl::Cuda(Cuda::default_stream(d)?),
             DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::default_stream(d)?),
+            DeviceImpl::Vulkan(d) => StreamImpl::Vulkan(Vulkan::default_stream(d)?),
         })
     }
 
@@ -211,6 +238,7 @@ impl DeviceImpl {
             DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::new_stream(d)?),
             DeviceImpl::Cuda(d) => StreamImpl::Cuda(Cuda::new_stream(d)?),
             DeviceImpl::Torch(d) => StreamImpl::Torch(Torch::new_stream(d)?),
+            DeviceImpl::Vulkan(d) => StreamImpl::Vulkan(Vulkan::new_stream(d)?),
         })
     }
 }
@@ -220,6 +248,7 @@ pub(crate) enum Storage<T: Element> {
     Cpu(<Cpu as Api>::Buffer<T>),
     Cuda(<Cuda as Api>::Buffer<T>),
     Torch(<Torch as Api>::Buffer<T>),
+    Vulkan(<Vulkan as Api>::Buffer<T>),
 }
 
 macro_rules! new_storage {
@@ -236,6 +265,10 @@ macro_rules! new_storage {
             StreamImpl::Torch($s) => {
                 type $A = Torch;
                 Storage::Torch($body?)
+            }
+            StreamImpl::Vulkan($s) => {
+                type $A = Vulkan;
+                Storage::Vulkan($body?)
             }
         })
     };
@@ -288,6 +321,9 @@ impl StreamImpl {
             (StreamImpl::Torch(s), Storage::Torch(a), Storage::Torch(b)) => {
                 Torch::copy::<T>(s, a, b)
             }
+            (StreamImpl::Vulkan(s), Storage::Vulkan(a), Storage::Vulkan(b)) => {
+                Vulkan::copy::<T>(s, a, b)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::copy",
             }),
@@ -335,6 +371,7 @@ macro_rules! variant {
 variant!(Cpu);
 variant!(Cuda);
 variant!(Torch);
+variant!(Vulkan);
 
 fn mine<'a, A: Variant, T: Element>(
     s: &'a Storage<T>,
@@ -436,6 +473,7 @@ pub(crate) enum ArgImpl<'a> {
     Cpu(<Cpu as Api>::Arg<'a>),
     Cuda(<Cuda as Api>::Arg<'a>),
     Torch(<Torch as Api>::Arg<'a>),
+    Vulkan(<Vulkan as Api>::Arg<'a>),
 }
 
 impl<T: Element> Storage<T> {
@@ -446,6 +484,7 @@ impl<T: Element> Storage<T> {
             Storage::Cpu(b) => ArgImpl::Cpu(Cpu::arg::<T>(b)),
             Storage::Cuda(b) => ArgImpl::Cuda(Cuda::arg::<T>(b)),
             Storage::Torch(b) => ArgImpl::Torch(Torch::arg::<T>(b)),
+            Storage::Vulkan(b) => ArgImpl::Vulkan(Vulkan::arg::<T>(b)),
         }
     }
 
@@ -455,6 +494,7 @@ impl<T: Element> Storage<T> {
             Storage::Cpu(b) => ArgImpl::Cpu(Cpu::arg_mut::<T>(b)),
             Storage::Cuda(b) => ArgImpl::Cuda(Cuda::arg_mut::<T>(b)),
             Storage::Torch(b) => ArgImpl::Torch(Torch::arg_mut::<T>(b)),
+            Storage::Vulkan(b) => ArgImpl::Vulkan(Vulkan::arg_mut::<T>(b)),
         }
     }
 }
@@ -553,6 +593,7 @@ pub(crate) fn can_access_peer(backend: Backend, from: usize, to: usize) -> Resul
         Backend::Cpu => Cpu::can_access_peer(from, to),
         Backend::Cuda => Cuda::can_access_peer(from, to),
         Backend::Torch => Torch::can_access_peer(from, to),
+        Backend::Vulkan => Vulkan::can_access_peer(from, to),
     }
 }
 
@@ -562,6 +603,7 @@ pub(crate) enum GraphImpl {
     Cpu(<Cpu as Api>::Graph),
     Cuda(<Cuda as Api>::Graph),
     Torch(<Torch as Api>::Graph),
+    Vulkan(<Vulkan as Api>::Graph),
 }
 
 impl StreamImpl {
@@ -574,6 +616,7 @@ impl StreamImpl {
             StreamImpl::Cpu(s) => GraphImpl::Cpu(Cpu::end_capture(s)?),
             StreamImpl::Cuda(s) => GraphImpl::Cuda(Cuda::end_capture(s)?),
             StreamImpl::Torch(s) => GraphImpl::Torch(Torch::end_capture(s)?),
+            StreamImpl::Vulkan(s) => GraphImpl::Vulkan(Vulkan::end_capture(s)?),
         })
     }
 
@@ -605,6 +648,7 @@ pub(crate) enum PinnedImpl<T: Element> {
     Cpu(<Cpu as Api>::Pinned<T>),
     Cuda(<Cuda as Api>::Pinned<T>),
     Torch(<Torch as Api>::Pinned<T>),
+    Vulkan(<Vulkan as Api>::Pinned<T>),
 }
 
 impl<T: Element> PinnedImpl<T> {
@@ -613,6 +657,7 @@ impl<T: Element> PinnedImpl<T> {
             StreamImpl::Cpu(s) => PinnedImpl::Cpu(Cpu::pinned::<T>(s, len)?),
             StreamImpl::Cuda(s) => PinnedImpl::Cuda(Cuda::pinned::<T>(s, len)?),
             StreamImpl::Torch(s) => PinnedImpl::Torch(Torch::pinned::<T>(s, len)?),
+            StreamImpl::Vulkan(s) => PinnedImpl::Vulkan(Vulkan::pinned::<T>(s, len)?),
         })
     }
 
@@ -645,6 +690,9 @@ impl StreamImpl {
             (StreamImpl::Torch(s), PinnedImpl::Torch(p), Storage::Torch(b)) => {
                 Torch::upload_pinned::<T>(s, p, b)
             }
+            (StreamImpl::Vulkan(s), PinnedImpl::Vulkan(p), Storage::Vulkan(b)) => {
+                Vulkan::upload_pinned::<T>(s, p, b)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::upload_pinned",
             }),
@@ -666,6 +714,9 @@ impl StreamImpl {
             (StreamImpl::Torch(s), Storage::Torch(b), PinnedImpl::Torch(p)) => {
                 Torch::download_pinned::<T>(s, b, p)
             }
+            (StreamImpl::Vulkan(s), Storage::Vulkan(b), PinnedImpl::Vulkan(p)) => {
+                Vulkan::download_pinned::<T>(s, b, p)
+            }
             _ => Err(Error::ContextMismatch {
                 what: "Stream::download_pinned",
             }),
@@ -678,6 +729,7 @@ pub(crate) enum HostViewImpl<'a, T: Element> {
     Cpu(<Cpu as Api>::HostView<'a, T>),
     Cuda(<Cuda as Api>::HostView<'a, T>),
     Torch(<Torch as Api>::HostView<'a, T>),
+    Vulkan(<Vulkan as Api>::HostView<'a, T>),
 }
 
 /// As [`HostViewImpl`], writable.
@@ -685,6 +737,7 @@ pub(crate) enum HostViewMutImpl<'a, T: Element> {
     Cpu(<Cpu as Api>::HostViewMut<'a, T>),
     Cuda(<Cuda as Api>::HostViewMut<'a, T>),
     Torch(<Torch as Api>::HostViewMut<'a, T>),
+    Vulkan(<Vulkan as Api>::HostViewMut<'a, T>),
 }
 
 impl<T: Element> Deref for HostViewImpl<'_, T> {
@@ -694,6 +747,7 @@ impl<T: Element> Deref for HostViewImpl<'_, T> {
             HostViewImpl::Cpu(v) => v,
             HostViewImpl::Cuda(v) => v,
             HostViewImpl::Torch(v) => v,
+            HostViewImpl::Vulkan(v) => v,
         }
     }
 }
@@ -705,6 +759,7 @@ impl<T: Element> Deref for HostViewMutImpl<'_, T> {
             HostViewMutImpl::Cpu(v) => v,
             HostViewMutImpl::Cuda(v) => v,
             HostViewMutImpl::Torch(v) => v,
+            HostViewMutImpl::Vulkan(v) => v,
         }
     }
 }
@@ -715,6 +770,7 @@ impl<T: Element> DerefMut for HostViewMutImpl<'_, T> {
             HostViewMutImpl::Cpu(v) => v,
             HostViewMutImpl::Cuda(v) => v,
             HostViewMutImpl::Torch(v) => v,
+            HostViewMutImpl::Vulkan(v) => v,
         }
     }
 }
@@ -734,6 +790,7 @@ impl<T: Element> Storage<T> {
             Storage::Cpu(b) => HostViewImpl::Cpu(Cpu::host_view::<T>(b)?),
             Storage::Cuda(b) => HostViewImpl::Cuda(Cuda::host_view::<T>(b)?),
             Storage::Torch(b) => HostViewImpl::Torch(Torch::host_view::<T>(b)?),
+            Storage::Vulkan(b) => HostViewImpl::Vulkan(Vulkan::host_view::<T>(b)?),
         })
     }
 
@@ -742,6 +799,7 @@ impl<T: Element> Storage<T> {
             Storage::Cpu(b) => HostViewMutImpl::Cpu(Cpu::host_view_mut::<T>(b)?),
             Storage::Cuda(b) => HostViewMutImpl::Cuda(Cuda::host_view_mut::<T>(b)?),
             Storage::Torch(b) => HostViewMutImpl::Torch(Torch::host_view_mut::<T>(b)?),
+            Storage::Vulkan(b) => HostViewMutImpl::Vulkan(Vulkan::host_view_mut::<T>(b)?),
         })
     }
 }

@@ -10,6 +10,10 @@ pub enum Backend {
     Torch,
     /// The CUDA driver API, loaded at run time.
     Cuda,
+    /// Vulkan through wgpu: AMD, Intel and NVIDIA GPUs without CUDA
+    /// (needs the `vulkan` feature, on by default, and a Vulkan loader at
+    /// run time).
+    Vulkan,
     /// Host memory and worker-thread streams; always available.
     Cpu,
 }
@@ -18,7 +22,7 @@ impl Backend {
     /// Every backend, in the order `Context::default()` tries them: the one
     /// list of backends, which the fallback chain, config parsing, error
     /// messages and `unigpu info` all read.
-    pub const ALL: [Backend; 3] = [Backend::Torch, Backend::Cuda, Backend::Cpu];
+    pub const ALL: [Backend; 4] = [Backend::Torch, Backend::Cuda, Backend::Vulkan, Backend::Cpu];
 
     /// The backend that runs on the host: always available, the end of the
     /// fallback chain.
@@ -41,16 +45,18 @@ impl Backend {
         match self {
             Backend::Torch => "torch",
             Backend::Cuda => "cuda",
+            Backend::Vulkan => "vulkan",
             Backend::Cpu => "cpu",
         }
     }
 
     /// The kind of device this backend drives, as `device = "..."` names
     /// it: `cpu` for the CPU backend, `cuda` for cuda and torch (torch's
-    /// devices are CUDA devices).
+    /// devices are CUDA devices), `vulkan` for Vulkan adapters.
     pub fn device_kind(self) -> Backend {
         match self {
             Backend::Torch | Backend::Cuda => Backend::Cuda,
+            Backend::Vulkan => Backend::Vulkan,
             Backend::Cpu => Backend::Cpu,
         }
     }

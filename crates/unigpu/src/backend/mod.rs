@@ -6,9 +6,10 @@
 //!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`, `PinnedImpl`,
 //!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
 //!   only file naming the variants.
-//! - `cpu/`, `cuda/`, `torch/`: one backend each, with its own buffers,
-//!   streams, events, ops, launch and DLPack. Without the `torch` feature
-//!   `torch_missing/` stands in, so the dispatch needs no `cfg`.
+//! - `cpu/`, `cuda/`, `torch/`, `vulkan/`: one backend each, with its own
+//!   buffers, streams, events, ops, launch and DLPack. Without the `torch`
+//!   (`vulkan`) feature `torch_missing/` (`vulkan_missing/`) stands in, so
+//!   the dispatch needs no `cfg`.
 //! - `driver/`: what cuda and torch share (device info, NVRTC and its
 //!   caches); not a backend.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
@@ -40,6 +41,11 @@ pub(crate) mod torch;
 #[path = "torch_missing/mod.rs"]
 pub(crate) mod torch;
 mod unified;
+#[cfg(feature = "vulkan")]
+pub(crate) mod vulkan;
+#[cfg(not(feature = "vulkan"))]
+#[path = "vulkan_missing/mod.rs"]
+pub(crate) mod vulkan;
 
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
 pub(crate) use comm::{CommImpl, P2pImpl, PartImpl};
@@ -51,3 +57,4 @@ pub(crate) use dispatch::{
 };
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
+pub(crate) use vulkan::ShaderKernel;

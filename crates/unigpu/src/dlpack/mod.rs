@@ -24,10 +24,11 @@ use crate::element::with_dtype;
 use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
 
 /// The DLPack `(device_type, device_id)` of a backend's device: CPU 1,
-/// CUDA 2 (torch tensors here are CUDA tensors).
+/// CUDA 2 (torch tensors here are CUDA tensors), Vulkan 7.
 pub fn dlpack_device(backend: Backend, device_id: usize) -> (i32, i32) {
     match backend.device_kind() {
         Backend::Cpu => (ffi::kDLCPU, 0),
+        Backend::Vulkan => (ffi::kDLVulkan, device_id as i32),
         _ => (ffi::kDLCUDA, device_id as i32),
     }
 }

@@ -15,8 +15,9 @@ impl Context {
     /// in a new process is served from the on-disk cache
     /// (`UNIGPU_CACHE_DIR`, default `~/.cache/unigpu/kernels`).
     ///
-    /// On the CPU backend nothing is compiled: the module lists the source's
-    /// kernels, which run there once given a CPU implementation.
+    /// On the CPU and vulkan backends nothing is compiled: the module lists
+    /// the source's kernels, which run there once given a CPU
+    /// implementation (`Kernel::with_cpu`) or a shader (`Kernel::with_wgsl`).
     pub fn compile(&self, source: &str) -> Result<Module> {
         self.compile_with(source, &CompileOptions::default())
     }

@@ -1,6 +1,7 @@
 //! Kernels: CUDA C++ compiled at run time by NVRTC (cached in memory and on
 //! disk), launched with typed, checked arguments; on the CPU backend, the
-//! Rust implementation a kernel carries runs instead.
+//! Rust implementation a kernel carries runs instead, and on the vulkan
+//! backend its WGSL or SPIR-V.
 
 mod args;
 mod compile;

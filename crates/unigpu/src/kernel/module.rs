@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::names::register;
 use super::signature::{KernelDecl, ParamKind};
-use crate::backend::{Backend, CpuArgs, KernelCode, KernelRef, Lookup, ModuleCode};
+use crate::backend::{Backend, CpuArgs, KernelCode, KernelRef, Lookup, ModuleCode, ShaderKernel};
 use crate::error::{Error, Result};
 use crate::kernel::options::Origin;
 
@@ -150,6 +150,93 @@ impl Kernel {
         }
     }
 
+    /// The same kernel with a WGSL compute shader, which backends that run
+    /// shaders (vulkan) launch. The entry point is the `@compute` function
+    /// named after the kernel, or the module's only one; argument i is
+    /// `@group(0) @binding(i)`: an array as a storage buffer
+    /// (`var<storage, read>` for `&GpuArray`, `read_write` for
+    /// `&mut GpuArray`), a scalar as a uniform. The shader is parsed and
+    /// validated now, and its bindings must agree with the parameters the
+    /// kernel already has; it is compiled on first launch, once per device.
+    pub fn with_wgsl(self, source: &str) -> Result<Kernel> {
+        let shader = ShaderKernel::wgsl(&self.inner.name, source)?;
+        self.with_shader(shader)
+    }
+
+    /// As [`Kernel::with_wgsl`], with a SPIR-V module (little-endian words,
+    /// e.g. from `glslc` or `slangc` in a build script).
+    pub fn with_spirv(self, spirv: &[u8]) -> Result<Kernel> {
+        let shader = ShaderKernel::spirv(&self.inner.name, spirv)?;
+        self.with_shader(shader)
+    }
+
+    /// A kernel with only a WGSL shader (no CUDA source); its parameters
+    /// are read from the shader's bindings.
+    pub fn from_wgsl(name: &str, source: &str) -> Result<Kernel> {
+        Kernel::named(name, None).with_wgsl(source)
+    }
+
+    /// A kernel with only a SPIR-V shader. `params`, when given, must agree
+    /// with the module's bindings; else they are read from them.
+    pub fn from_spirv(name: &str, spirv: &[u8], params: Option<Vec<ParamKind>>) -> Result<Kernel> {
+        Kernel::named(name, params).with_spirv(spirv)
+    }
+
+    fn named(name: &str, params: Option<Vec<ParamKind>>) -> Kernel {
+        Kernel {
+            inner: Arc::new(KernelInner {
+                id: register(name),
+                name: name.to_string(),
+                params,
+                code: Vec::new(),
+            }),
+        }
+    }
+
+    /// Adds (or replaces) the kernel's shader after checking its bindings
+    /// against the parameters the kernel has.
+    fn with_shader(self, shader: ShaderKernel) -> Result<Kernel> {
+        let params = match (self.params(), shader.params()) {
+            (Some(have), Some(bound)) => {
+                if !same_params(have, &bound) {
+                    let list = |p: &[ParamKind]| {
+                        p.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    return Err(Error::KernelArgs {
+                        kernel: self.inner.name.clone(),
+                        message: format!(
+                            "the {} shader binds ({}), but the kernel is declared ({})",
+                            shader.form(),
+                            list(&bound),
+                            list(have)
+                        ),
+                    });
+                }
+                Some(have.to_vec())
+            }
+            (have, bound) => have.map(<[ParamKind]>::to_vec).or(bound),
+        };
+        let mut code: Vec<KernelCode> = self
+            .inner
+            .code
+            .iter()
+            .filter(|c| !matches!(c, KernelCode::Shader(_)))
+            .cloned()
+            .collect();
+        code.push(KernelCode::Shader(shader));
+        Ok(Kernel {
+            inner: Arc::new(KernelInner {
+                id: self.inner.id,
+                name: self.inner.name.clone(),
+                params,
+                code,
+            }),
+        })
+    }
+
     pub fn name(&self) -> &str {
         &self.inner.name
     }
@@ -163,10 +250,36 @@ impl Kernel {
         self.code_ref().cpu().is_some()
     }
 
+    /// Whether the kernel carries a WGSL or SPIR-V shader.
+    pub fn has_shader(&self) -> bool {
+        self.code_ref().shader().is_some()
+    }
+
     pub(crate) fn code_ref(&self) -> KernelRef<'_> {
         KernelRef {
             name: &self.inner.name,
             code: &self.inner.code,
         }
     }
+}
+
+/// Whether a shader's bindings (`bound`) fit a declaration (`have`): the
+/// same kinds in the same order, pointers of the same element type (or
+/// `void*`) and writability.
+fn same_params(have: &[ParamKind], bound: &[ParamKind]) -> bool {
+    have.len() == bound.len()
+        && have.iter().zip(bound).all(|(h, b)| match (h, b) {
+            (ParamKind::Scalar(x), ParamKind::Scalar(y)) => x == y,
+            (
+                ParamKind::Pointer {
+                    dtype: dx,
+                    writable: wx,
+                },
+                ParamKind::Pointer {
+                    dtype: dy,
+                    writable: wy,
+                },
+            ) => wx == wy && (dx.is_none() || dy.is_none() || dx == dy),
+            _ => false,
+        })
 }

@@ -48,6 +48,7 @@ pub enum Origin {
     MemoryCache,
     /// Loaded from the on-disk cache.
     DiskCache,
-    /// The CPU backend: nothing to compile.
+    /// Nothing compiled from the CUDA source: the CPU backend runs a
+    /// kernel's CPU code, the vulkan backend its WGSL or SPIR-V.
     NotCompiled,
 }

@@ -99,7 +99,7 @@ pub fn bench_workload(
 pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Workload> {
     let len = options.batch_bytes / std::mem::size_of::<f32>();
     let pieces = options.pieces.max(1);
-    if len % pieces != 0 {
+    if !len.is_multiple_of(pieces) {
         return Err(Error::SizeMismatch {
             what: "pipeline workload: elements per batch, a multiple of the pieces per batch",
             expected: len.next_multiple_of(pieces),

@@ -1,7 +1,7 @@
 //! Shared test harness: random data per element type, and a macro that
-//! runs one test body on the CPU backend (always), on CUDA and, with the
-//! `torch` feature, on torch (both ignored unless asked for; they fail, not
-//! skip, when no GPU is found).
+//! runs one test body on the CPU backend (always), on CUDA, on Vulkan and,
+//! with the `torch` feature, on torch (all ignored unless asked for; they
+//! fail, not skip, when no GPU or Vulkan adapter is found).
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
@@ -16,6 +16,23 @@ pub fn cuda_ctx() -> Context {
     match Context::new(Backend::Cuda, 0) {
         Ok(ctx) => ctx,
         Err(e) => panic!("this test needs a CUDA GPU and found none: {e}"),
+    }
+}
+
+/// A context on Vulkan adapter 0 (in CI, Mesa's lavapipe), which the test
+/// then names on stderr so a run shows which driver it checked.
+#[cfg(feature = "vulkan")]
+pub fn vulkan_ctx() -> Context {
+    match Context::new(Backend::Vulkan, 0) {
+        Ok(ctx) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                let info = ctx.device_info().expect("the adapter's info");
+                eprintln!("vulkan adapter 0: {} {:?}", info.name, info.details);
+            });
+            ctx
+        }
+        Err(e) => panic!("this test needs a Vulkan adapter and found none: {e}"),
     }
 }
 
@@ -106,8 +123,8 @@ pub fn assert_same<T: Element>(expected: &[T], actual: &[T]) {
 }
 
 /// `on_every_backend!(name, |ctx: &Context| { ... });` makes `name::cpu`,
-/// `name::cuda` and (with the `torch` feature) `name::torch` tests from one
-/// body.
+/// `name::cuda`, `name::vulkan` (with the `vulkan` feature, on by default)
+/// and (with the `torch` feature) `name::torch` tests from one body.
 #[macro_export]
 macro_rules! on_every_backend {
     ($name:ident, $body:expr) => {
@@ -122,6 +139,14 @@ macro_rules! on_every_backend {
             }
 
             $crate::gpu_variants!($body);
+
+            #[cfg(feature = "vulkan")]
+            #[test]
+            #[ignore = "needs a Vulkan adapter"]
+            fn vulkan() {
+                let body: fn(&unigpu::Context) = $body;
+                body(&$crate::common::vulkan_ctx());
+            }
         }
     };
 }
@@ -210,10 +235,53 @@ pub fn saxpy_cpu(args: &CpuArgs) -> unigpu::Result<()> {
     Ok(())
 }
 
+/// The same kernel in WGSL: argument i at binding i.
+pub const SAXPY_WGSL: &str = r#"
+@group(0) @binding(0) var<uniform> a: f32;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> n: u32;
+@compute @workgroup_size(256)
+fn saxpy(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x < n) { y[g.x] = fma(a, x[g.x], y[g.x]); }
+}
+"#;
+
+/// A fact of `ctx`'s device from `DeviceInfo::details` (Vulkan adapters
+/// list some; other backends none).
+pub fn detail(ctx: &Context, name: &str) -> Option<String> {
+    ctx.device_info()
+        .ok()?
+        .details
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
+}
+
+/// `a * x + y` as WGSL's `fma` computes it on `ctx`'s device: rounded
+/// once, or where the adapter's `fma` rounds twice (lavapipe; `unigpu info`
+/// says "fma f32: rounds twice"), as a product and a sum each rounded.
+/// Either is exact, so kernels are checked bit for bit.
+pub fn device_fma(ctx: &Context, a: f32, x: f32, y: f32) -> f32 {
+    match detail(ctx, "fma f32") {
+        Some(v) if v != "fused" => a * x + y,
+        _ => a.mul_add(x, y),
+    }
+}
+
+/// Whether the built-in axpy rounds `alpha * x + y` once for `dtype` on
+/// `ctx` (every backend but vulkan where its adapter's f64 `fma` rounds
+/// twice; `unigpu info` lists the types as "axpy in one rounding").
+pub fn axpy_rounds_once(ctx: &Context, dtype: unigpu::DType) -> bool {
+    detail(ctx, "axpy in one rounding")
+        .is_none_or(|types| types.split(", ").any(|t| t == dtype.name()))
+}
+
 pub fn saxpy(ctx: &Context) -> Kernel {
     ctx.compile(SAXPY)
         .unwrap()
         .kernel("saxpy")
         .unwrap()
         .with_cpu(saxpy_cpu)
+        .with_wgsl(SAXPY_WGSL)
+        .unwrap()
 }

@@ -39,6 +39,7 @@ fn cpu_info() -> DeviceInfo {
         name: memory::cpu_name(),
         compute_capability: None,
         memory: MemoryInfo { free, total },
+        details: Vec::new(),
     }
 }
 

@@ -25,6 +25,7 @@ pub(crate) fn device_info(device: &CudaDevice, backend: Backend) -> Result<Devic
         name: props.name,
         compute_capability: Some(props.compute_capability),
         memory: MemoryInfo { free, total },
+        details: Vec::new(),
     })
 }
 

@@ -1,0 +1,188 @@
+//! Arrays in device memory: one wgpu buffer each, sized to a whole number
+//! of 4-byte words (wgpu copies and binds whole words, and the 16-bit ops
+//! read two elements a word), plus the host-visible buffers that carry data
+//! in and out.
+
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::block_on::block_on;
+use super::device::VkDevice;
+use super::tracker::Tracker;
+use crate::backend::Backend;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::lock::lock;
+
+/// `len` elements of `T` in a wgpu buffer, with its pending uses.
+pub(crate) struct VkBuffer<T> {
+    pub(crate) buffer: wgpu::Buffer,
+    pub(crate) len: usize,
+    pub(crate) uses: Tracker,
+    pub(crate) device: Arc<VkDevice>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for VkBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VkBuffer")
+            .field("len", &self.len)
+            .field("bytes", &self.buffer.size())
+            .finish()
+    }
+}
+
+impl<T> Drop for VkBuffer<T> {
+    fn drop(&mut self) {
+        // wgpu keeps the memory until the work that uses it is done.
+        self.device
+            .allocated
+            .fetch_sub(self.buffer.size(), Ordering::Relaxed);
+    }
+}
+
+/// `bytes` rounded up to whole words, at least 16 bytes: wgpu has no empty
+/// buffer, and an empty array must still bind as an array of any element
+/// type (a runtime-sized `array<f64>` needs 8 bytes at least).
+pub(crate) fn padded(bytes: usize) -> u64 {
+    (bytes.max(16).div_ceil(4) * 4) as u64
+}
+
+fn out_of_memory(device: &VkDevice, requested: usize) -> Error {
+    Error::OutOfMemory {
+        requested,
+        free: device.memory_info().map_or(0, |m| m.free),
+    }
+}
+
+/// A buffer of `size` bytes with `usage`, or `OutOfMemory` /
+/// `Unsupported` (past the adapter's largest buffer) for `requested` bytes.
+pub(crate) fn create(
+    device: &VkDevice,
+    requested: usize,
+    size: u64,
+    usage: wgpu::BufferUsages,
+    mapped: bool,
+) -> Result<wgpu::Buffer> {
+    if size > device.limits.max_buffer_size {
+        let total = device.memory_info().map_or(0, |m| m.total);
+        if requested > total {
+            return Err(out_of_memory(device, requested));
+        }
+        return Err(Error::Unsupported {
+            backend: Backend::Vulkan,
+            what: format!(
+                "an array of {requested} bytes: adapter {} makes buffers of at most {} bytes",
+                device.info.name, device.limits.max_buffer_size
+            ),
+        });
+    }
+    let scope = device
+        .device
+        .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let buffer = device.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage,
+        mapped_at_creation: mapped,
+    });
+    match block_on(scope.pop()) {
+        None => Ok(buffer),
+        Some(_) => Err(out_of_memory(device, requested)),
+    }
+}
+
+impl<T: Element> VkBuffer<T> {
+    /// `len` elements, zeroed (wgpu clears a buffer before its first use).
+    pub(crate) fn zeros(device: &Arc<VkDevice>, len: usize) -> Result<VkBuffer<T>> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| out_of_memory(device, usize::MAX))?;
+        let size = padded(bytes);
+        let buffer = create(
+            device,
+            bytes,
+            size,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            false,
+        )?;
+        device.allocated.fetch_add(size, Ordering::Relaxed);
+        Ok(VkBuffer {
+            buffer,
+            len,
+            uses: Tracker::default(),
+            device: device.clone(),
+            _t: PhantomData,
+        })
+    }
+
+    /// The elements' bytes, without the padding.
+    pub(crate) fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+}
+
+/// A host-readable buffer of `bytes` (padded) for a download to land in.
+pub(crate) fn readback(device: &VkDevice, bytes: usize) -> Result<wgpu::Buffer> {
+    create(
+        device,
+        bytes,
+        padded(bytes),
+        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        false,
+    )
+}
+
+/// A map's outcome: `None` until the callback runs, then why it failed,
+/// if it did.
+type MapOutcome = Mutex<Option<std::result::Result<(), String>>>;
+
+/// Set by a map callback; waited for by the thread that reads the mapping.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MapSignal(Arc<(MapOutcome, Condvar)>);
+
+impl MapSignal {
+    /// The callback to hand `map_buffer_on_submit`.
+    pub(crate) fn callback(
+        &self,
+    ) -> impl FnOnce(std::result::Result<(), wgpu::BufferAsyncError>) + Send + 'static {
+        let me = self.clone();
+        move |r| {
+            let (slot, cv) = &*me.0;
+            *lock(slot) = Some(r.map_err(|e| e.to_string()));
+            cv.notify_all();
+        }
+    }
+
+    /// Blocks until the buffer is mapped, or says why it could not be.
+    pub(crate) fn wait(&self, what: &str) -> Result<()> {
+        let (slot, cv) = &*self.0;
+        let mut s = lock(slot);
+        while s.is_none() {
+            s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        match &*s {
+            Some(Err(e)) => Err(Error::StreamWork {
+                message: format!("{what}: the device could not map the result ({e})"),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Copies the first `out.len()` bytes of mapped `buffer` into `out`.
+pub(crate) fn read_mapped(buffer: &wgpu::Buffer, out: &mut [u8], what: &str) -> Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let view = buffer
+        .get_mapped_range(..padded(out.len()))
+        .map_err(|e| Error::StreamWork {
+            message: format!("{what}: {e}"),
+        })?;
+    out.copy_from_slice(&view[..out.len()]);
+    Ok(())
+}

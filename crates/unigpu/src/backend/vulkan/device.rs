@@ -1,0 +1,376 @@
+//! An opened adapter: the wgpu device and queue, what the adapter can do,
+//! its poller and its compiled pipelines. One per adapter per process,
+//! shared by every context on it (as CUDA shares a primary context), so
+//! arrays of two contexts on the same adapter are on one device. What a
+//! context keeps of its own (its streams, for `Context::sync`) is in
+//! `open.rs`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::adapters::{adapters, kind_name};
+use super::block_on::block_on;
+use super::errors::unavailable;
+use super::poller::Poller;
+use super::shaders::{FmaKind, Num};
+use super::staging::Staging;
+use crate::backend::Backend;
+use crate::device::{DeviceInfo, MemoryInfo};
+use crate::error::{Error, Result};
+use crate::lock::lock;
+
+/// Bytes of immediate data (push constants) the built-in ops use; Vulkan
+/// guarantees 128.
+pub(crate) const IMMEDIATE_BYTES: u32 = 32;
+
+/// A compute pipeline with the layout of its one bind group.
+#[derive(Debug)]
+pub(crate) struct Pipeline {
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) layout: wgpu::BindGroupLayout,
+}
+
+pub(crate) struct VkDevice {
+    pub(crate) ordinal: usize,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) limits: wgpu::Limits,
+    pub(crate) features: wgpu::Features,
+    /// Whether `fma` rounds once in f32 and in f64 (fma_probe.rs).
+    pub(crate) fused_fma: (bool, bool),
+    pub(crate) poller: Arc<Poller>,
+    /// The first error wgpu reported outside an error scope (or the
+    /// device's loss); returned, once, by the next sync.
+    errors: Arc<Mutex<Option<String>>>,
+    /// Built-in ops' pipelines, by shader name; user kernels' by code key.
+    pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
+    /// Bytes of the buffers alive on this device.
+    pub(crate) allocated: AtomicU64,
+    /// Host-visible buffers that uploads and downloads reuse.
+    pub(crate) staging: Arc<Staging>,
+}
+
+impl std::fmt::Debug for VkDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VkDevice")
+            .field("ordinal", &self.ordinal)
+            .field("adapter", &self.info.name)
+            .finish()
+    }
+}
+
+fn fused(yes: bool) -> &'static str {
+    if yes {
+        "fused"
+    } else {
+        "rounds twice (WGSL allows it)"
+    }
+}
+
+/// The features the backend uses where the adapter has them: 16-, 64-bit
+/// types in shaders and timestamps for events. Push constants (immediates)
+/// are required: every Vulkan device has 128 bytes of them.
+fn wanted(adapter: &wgpu::Adapter) -> wgpu::Features {
+    adapter.features()
+        & (wgpu::Features::IMMEDIATES
+            | wgpu::Features::SHADER_F16
+            | wgpu::Features::SHADER_F64
+            | wgpu::Features::SHADER_INT64
+            | wgpu::Features::TIMESTAMP_QUERY)
+}
+
+impl VkDevice {
+    /// Adapter `ordinal`'s device, opened on first use.
+    pub(crate) fn open(ordinal: usize) -> Result<Arc<VkDevice>> {
+        static OPEN: OnceLock<Mutex<HashMap<usize, Arc<VkDevice>>>> = OnceLock::new();
+        let list = adapters()?;
+        let adapter = list.get(ordinal).ok_or(Error::InvalidDevice {
+            backend: Backend::Vulkan,
+            asked: ordinal,
+            available: list.len(),
+        })?;
+        let mut open = lock(OPEN.get_or_init(Mutex::default));
+        if let Some(d) = open.get(&ordinal) {
+            return Ok(d.clone());
+        }
+        let device = Arc::new(VkDevice::create(ordinal, adapter)?);
+        open.insert(ordinal, device.clone());
+        Ok(device)
+    }
+
+    fn create(ordinal: usize, adapter: &wgpu::Adapter) -> Result<VkDevice> {
+        let info = adapter.get_info();
+        let features = wanted(adapter);
+        if !features.contains(wgpu::Features::IMMEDIATES) {
+            return Err(unavailable(format!(
+                "adapter {} ({}) offers no push constants (wgpu's IMMEDIATES), which the built-in ops use",
+                info.name, info.driver
+            )));
+        }
+        let limits = adapter.limits();
+        let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("unigpu"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| unavailable(format!("adapter {} could not be opened: {e}", info.name)))?;
+        let errors: Arc<Mutex<Option<String>>> = Arc::default();
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            lock(&sink).get_or_insert_with(|| e.to_string());
+        }));
+        let lost = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            lock(&lost)
+                .get_or_insert_with(|| format!("the device was lost ({reason:?}): {message}"));
+        });
+        let fused_fma = super::fma_probe::fused(
+            &device,
+            &queue,
+            features.contains(wgpu::Features::SHADER_F64),
+        )?;
+        let poller = Poller::start(device.clone())
+            .map_err(|e| unavailable(format!("cannot start the device's poll thread: {e}")))?;
+        Ok(VkDevice {
+            ordinal,
+            info,
+            device,
+            queue,
+            limits,
+            features,
+            fused_fma,
+            poller,
+            errors,
+            pipelines: Mutex::default(),
+            allocated: AtomicU64::new(0),
+            staging: Arc::default(),
+        })
+    }
+
+    pub(crate) fn has(&self, feature: wgpu::Features) -> bool {
+        self.features.contains(feature)
+    }
+
+    /// How axpy computes `a * x + y` in `num`'s accumulator here.
+    pub(crate) fn fma_kind(&self, num: Num) -> FmaKind {
+        match (num.acc_num(), self.fused_fma) {
+            (Num::F64, (_, true)) | (Num::F32, (true, _)) => FmaKind::Fused,
+            (Num::F32, _) if self.has(wgpu::Features::SHADER_F64) => FmaKind::ThroughF64,
+            _ => FmaKind::TwoRoundings,
+        }
+    }
+
+    /// The error wgpu reported outside any work's scope, once.
+    pub(crate) fn take_error(&self) -> Option<Error> {
+        lock(&self.errors).take().map(|message| Error::StreamWork {
+            message: format!("the vulkan device reported: {message}"),
+        })
+    }
+
+    pub(crate) fn memory_info(&self) -> Result<MemoryInfo> {
+        let devices = unigpu_vulkan_sys::physical_devices().map_err(unavailable)?;
+        let me = devices
+            .iter()
+            .find(|d| {
+                d.vendor_id == self.info.vendor
+                    && d.device_id == self.info.device
+                    && d.name == self.info.name
+            })
+            .ok_or_else(|| Error::Unsupported {
+                backend: Backend::Vulkan,
+                what: format!(
+                    "memory_info: the Vulkan loader does not list adapter {}",
+                    self.info.name
+                ),
+            })?;
+        let total = usize::try_from(me.total).unwrap_or(usize::MAX);
+        // Without VK_EXT_memory_budget, what this process has not taken.
+        let free = me.free.unwrap_or_else(|| {
+            me.total
+                .saturating_sub(self.allocated.load(Ordering::Relaxed))
+        });
+        Ok(MemoryInfo {
+            free: usize::try_from(free).unwrap_or(usize::MAX).min(total),
+            total,
+        })
+    }
+
+    /// The types whose built-in axpy rounds once here (the others round
+    /// the product and the sum: see [`FmaKind`]).
+    fn axpy_once(&self) -> String {
+        [Num::F32, Num::F16, Num::Bf16, Num::F64]
+            .into_iter()
+            .filter(|&n| n != Num::F64 || self.has(wgpu::Features::SHADER_F64))
+            .filter(|&n| self.fma_kind(n) != FmaKind::TwoRoundings)
+            .map(Num::name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub(crate) fn info(&self) -> Result<DeviceInfo> {
+        let i = &self.info;
+        let l = &self.limits;
+        let yes = |f: wgpu::Features| if self.has(f) { "yes" } else { "no" };
+        let details = vec![
+            ("type".into(), kind_name(i.device_type).into()),
+            ("driver".into(), format!("{} {}", i.driver, i.driver_info)),
+            (
+                "ids".into(),
+                format!("vendor {:#06x}, device {:#06x}", i.vendor, i.device),
+            ),
+            ("shader-f16".into(), yes(wgpu::Features::SHADER_F16).into()),
+            ("shader-f64".into(), yes(wgpu::Features::SHADER_F64).into()),
+            (
+                "shader-int64".into(),
+                yes(wgpu::Features::SHADER_INT64).into(),
+            ),
+            (
+                "timestamps".into(),
+                yes(wgpu::Features::TIMESTAMP_QUERY).into(),
+            ),
+            ("fma f32".into(), fused(self.fused_fma.0).into()),
+            (
+                "fma f64".into(),
+                if self.has(wgpu::Features::SHADER_F64) {
+                    fused(self.fused_fma.1)
+                } else {
+                    "n/a"
+                }
+                .into(),
+            ),
+            ("axpy in one rounding".into(), self.axpy_once()),
+            ("max buffer".into(), format!("{} bytes", l.max_buffer_size)),
+            (
+                "max storage binding".into(),
+                format!("{} bytes", l.max_storage_buffer_binding_size),
+            ),
+            (
+                "max workgroup".into(),
+                format!(
+                    "{} invocations, {} bytes of workgroup memory",
+                    l.max_compute_invocations_per_workgroup, l.max_compute_workgroup_storage_size
+                ),
+            ),
+            (
+                "max workgroups per dimension".into(),
+                l.max_compute_workgroups_per_dimension.to_string(),
+            ),
+        ];
+        Ok(DeviceInfo {
+            backend: Backend::Vulkan,
+            ordinal: self.ordinal,
+            name: i.name.clone(),
+            compute_capability: None,
+            memory: self.memory_info()?,
+            details,
+        })
+    }
+
+    /// The pipeline cached under `key`, or the one `build` makes (then
+    /// cached). Two threads may build the same one at once; one is kept.
+    pub(crate) fn pipeline(
+        &self,
+        key: &str,
+        build: impl FnOnce() -> Result<Pipeline>,
+    ) -> Result<Arc<Pipeline>> {
+        if let Some(p) = lock(&self.pipelines).get(key) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(build()?);
+        Ok(lock(&self.pipelines)
+            .entry(key.to_string())
+            .or_insert(p)
+            .clone())
+    }
+
+    /// Compiles `source` and makes a pipeline of entry point `entry`, whose
+    /// one bind group holds `bindings`; a shader the device refuses is a
+    /// compile error with wgpu's message.
+    pub(crate) fn build_pipeline(
+        &self,
+        label: &str,
+        source: wgpu::ShaderSource<'_>,
+        entry: &str,
+        bindings: &[wgpu::BindingType],
+        immediate_size: u32,
+    ) -> Result<Pipeline> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source,
+            });
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: *ty,
+                count: None,
+            })
+            .collect();
+        let layout = self
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(label),
+                entries: &entries,
+            });
+        let pipeline_layout = self
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(label),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size,
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        match block_on(scope.pop()) {
+            None => Ok(Pipeline { pipeline, layout }),
+            Some(e) => Err(Error::Compile {
+                log: format!("{label}: {e}"),
+            }),
+        }
+    }
+
+    /// `make`'s result, or wgpu's validation error for it as a
+    /// `StreamWork` error saying `what` failed.
+    pub(crate) fn checked<R>(&self, what: &str, make: impl FnOnce() -> R) -> Result<R> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let made = make();
+        match block_on(scope.pop()) {
+            None => Ok(made),
+            Some(e) => Err(Error::StreamWork {
+                message: format!("{what}: wgpu refused it: {e}"),
+            }),
+        }
+    }
+
+    pub(crate) fn storage(read_only: bool) -> wgpu::BindingType {
+        wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        }
+    }
+
+    pub(crate) fn uniform() -> wgpu::BindingType {
+        wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        }
+    }
+}

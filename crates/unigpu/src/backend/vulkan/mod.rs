@@ -1,0 +1,47 @@
+//! The Vulkan backend, through wgpu: AMD, Intel and NVIDIA GPUs (and Mesa's
+//! lavapipe on the CPU), the link of the fallback chain between cuda and
+//! cpu.
+//!
+//! - Devices: one wgpu device per adapter per process (`device.rs`),
+//!   shared by the contexts on it; adapters are numbered hardware first
+//!   (`adapters.rs`). The fallback chain passes over software adapters.
+//! - Arrays: one wgpu storage buffer each, in whole 4-byte words
+//!   (`buffer.rs`). Every element type uploads, downloads and copies; the
+//!   ops compute f32, f16 and bf16 (in f32) everywhere and f64 where the
+//!   adapter has shader-f64 (`shaders/`); DLPack and unified memory are
+//!   refused with the reason.
+//! - Streams: a worker thread each that records GPU work into command
+//!   encoders and submits them to the device's one queue, and runs host
+//!   functions and waits in order (`stream.rs`). Each buffer tracks its
+//!   last writer and readers (`tracker.rs`): GPU work waits until the work
+//!   it follows is submitted (the queue keeps order), the host until it is
+//!   done (`fence.rs`); a poller thread per device runs wgpu's completion
+//!   callbacks (`poller.rs`).
+//! - Events: a fence in a stream's work; timed events also write a GPU
+//!   timestamp where the adapter has timestamp queries (`event.rs`).
+//! - Kernels: WGSL or SPIR-V read by naga, compiled once per device and
+//!   launched with argument i at `@binding(i)` (`kernel.rs`).
+//! - Graphs: replayable work recorded from a capture and submitted again.
+
+mod adapters;
+mod api;
+mod block_on;
+mod buffer;
+mod device;
+mod dispatch_geometry;
+mod errors;
+mod event;
+mod fence;
+mod fma_probe;
+mod kernel;
+mod open;
+mod ops;
+mod poller;
+mod shader;
+mod shaders;
+mod staging;
+mod stream;
+mod tracker;
+
+pub(crate) use api::Vulkan;
+pub(crate) use shader::ShaderKernel;
