@@ -50,7 +50,9 @@ failed=$(grep -c ' \.\.\. FAILED$' "$work/results.txt" || true)
 echo "exit $rc1 and $rc2: $passed passed, $failed failed, of $listed listed"
 if [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -ne "$listed" ]; then
   grep -E ' \.\.\. (FAILED|ignored)' "$work/results.txt" || true
-  grep -A15 -E '^---- .* stdout ----$' "$work/run.txt" | head -80 || true
+  # The failures' output (passing tests' output is shown too, for the
+  # adapter line: skip to the failures).
+  awk '/^failures:$/ {on = 1} /^test result:/ {on = 0} on' "$work/run.txt" | head -120 || true
   echo "error: every vulkan test must run and pass on lavapipe" >&2
   exit 1
 fi

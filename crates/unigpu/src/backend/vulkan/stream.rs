@@ -435,11 +435,14 @@ impl Worker {
                 for f in &self.horizon {
                     f.wait_submitted();
                 }
-                job.done.mark_submitted();
                 // Everything this stream submitted, and the events it
-                // waited for, went to the queue before this.
+                // waited for, went to the queue before this. Its callback
+                // first, then "submitted": a stream that waits for this
+                // event registers its own callback after it, so nothing
+                // completes before the event does.
                 self.horizon = vec![job.done.clone()];
-                self.complete_when_queue_drains(job.done);
+                self.complete_when_queue_drains(job.done.clone());
+                job.done.mark_submitted();
             }
             Work::Wait(fence) => {
                 self.wait_submitted(std::slice::from_ref(&fence));
