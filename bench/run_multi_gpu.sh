@@ -36,7 +36,7 @@ for t in "$bin"/multi_gpu-* "$bin"/multi_process-* "$bin"/rendezvous-* "$bin"/mi
 done
 
 # Data parallel: 1..N GPUs in one run; each k checked against the host.
-step "$bin/11_data_parallel" 64 16
+step "$bin/12_data_parallel" 64 16
 
 # Peer copies and all-reduce bus bandwidth, unigpu then torch.
 step "$bin/multi_gpu_bench" 1024

@@ -5,7 +5,7 @@
 //! answer must equal the one-GPU answer (and the host's) exactly, and the
 //! wall time shows the scaling.
 //!
-//!     cargo run --release -p unigpu --example 11_data_parallel -- [BATCHES] [MiB] [GPUS]
+//!     cargo run --release -p unigpu --example 12_data_parallel -- [BATCHES] [MiB] [GPUS]
 //!
 //! Defaults: 32 batches of 16 MiB, every GPU. Needs libnccl (docs/multi-gpu.md)
 //! and, on a shared host, `NCCL_NVLS_ENABLE=0`. Prints `key value` lines:
