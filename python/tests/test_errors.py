@@ -56,7 +56,7 @@ def test_torch_backend_not_built():
 
 
 def test_unknown_backend_name():
-    with pytest.raises(ValueError, match='unknown backend "gpu"; expected one of: torch, cuda, cpu'):
+    with pytest.raises(ValueError, match='unknown backend "gpu"; expected one of: torch, cuda, vulkan, cpu'):
         unigpu.Context.new("gpu")
     with pytest.raises(ValueError):
         unigpu.devices("metal")

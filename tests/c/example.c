@@ -38,7 +38,7 @@ static const char *SAXPY =
     "}\n";
 
 int main(void) {
-  /* The config file and UNIGPU_* variables, then torch, cuda, cpu. */
+  /* The config file and UNIGPU_* variables, then torch, cuda, vulkan, cpu. */
   ug_context *ctx = NULL;
   check(ug_context_default(&ctx), "ug_context_default");
   ug_backend backend;
