@@ -965,7 +965,7 @@ uint32_t ug_version_patch(void);
 
 /**
  * Creates the context `ug_context_default` would create (config file and
- * `UNIGPU_*` variables, then torch, cuda, cpu) and returns its fallback
+ * `UNIGPU_*` variables, then torch, cuda, vulkan, cpu) and returns its fallback
  * chain, so a program can show why each backend was chosen or skipped.
  * The context itself is released. Fails as `ug_context_default` does
  * (for example `UG_CONFIG` for a bad config file).
