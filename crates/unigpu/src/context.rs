@@ -105,17 +105,7 @@ impl Context {
                 continue;
             }
             let required = required_by_config(&config, backend);
-            if let Some(reason) = (!required)
-                .then(|| DeviceImpl::fallback_refusal(backend, ordinal))
-                .flatten()
-            {
-                chain.push(BackendAttempt {
-                    backend,
-                    outcome: Outcome::Skipped(reason),
-                });
-                continue;
-            }
-            match DeviceImpl::open(backend, ordinal) {
+            match DeviceImpl::open_in_chain(backend, ordinal, required) {
                 Ok(device) => {
                     chain.push(BackendAttempt {
                         backend,

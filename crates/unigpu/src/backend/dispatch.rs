@@ -166,9 +166,25 @@ impl DeviceImpl {
         })
     }
 
-    /// Why the fallback chain should pass over `backend`'s device
-    /// `ordinal` without opening it, if it should.
-    pub(crate) fn fallback_refusal(backend: Backend, ordinal: usize) -> Option<String> {
+    /// Opens `backend`'s device `ordinal` as one link of the fallback
+    /// chain. Unless the config asked for the backend by name
+    /// (`required`), a device its backend would rather not be chosen by
+    /// default ([`Api::fallback_refusal`]) is passed over unopened, as
+    /// unavailable, with the backend's reason.
+    pub(crate) fn open_in_chain(
+        backend: Backend,
+        ordinal: usize,
+        required: bool,
+    ) -> Result<DeviceImpl> {
+        if !required {
+            if let Some(reason) = Self::fallback_refusal(backend, ordinal) {
+                return Err(Error::BackendUnavailable { backend, reason });
+            }
+        }
+        Self::open(backend, ordinal)
+    }
+
+    fn fallback_refusal(backend: Backend, ordinal: usize) -> Option<String> {
         match backend {
             Backend::Cpu => Cpu::fallback_refusal(ordinal),
             Backend::Cuda => Cuda::fallback_refusal(ordinal),
