@@ -259,12 +259,19 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         mutated: "        drop(lock(&self.0));\n        None\n",
         tests: &[],
     },
+    // Not "a bf16 sum kept in bf16" as for the other backends: lavapipe
+    // binds 128 MiB at once, so the 2^27-element sum of
+    // a_long_bf16_sum_accumulates_in_f32 runs as two slices and each
+    // invocation adds 256 terms, where a running sum rounded to bf16 errs
+    // as often up as down and stays inside the bound. (An adapter that binds
+    // the whole array gives each invocation 512, as CUDA's threads have,
+    // and there the test catches it.)
     Mutation {
-        name: "a bf16 sum kept in bf16",
+        name: "an f32 -> f16 conversion that truncates instead of rounding",
         target: Target::Vulkan,
-        file: "crates/unigpu/src/backend/vulkan/shaders/reduce.rs",
-        original: "acc = comb(acc, vx.x);\\n        \\\n             if (2u * i + 1u < p.len) { acc = comb(acc, vx.y); }",
-        mutated: "acc = cv_in(cv_out(comb(acc, vx.x)));\\n        \\\n             if (2u * i + 1u < p.len) { acc = cv_in(cv_out(comb(acc, vx.y))); }",
+        file: "crates/unigpu/src/backend/vulkan/shaders/mod.rs",
+        original: "    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u) == 1u)) { r = r + 1u; }\n",
+        mutated: "",
         tests: &[],
     },
     Mutation {
