@@ -534,6 +534,9 @@ fn matmul<T: Tol>(ctx: &Context) {
         (1, 1, 1),
         (33, 65, 17),
         (128, 96, 64),
+        // k and n multiples of four (vulkan's vec4 matmul), m and n not of
+        // its 128-wide tiles.
+        (200, 132, 260),
         (random_len(50), random_len(50), random_len(50)),
         (3, 0, 4),
     ] {

@@ -9,7 +9,7 @@ use super::buffer::{MapSignal, VkBuffer, create, read_mapped, readback};
 use super::device::{IMMEDIATE_BYTES, Pipeline, VkDevice};
 use super::dispatch_geometry::{chunks, fits, grid, slice};
 use super::errors::unsupported;
-use super::shaders::elementwise::{Map, pack};
+use super::shaders::elementwise::{Map, VEC4_PER_INVOCATION, pack};
 use super::shaders::{Imm, Num, fill as fill_shader, matmul as mm, reduce as red};
 use super::stream::VkStream;
 use super::tracker::Tracker;
@@ -112,16 +112,31 @@ fn map(
 ) -> Result<()> {
     let device = &s.device;
     let fma = device.fma_kind(num);
+    // Every chunk but the last holds a multiple of 64 elements, so all do
+    // of four when `len` is.
+    let vec4 = num == Num::F32 && len % 4 == 0;
     let p = pipeline(
         device,
-        format!("{}/{}/{fma:?}", map.name(), num.name()),
-        || map.wgsl(num, fma),
+        format!(
+            "{}/{}/{fma:?}{}",
+            map.name(),
+            num.name(),
+            if vec4 { "/vec4" } else { "" }
+        ),
+        || map.wgsl(num, fma, vec4),
         map.bindings(),
     )?;
     let unit = if num.packed() { 4 } else { num.acc_bytes() };
     let mut steps = Vec::new();
     for (first, count) in chunks(device, num.units(len), unit) {
-        let groups = grid(device, count as u64)?;
+        // The shader's units: vec4s, each invocation taking two.
+        let (units, invocations) = if vec4 {
+            let v = count as u64 / 4;
+            (v, v.div_ceil(VEC4_PER_INVOCATION))
+        } else {
+            (count as u64, count as u64)
+        };
+        let groups = grid(device, invocations)?;
         let resources = buffers
             .iter()
             .map(|b| slice(b, first, count, unit))
@@ -129,7 +144,7 @@ fn map(
         steps.push(Step {
             bind: bind(device, &p, resources)?,
             imm: Imm::default()
-                .u32(0, count as u32)
+                .u32(0, units as u32)
                 .u32(4, groups.2)
                 .acc(num, alpha),
             groups: (groups.0, groups.1, 1),
@@ -385,12 +400,22 @@ impl BuiltinOps for Vulkan {
                 "matmul {m}x{k}x{n}: a dimension past 2^32"
             )));
         }
-        let p = pipeline(
-            device,
-            format!("matmul/{}", num.name()),
-            || mm::wgsl(num),
-            &[true, true, false],
-        )?;
+        let vec4 = num == Num::F32 && k % 4 == 0 && n % 4 == 0;
+        let p = if vec4 {
+            pipeline(
+                device,
+                "matmul/f32/vec4".into(),
+                mm::wgsl_vec4,
+                &[true, true, false],
+            )?
+        } else {
+            pipeline(
+                device,
+                format!("matmul/{}", num.name()),
+                || mm::wgsl(num),
+                &[true, true, false],
+            )?
+        };
         let imm = Imm::default()
             .u32(0, m as u32)
             .u32(4, n as u32)

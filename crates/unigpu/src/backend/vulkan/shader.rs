@@ -93,7 +93,8 @@ fn dtype_of(scalar: naga::Scalar) -> Option<DType> {
 }
 
 /// The scalar of a binding's type: a scalar, a runtime-sized array of one
-/// (atomics too), or a struct wrapping either (as SPIR-V blocks do).
+/// (atomics too) or of vectors of one (`array<vec4<f32>>` reads an f32
+/// array four at a time), or a struct wrapping either (as SPIR-V blocks do).
 fn element(module: &naga::Module, ty: naga::Handle<naga::Type>, array: bool) -> Option<DType> {
     match &module.types[ty].inner {
         naga::TypeInner::Scalar(s) if !array => dtype_of(*s),
@@ -102,7 +103,9 @@ fn element(module: &naga::Module, ty: naga::Handle<naga::Type>, array: bool) -> 
             size: naga::ArraySize::Dynamic,
             ..
         } if array => match &module.types[*base].inner {
-            naga::TypeInner::Scalar(s) | naga::TypeInner::Atomic(s) => dtype_of(*s),
+            naga::TypeInner::Scalar(s)
+            | naga::TypeInner::Atomic(s)
+            | naga::TypeInner::Vector { scalar: s, .. } => dtype_of(*s),
             _ => None,
         },
         naga::TypeInner::Struct { members, .. } if members.len() == 1 => {
@@ -158,7 +161,7 @@ fn read(kernel: &str, module: &naga::Module, code: Code, source: &str) -> Result
             naga::AddressSpace::Storage { access } => ParamKind::Pointer {
                 dtype: Some(element(module, var.ty, true).ok_or_else(|| {
                     compile_error(format!(
-                        "`{name}`: a storage binding must be an array of f32, f16, f64, i32, u32, i64 or u64"
+                        "`{name}`: a storage binding must be an array of f32, f16, f64, i32, u32, i64 or u64, or of vectors of one"
                     ))
                 })?),
                 writable: access.contains(naga::StorageAccess::STORE),

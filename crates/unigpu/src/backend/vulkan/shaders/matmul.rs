@@ -1,4 +1,7 @@
-//! A tiled matmul: each workgroup of 16×16 invocations computes a 128×128
+//! Tiled matmuls. [`wgsl_vec4`], for f32 when `k` and `n` are multiples of
+//! four, moves everything in vec4s; [`wgsl`] is the general one.
+//!
+//! The general one: each workgroup of 16×16 invocations computes a 128×128
 //! tile of `c`, each invocation an 8×8 block of it (rows `ty + 16i`,
 //! columns `tx + 16j`, so neighbouring invocations touch neighbouring
 //! memory), from 128×8 slices of `a` and 8×128 of `b` staged in workgroup
@@ -104,5 +107,84 @@ pub(crate) fn wgsl(num: Num) -> String {
         prelude = num.prelude(),
         ld_a = load("a"),
         ld_b = load("b"),
+    )
+}
+
+/// The f32 matmul when `k` and `n` are multiples of four (1.5× the general
+/// one on an H200: bench/results/h200-2026-11-23-vulkan-tuning.txt). Tiles
+/// of 128×128 of `c`, 16 steps of k a stage. Each invocation computes an
+/// 8×8 block as rows `4ty..4ty+4` and `64+4ty..` by columns `4tx..4tx+4`
+/// and `64+4tx..`, so that its loads from workgroup memory and its stores
+/// to `c` are vec4s. `a`'s tile is stored transposed, rows padded to 132
+/// floats, which keeps the transposing stores to two-way bank conflicts.
+pub(crate) fn wgsl_vec4() -> String {
+    let mut decls = String::new();
+    let mut inner = String::new();
+    let mut store = String::new();
+    let lane = ["x", "y", "z", "w"];
+    for r in 0..8 {
+        let (a, lane) = (if r < 4 { "a0" } else { "a1" }, lane[r % 4]);
+        for (j, b) in ["b0", "b1"].iter().enumerate() {
+            decls.push_str(&format!("    var c{r}{j} = vec4<f32>(0.0);\n"));
+            inner.push_str(&format!(
+                "            c{r}{j} = fma(vec4<f32>({a}.{lane}), {b}, c{r}{j});\n"
+            ));
+        }
+        let row = if r < 4 {
+            format!("l.y * 4u + {r}u")
+        } else {
+            format!("64u + l.y * 4u + {}u", r - 4)
+        };
+        store.push_str(&format!(
+            "    put(row0 + {row}, col4 + l.x, c{r}0);\n    put(row0 + {row}, col4 + 16u + l.x, c{r}1);\n"
+        ));
+    }
+    format!(
+        "struct P {{ m: u32, n: u32, k: u32 }}\n\
+         var<immediate> p: P;\n\
+         @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;\n\
+         @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;\n\
+         @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;\n\
+         var<workgroup> ta: array<vec4<f32>, 528>;\n\
+         var<workgroup> tb: array<vec4<f32>, 512>;\n\
+         fn put(r: u32, col4: u32, v: vec4<f32>) {{ if (r < p.m && col4 < p.n / 4u) {{ c[r * (p.n / 4u) + col4] = v; }} }}\n\
+         @compute @workgroup_size(16, 16)\n\
+         fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {{\n    \
+         let tid = l.y * 16u + l.x;\n    \
+         let row0 = w.y * {TILE}u;\n    \
+         let col4 = w.x * {TILE}u / 4u;\n    \
+         let k4 = p.k / 4u;\n    \
+         let n4 = p.n / 4u;\n\
+         {decls}    \
+         for (var k0 = 0u; k0 < k4; k0 += 4u) {{\n        \
+         for (var e = 0u; e < 2u; e++) {{\n            \
+         let idx = tid + e * 256u;\n            \
+         let r = idx / 4u;\n            \
+         let q = idx % 4u;\n            \
+         var v = vec4<f32>(0.0);\n            \
+         if (row0 + r < p.m && k0 + q < k4) {{ v = a[(row0 + r) * k4 + k0 + q]; }}\n            \
+         let at = q * 132u + r / 4u;\n            \
+         ta[at][r % 4u] = v.x;\n            \
+         ta[at + 33u][r % 4u] = v.y;\n            \
+         ta[at + 66u][r % 4u] = v.z;\n            \
+         ta[at + 99u][r % 4u] = v.w;\n            \
+         let kr = idx / 32u;\n            \
+         let cq = idx % 32u;\n            \
+         var u = vec4<f32>(0.0);\n            \
+         if (k0 * 4u + kr < p.k && col4 + cq < n4) {{ u = b[(k0 * 4u + kr) * n4 + col4 + cq]; }}\n            \
+         tb[kr * 32u + cq] = u;\n        \
+         }}\n        \
+         workgroupBarrier();\n        \
+         for (var kk = 0u; kk < 16u; kk++) {{\n            \
+         let a0 = ta[kk * 33u + l.y];\n            \
+         let a1 = ta[kk * 33u + 16u + l.y];\n            \
+         let b0 = tb[kk * 32u + l.x];\n            \
+         let b1 = tb[kk * 32u + 16u + l.x];\n\
+         {inner}        \
+         }}\n        \
+         workgroupBarrier();\n    \
+         }}\n\
+         {store}\
+         }}\n"
     )
 }
