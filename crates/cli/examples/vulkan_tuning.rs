@@ -192,7 +192,7 @@ fn axpy(vk: &Context, other: &Context, n: usize) -> anyhow::Result<()> {
         ("vulkan: vec4 x4", AXPY_VEC4X4, 4, 4),
     ];
     for (name, src, width, per) in candidates {
-        if n % width != 0 {
+        if !n.is_multiple_of(width) {
             continue;
         }
         let k = Kernel::from_wgsl("axpy", src)?;

@@ -114,7 +114,7 @@ fn map(
     let fma = device.fma_kind(num);
     // Every chunk but the last holds a multiple of 64 elements, so all do
     // of four when `len` is.
-    let vec4 = num == Num::F32 && len % 4 == 0;
+    let vec4 = num == Num::F32 && len.is_multiple_of(4);
     let p = pipeline(
         device,
         format!(
@@ -400,7 +400,7 @@ impl BuiltinOps for Vulkan {
                 "matmul {m}x{k}x{n}: a dimension past 2^32"
             )));
         }
-        let vec4 = num == Num::F32 && k % 4 == 0 && n % 4 == 0;
+        let vec4 = num == Num::F32 && k.is_multiple_of(4) && n.is_multiple_of(4);
         let p = if vec4 {
             pipeline(
                 device,
