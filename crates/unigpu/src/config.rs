@@ -43,7 +43,18 @@ pub enum ConfigError {
         value: String,
         allowed: String,
     },
-    /// Not valid TOML, an unknown key, or a value of the wrong type.
+    /// A key holds a value of the wrong TOML type (every key takes a
+    /// string).
+    #[error("{origin}: key `{key}`: expected a string, found {found}; allowed values: {allowed}")]
+    WrongType {
+        /// `path:line:column`.
+        origin: String,
+        key: &'static str,
+        /// The value's TOML type and text, e.g. `integer 3`.
+        found: String,
+        allowed: String,
+    },
+    /// Not valid TOML, or an unknown key (the message lists the known ones).
     #[error("{origin}: {message}")]
     Parse { origin: String, message: String },
     /// The file could not be read.
@@ -117,9 +128,29 @@ pub struct Config {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
-    backend: Option<Spanned<String>>,
-    device: Option<Spanned<String>>,
-    dtype: Option<Spanned<String>>,
+    // Any value, so that one of the wrong type is reported with its key
+    // and what is allowed, not as serde's bare "invalid type".
+    backend: Option<Spanned<toml::Value>>,
+    device: Option<Spanned<toml::Value>>,
+    dtype: Option<Spanned<toml::Value>>,
+}
+
+/// `key`'s value as a string, or a [`ConfigError::WrongType`] at `origin`.
+fn string_value<'v>(
+    key: &'static str,
+    v: &'v Spanned<toml::Value>,
+    allowed: &str,
+    origin: impl FnOnce() -> String,
+) -> Result<&'v str, ConfigError> {
+    match v.get_ref() {
+        toml::Value::String(s) => Ok(s),
+        other => Err(ConfigError::WrongType {
+            origin: origin(),
+            key,
+            found: format!("{} {other}", other.type_str()),
+            allowed: allowed.to_string(),
+        }),
+    }
 }
 
 impl Config {
@@ -163,16 +194,20 @@ impl Config {
         let at = |span: std::ops::Range<usize>| format!("{origin}:{}", line_col(text, span.start));
         let mut config = Config::default();
         if let Some(v) = raw.backend {
-            config.backend = parse_backend(v.get_ref(), || at(v.span()))?;
+            let allowed = backend_values();
+            let s = string_value("backend", &v, &allowed, || at(v.span()))?;
+            config.backend = parse_backend(s, || at(v.span()))?;
         }
         if let Some(v) = raw.device {
-            config.device = Some(parse_device(v.get_ref(), || at(v.span()))?);
+            let s = string_value("device", &v, DEVICE_VALUES, || at(v.span()))?;
+            config.device = Some(parse_device(s, || at(v.span()))?);
         }
         if let Some(v) = raw.dtype {
-            config.dtype = v.get_ref().parse().map_err(|()| ConfigError::BadValue {
+            let s = string_value("dtype", &v, DTYPE_VALUES, || at(v.span()))?;
+            config.dtype = s.parse().map_err(|()| ConfigError::BadValue {
                 origin: at(v.span()),
                 key: "dtype",
-                value: v.get_ref().clone(),
+                value: s.to_string(),
                 allowed: DTYPE_VALUES.into(),
             })?;
         }
@@ -240,9 +275,13 @@ fn parse_backend(v: &str, origin: impl FnOnce() -> String) -> Result<BackendChoi
             origin: origin(),
             key: "backend",
             value: v.to_string(),
-            // From `Backend::ALL`, the one list of backends.
-            allowed: format!("\"auto\", {}", Backend::quoted_names()),
+            allowed: backend_values(),
         })
+}
+
+/// From `Backend::ALL`, the one list of backends.
+fn backend_values() -> String {
+    format!("\"auto\", {}", Backend::quoted_names())
 }
 
 fn parse_device(v: &str, origin: impl FnOnce() -> String) -> Result<DeviceSpec, ConfigError> {

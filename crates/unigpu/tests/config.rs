@@ -88,12 +88,11 @@ fn a_bad_dtype_is_reported() {
 }
 
 #[test]
-fn unknown_keys_wrong_types_and_bad_syntax_are_parse_errors() {
+fn unknown_keys_and_bad_syntax_are_parse_errors() {
+    // Wrong types: a_value_of_the_wrong_type_names_key_value_and_choices.
     for (text, needle) in [
         ("backnd = \"cuda\"", "backnd"),
-        ("backend = 3", "string"),
         ("backend = \"cuda", "unigpu.toml:1"),
-        ("[backend]\nx = 1", "string"),
     ] {
         match parse(text) {
             Err(ConfigError::Parse { origin, message }) => {
@@ -273,4 +272,53 @@ fn device_cuda_1_selects_the_second_gpu() {
         Err(Error::ContextMismatch { .. })
     ));
     common::assert_same(&host, &a.download().unwrap());
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_key_value_and_choices() {
+    for (text, key, found) in [
+        ("backend = 3", "backend", "integer 3"),
+        ("\n\ndevice = true", "device", "boolean true"),
+        ("dtype = [\"f32\"]", "dtype", "array [\"f32\"]"),
+        ("backend = 1.5", "backend", "float 1.5"),
+        ("[backend]\nx = 1", "backend", "table { x = 1 }"),
+    ] {
+        let err = parse(text).unwrap_err();
+        match &err {
+            ConfigError::WrongType {
+                origin,
+                key: k,
+                found: f,
+                allowed,
+            } => {
+                assert_eq!((*k, f.as_str()), (key, found), "{text}");
+                // The line the key is on.
+                let line = text[..text.find(key).unwrap()].matches('\n').count() + 1;
+                assert!(
+                    origin.starts_with(&format!("unigpu.toml:{line}:")),
+                    "{origin}"
+                );
+                assert!(allowed.contains('"'), "{allowed}");
+            }
+            other => panic!("expected WrongType for {text:?}, got {other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("`{key}`")) && msg.contains(found) && msg.contains("allowed"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_key_names_it_and_the_known_ones() {
+    let msg = parse("backnd = \"cpu\"").unwrap_err().to_string();
+    assert!(
+        msg.contains("unigpu.toml:1:1")
+            && msg.contains("backnd")
+            && ["backend", "device", "dtype"]
+                .iter()
+                .all(|k| msg.contains(k)),
+        "{msg}"
+    );
 }
