@@ -35,6 +35,10 @@ pub enum SafeError {
     /// what to do instead).
     #[error("not supported: {what}")]
     Unsupported { what: String },
+    /// A launch over its kernel's limits on the device, refused before
+    /// the driver was called; `message` names the dimension and limit.
+    #[error("launch refused: {message}")]
+    LaunchLimit { message: String },
     #[error("DLPack: {message}")]
     Dlpack { message: String },
     /// NCCL returned an error status (`code` is its `ncclResult_t`);

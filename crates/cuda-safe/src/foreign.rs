@@ -107,6 +107,7 @@ impl ForeignStream {
         if func.device() != &self.device {
             return Err(SafeError::DeviceMismatch { what: "launch" });
         }
+        func.check_dims(&dims)?;
         let mut pointers = Vec::with_capacity(params.len());
         for p in params {
             let value: *const std::ffi::c_void = match p {

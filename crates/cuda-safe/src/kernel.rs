@@ -5,6 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 
 use crate::error::{Context as _, Result, SafeError};
+use crate::launch_limits::LaunchLimits;
 use crate::uses::UseEnd;
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
 
@@ -50,9 +51,11 @@ impl CudaModuleHandle {
         unsafe { cudarc::driver::sys::cuFuncLoad(func.cu_function()) }
             .result()
             .call("cuFuncLoad")?;
+        let limits = LaunchLimits::read(self.device.cudarc_context(), &func)?;
         Ok(CudaFunctionHandle {
             func,
             device: self.device.clone(),
+            limits,
         })
     }
 }
@@ -62,6 +65,7 @@ impl CudaModuleHandle {
 pub struct CudaFunctionHandle {
     func: CudaFunction,
     device: CudaDevice,
+    limits: LaunchLimits,
 }
 
 impl CudaFunctionHandle {
@@ -76,6 +80,19 @@ impl CudaFunctionHandle {
     /// Most threads a block of this kernel may have.
     pub fn max_threads_per_block(&self) -> Result<i32> {
         self.func.max_threads_per_block().call("cuFuncGetAttribute")
+    }
+
+    /// What this kernel may be launched with on its device.
+    pub fn limits(&self) -> &LaunchLimits {
+        &self.limits
+    }
+
+    /// A launch over [`CudaFunctionHandle::limits`], refused before the
+    /// driver is called.
+    pub(crate) fn check_dims(&self, dims: &LaunchDims) -> Result<()> {
+        self.limits
+            .check(dims.grid_dim, dims.block_dim, dims.shared_mem_bytes)
+            .map_err(|message| SafeError::LaunchLimit { message })
     }
 }
 
@@ -135,6 +152,7 @@ pub fn launch(
     dims: LaunchDims,
     params: &mut [KernelParam<'_>],
 ) -> Result<()> {
+    func.check_dims(&dims)?;
     for p in params.iter() {
         let device = match p {
             KernelParam::Buffer(b) => b.buffer_device(),

@@ -52,6 +52,7 @@ mod foreign;
 mod graph;
 mod host_memory;
 mod kernel;
+mod launch_limits;
 pub mod nccl;
 pub mod nvrtc;
 mod peer;
@@ -68,6 +69,7 @@ pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use foreign::ForeignStream;
 pub use graph::{CudaGraphHandle, ForeignGraph};
+pub use launch_limits::LaunchLimits;
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };

@@ -225,6 +225,11 @@ impl From<unigpu_cuda_safe::SafeError> for Error {
             S::DeviceMismatch { what } => Error::ContextMismatch { what },
             S::Compile { log } => Error::Compile { log },
             S::Dlpack { message } => Error::Dlpack { message },
+            // `for_kernel` puts the kernel's name in place of "(launch)".
+            S::LaunchLimit { message } => Error::KernelArgs {
+                kernel: "(launch)".into(),
+                message,
+            },
             S::Unsupported { what } => Error::Unsupported {
                 backend: Backend::Cuda,
                 what,
