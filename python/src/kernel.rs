@@ -50,7 +50,8 @@ impl PyModule_ {
     }
 
     /// Where the machine code came from: "compiled", "memory_cache",
-    /// "disk_cache", or "not_compiled" (CPU backend).
+    /// "disk_cache", "not_compiled" (CPU backend), or "precompiled" (PTX,
+    /// CUBIN or fatbin loaded by the Rust API).
     #[getter]
     fn origin(&self) -> &'static str {
         match self.module.origin() {
@@ -58,6 +59,7 @@ impl PyModule_ {
             Origin::MemoryCache => "memory_cache",
             Origin::DiskCache => "disk_cache",
             Origin::NotCompiled => "not_compiled",
+            Origin::Precompiled(_) => "precompiled",
         }
     }
 

@@ -29,6 +29,14 @@ pub enum SafeError {
     /// NVRTC rejected the source; `log` is its diagnostic output.
     #[error("CUDA compilation failed:\n{log}")]
     Compile { log: String },
+    /// Precompiled code (PTX, a CUBIN, a fatbin) that is not what its
+    /// label says, or that the driver cannot load on this device;
+    /// `message` says why, with the device's architecture.
+    #[error("{format} image: {message}")]
+    Image {
+        format: crate::image::ImageFormat,
+        message: String,
+    },
     /// A DLPack tensor that cannot be imported (or an array that cannot be
     /// exported), with the reason.
     /// What was asked is not available in this form (the message says

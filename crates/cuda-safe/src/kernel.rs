@@ -2,9 +2,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::{CudaFunction, CudaModule, DriverError, LaunchConfig, PushKernelArg};
 
 use crate::error::{Context as _, Result, SafeError};
+use crate::image::{self, ImageFormat};
 use crate::launch_limits::LaunchLimits;
 use crate::uses::UseEnd;
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
@@ -30,6 +32,32 @@ impl CudaModuleHandle {
         })
     }
 
+    /// Loads precompiled code: PTX text (compiled for the device by the
+    /// driver's JIT), a CUBIN or a fatbin. The bytes are checked first
+    /// ([`image::check`]): a wrong label or a truncated file is an
+    /// [`SafeError::Image`] before the driver reads anything, and so is an
+    /// image the driver rejects (no code for this device's architecture,
+    /// PTX too new for this driver), naming the device's architecture.
+    pub fn load_image(device: &CudaDevice, format: ImageFormat, bytes: &[u8]) -> Result<Self> {
+        image::check(format, bytes).map_err(|message| SafeError::Image { format, message })?;
+        let loaded = device
+            .cudarc_context()
+            .load_module(cudarc::nvrtc::Ptx::from_binary(image::terminated(
+                format, bytes,
+            )));
+        match loaded {
+            Ok(module) => Ok(CudaModuleHandle {
+                module,
+                device: device.clone(),
+            }),
+            Err(e) if is_image_error(e.0) => Err(SafeError::Image {
+                format,
+                message: load_failure(device, format, bytes, e),
+            }),
+            Err(e) => Err(SafeError::driver("cuModuleLoadData", e)),
+        }
+    }
+
     /// The kernel whose (lowered) symbol is `symbol`, loaded onto the
     /// device now. Under the driver's lazy module loading (the default
     /// since CUDA 12.2) a kernel is otherwise loaded at its first launch,
@@ -38,6 +66,15 @@ impl CudaModuleHandle {
     /// work that waits for it (a stream held back by a host function
     /// until the launch is enqueued). `cuFuncLoad` moves that load here.
     pub fn function(&self, symbol: &str) -> Result<CudaFunctionHandle> {
+        // cudarc makes a C string of the name and panics on a NUL in it.
+        if symbol.contains('\0') {
+            return Err(SafeError::Driver {
+                call: "cuModuleGetFunction",
+                code: CUresult::CUDA_ERROR_NOT_FOUND as u32,
+                name: "CUDA_ERROR_NOT_FOUND".into(),
+                message: format!("{symbol:?} has a NUL byte: no kernel has such a name"),
+            });
+        }
         let func = self
             .module
             .load_function(symbol)
@@ -94,6 +131,108 @@ impl CudaFunctionHandle {
             .check(dims.grid_dim, dims.block_dim, dims.shared_mem_bytes)
             .map_err(|message| SafeError::LaunchLimit { message })
     }
+    /// The offset and size in bytes of each of the kernel's parameters, as
+    /// the driver has them (`cuFuncGetParamInfo`): the only parameter list
+    /// a CUBIN has. `Unsupported` from a driver older than CUDA 12.4.
+    pub fn param_layout(&self) -> Result<Vec<(usize, usize)>> {
+        const SYMBOL: &str = "cuFuncGetParamInfo";
+        if !unigpu_cuda_sys::probe().driver_has(SYMBOL) {
+            return Err(SafeError::Unsupported {
+                what: format!(
+                    "reading a kernel's parameter list: this CUDA driver has no {SYMBOL} (CUDA 12.4 added it)"
+                ),
+            });
+        }
+        self.device
+            .cudarc_context()
+            .bind_to_thread()
+            .call("cuCtxSetCurrent")?;
+        // The parameter space holds at most 32764 bytes, so no kernel has
+        // more parameters than that.
+        let mut layout = Vec::new();
+        for index in 0..32_768usize {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: `func` is a live function of a loaded module (the
+            // handle keeps it), its context is current, and both
+            // out-pointers are valid for writes. The probe said the driver
+            // has the symbol, so cudarc's loader finds it.
+            let status = unsafe {
+                cudarc::driver::sys::cuFuncGetParamInfo(
+                    self.func.cu_function(),
+                    index,
+                    &mut offset,
+                    &mut size,
+                )
+            };
+            match status {
+                CUresult::CUDA_SUCCESS => layout.push((offset, size)),
+                // An index past the last parameter.
+                CUresult::CUDA_ERROR_INVALID_VALUE => break,
+                other => return Err(SafeError::driver(SYMBOL, DriverError(other))),
+            }
+        }
+        Ok(layout)
+    }
+}
+
+/// The statuses with which `cuModuleLoadData` says the image itself is the
+/// problem, rather than the device or the context.
+fn is_image_error(status: CUresult) -> bool {
+    matches!(
+        status,
+        CUresult::CUDA_ERROR_INVALID_IMAGE
+            | CUresult::CUDA_ERROR_INVALID_PTX
+            | CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+            | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+            | CUresult::CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+            | CUresult::CUDA_ERROR_JIT_COMPILATION_DISABLED
+            | CUresult::CUDA_ERROR_INVALID_SOURCE
+            | CUresult::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED
+    )
+}
+
+/// Why the driver refused an image, with what to do: the driver's status,
+/// the device and its architecture, and for PTX its target and version.
+fn load_failure(device: &CudaDevice, format: ImageFormat, bytes: &[u8], e: DriverError) -> String {
+    let status = e.0;
+    let what = match SafeError::driver("cuModuleLoadData", e) {
+        SafeError::Driver {
+            name,
+            code,
+            message,
+            ..
+        } => format!("{name} ({code}): {message}"),
+        other => other.to_string(),
+    };
+    let (device_name, arch) = match device.properties() {
+        Ok(p) => (
+            p.name,
+            format!("sm_{}{}", p.compute_capability.0, p.compute_capability.1),
+        ),
+        Err(_) => ("this device".into(), "an unknown architecture".into()),
+    };
+    let driver = unigpu_cuda_sys::probe().driver_version.map_or_else(
+        || "unknown".into(),
+        |v| format!("{}.{}", v / 1000, v % 1000 / 10),
+    );
+    let ptx = match format {
+        ImageFormat::Ptx => std::str::from_utf8(bytes).ok(),
+        _ => None,
+    };
+    let hint = match (status, ptx) {
+        (CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU, _) => format!(
+            "the {format} holds no code this {arch} device runs: build it for {arch} (nvcc -gencode arch=compute_XX,code={arch}) or add PTX the driver can compile (code=compute_XX)"
+        ),
+        (_, Some(text)) => format!(
+            "the PTX is version {} for {}; this device is {arch} and this driver supports CUDA {driver}: PTX for a newer architecture or from a newer compiler than the driver does not load",
+            image::ptx_version(text).unwrap_or("(none)"),
+            image::ptx_target(text).unwrap_or("(no .target)"),
+        ),
+        _ => format!(
+            "the device is {arch}; a {format} for another architecture, or made by a newer CUDA than this driver ({driver}), does not load"
+        ),
+    };
+    format!("cuModuleLoadData failed on {device_name} ({arch}): {what}; {hint}")
 }
 
 /// A buffer of any element type, as a kernel argument.

@@ -30,6 +30,10 @@
 //!   page-locked host memory. `nccl/` holds NCCL communicators and
 //!   collectives, whose every wait has a deadline, and whose `Drop` never
 //!   panics (libnccl is loaded by `unigpu-cuda-sys`, never by cudarc).
+//! - `image` checks precompiled code (PTX, a CUBIN, a fatbin) before
+//!   `cuModuleLoadData` reads it ([`CudaModuleHandle::load_image`]): the
+//!   driver trusts an image's own headers and reads what it does not
+//!   recognise as PTX up to a NUL byte.
 //! - `floor` holds the bare driver calls benchmarks compare this crate's
 //!   calls with in the same process; nothing else uses it.
 //!
@@ -51,6 +55,7 @@ pub mod floor;
 mod foreign;
 mod graph;
 mod host_memory;
+pub mod image;
 mod kernel;
 mod launch_limits;
 pub mod nccl;

@@ -1,4 +1,4 @@
-//! NVRTC: CUDA C++ source to a CUBIN for one architecture, with the
+//! NVRTC: CUDA C++ source to a CUBIN for one architecture (or to PTX), with the
 //! compiler's log on failure and the lowered (mangled) names of kernels.
 
 use std::ffi::{CStr, CString, c_char};
@@ -38,6 +38,41 @@ pub fn compile(
     options: &[String],
     kernels: &[String],
 ) -> Result<Compiled> {
+    let kernels_c = kernels
+        .iter()
+        .map(|k| c_string("a kernel name", k))
+        .collect::<Result<Vec<_>>>()?;
+    let (program, log) = compiled_program(source, name, options, &kernels_c)?;
+    let cubin = program.cubin()?;
+    let lowered_names = kernels_c
+        .iter()
+        .zip(kernels)
+        .map(|(k, name)| Ok((name.clone(), program.lowered_name(k)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Compiled {
+        cubin,
+        lowered_names,
+        log,
+    })
+}
+
+/// Compiles `source` to PTX text: `options` name a virtual architecture
+/// (`--gpu-architecture=compute_90`). For tools and tests that need PTX
+/// the way nvcc writes it (`nvcc -ptx`); kernels keep their lowered
+/// (mangled) names unless declared `extern "C"`.
+pub fn compile_ptx(source: &str, name: &str, options: &[String]) -> Result<String> {
+    let (program, _log) = compiled_program(source, name, options, &[])?;
+    program.ptx()
+}
+
+/// A program made from `source` and compiled with `options`, with the
+/// name expressions `kernels` added, and the compiler's log.
+fn compiled_program(
+    source: &str,
+    name: &str,
+    options: &[String],
+    kernels: &[CString],
+) -> Result<(Program, String)> {
     nvrtc_usable()?;
     let source_c = c_string("the kernel source", source)?;
     let name_c = c_string("the program name", name)?;
@@ -45,13 +80,9 @@ pub fn compile(
         .iter()
         .map(|o| c_string("a compile option", o))
         .collect::<Result<Vec<_>>>()?;
-    let kernels_c = kernels
-        .iter()
-        .map(|k| c_string("a kernel name", k))
-        .collect::<Result<Vec<_>>>()?;
 
     let program = Program::create(&source_c, &name_c)?;
-    for k in &kernels_c {
+    for k in kernels {
         // SAFETY: the program is live and `k` outlives the call.
         check("nvrtcAddNameExpression", unsafe {
             sys::nvrtcAddNameExpression(program.0, k.as_ptr())
@@ -76,17 +107,7 @@ pub fn compile(
         };
         return Err(SafeError::Compile { log });
     }
-    let cubin = program.cubin()?;
-    let lowered_names = kernels_c
-        .iter()
-        .zip(kernels)
-        .map(|(k, name)| Ok((name.clone(), program.lowered_name(k)?)))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Compiled {
-        cubin,
-        lowered_names,
-        log,
-    })
+    Ok((program, log))
 }
 
 struct Program(nvrtcProgram);
@@ -135,6 +156,20 @@ impl Program {
             sys::nvrtcGetCUBIN(self.0, buf.as_mut_ptr().cast())
         })?;
         Ok(buf)
+    }
+
+    fn ptx(&self) -> Result<String> {
+        let mut size = 0usize;
+        // SAFETY: the program is live and compiled; `size` is a valid out-pointer.
+        check("nvrtcGetPTXSize", unsafe {
+            sys::nvrtcGetPTXSize(self.0, &mut size)
+        })?;
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: `buf` has room for the `size` bytes NVRTC reported.
+        check("nvrtcGetPTX", unsafe {
+            sys::nvrtcGetPTX(self.0, buf.as_mut_ptr().cast())
+        })?;
+        Ok(cstr_bytes_to_string(&buf))
     }
 
     fn lowered_name(&self, expression: &CStr) -> Result<String> {

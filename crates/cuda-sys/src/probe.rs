@@ -48,6 +48,13 @@ const REQUIRED_DRIVER_SYMBOLS: &[&str] = &[
     "cuMemcpyPeerAsync",
 ];
 
+/// Driver entry points used where the driver has them; a driver without
+/// one turns off only what needs it (the caller asks
+/// [`Probe::driver_has`] first, since cudarc panics on a missing symbol).
+/// `cuFuncGetParamInfo` (CUDA 12.4): a kernel's parameter sizes, which
+/// check the launches of precompiled kernels.
+pub const OPTIONAL_DRIVER_SYMBOLS: &[&str] = &["cuFuncGetParamInfo"];
+
 const REQUIRED_NVRTC_SYMBOLS: &[&str] =
     &["nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"];
 
@@ -110,12 +117,20 @@ pub struct Probe {
     pub driver_version: Option<i32>,
     /// Number of CUDA devices, or why it could not be counted.
     pub device_count: Result<usize, String>,
+    /// The [`OPTIONAL_DRIVER_SYMBOLS`] the loaded driver has.
+    pub optional_driver_symbols: Vec<&'static str>,
 }
 
 impl Probe {
     /// True when the driver loads, initialises, and sees at least one device.
     pub fn cuda_usable(&self) -> bool {
         matches!(self.device_count, Ok(n) if n > 0)
+    }
+
+    /// Whether the driver is usable and has `symbol`, one of
+    /// [`OPTIONAL_DRIVER_SYMBOLS`] (false for any other name).
+    pub fn driver_has(&self, symbol: &str) -> bool {
+        self.driver.is_usable() && self.optional_driver_symbols.contains(&symbol)
     }
 
     /// One sentence on why CUDA cannot be used, or `None` when it can.
@@ -147,7 +162,19 @@ pub fn probe_uncached() -> Probe {
 
 /// The probe over explicit lists of library names or paths to try.
 pub fn probe_candidates(driver_names: &[String], nvrtc_names: &[String]) -> Probe {
-    let driver = check_library("libcuda", driver_names, REQUIRED_DRIVER_SYMBOLS);
+    let (driver, library) = open_library("libcuda", driver_names, REQUIRED_DRIVER_SYMBOLS, HINT);
+    let optional_driver_symbols = match &library {
+        Some(library) if driver.is_usable() => OPTIONAL_DRIVER_SYMBOLS
+            .iter()
+            .copied()
+            // SAFETY: the symbol is only looked up, never called, so its
+            // type does not matter.
+            .filter(|sym| unsafe { library.get::<*const ()>(sym.as_bytes()) }.is_ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+    // Kept loaded, as `check_library` does.
+    std::mem::forget(library);
     let nvrtc = check_library("libnvrtc", nvrtc_names, REQUIRED_NVRTC_SYMBOLS);
     let (driver_version, device_count) = if driver.is_usable() {
         query_driver()
@@ -159,6 +186,7 @@ pub fn probe_candidates(driver_names: &[String], nvrtc_names: &[String]) -> Prob
         nvrtc,
         driver_version,
         device_count,
+        optional_driver_symbols,
     }
 }
 
@@ -169,9 +197,11 @@ fn candidates(lib: &str, override_env: &str) -> Vec<String> {
     }
 }
 
+/// What to do when a library is not found.
+const HINT: &str = "install the NVIDIA driver or add its folder to LD_LIBRARY_PATH";
+
 fn check_library(name: &'static str, choices: &[String], symbols: &[&str]) -> LibraryStatus {
-    let hint = "install the NVIDIA driver or add its folder to LD_LIBRARY_PATH";
-    let (status, library) = open_library(name, choices, symbols, hint);
+    let (status, library) = open_library(name, choices, symbols, HINT);
     // Kept loaded for the life of the process: cudarc loads the same
     // library on first use, and a second dlopen of a loaded library is a
     // reference count, not another multi-ms load.
@@ -295,6 +325,8 @@ mod tests {
         );
         assert!(found.device_count.is_err());
         assert_eq!(found.driver_version, None);
+        assert!(found.optional_driver_symbols.is_empty());
+        assert!(!found.driver_has("cuFuncGetParamInfo"));
     }
 
     #[test]

@@ -45,6 +45,14 @@ impl DType {
         }
     }
 
+    /// Whether this is an integer type (signed or not).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DType::I32 | DType::U32 | DType::I64 | DType::U64 | DType::U8
+        )
+    }
+
     pub fn size_bytes(self) -> usize {
         match self {
             DType::U8 => 1,

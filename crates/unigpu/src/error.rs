@@ -23,6 +23,15 @@ pub enum Error {
     /// Kernel source that did not compile, with the compiler's log.
     #[error("compilation failed:\n{log}")]
     Compile { log: String },
+    /// Precompiled code (PTX, a CUBIN, a fatbin) that is not what its
+    /// label says, is truncated, or does not load on this device (no code
+    /// for its architecture, PTX newer than the driver); `message` says
+    /// which, with the device's architecture.
+    #[error("{format} image: {message}")]
+    Image {
+        format: unigpu_cuda_safe::image::ImageFormat,
+        message: String,
+    },
     /// Launch arguments that do not fit the kernel's declaration.
     #[error("kernel `{kernel}`: {message}")]
     KernelArgs { kernel: String, message: String },
@@ -224,6 +233,7 @@ impl From<unigpu_cuda_safe::SafeError> for Error {
             },
             S::DeviceMismatch { what } => Error::ContextMismatch { what },
             S::Compile { log } => Error::Compile { log },
+            S::Image { format, message } => Error::Image { format, message },
             S::Dlpack { message } => Error::Dlpack { message },
             // `for_kernel` puts the kernel's name in place of "(launch)".
             S::LaunchLimit { message } => Error::KernelArgs {

@@ -75,6 +75,20 @@ pub(crate) enum KernelCode {
 }
 
 impl KernelCode {
+    /// The size in bytes of each of the kernel's parameters, where the
+    /// code itself records them (a loaded CUDA function, through a driver
+    /// that can list them); `None` where it does not.
+    pub(crate) fn param_sizes(&self) -> Result<Option<Vec<usize>>> {
+        match self {
+            KernelCode::Cuda(f) => match f.param_layout() {
+                Ok(layout) => Ok(Some(layout.into_iter().map(|(_, size)| size).collect())),
+                Err(unigpu_cuda_safe::SafeError::Unsupported { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            },
+            KernelCode::Cpu(_) | KernelCode::Shader(_) => Ok(None),
+        }
+    }
+
     /// The form's name, for `Debug` and errors.
     pub(crate) fn form(&self) -> &'static str {
         match self {

@@ -13,7 +13,7 @@ use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::Result;
 use crate::kernel::grid::Grid;
-use crate::kernel::options::CompileOptions;
+use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::scalar::Scalar;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
@@ -271,6 +271,19 @@ pub(crate) trait Api: Sized + 'static {
         options: &CompileOptions,
         decls: &[KernelDecl],
     ) -> Result<Program>;
+
+    /// Loads precompiled CUDA code, `bytes` in `format` (already checked
+    /// to be a well-formed image of it), on the device; its kernels are
+    /// found by their symbols. A bad image is `Error::Image`, naming the
+    /// device's architecture. Where the device runs no CUDA code,
+    /// `Unsupported` saying what to give the kernel instead.
+    fn load_image(device: &Self::Device, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
+        let _ = (device, bytes);
+        Err(crate::error::Error::Unsupported {
+            backend: Self::KIND,
+            what: format!("loading {format} code: precompiled CUDA code runs on CUDA devices only"),
+        })
+    }
 
     /// A buffer of any element type, borrowed as a launch argument.
     type Arg<'a>;

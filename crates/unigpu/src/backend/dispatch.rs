@@ -16,7 +16,7 @@ use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
-use crate::kernel::options::CompileOptions;
+use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::scalar::Scalar;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
@@ -539,6 +539,10 @@ impl DeviceImpl {
         decls: &[KernelDecl],
     ) -> Result<Program> {
         on_backend!(DeviceImpl, self, A, d => A::compile(d, source, options, decls))
+    }
+
+    pub(crate) fn load_image(&self, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
+        on_backend!(DeviceImpl, self, A, d => A::load_image(d, format, bytes))
     }
 }
 

@@ -62,6 +62,16 @@ fn check_args(kernel: &Kernel, args: &[Arg<'_>]) -> Result<()> {
             (ParamKind::Pointer { dtype, .. }, Arg::ArrayMut(a)) => {
                 dtype.is_none_or(|d| d == a.dtype())
             }
+            // Widths and classes only: what precompiled code says.
+            (ParamKind::Integer { bytes }, Arg::Scalar(s)) => {
+                s.dtype().is_integer() && s.dtype().size_bytes() == *bytes
+            }
+            (ParamKind::Bytes { bytes }, Arg::Scalar(s)) => s.dtype().size_bytes() == *bytes,
+            // An array goes in as its 8-byte device address.
+            (
+                ParamKind::Integer { bytes: 8 } | ParamKind::Bytes { bytes: 8 },
+                Arg::Array(_) | Arg::ArrayMut(_),
+            ) => true,
             _ => false,
         };
         if !ok {

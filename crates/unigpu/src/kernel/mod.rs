@@ -1,7 +1,8 @@
 //! Kernels: CUDA C++ compiled at run time by NVRTC (cached in memory and on
-//! disk), launched with typed, checked arguments; on the CPU backend, the
-//! Rust implementation a kernel carries runs instead, and on the vulkan
-//! backend its WGSL or SPIR-V.
+//! disk), or precompiled code (PTX, CUBIN, fatbin) loaded as it is,
+//! launched with typed, checked arguments; on the CPU backend, the Rust
+//! implementation a kernel carries runs instead, and on the vulkan backend
+//! its WGSL or SPIR-V.
 
 mod args;
 mod compile;
@@ -11,13 +12,18 @@ mod launch;
 mod module;
 mod names;
 pub(crate) mod options;
+mod precompiled;
+mod precompiled_params;
+mod ptx;
 pub(crate) mod scalar;
 pub(crate) mod signature;
 
 pub use args::{Arg, ArrayArg, KernelArg, KernelArgs};
 pub use cpu_bytes::{CpuArgKind, CpuBytes, CpuBytesMut};
 pub use grid::Grid;
-pub use options::{CompileOptions, Origin};
+pub use options::{CompileOptions, ImageFormat, Origin};
+pub use precompiled::CudaImage;
+pub use ptx::parse_ptx;
 pub use scalar::Scalar;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
 

@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use super::names::register;
+use super::precompiled_params::{checked_params, precompiled, undeclared};
 use super::signature::{KernelDecl, ParamKind};
 use crate::backend::{Backend, CpuArgs, KernelCode, KernelRef, Lookup, ModuleCode, ShaderKernel};
 use crate::error::{Error, Result};
 use crate::kernel::options::Origin;
 
-/// A compiled program. `Clone` is cheap; Send + Sync.
+/// A compiled program (or loaded precompiled code). `Clone` is cheap;
+/// Send + Sync.
 #[derive(Debug, Clone)]
 pub struct Module {
     pub(crate) inner: Arc<ModuleInner>,
@@ -25,7 +27,12 @@ pub(crate) struct ModuleInner {
 }
 
 impl Module {
-    /// The kernel called `name` (its source name, not the mangled one).
+    /// The kernel called `name`: its source name, not the mangled one;
+    /// in precompiled code ([`crate::Context::load_module`]), its symbol
+    /// (the mangled name unless the kernel is `extern "C"`). A precompiled
+    /// kernel whose parameters nothing gives (not declared, no PTX list,
+    /// a driver that cannot list them) is an error: it would launch
+    /// unchecked.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let decl = self.inner.decls.iter().find(|d| d.name == name);
         let code = match self.inner.code.kernel(name)? {
@@ -33,17 +40,29 @@ impl Module {
             Lookup::NoCode if decl.is_some() => Vec::new(),
             Lookup::Missing | Lookup::NoCode => return Err(self.no_such_kernel(name)),
         };
+        let mut params = decl.and_then(|d| d.params.clone());
+        if let Some(format) = precompiled(self.inner.origin) {
+            if params.is_none() {
+                if let Some(code) = code.first() {
+                    params = checked_params(self.inner.backend, format, name, None, code)?;
+                }
+            }
+            if params.is_none() {
+                return Err(undeclared(format, name));
+            }
+        }
         Ok(Kernel {
             inner: Arc::new(KernelInner {
                 id: register(name),
                 name: name.to_string(),
-                params: decl.and_then(|d| d.params.clone()),
+                params,
                 code,
             }),
         })
     }
 
-    /// The `__global__` functions found in the source.
+    /// The `__global__` functions found in the source; for precompiled
+    /// code, the PTX's kernels (`.entry`) and the declared ones.
     pub fn kernel_names(&self) -> Vec<&str> {
         self.inner.decls.iter().map(|d| d.name.as_str()).collect()
     }
@@ -64,13 +83,19 @@ impl Module {
     }
 
     fn no_such_kernel(&self, name: &str) -> Error {
-        Error::KernelArgs {
-            kernel: name.to_string(),
-            message: format!(
-                "no such kernel in this module (found: {}); on {} a kernel needs `extern \"C\"` or a plain `__global__` declaration",
-                self.kernel_names().join(", "),
+        let found = self.kernel_names().join(", ");
+        let message = match precompiled(self.inner.origin) {
+            Some(format) => format!(
+                "no such kernel in this {format} code (found: {found}); a kernel's name in precompiled code is its symbol, the mangled name (`_Z...`) unless it is `extern \"C\"`"
+            ),
+            None => format!(
+                "no such kernel in this module (found: {found}); on {} a kernel needs `extern \"C\"` or a plain `__global__` declaration",
                 self.inner.backend
             ),
+        };
+        Error::KernelArgs {
+            kernel: name.to_string(),
+            message,
         }
     }
 }
@@ -215,7 +240,16 @@ impl Kernel {
                         ),
                     });
                 }
-                Some(have.to_vec())
+                Some(
+                    have.iter()
+                        .zip(&bound)
+                        .map(|(h, b)| match h {
+                            // What precompiled code left open, the shader says.
+                            ParamKind::Integer { .. } | ParamKind::Bytes { .. } => *b,
+                            _ => *h,
+                        })
+                        .collect(),
+                )
             }
             (have, bound) => have.map(<[ParamKind]>::to_vec).or(bound),
         };
@@ -265,10 +299,12 @@ impl Kernel {
 
 /// Whether a shader's bindings (`bound`) fit a declaration (`have`): the
 /// same kinds in the same order, pointers of the same element type (or
-/// `void*`) and writability.
+/// `void*`) and writability; where the declaration is precompiled code's
+/// width-only reading, a binding that refines it.
 fn same_params(have: &[ParamKind], bound: &[ParamKind]) -> bool {
     have.len() == bound.len()
         && have.iter().zip(bound).all(|(h, b)| match (h, b) {
+            (ParamKind::Integer { .. } | ParamKind::Bytes { .. }, b) => b.refines(h),
             (ParamKind::Scalar(x), ParamKind::Scalar(y)) => x == y,
             (
                 ParamKind::Pointer {

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+pub use unigpu_cuda_safe::image::ImageFormat;
+
 /// Options for [`crate::Context::compile_with`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
@@ -51,4 +53,7 @@ pub enum Origin {
     /// Nothing compiled from the CUDA source: the CPU backend runs a
     /// kernel's CPU code, the vulkan backend its WGSL or SPIR-V.
     NotCompiled,
+    /// Loaded from precompiled code of this format
+    /// ([`crate::Context::load_module`]).
+    Precompiled(ImageFormat),
 }

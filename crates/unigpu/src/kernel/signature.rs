@@ -1,6 +1,8 @@
 //! Reads kernel declarations out of CUDA C++ source, so launches can be
 //! checked against them. Anything it cannot read (templates, macros,
 //! structs) leaves that kernel unchecked rather than guessed at.
+//! `ParamKind` is also what precompiled code's parameters read as
+//! (`ptx.rs`), where the code says less than C++ does.
 
 use crate::DType;
 
@@ -15,6 +17,50 @@ pub enum ParamKind {
         dtype: Option<DType>,
         writable: bool,
     },
+    /// An integer of `bytes` bytes whose sign the code does not say, as
+    /// PTX gives it: nvcc writes `.u32` for `int` and `unsigned` alike.
+    /// An integer scalar of that width fits. At 8 bytes (`.u64` without
+    /// `.ptr`), which PTX uses for pointers, `size_t` and `long long`
+    /// alike, an array fits too, passed as its device address.
+    Integer { bytes: usize },
+    /// `bytes` bytes of a type the code does not say: a PTX `.b32` or
+    /// `.b64`, a `.b8 name[N]` aggregate (a struct, or `__half` by value),
+    /// or a parameter known only by its size (the driver's parameter
+    /// layout of a CUBIN). A scalar of that width fits; at 8 bytes an
+    /// array does too.
+    Bytes { bytes: usize },
+}
+
+impl ParamKind {
+    /// The parameter's size in the kernel's parameter space: a pointer is
+    /// 8 bytes.
+    pub fn size_bytes(&self) -> usize {
+        match self {
+            ParamKind::Scalar(d) => d.size_bytes(),
+            ParamKind::Pointer { .. } => 8,
+            ParamKind::Integer { bytes } | ParamKind::Bytes { bytes } => *bytes,
+        }
+    }
+
+    /// Whether `self` agrees with `other`, a reading of the same parameter
+    /// that may say less (PTX's, or the driver's layout): every argument
+    /// `self` accepts, `other` accepts too. Pointers agree whatever their
+    /// writability, which neither PTX nor the driver records.
+    pub fn refines(&self, other: &ParamKind) -> bool {
+        use ParamKind as P;
+        match (self, other) {
+            (P::Scalar(d), P::Scalar(e)) => d == e,
+            (P::Scalar(d), P::Integer { bytes }) => d.is_integer() && d.size_bytes() == *bytes,
+            (P::Pointer { dtype: a, .. }, P::Pointer { dtype: b, .. }) => b.is_none() || a == b,
+            (P::Pointer { .. }, P::Integer { bytes: 8 }) => true,
+            (P::Integer { bytes: a }, P::Integer { bytes: b }) => a == b,
+            (
+                P::Integer { .. } | P::Bytes { .. } | P::Scalar(_) | P::Pointer { .. },
+                P::Bytes { bytes },
+            ) => self.size_bytes() == *bytes,
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Display for ParamKind {
@@ -28,6 +74,10 @@ impl std::fmt::Display for ParamKind {
                     None => write!(f, "{c}void*"),
                 }
             }
+            ParamKind::Integer { bytes: 8 } => f.write_str("64-bit integer or pointer"),
+            ParamKind::Integer { bytes } => write!(f, "{}-bit integer", bytes * 8),
+            ParamKind::Bytes { bytes: 8 } => f.write_str("8-byte value or pointer"),
+            ParamKind::Bytes { bytes } => write!(f, "{bytes}-byte value"),
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::backend::{Api, Backend};
 use crate::device::Location;
 use crate::dlpack::sync::DlpackSync;
 use crate::kernel::grid::Grid;
-use crate::kernel::options::{CompileOptions, Origin};
+use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
 use crate::lock::lock;
 use crate::{DeviceInfo, Element, Error, MemoryInfo, MemoryStats, Result};
@@ -353,6 +353,15 @@ impl Api for Cpu {
             origin: Origin::NotCompiled,
             log: String::new(),
             code: ModuleCode::Host,
+        })
+    }
+
+    fn load_image(_: &Self::Device, format: ImageFormat, _: &[u8]) -> Result<Program> {
+        Err(Error::Unsupported {
+            backend: Backend::Cpu,
+            what: format!(
+                "loading {format} code: a CUDA image cannot run on the host; give the kernel a CPU implementation (Kernel::cpu_only, or Kernel::with_cpu on a kernel compiled from source)"
+            ),
         })
     }
 

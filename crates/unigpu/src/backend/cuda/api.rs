@@ -16,7 +16,7 @@ use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
-use crate::kernel::options::CompileOptions;
+use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
 use unigpu_cuda_safe::dlpack::ManagedTensor;
 
@@ -329,6 +329,10 @@ impl Api for Cuda {
         decls: &[KernelDecl],
     ) -> Result<Program> {
         Ok(driver::compile(&device.driver, source, options, decls)?.into())
+    }
+
+    fn load_image(device: &Self::Device, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
+        Ok(driver::load_image(&device.driver, format, bytes)?.into())
     }
 
     type Arg<'a> = KernelParam<'a>;

@@ -20,6 +20,14 @@ pub(crate) struct LoadedModule {
 }
 
 impl LoadedModule {
+    /// `module`, whose kernels are found by their symbols as they are.
+    pub(super) fn symbols_as_named(module: CudaModuleHandle) -> LoadedModule {
+        LoadedModule {
+            module,
+            lowered: Vec::new(),
+        }
+    }
+
     /// The kernel called `name` in the source, or `None` when the module
     /// has no such symbol.
     pub(crate) fn function(&self, name: &str) -> Result<Option<CudaFunctionHandle>> {

@@ -1,12 +1,15 @@
 //! What the cuda and torch backends share, being two ways to drive the
 //! same CUDA devices (torch's devices are CUDA devices, opened beside it):
-//! the driver's view of a device, and NVRTC compiles with their caches.
+//! the driver's view of a device, NVRTC compiles with their caches, and
+//! precompiled code (PTX, CUBIN, fatbin) loaded as it is.
 //! Not a backend: it names none, and neither backend folder is used here.
 
 pub(crate) mod cache;
 mod compile;
+mod image;
 
 pub(crate) use compile::{CudaProgram, LoadedModule, compile};
+pub(crate) use image::load_image;
 
 use unigpu_cuda_safe::CudaDevice;
 

@@ -14,7 +14,7 @@ use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
-use crate::kernel::options::CompileOptions;
+use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
 use unigpu_cuda_safe::dlpack::ManagedTensor;
 
@@ -317,6 +317,14 @@ impl Api for Torch {
         decls: &[KernelDecl],
     ) -> Result<Program> {
         driver::compile(&device.cuda, source, options, decls)
+            .map(Into::into)
+            .map_err(|e| e.on_backend(Backend::Torch))
+    }
+
+    /// As on the cuda backend: the module loads in the device's primary
+    /// context, which torch shares.
+    fn load_image(device: &Self::Device, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
+        driver::load_image(&device.cuda, format, bytes)
             .map(Into::into)
             .map_err(|e| e.on_backend(Backend::Torch))
     }

@@ -19,7 +19,7 @@ use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernel::grid::Grid;
-use crate::kernel::options::{CompileOptions, Origin};
+use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
 use unigpu_cuda_safe::dlpack::ManagedTensor;
 
@@ -323,6 +323,15 @@ impl Api for Vulkan {
             origin: Origin::NotCompiled,
             log: String::new(),
             code: ModuleCode::Host,
+        })
+    }
+
+    fn load_image(_: &Self::Device, format: ImageFormat, _: &[u8]) -> Result<Program> {
+        Err(Error::Unsupported {
+            backend: Backend::Vulkan,
+            what: format!(
+                "loading {format} code: a CUDA image cannot run on a Vulkan device; give the kernel a shader (Kernel::from_wgsl, Kernel::from_spirv)"
+            ),
         })
     }
 

@@ -47,7 +47,10 @@ fn compiled(device: &VkDevice, shader: &Shader) -> Result<Arc<Pipeline>> {
             .iter()
             .map(|p| match p {
                 ParamKind::Pointer { writable, .. } => VkDevice::storage(!writable),
-                ParamKind::Scalar(_) => VkDevice::uniform(),
+                // A shader's bindings read as pointers and scalars only.
+                ParamKind::Scalar(_) | ParamKind::Integer { .. } | ParamKind::Bytes { .. } => {
+                    VkDevice::uniform()
+                }
             })
             .collect();
         let source = match &shader.code {
@@ -208,6 +211,13 @@ pub(crate) fn launch(
                     ),
                 ));
             }
+            // Bindings read from a shader are never these.
+            (_, ParamKind::Integer { .. } | ParamKind::Bytes { .. }) => {
+                return Err(bad(
+                    name,
+                    format!("binding {i} is `{param}`, which no shader binding is"),
+                ));
+            }
         };
         entries.push(wgpu::BindGroupEntry {
             binding: i as u32,
@@ -241,6 +251,7 @@ fn param_type(p: &ParamKind) -> String {
     match p {
         ParamKind::Pointer { dtype: Some(d), .. } | ParamKind::Scalar(d) => d.to_string(),
         ParamKind::Pointer { dtype: None, .. } => "any type".into(),
+        other => other.to_string(),
     }
 }
 
