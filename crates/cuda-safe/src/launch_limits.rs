@@ -150,9 +150,15 @@ mod tests {
         let l = HOPPER;
         let err = |g, b, s| l.check(g, b, s).unwrap_err();
         let e = err((1, 1, 1), (1, 1, 65), 0);
-        assert!(e.contains("block.z = 65") && e.contains("limit of 64"), "{e}");
+        assert!(
+            e.contains("block.z = 65") && e.contains("limit of 64"),
+            "{e}"
+        );
         let e = err((1, 1, 1), (1024, 1, 1), 0);
-        assert!(e.contains("1024 threads") && e.contains("at most 512"), "{e}");
+        assert!(
+            e.contains("1024 threads") && e.contains("at most 512"),
+            "{e}"
+        );
         let e = err((1, 70000, 1), (32, 1, 1), 0);
         assert!(e.contains("grid.y = 70000") && e.contains("65535"), "{e}");
         let e = err((1, 1, 1), (32, 1, 1), 100_000);

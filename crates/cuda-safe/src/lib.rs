@@ -74,10 +74,10 @@ pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use foreign::ForeignStream;
 pub use graph::{CudaGraphHandle, ForeignGraph};
-pub use launch_limits::LaunchLimits;
 pub use kernel::{
     BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
 };
+pub use launch_limits::LaunchLimits;
 pub use peer::{PeerPath, can_access_peer};
 pub use pinned::PinnedBuffer;
 pub use stream::CudaStreamHandle;

@@ -385,3 +385,39 @@ on_every_gpu_backend!(
         ctx.sync().unwrap();
     }
 );
+
+on_every_gpu_backend!(
+    launches_over_the_limits_are_refused_naming_the_limit_and_the_stream_goes_on,
+    |ctx| {
+        let k = ctx.compile(SAXPY).unwrap().kernel("saxpy").unwrap();
+        let n = random_len(4096);
+        let hx = random_vec::<f32>(n);
+        let hy = random_vec::<f32>(n);
+        let x = ctx.upload(&hx).unwrap();
+        let mut y = ctx.upload(&hy).unwrap();
+        let over = [
+            (Grid::new((1, 1, 1), (2048, 1, 1)), "2048 threads"),
+            (Grid::new((1, 1, 1), (1, 1, 65)), "block.z = 65"),
+            (Grid::new((1, 70_000, 1), (32, 1, 1)), "grid.y = 70000"),
+            (Grid::new((0, 1, 1), (32, 1, 1)), "at least 1"),
+            (Grid::for_elems(n).with_shared_mem(1 << 20), "1048576 bytes"),
+        ];
+        for (grid, says) in over {
+            let err = ctx
+                .launch(&k, grid, (2.0f32, &x, &mut y, n as u32))
+                .expect_err("a launch over the limits must be refused");
+            assert_eq!(err.kernel(), Some("saxpy"), "{err}");
+            let text = err.to_string();
+            assert!(text.contains(says), "{text}");
+        }
+        // Nothing ran, and the stream still works.
+        ctx.launch(&k, Grid::for_elems(n), (2.0f32, &x, &mut y, n as u32))
+            .unwrap();
+        let want: Vec<f32> = hx
+            .iter()
+            .zip(&hy)
+            .map(|(x, y)| device_fma(ctx, 2.0, *x, *y))
+            .collect();
+        assert_same(&want, &y.download().unwrap());
+    }
+);
