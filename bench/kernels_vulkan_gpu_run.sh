@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call: the fatbin fixture (nvcc), the precompiled,
+# kernels and ops test binaries (cuda and vulkan variants, with the fixture)
+# and `unigpu bench`'s vulkan group beside cuda. Pack here:
+#   cargo test --release -p unigpu --test precompiled --test kernels --test ops --no-run
+#   cargo build --release -p unigpu-cli
+#   bash bench/kernels_vulkan_gpu_run.sh --pack     # .gpu-pack/kv.tar.gz
+# then run(command="bash bench/kernels_vulkan_gpu_run.sh",
+#          carry=[".gpu-pack/kv.tar.gz", ".gl"])
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = --pack ]; then
+  rm -rf /tmp/kv && mkdir -p /tmp/kv
+  for t in precompiled kernels ops; do
+    exe=$(ls -t target/release/deps/$t-* | grep -v '\.d$' | head -1)
+    cp "$exe" /tmp/kv/$t
+  done
+  cp target/release/unigpu /tmp/kv/unigpu
+  tar czf .gpu-pack/kv.tar.gz -C /tmp kv
+  ls -l .gpu-pack/kv.tar.gz
+  exit 0
+fi
+out=${OUT:-/tmp}
+mkdir -p /tmp/kv && tar xzf .gpu-pack/kv.tar.gz -C /tmp
+for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+ldconfig 2>/dev/null || true
+nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$nv" ] && export VK_DRIVER_FILES="$nv"
+export NODEVICE_SELECT=1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+bash bench/make_fatbin.sh "$out/axpy.fatbin" 2>&1 | tail -2
+export UNIGPU_TEST_FATBIN="$out/axpy.fatbin"
+status=0
+for t in precompiled kernels ops; do
+  echo "== $t (cuda and vulkan variants)"
+  /tmp/kv/$t --include-ignored --skip ::torch >"$out/$t.txt" 2>&1 || status=1
+  grep -E "^test result|FAILED|panicked" "$out/$t.txt" | head -20
+done
+echo "== unigpu bench: vulkan beside cuda"
+/tmp/kv/unigpu bench --backend cuda --only axpy,matmul_f32,vulkan_axpy,vulkan_matmul_f32,vulkan_dispatch,vulkan_transfer \
+  >"$out/vulkan-bench.md" 2>"$out/vulkan-bench.err" || status=1
+cat "$out/vulkan-bench.md"
+exit $status
