@@ -1863,6 +1863,95 @@ static void test_unified(ug_context *ctx) {
   ug_array_free(out);
 }
 
+/* ----------------------------------------------------------- error texts */
+
+/* The same mistakes give the same text through Rust, C and Python:
+ * tests/error_texts.txt (beside this file's folder) lists each one; its
+ * format is in crates/unigpu/tests/error_texts.rs. */
+static void test_error_texts(void) {
+  char path[4096], line[4096], file[160], want[4096], got[4096];
+  const char *src = __FILE__, *slash = strrchr(src, '/');
+  if (slash == NULL) snprintf(path, sizeof path, "../error_texts.txt");
+  else snprintf(path, sizeof path, "%.*s/../error_texts.txt", (int)(slash - src), src);
+  FILE *cases = fopen(path, "r");
+  if (cases == NULL) {
+    printf("FAIL cannot open %s\n", path);
+    g_failed++;
+    return;
+  }
+  int n = 0;
+  while (fgets(line, sizeof line, cases) != NULL) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '\0' || line[0] == '#') continue;
+    char *name = line, *given = strchr(name, '\t'), *text = NULL;
+    if (given != NULL) {
+      *given++ = '\0';
+      text = strchr(given, '\t');
+    }
+    if (text == NULL) {
+      printf("FAIL %s: a line without three tab-separated fields\n", path);
+      g_failed++;
+      continue;
+    }
+    *text++ = '\0';
+    n++;
+    ug_context *ctx = (ug_context *)SENTINEL;
+    ug_status st;
+    file[0] = '\0';
+    if (strncmp(name, "config_", 7) == 0) {
+      snprintf(file, sizeof file, "/tmp/unigpu-error-texts-%llu-%.64s.toml",
+               (unsigned long long)(next_u64() % 1000000007u), name);
+      FILE *f = fopen(file, "w");
+      if (f == NULL) {
+        printf("FAIL cannot write %s\n", file);
+        g_failed++;
+        continue;
+      }
+      for (const char *c = given; *c != '\0'; c++) {
+        if (c[0] == '\\' && c[1] == 'n') {
+          fputc('\n', f);
+          c++;
+        } else {
+          fputc(*c, f);
+        }
+      }
+      fclose(f);
+      st = ug_context_from_config_file(file, &ctx);
+      remove(file);
+    } else if (strcmp(name, "cpu_device_1") == 0) {
+      st = ug_context_new(UG_BACKEND_CPU, 1, &ctx);
+    } else {
+      printf("FAIL unknown case %s: add it to every binding's test\n", name);
+      g_failed++;
+      continue;
+    }
+    /* The listed text with {file} replaced by the file's path. */
+    size_t w = 0;
+    for (const char *c = text; *c != '\0' && w + 1 < sizeof want;) {
+      if (strncmp(c, "{file}", 6) == 0) {
+        w += (size_t)snprintf(want + w, sizeof want - w, "%s", file);
+        c += 6;
+      } else {
+        want[w++] = *c++;
+      }
+    }
+    want[w < sizeof want ? w : sizeof want - 1] = '\0';
+    ug_last_error_message(got, sizeof got);
+    if (st == UG_OK || ctx != (ug_context *)SENTINEL || strcmp(got, want) != 0) {
+      printf("FAIL error text of %s: status %s, got\n  %s\nlisted\n  %s\n", name,
+             ug_status_name(st), got, want);
+      g_failed++;
+    } else {
+      g_passed++;
+    }
+  }
+  fclose(cases);
+  if (n < 4) {
+    printf("FAIL %s lists %d cases\n", path, n);
+    g_failed++;
+  }
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -1885,6 +1974,7 @@ int main(int argc, char **argv) {
   test_scalars();
   test_probe();
   test_devices();
+  test_error_texts();
 
   ug_context *ctx = NULL;
   ug_status st = ug_context_new(g_backend, 0, &ctx);
