@@ -1,5 +1,7 @@
 //! A kernel that faults: the error comes back at the next sync and names
-//! the kernel. A fault poisons the CUDA context for the whole process, so
+//! the kernel, every later call on that context is an error (never a crash
+//! or a hang), and on cuda a new context works once the poisoned one is
+//! dropped. A fault poisons the CUDA context for the whole process, so
 //! each backend's variant re-runs this binary and faults in the child.
 
 mod common;
@@ -12,6 +14,10 @@ const CHILD_BACKEND: &str = "UNIGPU_TEST_FAULT_BACKEND";
 /// The child prints this once every assertion on the fault has held; torch
 /// may still abort while tearing down its poisoned context afterwards.
 const VERDICT: &str = "fault-check: the fault was reported as expected";
+/// Then: every later call on the context failed with an error.
+const LATER: &str = "fault-check: every later call was an error";
+/// Then (cuda): a new context, once the old one is dropped, works.
+const FRESH: &str = "fault-check: a new context works after the fault";
 
 /// Faults in this process and checks what the next sync reports.
 fn child(backend: &str) {
@@ -42,6 +48,35 @@ extern "C" __global__ void writes_wild(float* y, unsigned long long offset) {
         other => panic!("expected an illegal-address error, got {other:?}"),
     }
     println!("{VERDICT}");
+    // Every later call on the poisoned context is an error, not a crash or
+    // a hang.
+    let later = [
+        ("upload", ctx.upload(&[1.0f32; 4]).map(drop)),
+        (
+            "launch",
+            ctx.launch(&k, Grid::for_elems(1), (&mut y, 0u64))
+                .and_then(|()| ctx.sync()),
+        ),
+        ("download", y.download().map(drop)),
+        ("sync", ctx.sync()),
+    ];
+    for (what, outcome) in &later {
+        match outcome {
+            Ok(()) => panic!("{what} after the fault succeeded"),
+            Err(e) => println!("fault-check: {what} after the fault: {e}"),
+        }
+    }
+    println!("{LATER}");
+    if backend == "cuda" {
+        // With every handle of the poisoned context gone, the driver
+        // destroys it; the next context is a fresh one.
+        drop((k, y, ctx));
+        let fresh = common::gpu_ctx(backend);
+        let host: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+        let back = fresh.upload(&host).unwrap().download().unwrap();
+        assert_eq!(back, host);
+        println!("{FRESH}");
+    }
 }
 
 fn fault_is_reported(backend: &str) {
@@ -59,8 +94,9 @@ fn fault_is_reported(backend: &str) {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let fresh = if backend == "cuda" { FRESH } else { VERDICT };
     assert!(
-        stdout.contains(VERDICT),
+        stdout.contains(VERDICT) && stdout.contains(LATER) && stdout.contains(fresh),
         "the child did not see the fault reported as expected (exit {:?}):\n{stdout}\n{}",
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
