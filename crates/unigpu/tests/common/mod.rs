@@ -45,9 +45,10 @@
 //!     variants' readings.
 //!   - cpu: skipped: the host's free memory is system-wide (every process
 //!     moves it); the CPU variants take no lock and run in parallel.
-//!   Other processes on the same GPU move the driver's figure too: run GPU
-//!   test binaries one at a time on a GPU nothing else uses (`cargo test`
-//!   runs its binaries one after another).
+//!
+//! Other processes on the same GPU move the driver's figure too: run GPU
+//! test binaries one at a time on a GPU nothing else uses (`cargo test`
+//! runs its binaries one after another).
 //!
 //! Serialising the GPU variants costs their parallelism within a binary:
 //! most are short and synchronize often, and the GPU they share was never
