@@ -2,17 +2,74 @@
 //! runs one test body on the CPU backend (always), on CUDA, on Vulkan and,
 //! with the `torch` feature, on torch (all ignored unless asked for; they
 //! fail, not skip, when no GPU or Vulkan adapter is found).
+//!
+//! # The leak guard
+//!
+//! Every variant the macros make runs its body through [`leak_checked`],
+//! which fails the test when the body leaves device memory behind:
+//!
+//! - **Allocator statistics** (`Context::memory_stats().in_use`): read on
+//!   the test's own context before the body and again after it, once the
+//!   context is synchronized and its cache emptied, and required to be
+//!   equal, to the byte. Each variant opens its own `Context` (on CUDA each
+//!   open has its own caching allocator), so other tests running at the
+//!   same time cannot move these numbers. Backends without an allocator of
+//!   their own (cpu, vulkan, torch) answer `Unsupported`, and this part is
+//!   skipped for them: the error says why.
+//! - **The driver's free memory** (`Context::memory_info().free`), which
+//!   is device-wide: any test allocating on the GPU at the same time moves
+//!   it. So GPU variants hold [`GPU`] exclusively for their whole run (GPU
+//!   variants of one test binary run one at a time), and every other
+//!   GPU test (those that call `cuda_ctx()`, `vulkan_ctx()`,
+//!   `torch_ctx()` or `gpu_ctx()` outside the macros) holds it shared from
+//!   that call until its test thread ends. While one variant holds it, no
+//!   other test of the process touches the device. Per backend:
+//!   - cuda: read through a *witness*, a context of the same device opened
+//!     once per process and kept (it keeps the primary context alive, so
+//!     every read sees the same driver context), before the test's context
+//!     is opened and after it is dropped; everything the context made
+//!     (allocator segments, modules, streams, events, the cuBLAS handle)
+//!     must be back. Free memory may not drop by more than
+//!     [`DRIVER_SLACK`]: `cuMemGetInfo` moves in 2 MiB pages, so one page is
+//!     the finest bound it can state (a smaller leak of an array is caught
+//!     exactly by the allocator's count above).
+//!   - vulkan: read on the test's own context before and after the body
+//!     (each array is a buffer of its own; `empty_cache` releases the
+//!     staging buffers), with the same slack. Without VK_EXT_memory_budget
+//!     the figure is the adapter's size less what this context holds, so
+//!     exact; with it, device-wide, which the lock makes quiet.
+//!   - torch: skipped: torch's caching allocator keeps freed blocks
+//!     reserved and the bridge cannot empty it (`empty_cache` is
+//!     `Unsupported`), so the driver's figure does not come back by design.
+//!     torch variants still take the lock, so they cannot move the cuda
+//!     variants' readings.
+//!   - cpu: skipped: the host's free memory is system-wide (every process
+//!     moves it); the CPU variants take no lock and run in parallel.
+//!
+//! Other processes on the same GPU move the driver's figure too: run GPU
+//! test binaries one at a time on a GPU nothing else uses (`cargo test`
+//! runs its binaries one after another).
+//!
+//! Serialising the GPU variants costs their parallelism within a binary:
+//! most are short and synchronize often, and the GPU they share was never
+//! more than one device. tests/churn.rs adds the loop of the issue: 10,000
+//! contexts, streams, events, arrays and modules, with flat descriptors,
+//! threads, RSS and device memory.
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+use std::cell::{Cell, RefCell};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
 use rand::Rng;
-use unigpu::{Backend, Context, CpuArgs, Element, Kernel, bf16, f16};
+use unigpu::{Backend, Context, CpuArgs, Element, Error, Kernel, bf16, f16};
 
 pub fn cpu_ctx() -> Context {
     Context::new(Backend::Cpu, 0).expect("the CPU backend is always available")
 }
 
 pub fn cuda_ctx() -> Context {
+    share_gpu();
     match Context::new(Backend::Cuda, 0) {
         Ok(ctx) => ctx,
         Err(e) => panic!("this test needs a CUDA GPU and found none: {e}"),
@@ -23,6 +80,7 @@ pub fn cuda_ctx() -> Context {
 /// then names on stderr so a run shows which driver it checked.
 #[cfg(feature = "vulkan")]
 pub fn vulkan_ctx() -> Context {
+    share_gpu();
     match Context::new(Backend::Vulkan, 0) {
         Ok(ctx) => {
             static SAID: std::sync::Once = std::sync::Once::new();
@@ -38,9 +96,153 @@ pub fn vulkan_ctx() -> Context {
 
 #[cfg(feature = "torch")]
 pub fn torch_ctx() -> Context {
+    share_gpu();
     match Context::new(Backend::Torch, 0) {
         Ok(ctx) => ctx,
         Err(e) => panic!("this test needs a CUDA GPU usable through torch and found none: {e}"),
+    }
+}
+
+/// Held exclusively by each GPU variant the macros make, for its whole
+/// run, and shared by every other GPU test from its first `*_ctx()` call
+/// until its thread ends: see the module's docs.
+static GPU: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// This test thread's shared hold on [`GPU`].
+    static SHARED: RefCell<Option<RwLockReadGuard<'static, ()>>> = const { RefCell::new(None) };
+    /// Whether this thread runs a leak-checked variant (it holds [`GPU`]
+    /// exclusively already).
+    static EXCLUSIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How far the driver's free memory may fall across a leak-checked test:
+/// one 2 MiB page, the step in which `cuMemGetInfo` moves.
+pub const DRIVER_SLACK: usize = 2 << 20;
+
+/// Takes a shared hold on [`GPU`] for the rest of this thread (a test's
+/// thread ends with the test), unless this thread holds it exclusively.
+fn share_gpu() {
+    if EXCLUSIVE.get() {
+        return;
+    }
+    SHARED.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.is_none() {
+            *s = Some(GPU.read().unwrap_or_else(|e| e.into_inner()));
+        }
+    });
+}
+
+/// This thread's exclusive hold on [`GPU`], and the flag that says so.
+struct Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Exclusive {
+    fn take() -> Exclusive {
+        // A thread running tests one after another (`--test-threads=1`)
+        // may still hold a shared hold from an earlier test: nothing else
+        // runs then, so it goes.
+        SHARED.with(|s| s.borrow_mut().take());
+        let guard = GPU.write().unwrap_or_else(|e| e.into_inner());
+        EXCLUSIVE.set(true);
+        Exclusive(guard)
+    }
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        EXCLUSIVE.set(false);
+    }
+}
+
+/// The witness of `backend`'s device 0: a context opened once per process
+/// (by `open`) and kept, through which the cuda leak check reads the
+/// driver's free memory while no test context is open.
+fn witness(backend: Backend, open: fn() -> Context) -> Context {
+    static WITNESSES: Mutex<Vec<Context>> = Mutex::new(Vec::new());
+    let mut all = WITNESSES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(w) = all.iter().find(|w| w.backend() == backend) {
+        return w.clone();
+    }
+    let ctx = open();
+    all.push(ctx.clone());
+    ctx
+}
+
+/// Waits for `ctx`'s work (an error kept from a drop is returned once, so
+/// a second sync must succeed) and empties its cache where it has one.
+fn settle(test: &str, ctx: &Context) {
+    if ctx.sync().is_err() {
+        if let Err(e) = ctx.sync() {
+            panic!("leak check of {test}: the context does not synchronize: {e}");
+        }
+    }
+    match ctx.empty_cache() {
+        Ok(_) | Err(Error::Unsupported { .. }) => {}
+        Err(e) => panic!("leak check of {test}: empty_cache: {e}"),
+    }
+}
+
+/// Bytes the allocator of `ctx` hands out now, or `None` where the
+/// backend has no allocator of its own (`Unsupported` says why).
+fn in_use(test: &str, ctx: &Context) -> Option<usize> {
+    match ctx.memory_stats() {
+        Ok(s) => Some(s.in_use),
+        Err(Error::Unsupported { .. }) => None,
+        Err(e) => panic!("leak check of {test}: memory_stats: {e}"),
+    }
+}
+
+fn driver_free(test: &str, ctx: &Context) -> usize {
+    match ctx.memory_info() {
+        Ok(m) => m.free,
+        Err(e) => panic!("leak check of {test}: memory_info: {e}"),
+    }
+}
+
+/// Runs `body` on a context of `backend` from `open` and fails `test`
+/// when it leaves device memory behind (the module's docs say how). GPU
+/// variants hold [`GPU`] exclusively throughout.
+pub fn leak_checked(test: &str, backend: Backend, open: fn() -> Context, body: fn(&Context)) {
+    let _exclusive = (backend != Backend::Cpu).then(Exclusive::take);
+    // Which driver figure to check (see the module's docs).
+    let witness = (backend == Backend::Cuda).then(|| witness(backend, open));
+    let own_free = backend == Backend::Vulkan;
+    let free_before = witness.as_ref().map(|w| {
+        settle(test, w);
+        driver_free(test, w)
+    });
+    let ctx = open();
+    assert_eq!(ctx.backend(), backend, "{test}");
+    settle(test, &ctx);
+    let used_before = in_use(test, &ctx);
+    let own_before = own_free.then(|| driver_free(test, &ctx));
+
+    body(&ctx);
+
+    settle(test, &ctx);
+    if let (Some(before), Some(after)) = (used_before, in_use(test, &ctx)) {
+        assert_eq!(
+            after, before,
+            "leak in {test}: the allocator hands out {after} bytes after the test, {before} before"
+        );
+    }
+    let own_after = own_free.then(|| driver_free(test, &ctx));
+    drop(ctx);
+    let free_after = witness.as_ref().map(|w| {
+        settle(test, w);
+        driver_free(test, w)
+    });
+    for (before, after) in [(free_before, free_after), (own_before, own_after)] {
+        if let (Some(before), Some(after)) = (before, after) {
+            assert!(
+                after + DRIVER_SLACK >= before,
+                "leak in {test}: the driver reports {after} bytes free after the test, \
+                 {before} before ({} MiB less; {} MiB allowed)",
+                (before - after) >> 20,
+                DRIVER_SLACK >> 20
+            );
+        }
     }
 }
 
@@ -137,7 +339,13 @@ macro_rules! on_every_backend {
             #[test]
             fn cpu() {
                 let body: fn(&unigpu::Context) = $body;
-                body(&$crate::common::cpu_ctx());
+                let test = concat!(module_path!(), "::cpu");
+                $crate::common::leak_checked(
+                    test,
+                    unigpu::Backend::Cpu,
+                    $crate::common::cpu_ctx,
+                    body,
+                );
             }
 
             $crate::gpu_variants!($body);
@@ -147,7 +355,13 @@ macro_rules! on_every_backend {
             #[ignore = "needs a Vulkan adapter"]
             fn vulkan() {
                 let body: fn(&unigpu::Context) = $body;
-                body(&$crate::common::vulkan_ctx());
+                let test = concat!(module_path!(), "::vulkan");
+                $crate::common::leak_checked(
+                    test,
+                    unigpu::Backend::Vulkan,
+                    $crate::common::vulkan_ctx,
+                    body,
+                );
             }
         }
     };
@@ -178,7 +392,13 @@ macro_rules! gpu_variants {
         #[ignore = "needs a CUDA GPU"]
         fn cuda() {
             let body: fn(&unigpu::Context) = $body;
-            body(&$crate::common::cuda_ctx());
+            let test = concat!(module_path!(), "::cuda");
+            $crate::common::leak_checked(
+                test,
+                unigpu::Backend::Cuda,
+                $crate::common::cuda_ctx,
+                body,
+            );
         }
 
         #[cfg(feature = "torch")]
@@ -186,7 +406,13 @@ macro_rules! gpu_variants {
         #[ignore = "needs a CUDA GPU"]
         fn torch() {
             let body: fn(&unigpu::Context) = $body;
-            body(&$crate::common::torch_ctx());
+            let test = concat!(module_path!(), "::torch");
+            $crate::common::leak_checked(
+                test,
+                unigpu::Backend::Torch,
+                $crate::common::torch_ctx,
+                body,
+            );
         }
     };
 }
