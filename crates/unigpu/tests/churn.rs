@@ -119,7 +119,14 @@ fn round(ctx: &Context, i: usize, fused: bool) {
     }
 }
 
+/// Held by each variant for its whole run: fds, threads and RSS are the
+/// process's, so two variants at once would read each other's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 on_every_backend!(ten_thousand_of_everything_leave_nothing_behind, |ctx| {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fused = common::device_fma(ctx, 1.0 + f32::EPSILON, 1.0 - f32::EPSILON, -1.0)
         == (1.0 + f32::EPSILON).mul_add(1.0 - f32::EPSILON, -1.0);
     let start = Instant::now();
