@@ -84,16 +84,14 @@ impl CudaDevice {
                 available,
             });
         }
-        let (ctx, stream) = match retain(ordinal) {
-            Err(e) if e.driver_code().is_some_and(is_sticky) => {
-                // A kernel fault poisoned the primary context, and no
-                // handle can use it again; reset it so that this open
-                // gets a fresh one (docs/reliability.md).
-                reset_primary_context(ordinal)?;
-                retain(ordinal)?
-            }
-            r => r?,
-        };
+        let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
+        // SAFETY: event tracking orders cudarc `CudaSlice`s across streams,
+        // and this crate makes none (buffers order their own uses,
+        // `uses.rs`). Left on, cudarc synchronizes the whole context when
+        // the first stream is made, which fails, and invalidates the
+        // capture, while another thread captures a graph on this GPU.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().call("cuStreamCreate")?;
         let events = EventPool::new(ctx.clone());
         let captures = Arc::new(Captures::default());
         Ok(CudaDevice {
@@ -228,51 +226,4 @@ impl PartialEq for CudaDevice {
     fn eq(&self, other: &Self) -> bool {
         self.inner.ctx == other.inner.ctx
     }
-}
-
-/// The device's primary context and a new non-blocking stream on it.
-fn retain(ordinal: usize) -> Result<(Arc<CudaContext>, Arc<cudarc::driver::CudaStream>)> {
-    let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
-    // SAFETY: event tracking orders cudarc `CudaSlice`s across streams,
-    // and this crate makes none (buffers order their own uses,
-    // `uses.rs`). Left on, cudarc synchronizes the whole context when
-    // the first stream is made, which fails, and invalidates the
-    // capture, while another thread captures a graph on this GPU.
-    unsafe { ctx.disable_event_tracking() };
-    let stream = ctx.new_stream().call("cuStreamCreate")?;
-    Ok((ctx, stream))
-}
-
-/// The statuses after which a context is unusable for the rest of its
-/// life (CUDA's "sticky" errors: a fault inside a kernel).
-fn is_sticky(code: u32) -> bool {
-    use cudarc::driver::sys::CUresult::*;
-    [
-        CUDA_ERROR_ILLEGAL_ADDRESS,
-        CUDA_ERROR_ASSERT,
-        CUDA_ERROR_HARDWARE_STACK_ERROR,
-        CUDA_ERROR_ILLEGAL_INSTRUCTION,
-        CUDA_ERROR_MISALIGNED_ADDRESS,
-        CUDA_ERROR_INVALID_ADDRESS_SPACE,
-        CUDA_ERROR_INVALID_PC,
-        CUDA_ERROR_LAUNCH_FAILED,
-    ]
-    .iter()
-    .any(|&c| c as u32 == code)
-}
-
-/// Destroys the device's primary context, whatever still holds it: only
-/// done when a fault has made it unusable anyway.
-fn reset_primary_context(ordinal: usize) -> Result<()> {
-    let mut dev = 0;
-    // SAFETY: `dev` is valid for a write; the ordinal was checked against
-    // the device count.
-    unsafe { cudarc::driver::sys::cuDeviceGet(&mut dev, ordinal as i32) }
-        .result()
-        .call("cuDeviceGet")?;
-    // SAFETY: a valid device; every handle of the old context is unusable
-    // already (a sticky error), and later calls on them return errors.
-    unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(dev) }
-        .result()
-        .call("cuDevicePrimaryCtxReset")
 }
