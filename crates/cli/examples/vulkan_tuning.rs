@@ -67,88 +67,33 @@ fn time_gated(ctx: &Context, mut f: impl FnMut() -> unigpu::Result<()>) -> anyho
     Ok(start.elapsed_ms(&end)? as f64 / REPS as f64)
 }
 
-const AXPY_SCALAR: &str = r#"
+/// An axpy candidate: `vec4` loads 16 bytes of each array at a time, and
+/// each invocation takes `per` units (elements or vec4s) a grid apart.
+fn axpy_wgsl(vec4: bool, per: u32) -> String {
+    let (ty, a) = if vec4 {
+        ("vec4<f32>", "vec4<f32>(alpha)")
+    } else {
+        ("f32", "alpha")
+    };
+    format!(
+        r#"
 @group(0) @binding(0) var<uniform> alpha: f32;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> y: array<{ty}>;
 @group(0) @binding(3) var<uniform> n: u32;
 @group(0) @binding(4) var<uniform> nx: u32;
 @compute @workgroup_size(256)
-fn axpy(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * nx;
-    if (i < n) { y[i] = fma(alpha, x[i], y[i]); }
-}
-"#;
-
-/// Four elements an invocation, as one 16-byte load of each array.
-const AXPY_VEC4: &str = r#"
-@group(0) @binding(0) var<uniform> alpha: f32;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> n: u32;
-@group(0) @binding(4) var<uniform> nx: u32;
-@compute @workgroup_size(256)
-fn axpy(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * nx;
-    if (i < n) { y[i] = fma(vec4<f32>(alpha), x[i], y[i]); }
-}
-"#;
-
-/// Four vec4s an invocation, a grid's width apart (each load coalesced).
-const AXPY_VEC4X4: &str = r#"
-@group(0) @binding(0) var<uniform> alpha: f32;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> n: u32;
-@group(0) @binding(4) var<uniform> nx: u32;
-@compute @workgroup_size(256)
-fn axpy(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) w: vec3<u32>) {
+fn axpy(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) w: vec3<u32>) {{
     let stride = w.x * w.y * 256u;
     let i = g.x + g.y * nx;
-    let a = vec4<f32>(alpha);
-    for (var j = 0u; j < 4u; j++) {
+    for (var j = 0u; j < {per}u; j++) {{
         let k = i + j * stride;
-        if (k < n) { y[k] = fma(a, x[k], y[k]); }
-    }
+        if (k < n) {{ y[k] = fma({a}, x[k], y[k]); }}
+    }}
+}}
+"#
+    )
 }
-"#;
-
-/// Four scalars an invocation, a grid's width apart (no alignment needed).
-const AXPY_X4: &str = r#"
-@group(0) @binding(0) var<uniform> alpha: f32;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> n: u32;
-@group(0) @binding(4) var<uniform> nx: u32;
-@compute @workgroup_size(256)
-fn axpy(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) w: vec3<u32>) {
-    let stride = w.x * w.y * 256u;
-    let i = g.x + g.y * nx;
-    for (var j = 0u; j < 4u; j++) {
-        let k = i + j * stride;
-        if (k < n) { y[k] = fma(alpha, x[k], y[k]); }
-    }
-}
-"#;
-
-/// Two vec4s an invocation, a grid's width apart.
-const AXPY_VEC4X2: &str = r#"
-@group(0) @binding(0) var<uniform> alpha: f32;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> n: u32;
-@group(0) @binding(4) var<uniform> nx: u32;
-@compute @workgroup_size(256)
-fn axpy(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) w: vec3<u32>) {
-    let stride = w.x * w.y * 256u;
-    let i = g.x + g.y * nx;
-    let a = vec4<f32>(alpha);
-    for (var j = 0u; j < 2u; j++) {
-        let k = i + j * stride;
-        if (k < n) { y[k] = fma(a, x[k], y[k]); }
-    }
-}
-"#;
 
 /// A 2-D grid of 256-wide workgroups with at least `units` invocations,
 /// and the invocations of one grid row.
@@ -184,22 +129,23 @@ fn axpy(vk: &Context, other: &Context, n: usize) -> anyhow::Result<()> {
         report(&format!("{name}, gated"), ms);
         check_axpy(&hx, &hy, &y.download()?, 2 * REPS + 2)?;
     }
-    let candidates: [(&str, &str, usize, usize); 5] = [
-        ("vulkan: scalar", AXPY_SCALAR, 1, 1),
-        ("vulkan: scalar x4", AXPY_X4, 1, 4),
-        ("vulkan: vec4", AXPY_VEC4, 4, 1),
-        ("vulkan: vec4 x2", AXPY_VEC4X2, 4, 2),
-        ("vulkan: vec4 x4", AXPY_VEC4X4, 4, 4),
+    let candidates = [
+        ("vulkan: scalar", false, 1),
+        ("vulkan: scalar x4", false, 4),
+        ("vulkan: vec4", true, 1),
+        ("vulkan: vec4 x2", true, 2),
+        ("vulkan: vec4 x4", true, 4),
     ];
-    for (name, src, width, per) in candidates {
+    for (name, vec4, per) in candidates {
+        let width = if vec4 { 4 } else { 1 };
         if !n.is_multiple_of(width) {
             continue;
         }
-        let k = Kernel::from_wgsl("axpy", src)?;
+        let k = Kernel::from_wgsl("axpy", &axpy_wgsl(vec4, per))?;
         let x = vk.upload(&hx)?;
         let mut y = vk.upload(&hy)?;
         let units = n / width;
-        let (grid, nx) = grid_2d(units.div_ceil(per));
+        let (grid, nx) = grid_2d(units.div_ceil(per as usize));
         let mut launch = || vk.launch(&k, grid, (2.0f32, &x, &mut y, units as u32, nx));
         let ms = time(vk, &mut launch)?;
         report(name, ms);

@@ -5,6 +5,7 @@
 //! its WGSL or SPIR-V.
 
 mod args;
+mod comments;
 mod compile;
 mod cpu_bytes;
 pub(crate) mod grid;

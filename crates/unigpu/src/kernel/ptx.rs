@@ -21,6 +21,7 @@
 //! (`params: None`). Names are the symbols in the PTX: a kernel not
 //! declared `extern "C"` has its mangled name (`_Z5saxpyfPKfPfj`).
 
+use super::comments::skip_comment;
 use super::signature::{KernelDecl, ParamKind};
 use crate::DType;
 
@@ -173,22 +174,7 @@ fn strip_comments(text: &str) -> String {
                     escaped = c == '\\' && !escaped;
                 }
             }
-            '/' if chars.peek() == Some(&'/') => {
-                while chars.peek().is_some_and(|&c| c != '\n') {
-                    chars.next();
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut prev = ' ';
-                for c in chars.by_ref() {
-                    if prev == '*' && c == '/' {
-                        break;
-                    }
-                    prev = c;
-                }
-                out.push(' ');
-            }
+            '/' if skip_comment(&mut chars, &mut out) => {}
             _ => out.push(c),
         }
     }

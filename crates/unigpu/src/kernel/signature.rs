@@ -4,6 +4,7 @@
 //! `ParamKind` is also what precompiled code's parameters read as
 //! (`ptx.rs`), where the code says less than C++ does.
 
+use super::comments::skip_comment;
 use crate::DType;
 
 /// The declared type of one kernel parameter.
@@ -265,22 +266,7 @@ fn strip_comments_and_directives(source: &str) -> String {
     let mut line_start = true;
     while let Some(c) = chars.next() {
         match c {
-            '/' if chars.peek() == Some(&'/') => {
-                while chars.peek().is_some_and(|&c| c != '\n') {
-                    chars.next();
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut prev = ' ';
-                for c in chars.by_ref() {
-                    if prev == '*' && c == '/' {
-                        break;
-                    }
-                    prev = c;
-                }
-                out.push(' ');
-            }
+            '/' if skip_comment(&mut chars, &mut out) => {}
             '#' if line_start => {
                 // Skip the directive, including continued lines.
                 let mut prev = '#';
