@@ -176,7 +176,7 @@ impl Context {
         self.inner.device.info()
     }
 
-    /// The device's name, e.g. "NVIDIA H200".
+    /// The device's name, as its backend reports it.
     pub fn device_name(&self) -> Result<String> {
         Ok(self.device_info()?.name)
     }
