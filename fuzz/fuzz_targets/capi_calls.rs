@@ -175,7 +175,7 @@ const SOURCES: [&str; 4] = [
     "extern \"C\" __global__ void scale(double* x, double a, unsigned long long n) {}\n\
      extern \"C\" __global__ void k(void) {}",
     "template <typename T> __global__ void k(T* p) {}",
-    "this is not CUDA (",
+    "this is not a kernel (",
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -240,9 +240,9 @@ impl<'a> Arbitrary<'a> for ConfigText {
     }
 }
 
-/// DLPack export's `stream`: the values a CPU array may get, and values it
-/// must refuse (1 and 2 are CUDA's predefined streams, valid handles in
-/// CUDA terms).
+/// DLPack export's `stream`: the values a CPU array may get (0, -1), and
+/// values it must refuse: -2 and below, and 1 and 2, the predefined
+/// legacy and per-thread streams (valid handles by DLPack's rules).
 #[derive(Debug, Clone, Copy)]
 struct DlpackStream(i64);
 

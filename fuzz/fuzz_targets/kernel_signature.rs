@@ -1,4 +1,4 @@
-//! The CUDA kernel declaration parser (`unigpu::kernel::parse_kernels`) on
+//! The kernel declaration parser (`unigpu::kernel::parse_kernels`) on
 //! any source, and the launch-argument check against what it read (or
 //! against random declarations): launches of `Kernel::cpu_only` kernels
 //! with random scalars and arrays on the CPU backend.

@@ -177,7 +177,7 @@ fn environment_pairs_pick_the_unigpu_variables() {
     let mut c = Config::default();
     c.apply_env([
         ("PATH", OsStr::new("/bin")),
-        ("UNIGPU_BACKEND", OsStr::new("cuda")),
+        ("UNIGPU_BACKEND", OsStr::new("auto")),
         ("UNIGPU_BACKEND", OsStr::new("cpu")),
         ("UNIGPU_DEVICE", OsStr::new("cpu:0")),
     ])
