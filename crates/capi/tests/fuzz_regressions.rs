@@ -76,7 +76,7 @@ fn reimport_pair() {
     let st = unsafe { ug_array_from_dlpack(ctx, t, &mut b) };
     assert_eq!(st, ug_status::OK);
 
-    // SAFETY (all calls below): live handles; NULL stream = the default.
+    // SAFETY: live handles; a NULL stream is the default one.
     let st = unsafe { ug_op_tanh(ptr::null(), b, a) };
     assert_eq!(st, ug_status::UNSUPPORTED);
     assert!(
