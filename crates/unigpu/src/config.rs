@@ -216,17 +216,18 @@ impl Config {
         let mut backend = None;
         let mut device = None;
         for (name, value) in vars {
-            let (slot, key, allowed) = match name.as_ref().to_str() {
-                Some(BACKEND_ENV) => (
-                    &mut backend,
-                    "backend",
-                    format!("\"auto\", {}", Backend::quoted_names()),
-                ),
-                Some(DEVICE_ENV) => (&mut device, "device", DEVICE_VALUES.to_string()),
+            let (slot, key) = match name.as_ref().to_str() {
+                Some(BACKEND_ENV) => (&mut backend, "backend"),
+                Some(DEVICE_ENV) => (&mut device, "device"),
                 _ => continue,
             };
             let value = value.as_ref();
             let Some(text) = value.to_str() else {
+                let allowed = if key == "backend" {
+                    format!("\"auto\", {}", Backend::quoted_names())
+                } else {
+                    DEVICE_VALUES.to_string()
+                };
                 return Err(ConfigError::BadValue {
                     origin: format!("environment variable {}", name.as_ref().display()),
                     key,
