@@ -9,6 +9,7 @@
 //! the working directory or one of its parents. `UNIGPU_BACKEND` and
 //! `UNIGPU_DEVICE` override the file's keys.
 
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -164,10 +165,7 @@ impl Config {
                 None => Config::default(),
             },
         };
-        config.apply_env_overrides(
-            std::env::var(BACKEND_ENV).ok().as_deref(),
-            std::env::var(DEVICE_ENV).ok().as_deref(),
-        )?;
+        config.apply_env(process_env())?;
         Ok(config)
     }
 
@@ -237,6 +235,46 @@ impl Config {
         self.check_consistent(&origin)
     }
 
+    /// Applies the `UNIGPU_BACKEND` and `UNIGPU_DEVICE` entries of an
+    /// environment given as `(name, value)` pairs (as
+    /// `std::env::vars_os()` yields them; other names are ignored, and of
+    /// a name given twice the last value counts). A value that is not
+    /// UTF-8 is an error naming the variable, not a silent default.
+    pub fn apply_env<K, V>(
+        &mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<(), ConfigError>
+    where
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let mut backend = None;
+        let mut device = None;
+        for (name, value) in vars {
+            let (slot, key) = match name.as_ref().to_str() {
+                Some(BACKEND_ENV) => (&mut backend, "backend"),
+                Some(DEVICE_ENV) => (&mut device, "device"),
+                _ => continue,
+            };
+            let value = value.as_ref();
+            let Some(text) = value.to_str() else {
+                let allowed = if key == "backend" {
+                    format!("\"auto\", {}", Backend::quoted_names())
+                } else {
+                    DEVICE_VALUES.to_string()
+                };
+                return Err(ConfigError::BadValue {
+                    origin: format!("environment variable {}", name.as_ref().display()),
+                    key,
+                    value: value.to_string_lossy().into_owned(),
+                    allowed: format!("{allowed} (the value is not UTF-8)"),
+                });
+            };
+            *slot = Some(text.to_string());
+        }
+        self.apply_env_overrides(backend.as_deref(), device.as_deref())
+    }
+
     fn check_consistent(&self, origin: &str) -> Result<(), ConfigError> {
         match (self.backend, self.device) {
             (BackendChoice::Only(Backend::Cpu), Some(d)) if d.kind != Backend::Cpu => {
@@ -299,6 +337,15 @@ fn line_col(text: &str, offset: usize) -> String {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     format!("{line}:{column}")
+}
+
+/// This process's `UNIGPU_BACKEND` and `UNIGPU_DEVICE`, as the
+/// `(name, value)` pairs [`Config::apply_env`] takes.
+pub fn process_env() -> Vec<(&'static str, OsString)> {
+    [BACKEND_ENV, DEVICE_ENV]
+        .into_iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (name, value)))
+        .collect()
 }
 
 /// The nearest `unigpu.toml` in the working directory or its parents.

@@ -50,10 +50,7 @@ impl Context {
     /// Reads `path` as a `unigpu.toml` (environment overrides still apply).
     pub fn from_config_file(path: impl AsRef<Path>) -> Result<Context> {
         let mut config = Config::from_file(path.as_ref())?;
-        config.apply_env_overrides(
-            std::env::var(crate::config::BACKEND_ENV).ok().as_deref(),
-            std::env::var(crate::config::DEVICE_ENV).ok().as_deref(),
-        )?;
+        config.apply_env(crate::config::process_env())?;
         Context::from_config(config)
     }
 

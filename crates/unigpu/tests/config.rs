@@ -168,6 +168,47 @@ fn environment_overrides_win_and_are_validated() {
 }
 
 #[test]
+fn environment_pairs_pick_the_unigpu_variables() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    // Other names are ignored; of a name given twice the last counts.
+    let mut c = Config::default();
+    c.apply_env([
+        ("PATH", OsStr::new("/bin")),
+        ("UNIGPU_BACKEND", OsStr::new("auto")),
+        ("UNIGPU_BACKEND", OsStr::new("cpu")),
+        ("UNIGPU_DEVICE", OsStr::new("cpu:0")),
+    ])
+    .unwrap();
+    assert_eq!(c.backend, BackendChoice::Only(Backend::Cpu));
+    assert_eq!(c.device.unwrap().kind, Backend::Cpu);
+
+    // A value that is not UTF-8 is an error naming the variable, not
+    // silently the default.
+    let mut c = Config::default();
+    let bad = OsStr::from_bytes(b"cp\xffu");
+    match c.apply_env([("UNIGPU_BACKEND", bad)]).unwrap_err() {
+        ConfigError::BadValue {
+            origin, key, value, ..
+        } => {
+            assert_eq!(origin, "environment variable UNIGPU_BACKEND");
+            assert_eq!(key, "backend");
+            assert_eq!(value, "cp\u{fffd}u");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut c = Config::default();
+    match c.apply_env([("UNIGPU_DEVICE", bad)]).unwrap_err() {
+        ConfigError::BadValue { origin, key, .. } => {
+            assert_eq!(origin, "environment variable UNIGPU_DEVICE");
+            assert_eq!(key, "device");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn files_are_read_and_errors_name_their_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("unigpu.toml");

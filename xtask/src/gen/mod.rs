@@ -1,9 +1,11 @@
 //! `cargo xtask gen [SPEC…] [--check]`: YAML wrapper specs to three FFI tiers.
 //!
 //! Pipeline (one job per file):
-//! - [`spec`]: the YAML model, parsed with serde-saphyr (with spans);
-//! - [`validate`]: checks and resolves it into [`model::Spec`], reporting
+//! - [`xtask::spec`]: the YAML model, parsed with serde-saphyr (with spans);
+//! - [`xtask::validate`]: checks and resolves it into [`model::Spec`], reporting
 //!   every problem as `file:line:column` with a hint ([`error`]);
+//!   these front-end modules (and [`load_str`]) live in the xtask library
+//!   (xtask/src/lib.rs), which the fuzz target `spec_yaml` also drives;
 //! - emitters: [`emit_cpp`] + [`emit_cxx`] (tier 1), [`emit_capi`] +
 //!   [`emit_header`] (tier 2, sharing [`abi`]), [`emit_safe`] (tier 3);
 //! - [`output`]: everything is generated in memory first; files are written
@@ -19,13 +21,11 @@ mod emit_cpp;
 mod emit_cxx;
 mod emit_header;
 mod emit_safe;
-pub mod error;
-pub mod model;
-mod names;
 mod out;
 pub mod output;
-pub mod spec;
-pub mod validate;
+
+// The front end, from the library (xtask/src/lib.rs).
+pub use xtask::{error, load_str, model};
 
 #[cfg(test)]
 mod tests;
@@ -161,12 +161,6 @@ pub fn display_path(root: &Path, path: &Path) -> String {
     shown.to_string_lossy().replace('\\', "/")
 }
 
-/// Parses and validates one spec from text.
-pub fn load_str(file: &str, text: &str) -> std::result::Result<Spec, Vec<SpecError>> {
-    let raw = spec::parse(file, text).map_err(|e| vec![e])?;
-    validate::validate(file, text, &raw)
-}
-
 /// Generates every file of every spec in memory. Fails (with all spec
 /// errors) before anything is written.
 pub fn generate(root: &Path, specs: &[PathBuf]) -> Result<Vec<GenFile>> {
@@ -188,7 +182,7 @@ pub fn generate(root: &Path, specs: &[PathBuf]) -> Result<Vec<GenFile>> {
             }
         };
         match load_str(&shown, &text) {
-            Ok(spec) => match misnamed(&shown, &text, &spec) {
+            Ok(spec) => match misnamed(&shown, &spec) {
                 Some(e) => errors.push(e),
                 None => models.push(spec),
             },
@@ -208,18 +202,16 @@ pub fn generate(root: &Path, specs: &[PathBuf]) -> Result<Vec<GenFile>> {
 
 /// One spec, one name: a spec file is named after its `library`
 /// (specs/<library>.yaml), as its bridge folder and C header are.
-fn misnamed(shown: &str, text: &str, spec: &Spec) -> Option<SpecError> {
+fn misnamed(shown: &str, spec: &Spec) -> Option<SpecError> {
     let stem = Path::new(shown).file_stem()?.to_string_lossy();
     if stem == spec.library {
         return None;
     }
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("library:"))
-        .map_or(0, |i| i as u64 + 1);
+    // The line of `library` (from the parser's position, so it holds for
+    // any layout and line ending), column 1: the whole line is at fault.
     Some(SpecError {
         file: shown.to_string(),
-        line,
+        line: spec.library_at.0,
         column: 1,
         message: format!(
             "spec file `{shown}` is not named after its library `{}`",

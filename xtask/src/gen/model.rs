@@ -190,6 +190,8 @@ pub struct Spec {
     /// The spec path as displayed (repository-relative).
     pub file: String,
     pub library: String,
+    /// Where `library`'s value is written: 1-based line and column.
+    pub library_at: (u64, u64),
     pub prefix: String,
     pub namespace: String,
     pub rust_crate: String,

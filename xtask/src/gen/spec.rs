@@ -179,6 +179,15 @@ pub fn parse(file: &str, text: &str) -> Result<RawSpec, SpecError> {
     })
 }
 
+/// The lines of a spec as YAML counts them: `\n`, `\r\n` and a lone `\r`
+/// each end a line (`str::lines` knows only the first two), so that line
+/// numbers agree with the positions the parser reports.
+pub fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .flat_map(|l| l.split('\r'))
+}
+
 /// The first line of serde-saphyr's message, without the source snippet it
 /// appends (we print our own position).
 fn first_line(message: &str) -> String {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::error::SpecError;
 use super::model::{CppImpl, CppSource, Function, Handle, Num, Param, Receiver, Spec, Ty};
 use super::names;
-use super::spec::{RawFunction, RawMethod, RawParam, RawSpec};
+use super::spec::{RawFunction, RawMethod, RawParam, RawSpec, yaml_lines};
 
 /// Position in the spec file.
 #[derive(Debug, Clone, Copy)]
@@ -65,7 +65,7 @@ impl Ctx<'_> {
     /// The line where a scalar's content starts: the next line for block
     /// scalars (`|`, `>`), the same line otherwise.
     fn content_line(&self, at: Pos) -> u64 {
-        let Some(line) = self.text.lines().nth(at.line.saturating_sub(1) as usize) else {
+        let Some(line) = yaml_lines(self.text).nth(at.line.saturating_sub(1) as usize) else {
             return at.line;
         };
         let c = line.chars().nth(at.column.saturating_sub(1) as usize);
@@ -449,7 +449,7 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
     if !cx.errors.is_empty() {
         return Err(cx.errors);
     }
-    let (Some((library, _)), Some((prefix, _)), Some((namespace, _)), Some((rust_crate, _))) =
+    let (Some((library, at)), Some((prefix, _)), Some((namespace, _)), Some((rust_crate, _))) =
         (library, prefix, namespace, rust_crate)
     else {
         // Unreachable in practice: a missing field recorded an error above.
@@ -466,6 +466,7 @@ pub fn validate(file: &str, text: &str, raw: &RawSpec) -> Result<Spec, Vec<SpecE
     Ok(Spec {
         file: file.to_string(),
         library,
+        library_at: (at.line, at.column),
         prefix,
         namespace,
         rust_crate,

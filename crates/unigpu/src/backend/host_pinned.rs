@@ -10,15 +10,11 @@ use crate::element::Element;
 pub(crate) struct HostPinned<T>(pub(crate) Vec<T>);
 
 impl<T: Element> HostPinned<T> {
+    /// Zeros, or `Error::OutOfMemory` for more than the host has
+    /// available (checked before allocating, as for the CPU backend's
+    /// arrays: a fuzzed C call asked for 4 PiB and the allocator aborted).
     pub(crate) fn zeros(len: usize) -> crate::Result<Self> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len)
-            .map_err(|_| crate::Error::OutOfMemory {
-                requested: len.saturating_mul(std::mem::size_of::<T>()),
-                free: 0,
-            })?;
-        v.resize(len, T::default());
-        Ok(HostPinned(v))
+        super::host_memory::try_alloc_vec(len).map(HostPinned)
     }
 }
 

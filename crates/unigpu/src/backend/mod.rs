@@ -14,6 +14,8 @@
 //!   caches); not a backend.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
 //!   memory of their own (cpu, torch); not a backend.
+//! - `host_memory.rs`: host memory accounting (requests checked against the
+//!   available memory) for the cpu backend and `host_pinned.rs`.
 //! - `unified.rs`: what the backends share about unified memory; not a
 //!   backend.
 //! - `comm.rs`: communicators, from the public `Communicator` to the
@@ -31,6 +33,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod dispatch;
 mod driver;
+mod host_memory;
 mod host_pinned;
 #[cfg(feature = "torch")]
 mod interop;

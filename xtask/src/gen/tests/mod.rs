@@ -4,6 +4,7 @@
 mod bugs;
 mod check_mode;
 mod errors;
+mod fuzz_regressions;
 mod golden;
 mod header_compile;
 mod robustness;

@@ -274,6 +274,7 @@ impl Api for Cpu {
         src: &Self::Buffer<T>,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
+        super::check_distinct(|| "copy".into(), dst, &[src])?;
         let (from, to) = (src.data.clone(), dst.data.clone());
         submit_replayable(stream, &[&src.uses], &[&dst.uses], move || {
             to.write().copy_from_slice(&from.read());
@@ -407,6 +408,16 @@ impl Api for Cpu {
                     });
                 }
             }
+        }
+        if let Some((i, j)) = super::args::written_alias(&values) {
+            return Err(Error::Unsupported {
+                backend: Backend::Cpu,
+                what: format!(
+                    "kernel `{name}`: argument {i}, written, shares its memory with argument {j} \
+                     (an array and its own DLPack export imported again); pass one of the two, \
+                     or copy one first"
+                ),
+            });
         }
         let kernel_name: Arc<str> = name.into();
         let reads: Vec<_> = reads.iter().collect();

@@ -52,6 +52,39 @@ pub(crate) enum CpuValue {
     },
 }
 
+/// The first pair `(i, j)` of array arguments over one memory where `i`
+/// is written (see `check_distinct` in buffer.rs: only an array and its own
+/// DLPack export imported again can be such a pair).
+pub(crate) fn written_alias(values: &[CpuValue]) -> Option<(usize, usize)> {
+    let same = |a: &CpuValue, b: &CpuValue| match (a, b) {
+        (
+            CpuValue::Array {
+                data: da,
+                dtype: ta,
+                ..
+            },
+            CpuValue::Array {
+                data: db,
+                dtype: tb,
+                ..
+            },
+        ) if ta == tb => crate::element::with_dtype!(*ta, T => {
+            match (da.downcast_ref::<HostArray<T>>(), db.downcast_ref::<HostArray<T>>()) {
+                (Some(x), Some(y)) => HostArray::ptr_eq(x, y),
+                _ => false,
+            }
+        }),
+        _ => false,
+    };
+    values.iter().enumerate().find_map(|(i, a)| {
+        let written = matches!(a, CpuValue::Array { writable: true, .. });
+        written
+            .then(|| (0..values.len()).find(|&j| j != i && same(a, &values[j])))
+            .flatten()
+            .map(|j| (i, j))
+    })
+}
+
 impl std::fmt::Debug for CpuArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CpuArgs")

@@ -10,7 +10,40 @@ use super::fence::Fence;
 use super::memory::try_alloc_vec;
 use super::stream::{CpuStream, Recorded};
 pub(crate) use super::tracker::Tracker;
-use crate::{Element, Result};
+use crate::backend::Backend;
+use crate::{Element, Error, Result};
+
+/// Refuses work that writes `written` while it also uses `others`, when
+/// one of them is the same memory. Safe Rust cannot pass one array as `&`
+/// and `&mut`, and the C API refuses one handle twice, but an array and
+/// its own DLPack export imported again are two arrays over one memory and
+/// one lock: the job would take that lock twice and never finish (found by
+/// the capi_calls fuzz target, docs/fuzzing.md).
+/// `what` names the call, for the error.
+pub(crate) fn check_distinct<T: Element>(
+    what: impl FnOnce() -> String,
+    written: &CpuBuffer<T>,
+    others: &[&CpuBuffer<T>],
+) -> Result<()> {
+    if others
+        .iter()
+        .any(|o| HostArray::ptr_eq(&written.data, &o.data))
+    {
+        return Err(shared_memory(&what()));
+    }
+    Ok(())
+}
+
+fn shared_memory(what: &str) -> Error {
+    Error::Unsupported {
+        backend: Backend::Cpu,
+        what: format!(
+            "{what} writes an array that shares its memory with another of its operands \
+             (an array and its own DLPack export imported again); use one of the two, \
+             or copy one first"
+        ),
+    }
+}
 
 /// Like [`submit`], for work a graph may replay: while `stream` captures,
 /// the work is recorded instead of run.

@@ -14,7 +14,7 @@ mod staging;
 mod stream;
 mod tracker;
 
-pub(crate) use buffer::{CpuBuffer, Tracker, replay, submit, submit_replayable};
+pub(crate) use buffer::{CpuBuffer, Tracker, check_distinct, replay, submit, submit_replayable};
 pub(crate) use event::CpuEvent;
 pub(crate) use stream::{CpuStream, Recorded, panic_message};
 

@@ -15,7 +15,7 @@ use num_traits::{Float as _, One, Zero};
 use rayon::prelude::*;
 
 use super::Cpu;
-use super::{CpuBuffer, CpuStream, submit, submit_replayable};
+use super::{CpuBuffer, CpuStream, check_distinct, submit, submit_replayable};
 use crate::backend::contract::BuiltinOps;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
@@ -363,6 +363,7 @@ impl BuiltinOps for Cpu {
         b: &CpuBuffer<T>,
         out: &mut CpuBuffer<T>,
     ) -> Result<()> {
+        check_distinct(|| format!("{op:?}").to_lowercase(), out, &[a, b])?;
         let (da, db, dout) = (a.data.clone(), b.data.clone(), out.data.clone());
         submit_replayable(s, &[&a.uses, &b.uses], &[&out.uses], move || {
             let ga = read(&da);
@@ -388,6 +389,7 @@ impl BuiltinOps for Cpu {
         x: &CpuBuffer<T>,
         out: &mut CpuBuffer<T>,
     ) -> Result<()> {
+        check_distinct(|| format!("{op:?}").to_lowercase(), out, &[x])?;
         let (dx, dout) = (x.data.clone(), out.data.clone());
         submit_replayable(s, &[&x.uses], &[&out.uses], move || {
             let (xs, mut o) = (read(&dx), write(&dout));
@@ -413,6 +415,7 @@ impl BuiltinOps for Cpu {
     }
 
     fn axpy<T: Float>(s: &Stream, alpha: T, x: &CpuBuffer<T>, y: &mut CpuBuffer<T>) -> Result<()> {
+        check_distinct(|| "axpy".into(), y, &[x])?;
         let (dx, dy) = (x.data.clone(), y.data.clone());
         let alpha = alpha.to_acc();
         submit_replayable(s, &[&x.uses], &[&y.uses], move || {
@@ -502,6 +505,7 @@ impl BuiltinOps for Cpu {
         c: &mut CpuBuffer<T>,
         (m, k, n): (usize, usize, usize),
     ) -> Result<()> {
+        check_distinct(|| "matmul".into(), c, &[a, b])?;
         let (da, db, dc) = (a.data.clone(), b.data.clone(), c.data.clone());
         submit_replayable(s, &[&a.uses, &b.uses], &[&c.uses], move || {
             let ga = read(&da);
