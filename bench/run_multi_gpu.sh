@@ -6,8 +6,25 @@
 # (direct, then staged through pinned memory), and all-reduce bus
 # bandwidth 1 MiB..1 GiB for unigpu and for torch.distributed (NCCL), in
 # one call. Writes multi_gpu.txt (every line) and ratios.txt under $OUT.
-# Needs `cargo xtask gpu-pack` first (.gpu-pack/bin).
+# Needs `cargo xtask gpu-pack` first (.gpu-pack/bin), or the smaller pack
+# of just these binaries (.gpu-pack/mg.tar.gz, carry it alone):
+#   cargo test --release -p unigpu --test multi_gpu --test multi_process \
+#     --test rendezvous --test missing_libnccl --no-run
+#   cargo test --release -p unigpu-cuda-safe --test multi_gpu --test no_nccl --no-run
+#   cargo build --release -p unigpu --example 12_data_parallel --example multi_gpu_bench
+#   bash bench/run_multi_gpu.sh --pack
 set -u
+if [ "${1:-}" = --pack ]; then
+  cd "$(dirname "$0")/.." && rm -rf /tmp/mg && mkdir -p /tmp/mg/bin || exit 1
+  # name:count: the newest builds of that test (multi_gpu: the facade's
+  # and cuda-safe's, just built)
+  for t in multi_gpu:2 multi_process:1 rendezvous:1 missing_libnccl:1 no_nccl:1; do
+    for exe in $(ls -t target/release/deps/${t%:*}-* | grep -v '\.d$' | head -"${t#*:}"); do cp "$exe" /tmp/mg/bin/; done
+  done
+  cp target/release/examples/12_data_parallel target/release/examples/multi_gpu_bench /tmp/mg/bin/
+  mkdir -p .gpu-pack && tar czf .gpu-pack/mg.tar.gz -C /tmp/mg bin && ls -l .gpu-pack/mg.tar.gz
+  exit 0
+fi
 # NVLink multicast stays off in every process started from here: it can
 # take the shared host's GPUs out of service. Nothing here calls
 # cuMulticastCreate.
@@ -16,7 +33,8 @@ here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 out="${OUT:-/tmp/unigpu-multi-gpu}"; mkdir -p "$out"
 log="$out/multi_gpu.txt"; : >"$log"
 bin="$root/.gpu-pack/bin"
-[ -d "$bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"
+if [ -f "$root/.gpu-pack/mg.tar.gz" ]; then bin=/tmp/mg/bin; mkdir -p /tmp/mg; tar xzf "$root/.gpu-pack/mg.tar.gz" -C /tmp/mg
+else [ -d "$bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"; fi
 site=/opt/torch/.venv/lib/python3.12/site-packages
 nccl=$(find "$site/nvidia" -name 'libnccl.so*' 2>/dev/null | head -n 1)
 if [ -z "$nccl" ]; then echo "no libnccl.so* under $site/nvidia" | tee -a "$log"; exit 1; fi

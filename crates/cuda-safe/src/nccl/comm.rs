@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use unigpu_cuda_sys::nccl::{self as sys, Api, Status, ncclComm_t, ncclUniqueId};
 
+use super::backoff::Backoff;
 use super::{api, check};
 use crate::CudaDevice;
 use crate::error::{Context as _, Result, SafeError};
@@ -258,13 +259,14 @@ impl NcclComm {
         what: &str,
     ) -> Result<()> {
         for local in 0..state.comms.len() {
+            let mut backoff = Backoff::new();
             loop {
                 match self.async_status(state, local, call) {
                     Ok(s) if s == sys::IN_PROGRESS => {
                         if Instant::now() >= deadline {
                             return Err(self.time_out(state, what));
                         }
-                        std::thread::sleep(Duration::from_micros(200));
+                        backoff.pause();
                     }
                     Ok(_) => break,
                     Err(e) => {
@@ -302,6 +304,7 @@ impl NcclComm {
     pub fn wait(&self, timeout: Duration) -> Result<()> {
         let mut state = self.usable()?;
         let deadline = Instant::now() + timeout;
+        let mut backoff = Backoff::new();
         loop {
             for local in 0..state.comms.len() {
                 if let Err(e) = self.async_status(&state, local, "a collective") {
@@ -332,7 +335,7 @@ impl NcclComm {
                 );
                 return Err(self.time_out(&mut state, &what));
             }
-            std::thread::sleep(Duration::from_micros(100));
+            backoff.pause();
         }
     }
 

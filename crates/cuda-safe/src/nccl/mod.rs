@@ -13,7 +13,10 @@
 //!   stream after the buffers' pending uses (as a kernel launch is), and
 //!   grouped (`ncclGroupStart`/`End`) so that one thread can drive every
 //!   rank of its process.
+//! - `backoff.rs`: how those waits pace their polls (yield first, then
+//!   sleep longer and longer), so a short wait costs the GPU no idle time.
 
+mod backoff;
 mod comm;
 mod ops;
 
