@@ -68,7 +68,7 @@ for line in open(sys.argv[1]):
     m = re.match(r"^(\S+) ([0-9.]+)$", line.strip())
     if m:
         vals[m.group(1)] = float(m.group(2))
-for key in sorted(k for k in vals if k.startswith("allreduce_busbw_gbps_") or k.startswith("peer_copy_")):
+for key in sorted(k for k in vals if k.startswith(("allreduce_busbw_gbps_", "allreduce_host_us_", "peer_copy_"))):
     anchor = vals.get("torch_" + key)
     if anchor:
         print(f"{key} {vals[key]:.1f} torch {anchor:.1f} ratio {vals[key] / anchor:.3f}")

@@ -68,8 +68,11 @@ def rank_main(rank, world, port, max_mib):
         torch.cuda.synchronize()
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
         marks[0].record()
+        host = []
         for i in range(iters):
+            t = time.perf_counter()
             dist.all_reduce(x)
+            host.append(time.perf_counter() - t)
             marks[i + 1].record()
         torch.cuda.synchronize()
         times = [marks[i].elapsed_time(marks[i + 1]) / 1e3 for i in range(iters)]
@@ -78,6 +81,7 @@ def rank_main(rank, world, port, max_mib):
             print(f"torch_allreduce_algbw_gbps_{mib}mib {algbw:.1f}", flush=True)
             busbw = algbw * 2 * (world - 1) / world
             print(f"torch_allreduce_busbw_gbps_{mib}mib {busbw:.1f}", flush=True)
+            print(f"torch_allreduce_host_us_{mib}mib {statistics.median(host) * 1e6:.1f}", flush=True)
         mib *= 2
     dist.destroy_process_group()
 
@@ -93,10 +97,19 @@ def main():
         sys.exit(f"torch_allreduce.py needs two GPUs, found {world}")
     print(f"torch {torch.__version__} nccl {'.'.join(map(str, torch.cuda.nccl.version()))}")
     peer_copies()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(rank_main, args=(world, port, max_mib), nprocs=world, join=True)
+    # A free port can be taken between the probe and rank 0's listen (one
+    # run failed with EADDRINUSE): try again on another, three times.
+    for attempt in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            mp.spawn(rank_main, args=(world, port, max_mib), nprocs=world, join=True)
+            return
+        except mp.ProcessRaisedException as e:
+            if "EADDRINUSE" not in str(e) or attempt == 2:
+                raise
+            print(f"port {port} was taken; trying another", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 //! - `allreduce_busbw_gbps_<MiB>mib` (and `_algbw_`): an in-place f32
 //!   sum over every GPU of the process, 1 MiB to 1 GiB, bus bandwidth as
 //!   nccl-tests computes it (algbw × 2(n−1)/n), median of the per-call
-//!   times from CUDA events on rank 0's stream.
+//!   times from CUDA events on rank 0's stream; `allreduce_host_us_`:
+//!   the host's time inside one `all_reduce` call (median).
 //!
 //!     cargo run --release -p unigpu --example multi_gpu_bench -- [MAX_MiB]
 //!
@@ -65,11 +66,17 @@ fn all_reduce(ctxs: &[Context], max_mib: usize) -> unigpu::Result<()> {
         comm.wait()?;
         let stream = ctxs[0].default_stream();
         let mut marks = vec![stream.record_timed()?];
+        let mut host = Vec::with_capacity(iters);
         for _ in 0..iters {
+            let t = std::time::Instant::now();
             comm.all_reduce(&mut arrays.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)?;
+            host.push(t.elapsed().as_secs_f64());
             marks.push(stream.record_timed()?);
         }
         comm.wait()?;
+        // Where the GPU's time per call is no more than this, the host's
+        // enqueue is what bounds the rate.
+        println!("allreduce_host_us_{mib}mib {:.1}", median(host) * 1e6);
         let times: Vec<f64> = marks
             .windows(2)
             .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| f64::from(ms) / 1e3))

@@ -1,17 +1,19 @@
 //! How the nonblocking communicator's polls wait between looks.
 //!
-//! A collective on connected ranks is usually enqueued within a few
-//! microseconds of `ncclGroupEnd` returning "in progress", and every
-//! microsecond the host sleeps there is a microsecond the GPU sits idle
-//! before the next call. A fixed 200 µs sleep made a 1 MiB all-reduce
-//! take 9× torch's time on 2 × H200. So a poll first yields the core for
-//! a short while, then sleeps, doubling up to a cap, for the long waits
-//! (a rank still connecting, a peer that never comes) that a deadline ends.
+//! A nonblocking communicator enqueues every group from a thread NCCL
+//! starts for it, so `ncclGroupEnd` returns "in progress" and the work
+//! reaches the stream 40–260 µs later on 2 × H200 (the same in raw NCCL:
+//! bench/probes/nccl_group.cu; a blocking communicator takes 14 µs, but
+//! cannot be given a deadline). A microsecond the host sleeps past that
+//! is one the GPU may sit idle before the next call, so a poll yields the
+//! core without sleeping for the first millisecond, then sleeps, doubling
+//! up to a cap, for the long waits (a rank still connecting, a peer that
+//! never comes) that a deadline ends.
 
 use std::time::{Duration, Instant};
 
 /// Yield without sleeping for this long after the first look.
-const SPIN: Duration = Duration::from_micros(50);
+const SPIN: Duration = Duration::from_millis(1);
 /// The first sleep after spinning, doubled on each later look.
 const FIRST_SLEEP: Duration = Duration::from_micros(5);
 /// The longest sleep between two looks.
