@@ -8,14 +8,14 @@
 # Pack here (release, torch feature; LIBTORCH_USE_PYTORCH=1 with
 # .venv-torch on PATH):
 #   cargo test --release -p unigpu --features torch --test churn --test kernels \
-#     --test precompiled --test kernel_fault --test allocator --test arrays \
+#     --test precompiled --test kernel_fault --test out_of_memory --test allocator --test arrays \
 #     --test ops --test streams --test graphs --no-run
 #   bash bench/hardening_gpu_run.sh --pack      # .gpu-pack/hard.tar.gz
 # then run(command="bash bench/hardening_gpu_run.sh",
 #          carry=[".gpu-pack/hard.tar.gz", ".gl"])
 set -uo pipefail
 cd "$(dirname "$0")/.."
-TESTS=${TESTS:-"churn kernels precompiled kernel_fault allocator arrays ops streams graphs"}
+TESTS=${TESTS:-"churn kernels precompiled kernel_fault out_of_memory allocator arrays ops streams graphs"}
 SANITIZED=${SANITIZED:-"kernels precompiled arrays graphs"}
 if [ "${1:-}" = --pack ]; then
   rm -rf /tmp/hard && mkdir -p /tmp/hard
