@@ -156,7 +156,19 @@ on_every_backend!(arguments_are_checked_against_the_declaration, |ctx| {
     assert!(msg(ctx.launch(&k, g, (1.0f32, &xd, &mut y, n as u32))).contains("GpuArray<f64>"));
     assert!(msg(ctx.launch(&k, g, (1.0f32, &x, &mut y, n as i32))).contains("parameter 3"));
     assert!(msg(ctx.launch(&k, g, (&x, 1.0f32, &mut y, n as u32))).contains("parameter 0"));
+    // `float* y` may be written: a shared borrow would be tracked as a read.
+    let shared_y = msg(ctx.launch(&k, g, (1.0f32, &x, &y, n as u32)));
+    assert!(
+        shared_y.contains("parameter 2") && shared_y.contains("pass it as &mut"),
+        "{shared_y}"
+    );
     assert_same(&vec![0.0f32; n], &y.download().unwrap());
+    // `const float* x` is only read: either borrow is fine.
+    let mut x_mut = ctx.upload(&x.download().unwrap()).unwrap();
+    ctx.launch(&k, g, (1.0f32, &mut x_mut, &mut y, n as u32))
+        .unwrap();
+    ctx.sync().unwrap();
+    assert_same(&x.download().unwrap(), &y.download().unwrap());
 });
 
 on_every_backend!(a_missing_kernel_name_is_an_error, |ctx| {

@@ -54,6 +54,26 @@ fn check_args(kernel: &Kernel, args: &[Arg<'_>]) -> Result<()> {
         )));
     }
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
+        // A kernel may write through a pointer that is not `const`, and a
+        // shared borrow is tracked as a read: other streams' reads of the
+        // array would not wait for the write. Only where the declaration
+        // names the element type (CUDA C++, a `declare`): PTX says neither
+        // the type nor whether the pointee is const.
+        if let (
+            ParamKind::Pointer {
+                dtype: Some(_),
+                writable: true,
+            },
+            Arg::Array(a),
+        ) = (p, a)
+        {
+            return Err(bad(format!(
+                "parameter {i} is declared `{p}`, which the kernel may write, but the \
+                 GpuArray<{}> was passed read-only (&, or ug_arg_in in C): pass it as &mut \
+                 (ug_arg_out), or declare the parameter const",
+                a.dtype()
+            )));
+        }
         let ok = match (p, a) {
             (ParamKind::Scalar(d), Arg::Scalar(s)) => *d == s.dtype(),
             (ParamKind::Pointer { dtype, .. }, Arg::Array(a)) => {
