@@ -140,6 +140,13 @@ ug_cuda_rt_status ug_cuda_rt_memcpy_htod_async(ug_cuda_rt_device_buffer* dst, co
 ug_cuda_rt_status ug_cuda_rt_stream_create(ug_cuda_rt_stream** out);
 
 /**
+ * Bytes of device memory free now on the current device (cudaMemGetInfo); the GPU tests check that it returns to where it was.
+ *
+ * On success the result is written to *out.
+ */
+ug_cuda_rt_status ug_cuda_rt_free_memory(size_t* out);
+
+/**
  * Waits for all work on the current device (cudaDeviceSynchronize).
  */
 ug_cuda_rt_status ug_cuda_rt_device_synchronize(void);

@@ -150,12 +150,27 @@ return ::unigpu_cuda_rt::Stream::create();
   }
 }
 
+::std::size_t free_memory() {
+  try {
+    auto gen_body_ = [&]() {
+#line 113 "specs/cuda_rt.yaml"
+std::size_t free = 0, total = 0;
+::unigpu_cuda_rt::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+return free;
+#line 161 "bridge/cuda_rt/cuda_rt_bridge.cc"
+    };
+    return gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("cuda_rt::free_memory");
+  }
+}
+
 void device_synchronize() {
   try {
     auto gen_body_ = [&]() {
-#line 111 "specs/cuda_rt.yaml"
+#line 119 "specs/cuda_rt.yaml"
 ::unigpu_cuda_rt::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-#line 159 "bridge/cuda_rt/cuda_rt_bridge.cc"
+#line 174 "bridge/cuda_rt/cuda_rt_bridge.cc"
     };
     gen_body_();
   } catch (...) {

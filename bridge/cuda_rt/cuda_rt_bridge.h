@@ -89,6 +89,8 @@ void memcpy_dtoh(::rust::Slice<::std::uint8_t> dst, const DeviceBuffer& src);
 void memcpy_htod_async(DeviceBuffer& dst, ::rust::Slice<const ::std::uint8_t> src, const CudaStream& stream);
 /// Creates a non-blocking stream (cudaStreamCreateWithFlags).
 ::std::unique_ptr<CudaStream> stream_create();
+/// Bytes of device memory free now on the current device (cudaMemGetInfo); the GPU tests check that it returns to where it was.
+::std::size_t free_memory();
 /// Waits for all work on the current device (cudaDeviceSynchronize).
 void device_synchronize();
 /// Size in bytes.

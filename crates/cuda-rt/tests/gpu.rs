@@ -3,15 +3,52 @@
 //! `--include-ignored` (docs/generator.md has the exact commands).
 #![cfg(feature = "cuda")]
 
+use std::sync::{Mutex, MutexGuard};
+
 use rand::Rng;
 use unigpu_cuda_rt::generated::capi;
 use unigpu_cuda_rt::{CudaStream, DeviceBuffer};
 
-fn gpu() {
+/// Device 0, made current, and the test's leak check: the guard holds the
+/// GPU for the test (the driver's free memory is device-wide, so tests take
+/// turns) and, when the test ends, requires the free memory to be back
+/// where it was, within one 2 MiB page (`cudaMemGetInfo`'s grain).
+fn gpu() -> LeakGuard {
+    static GPU: Mutex<()> = Mutex::new(());
+    let lock = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let n = unigpu_cuda_rt::device_count()
         .unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
     assert!(n > 0, "this test needs a CUDA GPU");
     unigpu_cuda_rt::init(0).expect("cudaSetDevice(0)");
+    LeakGuard {
+        _lock: lock,
+        free_before: free_memory(),
+    }
+}
+
+struct LeakGuard {
+    _lock: MutexGuard<'static, ()>,
+    free_before: usize,
+}
+
+fn free_memory() -> usize {
+    unigpu_cuda_rt::init(0).expect("cudaSetDevice(0)");
+    unigpu_cuda_rt::device_synchronize().expect("cudaDeviceSynchronize");
+    unigpu_cuda_rt::free_memory().expect("cudaMemGetInfo")
+}
+
+impl Drop for LeakGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return; // the test's own failure is the one to report
+        }
+        let after = free_memory();
+        assert!(
+            after + (2 << 20) >= self.free_before,
+            "leak: {after} bytes free after the test, {} before",
+            self.free_before
+        );
+    }
 }
 
 fn random_bytes(len: usize) -> Vec<u8> {
@@ -30,7 +67,7 @@ fn assert_same(got: &[u8], want: &[u8]) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_facts() {
-    gpu();
+    let _gpu = gpu();
     let name = unigpu_cuda_rt::device_name(0).expect("name");
     assert!(!name.trim().is_empty());
     assert!(unigpu_cuda_rt::driver_version().expect("driver") >= 13000);
@@ -40,7 +77,7 @@ fn device_facts() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn malloc_htod_dtoh_roundtrip_random_data() {
-    gpu();
+    let _gpu = gpu();
     let mut rng = rand::rng();
     for _ in 0..4 {
         let len = rng.random_range(1..(1 << 22));
@@ -73,7 +110,7 @@ fn malloc_htod_dtoh_roundtrip_random_data() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn f32_data_survives_the_roundtrip_element_by_element() {
-    gpu();
+    let _gpu = gpu();
     let mut rng = rand::rng();
     let n = rng.random_range(1..100_000);
     let host: Vec<f32> = (0..n).map(|_| rng.random_range(-1e6f32..1e6)).collect();
@@ -91,7 +128,7 @@ fn f32_data_survives_the_roundtrip_element_by_element() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn streams_create_copy_sync_destroy() {
-    gpu();
+    let _gpu = gpu();
     let streams: Vec<CudaStream> = (0..4)
         .map(|_| unigpu_cuda_rt::stream_create().expect("stream"))
         .collect();
@@ -113,7 +150,7 @@ fn streams_create_copy_sync_destroy() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn c_abi_on_a_gpu() {
-    gpu();
+    let _gpu = gpu();
     let host = random_bytes(4096 + rand::rng().random_range(0..4096));
     let mut buf: *mut unigpu_cuda_rt::DeviceBuffer = std::ptr::null_mut();
     // SAFETY: `buf` is valid for writes.

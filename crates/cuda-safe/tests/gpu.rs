@@ -13,7 +13,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use rand::Rng;
@@ -37,9 +37,51 @@ fn device() -> CudaDevice {
 /// CUDA runs every host function of a process on one driver thread, so two
 /// gated tests at once would wait on each other, and a `synchronize` of the
 /// shared primary context waits for every test's streams: one test at a time.
-fn serial() -> MutexGuard<'static, ()> {
+///
+/// The guard is also the leak check: the driver's free memory, read through
+/// a witness device opened once per process (it keeps the primary context,
+/// so every reading sees the same driver context), must be back where it
+/// was when the test's devices, buffers, streams, events and modules are
+/// gone, within one 2 MiB page (`cuMemGetInfo`'s grain). Every test takes
+/// it first, so it drops last.
+fn serial() -> Serial {
     static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let free_before = driver_free();
+    Serial {
+        _lock: lock,
+        free_before,
+    }
+}
+
+struct Serial {
+    _lock: MutexGuard<'static, ()>,
+    free_before: usize,
+}
+
+/// What `cuMemGetInfo` may move by for no leak of the test's: one page.
+const DRIVER_SLACK: usize = 2 << 20;
+
+fn driver_free() -> usize {
+    static WITNESS: OnceLock<CudaDevice> = OnceLock::new();
+    let w = WITNESS.get_or_init(device);
+    w.synchronize().expect("the witness device synchronizes");
+    w.memory_info().expect("cuMemGetInfo").0
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return; // the test's own failure is the one to report
+        }
+        let after = driver_free();
+        assert!(
+            after + DRIVER_SLACK >= self.free_before,
+            "leak: the driver reports {after} bytes free after the test, {} before ({} MiB less)",
+            self.free_before,
+            (self.free_before - after) >> 20
+        );
+    }
 }
 
 /// Holds a stream at a host function until released or dropped (dropping

@@ -100,16 +100,22 @@ on_every_backend!(wrong_dtype_is_an_error, |ctx| {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cuda_rejects_host_tensors() {
-    let cpu = common::cpu_ctx();
-    let cuda = common::cuda_ctx();
-    let mut a = cpu.upload(&random_vec::<f32>(8)).unwrap();
-    let err = cuda
-        .from_dlpack(a.to_dlpack(DlpackSync::Host).unwrap())
-        .unwrap_err();
-    assert!(matches!(err, Error::Dlpack { .. }), "{err}");
-    let mut g = cuda.upload(&random_vec::<f32>(8)).unwrap();
-    let err = cpu
-        .from_dlpack(g.to_dlpack(DlpackSync::Host).unwrap())
-        .unwrap_err();
-    assert!(matches!(err, Error::Dlpack { .. }), "{err}");
+    common::leak_checked(
+        "cuda_rejects_host_tensors",
+        unigpu::Backend::Cuda,
+        common::cuda_ctx,
+        |cuda| {
+            let cpu = common::cpu_ctx();
+            let mut a = cpu.upload(&random_vec::<f32>(8)).unwrap();
+            let err = cuda
+                .from_dlpack(a.to_dlpack(DlpackSync::Host).unwrap())
+                .unwrap_err();
+            assert!(matches!(err, Error::Dlpack { .. }), "{err}");
+            let mut g = cuda.upload(&random_vec::<f32>(8)).unwrap();
+            let err = cpu
+                .from_dlpack(g.to_dlpack(DlpackSync::Host).unwrap())
+                .unwrap_err();
+            assert!(matches!(err, Error::Dlpack { .. }), "{err}");
+        },
+    );
 }

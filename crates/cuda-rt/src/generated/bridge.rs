@@ -52,6 +52,9 @@ pub mod ffi {
         /// Creates a non-blocking stream (cudaStreamCreateWithFlags).
         fn stream_create() -> Result<UniquePtr<CudaStream>>;
 
+        /// Bytes of device memory free now on the current device (cudaMemGetInfo); the GPU tests check that it returns to where it was.
+        fn free_memory() -> Result<usize>;
+
         /// Waits for all work on the current device (cudaDeviceSynchronize).
         fn device_synchronize() -> Result<()>;
 

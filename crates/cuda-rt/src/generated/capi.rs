@@ -341,6 +341,28 @@ pub unsafe extern "C" fn ug_cuda_rt_stream_create(out: *mut *mut safe::CudaStrea
     })
 }
 
+/// Bytes of device memory free now on the current device (cudaMemGetInfo); the GPU tests check that it returns to where it was.
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_cuda_rt_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_cuda_rt_free_memory(out: *mut usize) -> Status {
+    runtime::guard(|| {
+        let out = runtime::out_arg(out, "out")?;
+        let value = safe::free_memory()?;
+        // SAFETY: `out` is non-NULL and aligned (checked above) and valid for writes (see # Safety).
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
 /// Waits for all work on the current device (cudaDeviceSynchronize).
 ///
 /// Returns `Status::Ok` and writes the out-parameters on success; on failure

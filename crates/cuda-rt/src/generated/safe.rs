@@ -257,6 +257,15 @@ pub fn stream_create() -> Result<CudaStream> {
     )
 }
 
+/// Bytes of device memory free now on the current device (cudaMemGetInfo); the GPU tests check that it returns to where it was.
+///
+/// # Errors
+///
+/// Returns the message of the C++ exception if the call throws.
+pub fn free_memory() -> Result<usize> {
+    ffi::free_memory().map_err(|e| Error::cpp("free_memory", &e))
+}
+
 /// Waits for all work on the current device (cudaDeviceSynchronize).
 ///
 /// # Errors
