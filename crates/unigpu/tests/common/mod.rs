@@ -26,8 +26,9 @@
 //!   other test of the process touches the device. Per backend:
 //!   - cuda: read through a *witness*, a context of the same device opened
 //!     once per process and kept (it keeps the primary context alive, so
-//!     every read sees the same driver context), before the test's context
-//!     is opened and after it is dropped; everything the context made
+//!     every read sees the same driver context, and makes the one managed
+//!     allocation after which the driver keeps ~120 MiB of per-process
+//!     state), before the test's context is opened and after it is dropped; everything the context made
 //!     (allocator segments, modules, streams, events, the cuBLAS handle)
 //!     must be back. Free memory may not drop by more than
 //!     [`DRIVER_SLACK`]: `cuMemGetInfo` moves in 2 MiB pages, so one page is
@@ -165,6 +166,13 @@ fn witness(backend: Backend, open: fn() -> Context) -> Context {
         return w.clone();
     }
     let ctx = open();
+    if backend == Backend::Cuda {
+        // The first managed allocation of a process makes the driver set
+        // up about 120 MiB of state for it (seen on an H100), kept until
+        // the process ends: made here, before any test's first reading.
+        drop(ctx.alloc_unified::<u8>(1).expect("cuMemAllocManaged"));
+        ctx.sync().expect("the witness synchronizes");
+    }
     all.push(ctx.clone());
     ctx
 }
