@@ -1,5 +1,5 @@
 //! Waits for one of wgpu's futures. On native wgpu they are ready at once
-//! (adapter enumeration, device creation, error scopes), so a thread that
+//! (adapter enumeration, device creation), so a thread that
 //! parks until woken is all the executor needed; no async runtime.
 
 use std::future::Future;

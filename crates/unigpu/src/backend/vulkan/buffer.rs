@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::block_on::block_on;
+use super::catch;
 use super::device::VkDevice;
 use super::tracker::Tracker;
 use crate::backend::Backend;
@@ -78,18 +78,17 @@ pub(crate) fn create(
             ),
         });
     }
-    let scope = device
-        .device
-        .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-    let buffer = device.device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size,
-        usage,
-        mapped_at_creation: mapped,
+    let made = catch::caught(device.ordinal, wgpu::ErrorFilter::OutOfMemory, || {
+        device.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage,
+            mapped_at_creation: mapped,
+        })
     });
-    match block_on(scope.pop()) {
-        None => Ok(buffer),
-        Some(_) => Err(out_of_memory(device, requested)),
+    match made {
+        (buffer, None) => Ok(buffer),
+        (_, Some(_)) => Err(out_of_memory(device, requested)),
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::adapters::{adapters, kind_name};
 use super::block_on::block_on;
+use super::catch::{self, Catch};
 use super::errors::unavailable;
 use super::poller::Poller;
 use super::shaders::{FmaKind, Num};
@@ -41,7 +42,7 @@ pub(crate) struct VkDevice {
     /// Whether `fma` rounds once in f32 and in f64 (fma_probe.rs).
     pub(crate) fused_fma: (bool, bool),
     pub(crate) poller: Arc<Poller>,
-    /// The first error wgpu reported outside an error scope (or the
+    /// The first error wgpu reported outside any catch (catch.rs; or the
     /// device's loss); returned, once, by the next sync.
     errors: Arc<Mutex<Option<String>>>,
     /// Built-in ops' pipelines, by shader name; user kernels' by code key.
@@ -119,8 +120,12 @@ impl VkDevice {
         .map_err(|e| unavailable(format!("adapter {} could not be opened: {e}", info.name)))?;
         let errors: Arc<Mutex<Option<String>>> = Arc::default();
         let sink = errors.clone();
+        // Every error wgpu reports comes here, on the thread whose call
+        // caused it: an open catch of that thread takes it (catch.rs).
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            lock(&sink).get_or_insert_with(|| e.to_string());
+            if let Some(e) = catch::deliver(ordinal, e) {
+                lock(&sink).get_or_insert_with(|| e.to_string());
+            }
         }));
         let lost = errors.clone();
         device.set_device_lost_callback(move |reason, message| {
@@ -128,6 +133,7 @@ impl VkDevice {
                 .get_or_insert_with(|| format!("the device was lost ({reason:?}): {message}"));
         });
         let fused_fma = super::fma_probe::fused(
+            ordinal,
             &device,
             &queue,
             features.contains(wgpu::Features::SHADER_F64),
@@ -297,7 +303,7 @@ impl VkDevice {
         bindings: &[wgpu::BindingType],
         immediate_size: u32,
     ) -> Result<Pipeline> {
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let catch = Catch::open(self.ordinal, wgpu::ErrorFilter::Validation);
         let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -337,7 +343,7 @@ impl VkDevice {
                 compilation_options: Default::default(),
                 cache: None,
             });
-        match block_on(scope.pop()) {
+        match catch.close() {
             None => Ok(Pipeline { pipeline, layout }),
             Some(e) => Err(Error::Compile {
                 log: format!("{label}: {e}"),
@@ -348,11 +354,9 @@ impl VkDevice {
     /// `make`'s result, or wgpu's validation error for it as a
     /// `StreamWork` error saying `what` failed.
     pub(crate) fn checked<R>(&self, what: &str, make: impl FnOnce() -> R) -> Result<R> {
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let made = make();
-        match block_on(scope.pop()) {
-            None => Ok(made),
-            Some(e) => Err(Error::StreamWork {
+        match catch::caught(self.ordinal, wgpu::ErrorFilter::Validation, make) {
+            (made, None) => Ok(made),
+            (_, Some(e)) => Err(Error::StreamWork {
                 message: format!("{what}: wgpu refused it: {e}"),
             }),
         }

@@ -4,7 +4,7 @@
 //! the device opens, with values whose fused and unfused results differ:
 //! (1 + 2^-s)² - (1 + 2^-(s-1)) is 2^-2s exactly, 0 when rounded twice.
 
-use super::block_on::block_on;
+use super::catch::Catch;
 use crate::error::{Error, Result};
 
 const WGSL_F32: &str = "
@@ -18,6 +18,7 @@ const WGSL_F64: &str = "
 ";
 
 fn run(
+    ordinal: usize,
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     wgsl: &str,
@@ -28,7 +29,7 @@ fn run(
         backend: crate::backend::Backend::Vulkan,
         reason: format!("the device failed a first shader ({what})"),
     };
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let catch = Catch::open(ordinal, wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("unigpu fma probe"),
         source: wgpu::ShaderSource::Wgsl(wgsl.into()),
@@ -79,7 +80,7 @@ fn run(
     device
         .poll(wgpu::PollType::wait_indefinitely())
         .map_err(|e| failed(&e.to_string()))?;
-    if let Some(e) = block_on(scope.pop()) {
+    if let Some(e) = catch.close() {
         return Err(failed(&e.to_string()));
     }
     let view = back
@@ -90,16 +91,22 @@ fn run(
 }
 
 /// (f32 `fma` is fused, f64 `fma` is fused); f64 is asked only with `f64`.
-pub(crate) fn fused(device: &wgpu::Device, queue: &wgpu::Queue, f64: bool) -> Result<(bool, bool)> {
+/// `ordinal`: the adapter's, which the device's error handler catches by.
+pub(crate) fn fused(
+    ordinal: usize,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    f64: bool,
+) -> Result<(bool, bool)> {
     let a = 1.0f32 + 2f32.powi(-12);
     let c = -(1.0f32 + 2f32.powi(-11));
     let data: Vec<u8> = [a, c, 0.0].iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let single = run(device, queue, WGSL_F32, &data, 4)?;
+    let single = run(ordinal, device, queue, WGSL_F32, &data, 4)?;
     let double = if f64 {
         let a = 1.0f64 + 2f64.powi(-27);
         let c = -(1.0f64 + 2f64.powi(-26));
         let data: Vec<u8> = [a, c, 0.0].iter().flat_map(|v| v.to_ne_bytes()).collect();
-        run(device, queue, WGSL_F64, &data, 8)?
+        run(ordinal, device, queue, WGSL_F64, &data, 8)?
     } else {
         false
     };

@@ -16,7 +16,9 @@
 //!   last writer and readers (`tracker.rs`): GPU work waits until the work
 //!   it follows is submitted (the queue keeps order), the host until it is
 //!   done (`fence.rs`); a poller thread per device runs wgpu's completion
-//!   callbacks (`poller.rs`).
+//!   callbacks (`poller.rs`). wgpu's errors are caught on the thread that
+//!   caused them by the backend itself, not with wgpu's error scopes,
+//!   which stay behind a thread (`catch.rs`).
 //! - Events: a fence in a stream's work; timed events also write a GPU
 //!   timestamp where the adapter has timestamp queries (`event.rs`).
 //! - Kernels: WGSL or SPIR-V read by naga, compiled once per device and
@@ -27,6 +29,7 @@ mod adapters;
 mod api;
 mod block_on;
 mod buffer;
+mod catch;
 mod device;
 mod dispatch_geometry;
 mod errors;

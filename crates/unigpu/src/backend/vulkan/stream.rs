@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use super::block_on::block_on;
+use super::catch::Catch;
 use super::device::VkDevice;
 use super::fence::Fence;
 use super::tracker::Tracker;
@@ -134,7 +134,7 @@ impl VkStream {
                 "unigpu-vulkan-stream-{}",
                 NEXT_ID.fetch_add(1, Ordering::Relaxed)
             ))
-            // Made on its thread: a batch's error scope belongs to it.
+            // Made on its thread: a batch's catch (catch.rs) belongs to it.
             .spawn(move || {
                 Worker {
                     device: for_worker,
@@ -336,7 +336,10 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 struct Batch {
     encoder: wgpu::CommandEncoder,
     fences: Vec<Fence>,
-    scope: wgpu::ErrorScopeGuard,
+    /// Validation errors of the batch's commands and submission (catch.rs:
+    /// not a wgpu error scope, which would stay on the device after this
+    /// thread ends).
+    catch: Catch,
 }
 
 /// The thread behind one stream.
@@ -400,17 +403,14 @@ impl Worker {
             Work::Gpu(encode) => {
                 self.wait_submitted(&job.deps);
                 let batch = self.batch.get_or_insert_with(|| {
-                    let scope = self
-                        .device
-                        .device
-                        .push_error_scope(wgpu::ErrorFilter::Validation);
+                    let catch = Catch::open(self.device.ordinal, wgpu::ErrorFilter::Validation);
                     Batch {
                         encoder: self
                             .device
                             .device
                             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default()),
                         fences: Vec::new(),
-                        scope,
+                        catch,
                     }
                 });
                 if let Err(e) = encode(&mut batch.encoder) {
@@ -470,7 +470,7 @@ impl Worker {
         let Some(Batch {
             encoder,
             fences,
-            scope,
+            catch,
         }) = self.batch.take()
         else {
             return;
@@ -494,7 +494,7 @@ impl Worker {
         for f in &fences {
             f.mark_submitted();
         }
-        if let Some(e) = block_on(scope.pop()) {
+        if let Some(e) = catch.close() {
             self.progress.fail(Error::StreamWork {
                 message: format!("the vulkan device refused the work: {e}"),
             });
