@@ -5,7 +5,9 @@
 //! Issue 15 item 6; docs/reliability.md ("Soak") says what it promises.
 //!
 //! - `steps/`: one kind of work per file, each returning what it found.
-//! - `worker.rs`: a thread's loop of random, seeded steps.
+//! - `worker.rs`: a thread's loop of random, seeded steps; `running.rs`
+//!   starts, watches and joins every backend's workers; `progress.rs`
+//!   shows it.
 //! - `target.rs`: a backend's context, kernels and rounding facts.
 //! - `check.rs`, `tolerance.rs`, `values.rs`: comparisons, bounds, inputs.
 //! - `memory.rs`: allocator, driver and resident memory figures.
@@ -13,7 +15,9 @@
 
 mod check;
 mod memory;
+mod progress;
 mod report;
+mod running;
 mod steps;
 mod tally;
 mod target;
@@ -21,23 +25,20 @@ mod tolerance;
 mod values;
 mod worker;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::Rng;
 use unigpu::Backend;
 
-use memory::{RssTrace, mib};
+use memory::RssTrace;
 use report::{BackendReport, Summary};
+use running::Running;
 use steps::OpKind;
-use tally::{Failure, Problem, Tally};
+use tally::{Failure, Problem};
 use target::Target;
-use worker::{CurrentStep, Live, Plan};
 
 /// `unigpu soak`'s flags.
 #[derive(Debug, clap::Args)]
@@ -106,30 +107,6 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-/// How long after the end a step may still be running before its worker
-/// counts as hung: the slowest step (a 1 Mi-element op on lavapipe, or in
-/// a debug build) takes seconds, not minutes.
-const HANG_GRACE: Duration = Duration::from_secs(120);
-/// How often resident memory is sampled.
-const RSS_EVERY: Duration = Duration::from_millis(500);
-/// How often a progress line is printed when stderr is not a terminal.
-const LOG_EVERY: Duration = Duration::from_secs(15);
-
-/// One backend's workers while they run.
-struct Running {
-    target: Arc<Target>,
-    live: Arc<Live>,
-    workers: Vec<Worker>,
-    tally: Tally,
-}
-
-/// A worker's thread, and the step it is in.
-struct Worker {
-    number: usize,
-    current: Arc<Mutex<Option<CurrentStep>>>,
-    thread: JoinHandle<Tally>,
-}
-
 pub fn run(args: SoakArgs) -> anyhow::Result<()> {
     if let Some(code) = memory::rerun_with_fixed_mmap_threshold()? {
         // The child ran the soak and printed everything; its verdict is ours.
@@ -160,12 +137,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for target in targets {
         let tally = worker::warm_up(&target, seed, &kinds);
-        runs.push(Running {
-            target: Arc::new(target),
-            live: Arc::default(),
-            workers: Vec::new(),
-            tally,
-        });
+        runs.push(Running::new(target, tally));
     }
     let mut before = Vec::new();
     for r in &mut runs {
@@ -180,77 +152,16 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(args.seconds);
     for r in &mut runs {
-        for w in 1..=threads {
-            let current = Arc::new(Mutex::new(None));
-            let plan = Plan {
-                target: Arc::clone(&r.target),
-                worker: w,
-                seed,
-                kinds: Arc::clone(&kinds),
-                deadline,
-                max_steps: args.steps,
-                inject_mismatch: args.inject_mismatch,
-                live: Arc::clone(&r.live),
-                current: Arc::clone(&current),
-            };
-            let handle = std::thread::Builder::new()
-                .name(format!("soak-{}-{w}", r.target.backend))
-                .spawn(move || worker::run(plan))
-                .context("starting a worker thread")?;
-            r.workers.push(Worker {
-                number: w,
-                current,
-                thread: handle,
-            });
-        }
+        r.start(threads, &kinds, seed, deadline, &args)?;
     }
-
     let mut rss = RssTrace::new(start);
-    watch(&runs, &mut rss, start, args.seconds, args.quiet);
+    running::watch(&runs, &mut rss, start, args.seconds, args.quiet);
     let elapsed = start.elapsed().as_secs_f64();
 
     // Join the workers that finished; a worker still in its step is hung.
     let mut hung = false;
     for r in &mut runs {
-        for Worker {
-            number: w,
-            current,
-            thread: handle,
-        } in std::mem::take(&mut r.workers)
-        {
-            if !handle.is_finished() {
-                hung = true;
-                let step = *current.lock().unwrap_or_else(|e| e.into_inner());
-                r.tally.record_failure(Failure {
-                    backend: r.target.backend.to_string(),
-                    kind: step.map(|s| s.kind),
-                    worker: w,
-                    step: step.map_or(0, |s| s.index),
-                    step_seed: step.map_or(0, |s| s.seed),
-                    problem: Problem::Hung {
-                        message: format!(
-                            "the step was still running {} s after the run's end",
-                            HANG_GRACE.as_secs()
-                        ),
-                    },
-                });
-                continue;
-            }
-            match handle.join() {
-                Ok(tally) => r.tally.merge(tally),
-                // run_step catches a step's panics; this is one outside.
-                Err(_) => r.tally.record_failure(Failure {
-                    backend: r.target.backend.to_string(),
-                    kind: None,
-                    worker: w,
-                    step: 0,
-                    step_seed: 0,
-                    problem: Problem::Panic {
-                        message: format!("worker {w} panicked outside a step"),
-                    },
-                }),
-            }
-        }
+        hung |= r.join();
     }
 
     // After: everything the workers made is dropped; sync and read.
@@ -296,7 +207,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
         failures_not_listed += r.tally.failures_dropped;
         failures.extend(r.tally.failures);
     }
-    let verdicts = verdicts(&reports, &rss_verdict, hung);
+    let verdicts = report::verdicts(&reports, &rss_verdict, hung);
     let summary = Summary {
         passed: verdicts.is_empty(),
         verdicts,
@@ -356,72 +267,6 @@ fn open_targets(which: &Backends) -> anyhow::Result<(Vec<Target>, Vec<BackendRep
     Ok((targets, skipped))
 }
 
-/// Waits for the workers, drawing progress and sampling resident memory,
-/// until all are done or the grace after the deadline is over.
-fn watch(runs: &[Running], rss: &mut RssTrace, start: Instant, seconds: f64, quiet: bool) {
-    let bar = progress_bar(quiet, seconds);
-    let on_terminal = !bar.is_hidden();
-    let end = start + Duration::from_secs_f64(seconds) + HANG_GRACE;
-    let mut last_rss = rss.sample();
-    let (mut next_rss, mut next_log) = (start + RSS_EVERY, start + LOG_EVERY);
-    loop {
-        let done = runs
-            .iter()
-            .all(|r| r.workers.iter().all(|w| w.thread.is_finished()));
-        if done || Instant::now() >= end {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        let now = Instant::now();
-        if now >= next_rss {
-            last_rss = rss.sample().or(last_rss);
-            next_rss += RSS_EVERY;
-        }
-        let elapsed = now.duration_since(start).as_secs_f64();
-        let status = status_line(runs, last_rss, elapsed > seconds);
-        if on_terminal {
-            bar.set_position(elapsed.min(seconds) as u64);
-            bar.set_message(status);
-        } else if !quiet && now >= next_log {
-            eprintln!("[{elapsed:.0} s] {status}");
-            next_log += LOG_EVERY;
-        }
-    }
-    rss.sample();
-    bar.finish_and_clear();
-}
-
-fn status_line(runs: &[Running], rss: Option<u64>, finishing: bool) -> String {
-    use std::sync::atomic::Ordering::Relaxed;
-    let steps: Vec<String> = runs
-        .iter()
-        .map(|r| format!("{} {}", r.target.backend, r.live.steps.load(Relaxed)))
-        .collect();
-    let failed: u64 = runs.iter().map(|r| r.live.failures.load(Relaxed)).sum();
-    format!(
-        "steps: {}; {failed} failed; RSS {}{}",
-        steps.join(", "),
-        rss.map_or("n/a".into(), mib),
-        if finishing {
-            "; finishing the last steps"
-        } else {
-            ""
-        }
-    )
-}
-
-fn progress_bar(quiet: bool, seconds: f64) -> ProgressBar {
-    let bar =
-        ProgressBar::with_draw_target(Some(seconds.ceil() as u64), ProgressDrawTarget::hidden());
-    if !quiet && std::io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} s  {msg}") {
-            bar.set_style(style);
-        }
-    }
-    bar
-}
-
 /// An error a sync returned outside any step.
 fn end_failure(target: &Target, when: &str, e: unigpu::Error) -> Failure {
     Failure {
@@ -441,41 +286,4 @@ fn backend_order(name: &str) -> usize {
         .iter()
         .position(|b| b.name() == name)
         .unwrap_or(usize::MAX)
-}
-
-/// Why the run failed, one line each; empty when it passed.
-fn verdicts(reports: &[BackendReport], rss: &memory::RssVerdict, hung: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in reports.iter().filter(|r| r.skipped.is_none()) {
-        let t = r.total;
-        if t.failed() > 0 {
-            out.push(format!(
-                "{}: {} mismatches, {} errors",
-                r.backend, t.mismatches, t.errors
-            ));
-        }
-        if !r.in_use_returned {
-            out.push(format!(
-                "{}: the allocator hands out {} after the run, {} before",
-                r.backend,
-                r.memory_after
-                    .as_ref()
-                    .map_or("?".into(), |m| m.in_use.to_string()),
-                r.memory_before
-                    .as_ref()
-                    .map_or("?".into(), |m| m.in_use.to_string()),
-            ));
-        }
-    }
-    if !rss.passed {
-        out.push(format!(
-            "resident memory grew by {} between the second and last quarter (bound {})",
-            rss.growth.map_or("?".into(), |g| mib(g.unsigned_abs())),
-            mib(rss.bound)
-        ));
-    }
-    if hung {
-        out.push("a worker did not finish its step (memory after the run not read)".into());
-    }
-    out
 }

@@ -176,7 +176,11 @@ impl Summary {
             }),
             mib(r.bound),
             opt(r.peak),
-            if r.passed { "flat" } else { "GROWING" }
+            match (r.judged, r.passed) {
+                (false, _) => "not judged (runs of 60 s and more are)",
+                (true, true) => "flat",
+                (true, false) => "GROWING",
+            }
         );
 
         let unsupported: Vec<String> = self
@@ -226,4 +230,41 @@ impl Summary {
 /// A reason on one line, for a table cell.
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Why the run failed, one line each; empty when it passed.
+pub fn verdicts(reports: &[BackendReport], rss: &RssVerdict, hung: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in reports.iter().filter(|r| r.skipped.is_none()) {
+        let t = r.total;
+        if t.failed() > 0 {
+            out.push(format!(
+                "{}: {} mismatches, {} errors",
+                r.backend, t.mismatches, t.errors
+            ));
+        }
+        if !r.in_use_returned {
+            out.push(format!(
+                "{}: the allocator hands out {} after the run, {} before",
+                r.backend,
+                r.memory_after
+                    .as_ref()
+                    .map_or("?".into(), |m| m.in_use.to_string()),
+                r.memory_before
+                    .as_ref()
+                    .map_or("?".into(), |m| m.in_use.to_string()),
+            ));
+        }
+    }
+    if !rss.passed {
+        out.push(format!(
+            "resident memory grew by {} between the second and last quarter (bound {})",
+            rss.growth.map_or("?".into(), |g| mib(g.unsigned_abs())),
+            mib(rss.bound)
+        ));
+    }
+    if hung {
+        out.push("a worker did not finish its step (memory after the run not read)".into());
+    }
+    out
 }

@@ -150,8 +150,8 @@ impl Target {
         })
     }
 
-    /// Whether the device computes in f64 (vulkan adapters without
-    /// shader-f64 refuse f64 ops with `Unsupported`).
+    /// Whether f64 ops may be refused here: a Vulkan adapter without
+    /// shader-f64 refuses them with `Unsupported` (docs/vulkan.md).
     pub fn may_refuse_f64(&self) -> bool {
         self.backend == Backend::Vulkan
     }
