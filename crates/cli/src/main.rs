@@ -1,8 +1,10 @@
-//! `unigpu`: inspect the backends on this machine and run the demo job.
+//! `unigpu`: inspect the backends on this machine, run the demo job, the
+//! benchmarks and the soak run.
 
 mod bench;
 mod demo;
 mod info;
+mod soak;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +28,11 @@ enum Command {
     /// Measure launch, compile, transfers, axpy, matmul and the CPU ops beside
     /// their anchors; a markdown table, JSON, an SVG plot or `key value` lines.
     Bench(bench::BenchArgs),
+    /// Random mixes of uploads, ops, kernels, streams, events, graph
+    /// replays, pipelines and DLPack from several threads on every backend
+    /// that opens, every result checked against the host, memory before and
+    /// after; fails on any mismatch, error or growth.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -33,5 +40,6 @@ fn main() -> anyhow::Result<()> {
         Command::Info => info::run(),
         Command::Demo { n } => demo::run(n),
         Command::Bench(args) => bench::run(args),
+        Command::Soak(args) => soak::run(args),
     }
 }
