@@ -53,6 +53,24 @@ fn relu_through_a_temporary<'a>(
     }
 }
 
+/// A whole run of `p` whose compute has room for its temporary: every
+/// output is its batch's relu.
+#[track_caller]
+fn runs_right(
+    ctx: &Context,
+    p: &mut unigpu::Pipeline<f32>,
+    inputs: &[Vec<f32>],
+    expected: &[Vec<f32>],
+) {
+    let len = p.batch_len();
+    let mut outputs = vec![vec![0.0f32; len]; inputs.len()];
+    p.run(inputs, &mut outputs, relu_through_a_temporary(ctx, |_| len))
+        .unwrap();
+    for (out, want) in outputs.iter().zip(expected) {
+        assert_same(want, out);
+    }
+}
+
 on_every_backend!(
     out_of_memory_inside_a_pipeline_stops_the_run_and_the_pipeline_goes_on,
     |ctx| {
@@ -84,16 +102,7 @@ on_every_backend!(
         if ctx.memory_stats().is_ok() {
             ctx.empty_cache().unwrap();
         }
-        let mut outputs = vec![vec![0.0f32; len]; batches];
-        p.run(
-            &inputs,
-            &mut outputs,
-            relu_through_a_temporary(ctx, |_| len),
-        )
-        .unwrap();
-        for (out, want) in outputs.iter().zip(&expected) {
-            assert_same(want, out);
-        }
+        runs_right(ctx, &mut p, &inputs, &expected);
     }
 );
 
@@ -193,13 +202,7 @@ mod a_full_device_fails_a_pipeline_not_a_replay_and_both_go_on_after_empty_cache
         // staging rings and the graph's launch resources are made while
         // the device has room (the driver keeps some of what it maps for
         // them while the context lives, which the leak guard would count).
-        let mut outputs = vec![vec![0.0f32; len]; batches];
-        p.run(
-            &inputs,
-            &mut outputs,
-            relu_through_a_temporary(ctx, |_| len),
-        )
-        .unwrap();
+        runs_right(ctx, &mut p, &inputs, &expected);
         graph.launch(&stream).unwrap();
         stream.sync().unwrap();
 
@@ -220,16 +223,7 @@ mod a_full_device_fails_a_pipeline_not_a_replay_and_both_go_on_after_empty_cache
         drop(hog);
         let released = ctx.empty_cache().unwrap();
         assert!(released > 0, "the filled memory went back to the driver");
-        let mut outputs = vec![vec![0.0f32; len]; batches];
-        p.run(
-            &inputs,
-            &mut outputs,
-            relu_through_a_temporary(ctx, |_| len),
-        )
-        .unwrap();
-        for (out, want) in outputs.iter().zip(&expected) {
-            assert_same(want, out);
-        }
+        runs_right(ctx, &mut p, &inputs, &expected);
         graph.launch(&stream).unwrap();
         stream.sync().unwrap();
         assert_same(&expected[0], &y.download().unwrap());
