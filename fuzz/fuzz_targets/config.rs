@@ -41,8 +41,7 @@ fn has_position(origin: &str) -> bool {
 fn check_file_error(e: &ConfigError, text: &str) {
     let shown = e.to_string();
     match e {
-        ConfigError::BadValue { origin, key, .. }
-        | ConfigError::WrongType { origin, key, .. } => {
+        ConfigError::BadValue { origin, key, .. } | ConfigError::WrongType { origin, key, .. } => {
             assert!(has_position(origin), "no position: {shown}");
             assert!(shown.contains(&format!("`{key}`")), "no key: {shown}");
         }
