@@ -375,7 +375,7 @@ on_every_backend!(sum_and_dot_of_small_integers_are_exact, |ctx| {
 /// the result and a lost block of 1,024 elements (≈ 1e-4 of it) is far
 /// outside it (c(10⁷)·ε_f32 ≈ 1.4e-5).
 fn ten_million() -> (Vec<f32>, Vec<f32>) {
-    let n = 10_000_000;
+    let n = common::big(10_000_000);
     let abs = |v: Vec<f32>| v.into_iter().map(f32::abs).collect::<Vec<_>>();
     (abs(random_vec::<f32>(n)), abs(random_vec::<f32>(n)))
 }
@@ -403,7 +403,7 @@ on_every_backend!(reductions_over_ten_million_elements, |ctx| {
 /// the smaller sizes above leave each thread too few terms to show it.
 /// f16 has no such test: a sum this long overflows its range.
 fn long_bf16_ints() -> (Vec<bf16>, f64) {
-    let n = 1usize << 27;
+    let n = common::big(1 << 27);
     let mut rng = rand::rng();
     let mut total = 0u64;
     let values = [1.0f32, 2.0, 3.0, 4.0].map(bf16::from_f32);
@@ -509,14 +509,15 @@ fn matmul_tol<T: Tol>(gpu: bool, k: usize, expected: f64, abs_sum: f64) -> f64 {
 #[track_caller]
 fn check_matmul<T: Tol>(gpu: bool, a: &[T], b: &[T], c: &[T], (m, k, n): (usize, usize, usize)) {
     let a: Vec<f64> = a.iter().map(|v| v.f64()).collect();
-    let b: Vec<f64> = b.iter().map(|v| v.f64()).collect();
+    let a_abs: Vec<f64> = a.iter().map(|v| v.abs()).collect();
+    // b's columns, each contiguous.
+    let bt: Vec<f64> = (0..n * k).map(|e| b[(e % k) * n + e / k].f64()).collect();
+    let bt_abs: Vec<f64> = bt.iter().map(|v| v.abs()).collect();
     for i in 0..m {
-        let row = &a[i * k..(i + 1) * k];
-        let row_abs: Vec<f64> = row.iter().map(|v| v.abs()).collect();
+        let (row, row_abs) = (&a[i * k..(i + 1) * k], &a_abs[i * k..(i + 1) * k]);
         for j in 0..n {
-            let col: Vec<f64> = (0..k).map(|p| b[p * n + j]).collect();
-            let col_abs: Vec<f64> = col.iter().map(|v| v.abs()).collect();
-            let (want, abs) = (accurate_dot(row, &col), accurate_dot(&row_abs, &col_abs));
+            let (col, col_abs) = (&bt[j * k..(j + 1) * k], &bt_abs[j * k..(j + 1) * k]);
+            let (want, abs) = (accurate_dot(row, col), accurate_dot(row_abs, col_abs));
             let got = c[i * n + j].f64();
             let tol = matmul_tol::<T>(gpu, k, want, abs);
             assert!(
@@ -535,8 +536,13 @@ fn matmul<T: Tol>(ctx: &Context) {
         (33, 65, 17),
         (128, 96, 64),
         // k and n multiples of four (vulkan's vec4 matmul), m and n not of
-        // its 128-wide tiles.
-        (200, 132, 260),
+        // its 128-wide tiles. (The CPU's loops are the same at 128×96×64,
+        // and a sanitizer makes this size take minutes.)
+        if cfg!(unigpu_sanitizer) {
+            (1, 1, 1)
+        } else {
+            (200, 132, 260)
+        },
         (random_len(50), random_len(50), random_len(50)),
         (3, 0, 4),
     ] {
@@ -855,7 +861,7 @@ on_every_backend!(ops_on_a_side_stream_are_ordered, |ctx| {
 /// and the reduction blocks' remainders are exercised too. Every element
 /// of the element-wise results is checked.
 fn split_across_threads<T: Tol>(ctx: &Context) {
-    let n = (1 << 20) + 7;
+    let n = common::big((1 << 20) + 7);
     let backend = ctx.backend();
     let (ha, hb) = (small::<T>(n), small::<T>(n));
     let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());

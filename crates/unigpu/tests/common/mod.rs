@@ -307,9 +307,33 @@ pub fn random_vec<T: Random>(len: usize) -> Vec<T> {
     (0..len).map(|_| T::random(&mut rng)).collect()
 }
 
-/// A random length in 1..=max, different every run.
+/// A random length in 1..=max, different every run (max is cut to
+/// [`big`]'s `SANITIZED_RANDOM_MAX` under a sanitizer).
 pub fn random_len(max: usize) -> usize {
+    let max = if cfg!(unigpu_sanitizer) {
+        max.min(SANITIZED_RANDOM_MAX)
+    } else {
+        max
+    };
     rand::rng().random_range(1..=max)
+}
+
+/// Under a sanitizer (`--cfg unigpu_sanitizer`, set by .ci/sanitizers.sh)
+/// every load and store is checked and a test runs 10 to 50 times slower,
+/// so the suites' large sizes are cut there: a random length to 4 Ki
+/// elements, and an explicitly large one to [`SANITIZED_MAX`], which is
+/// still four of the CPU backend's 32 Ki-element chunks and an odd tail, so
+/// its split across threads (what ThreadSanitizer is there to watch) runs.
+const SANITIZED_RANDOM_MAX: usize = 1 << 12;
+pub const SANITIZED_MAX: usize = (1 << 17) + 7;
+
+/// `n`, or [`SANITIZED_MAX`] if that is smaller and a sanitizer is on.
+pub fn big(n: usize) -> usize {
+    if cfg!(unigpu_sanitizer) {
+        n.min(SANITIZED_MAX)
+    } else {
+        n
+    }
 }
 
 /// Sizes worth checking: empty, one element, odd sizes around a typical
