@@ -16,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTC_BOOTSTRAP=1 CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
+# Features as these packages ask for them (.ci/run unifies them over the
+# workspace, which would turn the vulkan backend back on).
+unset CARGO_UNSTABLE_FEATURE_UNIFICATION CARGO_RESOLVER_FEATURE_UNIFICATION
 
 START=$(date +%s)
 elapsed() { echo $(($(date +%s) - $1)); }
@@ -25,18 +28,21 @@ HOST=$(rustc -vV | sed -n 's/^host: //p')
 SANITIZERS=${SANITIZERS:-address thread}
 rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 
-# The crates with unsafe blocks that run without a GPU: the facade (CPU
-# backend, DLPack, allocator, streams and pipelines on threads), the C ABI
+# ASan: the crates with unsafe blocks that run without a GPU: the facade
+# (CPU backend, DLPack, allocator, pinned and unified memory), the C ABI
 # and its runtime, and the safe CUDA layer's host-side code (DLPack checks,
-# module loading errors). Without default features: no vulkan, whose
+# module loading errors). TSan: those that start threads, the facade (its
+# streams are threads, its ops split over rayon's) and the C ABI (handles
+# shared across threads). Without default features: no vulkan, whose
 # lavapipe driver is neither instrumented nor ours.
-PACKAGES=(-p unigpu -p unigpu-capi -p unigpu-capi-runtime -p unigpu-cuda-safe)
+ASAN_PACKAGES=(-p unigpu -p unigpu-capi -p unigpu-capi-runtime -p unigpu-cuda-safe)
+TSAN_PACKAGES=(-p unigpu -p unigpu-capi)
 
 SUMMARY=()
 for sanitizer in $SANITIZERS; do
   case $sanitizer in
-    address) dir=target/asan ;;
-    thread) dir=target/tsan ;;
+    address) dir=target/asan; PACKAGES=("${ASAN_PACKAGES[@]}") ;;
+    thread) dir=target/tsan; PACKAGES=("${TSAN_PACKAGES[@]}") ;;
     *) echo "unknown sanitizer: $sanitizer (address or thread)" >&2; exit 2 ;;
   esac
   flags="-Zsanitizer=$sanitizer -Cdebuginfo=line-tables-only --cfg unigpu_sanitizer"
