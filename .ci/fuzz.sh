@@ -5,6 +5,9 @@
 #   FUZZ_SECONDS   seconds per target (default 60)
 #   FUZZ_TARGETS   space-separated targets (default: all of `cargo fuzz list`)
 #   FUZZ_TIMEOUT   seconds one input may take before it counts as a hang (default 30)
+#   FUZZ_BUILD     release (default: optimized, with debug assertions) or dev
+#                  (unoptimized: builds in 222 s instead of 521 s on 2 cores,
+#                  but runs 15 to 25 times fewer inputs a second)
 #
 # The seeds are copied to a temporary folder, so a run never changes the
 # repository (what the corpus grows into is thrown away). A crash, a panic,
@@ -22,6 +25,11 @@ ROOT=$PWD
 CARGO_FUZZ_VERSION=0.13.2
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 TIMEOUT=${FUZZ_TIMEOUT:-30}
+case ${FUZZ_BUILD:-release} in
+  release) MODE=() ;; # cargo fuzz's default; its -O would drop the debug assertions
+  dev) MODE=(--dev) ;;
+  *) echo "FUZZ_BUILD must be release or dev (got ${FUZZ_BUILD})" >&2; exit 2 ;;
+esac
 export RUSTC_BOOTSTRAP=1 CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
 
 START=$(date +%s)
@@ -50,9 +58,9 @@ cargo fuzz --version
 TARGETS=${FUZZ_TARGETS:-$(cargo fuzz list)}
 
 # --- build ----------------------------------------------------------------------
-step "cargo fuzz build (ASan, debug assertions): $(echo $TARGETS | tr '\n' ' ')"
+step "cargo fuzz build, ${FUZZ_BUILD:-release} (ASan, debug assertions): $(echo $TARGETS | tr '\n' ' ')"
 t=$(date +%s)
-cargo fuzz build
+cargo fuzz build "${MODE[@]}"
 BUILD_S=$(elapsed "$t")
 echo "built in $BUILD_S s; fuzz/target holds $(du -sh fuzz/target | cut -f1)"
 
@@ -69,7 +77,7 @@ for target in $TARGETS; do
   log="$WORK/$target.log"
   t=$(date +%s)
   set +e
-  cargo fuzz run "$target" "$corpus" -- \
+  cargo fuzz run "${MODE[@]}" "$target" "$corpus" -- \
     -max_total_time="$SECONDS_PER_TARGET" -timeout="$TIMEOUT" \
     -print_final_stats=1 -artifact_prefix="$ROOT/fuzz/artifacts/$target/" \
     >"$log" 2>&1
