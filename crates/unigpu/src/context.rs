@@ -57,12 +57,11 @@ impl Context {
     /// Exactly `backend`, device `device_id`; no fallback.
     pub fn new(backend: Backend, device_id: usize) -> Result<Context> {
         let kind = backend.device_kind();
-        // The host is one device; a GPU backend's device is named by kind.
-        if kind.is_host() && device_id != 0 {
+        if let Some(available) = kind.known_device_count().filter(|&n| device_id >= n) {
             return Err(Error::InvalidDevice {
                 backend,
                 asked: device_id,
-                available: 1,
+                available,
             });
         }
         let device = (!kind.is_host()).then_some(crate::config::DeviceSpec {
@@ -248,12 +247,7 @@ fn excluded_by_config(config: &Config, backend: Backend) -> Option<String> {
             Some(format!("backend = \"{b}\" was requested"))
         }
         (BackendChoice::Auto, Some(d)) if d.kind != backend.device_kind() => {
-            // The host has one device, so its name carries no ordinal.
-            let named = if d.kind.is_host() {
-                d.kind.to_string()
-            } else {
-                d.to_string()
-            };
+            let named = d.kind.device_name(d.ordinal);
             Some(format!("device = \"{named}\" was requested"))
         }
         _ => None,

@@ -34,6 +34,24 @@ impl Backend {
         self.device_kind() == Backend::HOST
     }
 
+    /// How `device = "..."` names device `ordinal` of this backend's kind:
+    /// `cuda:1`, `vulkan:0`, and plain `cpu` for the host, its one device.
+    pub fn device_name(self, ordinal: usize) -> String {
+        let kind = self.device_kind();
+        if kind.is_host() {
+            kind.to_string()
+        } else {
+            format!("{kind}:{ordinal}")
+        }
+    }
+
+    /// How many devices of this kind there are without opening a backend:
+    /// one for the host; `None` for a GPU kind, whose backend counts them
+    /// when it opens.
+    pub fn known_device_count(self) -> Option<usize> {
+        self.is_host().then_some(1)
+    }
+
     /// The names in [`Backend::ALL`], quoted and comma-separated, for
     /// messages that list the choices.
     pub fn quoted_names() -> String {
