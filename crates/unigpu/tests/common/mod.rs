@@ -308,7 +308,7 @@ pub fn random_vec<T: Random>(len: usize) -> Vec<T> {
 }
 
 /// A random length in 1..=max, different every run (max is cut to
-/// [`big`]'s `SANITIZED_RANDOM_MAX` under a sanitizer).
+/// `SANITIZED_RANDOM_MAX` under a sanitizer; see [`big`]).
 pub fn random_len(max: usize) -> usize {
     let max = if cfg!(unigpu_sanitizer) {
         max.min(SANITIZED_RANDOM_MAX)
