@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine, one call: the fatbin fixture (nvcc), the precompiled,
-# kernels and ops test binaries (cuda and vulkan variants, with the fixture)
+# On the GPU machine, one call: the precompiled, kernels and ops test
+# binaries (cuda and vulkan variants; the fatbin fixture is built into them)
 # and `unigpu bench`'s vulkan group beside cuda. Pack here:
 #   cargo test --release -p unigpu --test precompiled --test kernels --test ops --no-run
 #   cargo build --release -p unigpu-cli
@@ -29,8 +29,6 @@ nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export NODEVICE_SELECT=1
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-bash bench/make_fatbin.sh "$out/axpy.fatbin" 2>&1 | tail -2
-export UNIGPU_TEST_FATBIN="$out/axpy.fatbin"
 status=0
 for t in precompiled kernels ops; do
   echo "== $t (cuda and vulkan variants)"

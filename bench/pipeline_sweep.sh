@@ -6,7 +6,7 @@
 # Needs `cargo xtask gpu-pack` first.
 set -u
 root="$(cd "$(dirname "$0")/.." && pwd)"
-[ -d "$root/.gpu-pack/bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"
+[ -d "$root/.gpu-pack/bin" ] || { xz -dc "$root/.gpu-pack/bin.tar.xz" | tar xf - -C "$root/.gpu-pack"; }
 export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 for round in 1 2; do
   for pieces in 1 2 4 8; do

@@ -4,7 +4,7 @@
 # pieces, and a staging-shape sweep. Writes into $OUT.
 set -u
 root="$(cd "$(dirname "$0")/.." && pwd)"
-[ -d "$root/.gpu-pack/bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"
+[ -d "$root/.gpu-pack/bin" ] || { xz -dc "$root/.gpu-pack/bin.tar.xz" | tar xf - -C "$root/.gpu-pack"; }
 export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 {
   echo "# THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag: $(cat /sys/kernel/mm/transparent_hugepage/defrag); kernel $(uname -r); $(nproc) cpus"

@@ -10,7 +10,7 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 out="${OUT:-/tmp/unigpu-bench}"; mkdir -p "$out"
 log="$out/bench.txt"; : >"$log"
-[ -d "$root/.gpu-pack/bin" ] || tar xzf "$root/.gpu-pack/bin.tar.gz" -C "$root/.gpu-pack"
+[ -d "$root/.gpu-pack/bin" ] || { xz -dc "$root/.gpu-pack/bin.tar.xz" | tar xf - -C "$root/.gpu-pack"; }
 export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
 nvcc -O2 -o /tmp/floor "$here/anchors/floor.cu" -lcuda && /tmp/floor | tee -a "$log"

@@ -11,9 +11,9 @@
 use unigpu::{Backend, Context};
 
 fn cases() -> Vec<(String, String, String)> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/error_texts.txt");
-    std::fs::read_to_string(path)
-        .unwrap()
+    // Built into the binary, so it travels with the GPU pack (a path fixed
+    // at build time would not exist on the GPU machine).
+    include_str!("../../../tests/error_texts.txt")
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {

@@ -761,26 +761,14 @@ on_every_gpu_backend!(
     }
 );
 
-/// Where the fatbin fixture is: `UNIGPU_TEST_FATBIN`, else beside this
-/// file when built here, else under the current folder (a copy of the
-/// repository on the GPU machine).
+/// The fatbin fixture, built into the test binary so that it travels with
+/// the GPU pack. Rebuild it with `bash bench/make_fatbin.sh` (nvcc
+/// -fatbin -gencode arch=compute_90,code=sm_90 -gencode
+/// arch=compute_90,code=compute_90 -o crates/unigpu/tests/data/axpy.fatbin
+/// crates/unigpu/tests/data/axpy.cu) on a machine with the CUDA toolkit,
+/// and commit it.
 fn fatbin_fixture() -> Vec<u8> {
-    const REL: &str = "crates/unigpu/tests/data/axpy.fatbin";
-    let candidates = [
-        std::env::var_os("UNIGPU_TEST_FATBIN").map(std::path::PathBuf::from),
-        Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/axpy.fatbin")),
-        Some(std::path::PathBuf::from(REL)),
-    ];
-    for path in candidates.into_iter().flatten() {
-        if let Ok(bytes) = std::fs::read(&path) {
-            return bytes;
-        }
-    }
-    panic!(
-        "the fatbin fixture {REL} is missing: make it with `bash bench/make_fatbin.sh` \
-         (nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-         -o {REL} crates/unigpu/tests/data/axpy.cu) on a machine with the CUDA toolkit, and commit it"
-    );
+    include_bytes!("data/axpy.fatbin").to_vec()
 }
 
 on_every_gpu_backend!(fatbin_fixture_runs, |ctx: &Context| {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::{MUTATIONS, Mutation, Target, with_mutation};
-use crate::gpu_pack::{DEVICE_LD_LIBRARY_PATH, build_with_env, copy_into_as, shrink};
+use crate::gpu_pack::{DEVICE_LD_LIBRARY_PATH, UNPACK, build_with_env, copy_into_as, shrink};
 
 const PACK_DIR: &str = ".gpu-mutants";
 
@@ -154,7 +154,7 @@ fn runner_script(baseline: &[&str]) -> String {
 # mutant survives.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
-[ -d "$here/bin" ] || tar xzf "$here/bin.tar.gz" -C "$here" || {{ echo "cannot unpack $here/bin.tar.gz"; exit 1; }}
+{UNPACK}
 export LD_LIBRARY_PATH="{DEVICE_LD_LIBRARY_PATH}:${{LD_LIBRARY_PATH:-}}"
 out="${{OUT:-/tmp/unigpu-gpu-mutants}}"; mkdir -p "$out"; log="$out/mutants.log"; : >"$log"
 nvidia-smi -L || true
