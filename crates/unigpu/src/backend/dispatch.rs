@@ -184,6 +184,16 @@ impl DeviceImpl {
         Self::open(backend, ordinal)
     }
 
+    /// [`Api::hardware`] of `backend`.
+    pub(crate) fn hardware(backend: Backend) -> Option<String> {
+        match backend {
+            Backend::Cpu => Cpu::hardware(),
+            Backend::Cuda => Cuda::hardware(),
+            Backend::Torch => Torch::hardware(),
+            Backend::Vulkan => Vulkan::hardware(),
+        }
+    }
+
     fn fallback_refusal(backend: Backend, ordinal: usize) -> Option<String> {
         match backend {
             Backend::Cpu => Cpu::fallback_refusal(ordinal),

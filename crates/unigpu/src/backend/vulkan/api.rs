@@ -53,6 +53,10 @@ impl Api for Vulkan {
         Ok(VkOpen::new(VkDevice::open(ordinal)?))
     }
 
+    fn hardware() -> Option<String> {
+        super::adapters::hardware()
+    }
+
     fn fallback_refusal(ordinal: usize) -> Option<String> {
         super::adapters::fallback_refusal(ordinal)
     }
