@@ -16,6 +16,35 @@ fn handles_are_send_and_sync() {
     send_sync::<Event>();
 }
 
+/// Issue 25: wgpu's handles inside a context made `Context` lose
+/// `RefUnwindSafe`, and `catch_unwind(|| ctx.alloc(..))` stopped compiling.
+/// A compile-time check of the handles that hold no user closure (a
+/// `Kernel` with a CPU function and a `Graph` hold the caller's closures,
+/// unwind safe or not), and the call itself.
+#[test]
+fn handles_are_unwind_safe() {
+    fn unwind_safe<T: std::panic::RefUnwindSafe + std::panic::UnwindSafe>() {}
+    unwind_safe::<Context>();
+    unwind_safe::<GpuArray<f32>>();
+    unwind_safe::<GpuArray<unigpu::f16>>();
+    unwind_safe::<unigpu::AnyArray>();
+    unwind_safe::<Stream>();
+    unwind_safe::<Event>();
+    unwind_safe::<unigpu::Module>();
+    unwind_safe::<unigpu::PinnedBuffer<f32>>();
+    unwind_safe::<unigpu::Error>();
+}
+
+on_every_backend!(alloc_inside_catch_unwind, |ctx| {
+    let host = random_vec::<f32>(random_len(5000));
+    let a = std::panic::catch_unwind(|| ctx.upload(&host))
+        .expect("no panic")
+        .unwrap();
+    assert_same(&host, &a.download().unwrap());
+    let n = std::panic::catch_unwind(|| ctx.alloc::<f32>(host.len()).unwrap().len()).unwrap();
+    assert_eq!(n, host.len());
+});
+
 on_every_backend!(identity, |ctx| {
     assert_eq!(ctx.backend_name(), ctx.backend().name());
     assert_eq!(ctx.device_id(), 0);
