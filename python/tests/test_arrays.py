@@ -74,6 +74,40 @@ def test_conversion_on_upload(cpu, rng):
     assert cpu.array([1, 2]).dtype == "i64"
 
 
+INT_RANGES = {
+    "u8": (0, 2**8 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "u32": (0, 2**32 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u64": (0, 2**64 - 1),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(INT_RANGES))
+def test_integer_conversion_refuses_values_that_do_not_fit(cpu, rng, dtype):
+    """Issue 25: numpy's astype wrapped 300 into 44 in a u8 array."""
+    lo, hi = INT_RANGES[dtype]
+    # The extremes fit, exactly, from Python ints and from numpy arrays.
+    fits = [lo, hi, 0, int(rng.integers(0, 100))]
+    np.testing.assert_array_equal(cpu.array(fits, dtype=dtype).numpy().astype(object), fits)
+    bad_values = [hi + 1, lo - 1, 300 if dtype == "u8" else hi * 2]
+    # numpy holds Python ints from -2^63 to 2^64 - 1 (beyond: object arrays,
+    # refused as a dtype of their own).
+    for bad in [b for b in bad_values if -(2**63) <= b < 2**64]:
+        data = [int(rng.integers(0, 100)), bad]
+        with pytest.raises(OverflowError, match=f"{bad} does not fit in {dtype}"):
+            cpu.array(data, dtype=dtype)
+        a = cpu.zeros(2, dtype)
+        with pytest.raises(OverflowError, match=f"does not fit in {dtype}"):
+            a.upload(data)
+        np.testing.assert_array_equal(a.numpy(), [0, 0])  # nothing written
+    for bad in [float("nan"), float("inf"), -float("inf"), float(hi) * 2]:
+        with pytest.raises(OverflowError, match=f"does not fit in {dtype}"):
+            cpu.array(np.array([1.0, bad]), dtype=dtype)
+    with pytest.raises(OverflowError, match="300 does not fit in u8"):
+        cpu.array(np.array([1, 300], np.int16), dtype="u8")
+
+
 def test_bf16_from_floats_rounds_to_nearest_even(cpu, rng):
     v = rng.standard_normal(1000).astype(np.float32)
     v[:3] = [np.inf, -np.inf, 0.0]
