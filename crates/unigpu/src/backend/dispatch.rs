@@ -593,7 +593,8 @@ impl<T: Element> Storage<T> {
 /// Several devices of one backend.
 impl<T: Element> Storage<T> {
     /// Copies into `dst`, on another device of the same backend, without
-    /// the host where the backend can (`Api::copy_between_devices`).
+    /// the host where the backend can (`Api::copy_between_devices`; vulkan
+    /// stages through host memory).
     pub(crate) fn copy_between_devices(
         &self,
         from: &StreamImpl,
@@ -610,6 +611,12 @@ impl<T: Element> Storage<T> {
             (Storage::Torch(a), StreamImpl::Torch(s), Storage::Torch(b), StreamImpl::Torch(t)) => {
                 Torch::copy_between_devices::<T>(s, a, t, b)
             }
+            (
+                Storage::Vulkan(a),
+                StreamImpl::Vulkan(s),
+                Storage::Vulkan(b),
+                StreamImpl::Vulkan(t),
+            ) => Vulkan::copy_between_devices(s, a, t, b),
             _ => Err(Error::ContextMismatch {
                 what: "copy between devices",
             }),
