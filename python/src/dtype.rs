@@ -176,7 +176,25 @@ pub(crate) fn host_data<'py>(
 ) -> PyResult<HostData<'py>> {
     let py = obj.py();
     let np = numpy(py)?;
-    let arr = np.getattr("asarray")?.call1((obj,))?;
+    let arr = match target {
+        // Python numbers (a list, a tuple) into an integer dtype: numpy
+        // converts them itself, exactly, and refuses one out of range
+        // (as asarray(obj) would not: it makes [0, 2**64 - 1] float64,
+        // rounding the value before any check could see it).
+        Some(t) if t.is_integer() && !obj.is_instance(&np.getattr("ndarray")?)? => np
+            .getattr("asarray")?
+            .call1((obj, numpy_name(t)))
+            .map_err(|e| {
+                if e.is_instance_of::<PyOverflowError>(py)
+                    || e.is_instance_of::<pyo3::exceptions::PyValueError>(py)
+                {
+                    PyOverflowError::new_err(format!("a value does not fit in {t}: {e}"))
+                } else {
+                    e
+                }
+            })?,
+        _ => np.getattr("asarray")?.call1((obj,))?,
+    };
     let src_dtype = arr.getattr("dtype")?;
     let src = from_numpy_dtype(&src_dtype);
     let (dtype, convert_to, f32_to_bf16) = match (target, src) {

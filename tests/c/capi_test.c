@@ -1441,7 +1441,10 @@ static void test_ops(ug_context *ctx) {
   EXPECT(ug_op_sum(NULL, i32, &r), UG_UNSUPPORTED);
   CHECK(r.dtype == UG_DTYPE_U8 && r.value.u8 == 77);
   OK(ug_op_sum(NULL, empty, &r));
-  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f);
+  /* +0.0, as the header says: the sign bit is clear (issue 25: -0.0). */
+  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f && !signbit(r.value.f32));
+  OK(ug_op_dot(NULL, empty, empty, &r));
+  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f && !signbit(r.value.f32));
   EXPECT(ug_op_matmul(NULL, a, d64, out, 2, 4, 2), UG_DTYPE_MISMATCH);
   EXPECT(ug_op_matmul(NULL, a, b, out, 3, 3, 3), UG_SIZE_MISMATCH);
 
