@@ -137,7 +137,7 @@ export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PAT
 echo "pkg-config: $(pkg-config --modversion unigpu): $(pkg-config --cflags --libs unigpu)"
 # shellcheck disable=SC2046
 gcc -std=c11 -pedantic "${WARN[@]}" $(pkg-config --cflags unigpu) "$SRC" $(pkg-config --libs unigpu) \
-  -lpthread -lm -Wl,-rpath,"$(pkg-config --variable=libdir unigpu)" -o "$OUT/capi_test_pc_shared"
+  -lpthread -lm -Wl,-rpath,"$(realpath "$(pkg-config --variable=libdir unigpu)")" -o "$OUT/capi_test_pc_shared"
 # shellcheck disable=SC2046
 gcc -std=c11 -pedantic "${WARN[@]}" $(pkg-config --cflags unigpu) "$SRC" \
   $(pkg-config --static --libs unigpu | sed 's/-lunigpu\b/-l:libunigpu.a/') -o "$OUT/capi_test_pc_static"
