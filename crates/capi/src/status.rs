@@ -324,3 +324,60 @@ pub unsafe extern "C" fn ug_test_panic(message: *const c_char) -> ug_status {
         std::panic::panic_any(message.to_string())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::c_what;
+
+    /// The facade's names for the calls a C caller makes come out as
+    /// functions the header declares, with the unit of their sizes.
+    #[test]
+    fn rust_names_become_the_c_functions_the_header_declares() {
+        let header = include_str!("../../../include/unigpu.h");
+        for (what, function, unit) in [
+            (
+                "AnyArray::download_bytes (bytes)",
+                "ug_array_download (`size_bytes`)",
+                "bytes",
+            ),
+            (
+                "AnyArray::upload_bytes (bytes)",
+                "ug_array_upload_from (`size_bytes`)",
+                "bytes",
+            ),
+            ("AnyArray::from_bytes", "ug_array_upload", "bytes"),
+            ("AnyArray::copy_to (dst)", "ug_array_copy (dst)", "elements"),
+            ("GpuArray::copy_to", "ug_array_copy", "elements"),
+            ("Stream::copy", "ug_array_copy", "elements"),
+            ("GpuArray::to_dlpack", "ug_array_to_dlpack", "elements"),
+            (
+                "Stream::upload_pinned (dst)",
+                "ug_stream_upload_pinned (dst)",
+                "elements",
+            ),
+            (
+                "Stream::download_pinned (dst)",
+                "ug_stream_download_pinned (dst)",
+                "elements",
+            ),
+            ("Stream::wait", "ug_stream_wait", "elements"),
+            ("Stream::prefetch", "ug_stream_prefetch", "elements"),
+            ("Event::record", "ug_event_record", "elements"),
+            ("Event::elapsed_ms", "ug_event_elapsed_ms", "elements"),
+            ("Graph::launch", "ug_graph_launch", "elements"),
+        ] {
+            assert_eq!(c_what(what), (function.to_owned(), unit), "{what}");
+            let name = function.split(' ').next().unwrap();
+            assert!(
+                header.contains(&format!(" {name}(")),
+                "{what} -> {name}, which unigpu.h does not declare"
+            );
+        }
+        // What names no Rust method stays as it is.
+        assert_eq!(c_what("add"), ("add".to_owned(), "elements"));
+        assert_eq!(
+            c_what("matmul a (rows)"),
+            ("matmul a (rows)".to_owned(), "elements")
+        );
+    }
+}
