@@ -137,7 +137,7 @@ export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PAT
 echo "pkg-config: $(pkg-config --modversion unigpu): $(pkg-config --cflags --libs unigpu)"
 # shellcheck disable=SC2046
 gcc -std=c11 -pedantic "${WARN[@]}" $(pkg-config --cflags unigpu) "$SRC" $(pkg-config --libs unigpu) \
-  -lpthread -lm -Wl,-rpath,"$(pkg-config --variable=libdir unigpu)" -o "$OUT/capi_test_pc_shared"
+  -lpthread -lm -Wl,-rpath,"$(realpath "$(pkg-config --variable=libdir unigpu)")" -o "$OUT/capi_test_pc_shared"
 # shellcheck disable=SC2046
 gcc -std=c11 -pedantic "${WARN[@]}" $(pkg-config --cflags unigpu) "$SRC" \
   $(pkg-config --static --libs unigpu | sed 's/-lunigpu\b/-l:libunigpu.a/') -o "$OUT/capi_test_pc_static"
@@ -148,6 +148,21 @@ if ldd "$OUT/capi_test_pc_static" | grep -q libunigpu; then
 fi
 run_c "pkg-config, libunigpu.so" "$OUT/capi_test_pc_shared"
 run_c "pkg-config --static, libunigpu.a" "$OUT/capi_test_pc_static"
+
+step "the package is relocatable: the same build from a copy of the prefix"
+MOVED="$OUT/moved-prefix"
+cp -a "$PREFIX" "$MOVED"
+moved_flags=$(PKG_CONFIG_PATH="$MOVED/lib/pkgconfig" pkg-config --cflags --libs unigpu)
+echo "pkg-config (moved): $moved_flags"
+case "$moved_flags" in
+  *"$PREFIX/"*) echo "error: unigpu.pc names the prefix it was installed to" >&2; exit 1 ;;
+esac
+# shellcheck disable=SC2046
+gcc -std=c11 -pedantic "${WARN[@]}" $(PKG_CONFIG_PATH="$MOVED/lib/pkgconfig" pkg-config --cflags unigpu) \
+  "$SRC" $(PKG_CONFIG_PATH="$MOVED/lib/pkgconfig" pkg-config --libs unigpu) \
+  -lpthread -lm -Wl,-rpath,"$MOVED/lib" -o "$OUT/capi_test_pc_moved"
+ldd "$OUT/capi_test_pc_moved" | grep -q "$MOVED/lib/libunigpu.so"
+run_c "pkg-config from a moved prefix, libunigpu.so" "$OUT/capi_test_pc_moved"
 
 step "CMake: find_package(unigpu) from tests/c/CMakeLists.txt"
 cmake -S tests/c -B "$OUT/cmake" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The soak run on the GPU machine (issue 15 item 6, docs/reliability.md,
-# "Soak"): `unigpu soak --backend all --seconds 120 --threads 4`, random
+# "Soak"): `unigpu soak --backend all --require cuda,vulkan --seconds 120 --threads 4`, random
 # mixes of uploads, ops, kernels, streams and events, graph replays,
 # pipelines and DLPack from four threads on every backend that opens there
 # (torch, cuda, vulkan on the NVIDIA ICD, cpu), every result checked
@@ -51,7 +51,9 @@ grep -E "^  (torch|cuda|vulkan|cpu) " "$out/info.txt"
 # The soak ends its own run after $seconds and fails a step still running
 # 120 s later; the timeout is only a last resort.
 # shellcheck disable=SC2086 # SOAK_ARGS is a list of flags
-timeout $((seconds + 400)) /tmp/soak/unigpu soak --backend all --seconds "$seconds" \
+# cuda and vulkan must open here (the run fails, naming them, if not);
+# torch too when the binary has it (--backend all requires it then).
+timeout $((seconds + 400)) /tmp/soak/unigpu soak --backend all --require cuda,vulkan --seconds "$seconds" \
   --threads "$threads" --json "$out/soak.json" ${SOAK_ARGS:-} 2>&1 | tee "$out/soak.txt"
 status=${PIPESTATUS[0]}
 nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader

@@ -290,7 +290,7 @@ typedef struct ug_event ug_event;
 
 /**
  * The backends considered when a context was created, in order (torch,
- * cuda, cpu), each with its outcome and, when skipped, the reason.
+ * cuda, vulkan, cpu), each with its outcome and, when skipped, the reason.
  * Free it with `ug_fallback_chain_free`.
  */
 typedef struct ug_fallback_chain ug_fallback_chain;
@@ -605,7 +605,8 @@ void ug_array_free(struct ug_array *array);
  * The context a program gets when it does not choose: the config file
  * (`$UNIGPU_CONFIG`, else the first `unigpu.toml` in the working directory
  * or a parent) and `UNIGPU_BACKEND` / `UNIGPU_DEVICE`, then torch, cuda,
- * cpu. `ug_context_fallback_chain` says why each backend was chosen or
+ * vulkan (a hardware adapter; a software one is passed over), cpu.
+ * `ug_context_fallback_chain` says why each backend was chosen or
  * skipped. Fails with `UG_CONFIG` for a bad config, or with the named
  * backend's error when the config requires one that cannot open.
  *

@@ -132,13 +132,69 @@ pub(crate) struct HostData<'py> {
     pub f32_to_bf16: bool,
 }
 
+/// Refuses to convert `arr` to integer dtype `t` when a value does not fit:
+/// numpy's `astype` wraps (300 → 44 in u8, -1 → 255) and turns NaN and
+/// infinities into arbitrary integers, silently (issue 25). An
+/// `OverflowError` names the value and the dtype, as a scalar out of
+/// range does. Float dtypes take anything (rounded, or inf beyond range).
+fn check_fits(arr: &Bound<'_, PyAny>, t: DType) -> PyResult<()> {
+    if !t.is_integer() || arr.getattr("size")?.extract::<usize>()? == 0 {
+        return Ok(());
+    }
+    let py = arr.py();
+    let info = numpy(py)?.getattr("iinfo")?.call1((numpy_name(t),))?;
+    let (min, max) = (info.getattr("min")?, info.getattr("max")?);
+    // The extremes as Python numbers, compared exactly with the bounds
+    // (a numpy comparison of a float64 with 2^64 - 1 would round it).
+    for (value, fits) in [
+        (arr.call_method0("min")?.call_method0("item")?, "ge"),
+        (arr.call_method0("max")?.call_method0("item")?, "le"),
+    ] {
+        let bound = if fits == "ge" { &min } else { &max };
+        // NaN compares false with everything, so it fails here too.
+        let ok = if fits == "ge" {
+            value.ge(bound)?
+        } else {
+            value.le(bound)?
+        };
+        if !ok {
+            return Err(PyOverflowError::new_err(format!(
+                "{} does not fit in {t} (its range is {}..={}); convert it explicitly \
+                 (numpy's astype wraps) if that is what you want",
+                value.repr()?,
+                min,
+                max
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn host_data<'py>(
     obj: &Bound<'py, PyAny>,
     target: Option<DType>,
 ) -> PyResult<HostData<'py>> {
     let py = obj.py();
     let np = numpy(py)?;
-    let arr = np.getattr("asarray")?.call1((obj,))?;
+    let arr = match target {
+        // Python numbers (a list, a tuple) into an integer dtype: numpy
+        // converts them itself, exactly, and refuses one out of range
+        // (as asarray(obj) would not: it makes [0, 2**64 - 1] float64,
+        // rounding the value before any check could see it).
+        Some(t) if t.is_integer() && !obj.is_instance(&np.getattr("ndarray")?)? => np
+            .getattr("asarray")?
+            .call1((obj, numpy_name(t)))
+            .map_err(|e| {
+                if e.is_instance_of::<PyOverflowError>(py)
+                    || e.is_instance_of::<pyo3::exceptions::PyValueError>(py)
+                {
+                    PyOverflowError::new_err(format!("a value does not fit in {t}: {e}"))
+                } else {
+                    e
+                }
+            })?,
+        _ => np.getattr("asarray")?.call1((obj,))?,
+    };
     let src_dtype = arr.getattr("dtype")?;
     let src = from_numpy_dtype(&src_dtype);
     let (dtype, convert_to, f32_to_bf16) = match (target, src) {
@@ -155,6 +211,9 @@ pub(crate) fn host_data<'py>(
         }
         (Some(t), _) => (t, Some(numpy_name(t)), false),
     };
+    if let (Some(_), Some(t)) = (convert_to, target) {
+        check_fits(&arr, t)?;
+    }
     let arr = match convert_to {
         Some(name) => arr.call_method1("astype", (name,))?,
         None => arr,

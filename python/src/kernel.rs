@@ -202,11 +202,27 @@ fn parse_param(s: &str) -> PyResult<ParamKind> {
 }
 
 /// `unigpu.blocks_for(n, block=256)`: blocks for one thread per element
-/// (at least 1).
+/// (at least 1). A block of 0 threads, or more blocks than a launch takes
+/// (2^31 - 1), is a `ValueError` rather than a grid that covers something
+/// else (the Rust `Grid::for_elems_with_block` takes 0 as 1 and caps the
+/// count).
 #[pyfunction]
 #[pyo3(signature = (n, block=256))]
-pub(crate) fn blocks_for(n: usize, block: u32) -> u32 {
-    Grid::for_elems_with_block(n, block).grid.0
+pub(crate) fn blocks_for(n: usize, block: u32) -> PyResult<u32> {
+    if block == 0 {
+        return Err(PyValueError::new_err(
+            "blocks_for: block must be at least 1 thread, got 0",
+        ));
+    }
+    let blocks = n.div_ceil(block as usize).max(1);
+    if blocks > i32::MAX as usize {
+        return Err(PyValueError::new_err(format!(
+            "blocks_for: {n} elements in blocks of {block} need {blocks} blocks, \
+             more than a launch takes ({})",
+            i32::MAX
+        )));
+    }
+    Ok(Grid::for_elems_with_block(n, block).grid.0)
 }
 
 pub(crate) fn compile(

@@ -74,6 +74,47 @@ def test_conversion_on_upload(cpu, rng):
     assert cpu.array([1, 2]).dtype == "i64"
 
 
+INT_RANGES = {
+    "u8": (0, 2**8 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "u32": (0, 2**32 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u64": (0, 2**64 - 1),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(INT_RANGES))
+def test_integer_conversion_refuses_values_that_do_not_fit(cpu, rng, dtype):
+    """Issue 25: numpy's astype wrapped 300 into 44 in a u8 array."""
+    lo, hi = INT_RANGES[dtype]
+    # The extremes fit, exactly, from Python ints and from numpy arrays.
+    fits = [lo, hi, 0, int(rng.integers(0, 100))]
+    assert cpu.array(fits, dtype=dtype).numpy().tolist() == fits
+    bad_values = [hi + 1, lo - 1, 300 if dtype == "u8" else hi * 2]
+    for bad in bad_values:
+        # From Python ints (numpy converts them, exactly, and refuses).
+        data = [int(rng.integers(0, 100)), bad]
+        with pytest.raises(OverflowError, match=f"does not fit in {dtype}"):
+            cpu.array(data, dtype=dtype)
+        a = cpu.zeros(2, dtype)
+        with pytest.raises(OverflowError, match=f"does not fit in {dtype}"):
+            a.upload(data)
+        np.testing.assert_array_equal(a.numpy(), [0, 0])  # nothing written
+        # From a numpy array of another integer dtype, where numpy holds it.
+        if -(2**63) <= bad < 2**63 or 0 <= bad < 2**64:
+            src = np.array([1, bad], np.int64 if bad < 2**63 else np.uint64)
+            if src.dtype.name != {"u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64"}[dtype]:
+                with pytest.raises(OverflowError, match=f"{bad} does not fit in {dtype}"):
+                    cpu.array(src, dtype=dtype)
+    for bad in [float("nan"), float("inf"), -float("inf"), float(hi) * 2]:
+        with pytest.raises(OverflowError, match=f"does not fit in {dtype}"):
+            cpu.array(np.array([1.0, bad]), dtype=dtype)
+        with pytest.raises(OverflowError, match=f"does not fit in {dtype}"):
+            cpu.array([1.0, bad], dtype=dtype)
+    with pytest.raises(OverflowError, match="300 does not fit in u8"):
+        cpu.array(np.array([1, 300], np.int16), dtype="u8")
+
+
 def test_bf16_from_floats_rounds_to_nearest_even(cpu, rng):
     v = rng.standard_normal(1000).astype(np.float32)
     v[:3] = [np.inf, -np.inf, 0.0]

@@ -183,6 +183,12 @@ def test_blocks_for():
     assert unigpu.blocks_for(256) == 1
     assert unigpu.blocks_for(257) == 2
     assert unigpu.blocks_for(1000, block=128) == 8
+    # Issue 25: block=0 returned n instead of raising.
+    with pytest.raises(ValueError, match="block must be at least 1"):
+        unigpu.blocks_for(10, block=0)
+    with pytest.raises(ValueError, match="more than a launch takes"):
+        unigpu.blocks_for(2**31 * 256, block=256)
+    assert unigpu.blocks_for(2**31 - 1, block=1) == 2**31 - 1
 
 
 def test_cuda_compile_and_launch(cuda, rng):

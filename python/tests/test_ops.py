@@ -104,8 +104,11 @@ def test_reductions(ctx, rng, dtype):
     d = ctx.ops.dot(x, y)
     assert abs(d - np.dot(xv, yv)) <= bound(xv * yv, np.dot(xv, yv))
     assert unigpu.max(x) == np.max(xv)
-    assert unigpu.sum(ctx.zeros(0, dtype)) == 0.0
-    assert unigpu.dot(ctx.zeros(0, dtype), ctx.zeros(0, dtype)) == 0.0
+    # +0.0, sign bit clear (issue 25: the empty sum was -0.0).
+    empty_sum = unigpu.sum(ctx.zeros(0, dtype))
+    assert empty_sum == 0.0 and np.signbit(empty_sum) == False  # noqa: E712
+    empty_dot = unigpu.dot(ctx.zeros(0, dtype), ctx.zeros(0, dtype))
+    assert empty_dot == 0.0 and np.signbit(empty_dot) == False  # noqa: E712
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

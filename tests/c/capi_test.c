@@ -74,6 +74,19 @@ static void error_has(const char *part, int line) {
   }
 }
 
+/* The last error does not contain `part` (a C caller reads no Rust names). */
+#define ERROR_LACKS(part) error_lacks((part), __LINE__)
+
+static void error_lacks(const char *part, int line) {
+  const char *msg = last_error();
+  if (strstr(msg, part) == NULL) {
+    g_passed++;
+  } else {
+    g_failed++;
+    printf("FAIL %s:%d: last error \"%s\" has \"%s\"\n", __FILE__, line, msg, part);
+  }
+}
+
 /* Sentinels: out-parameters must keep them when a call fails. */
 static int g_sentinel_object;
 #define SENTINEL ((void *)&g_sentinel_object)
@@ -623,11 +636,23 @@ static void test_arrays(ug_context *ctx) {
 
     /* Size checks: nothing is written on failure. */
     memset(back, 0x5a, n * es);
+    /* Byte counts are called bytes, and the call is the C function
+       (issue 25: "AnyArray::download_bytes (bytes): expected 16 elements"). */
+    char want[200];
     EXPECT(ug_array_download(a, back, n * es - 1), UG_SIZE_MISMATCH);
-    ERROR_HAS("size mismatch");
+    snprintf(want, sizeof want,
+             "size mismatch in ug_array_download (`size_bytes`): expected %zu bytes, got %zu",
+             n * es, n * es - 1);
+    ERROR_HAS(want);
+    ERROR_LACKS("::");
     CHECK(((unsigned char *)back)[0] == 0x5a);
     EXPECT(ug_array_download(a, back, n * es + es), UG_SIZE_MISMATCH);
     EXPECT(ug_array_upload_from(a, host2, n * es + 1), UG_SIZE_MISMATCH);
+    snprintf(want, sizeof want,
+             "size mismatch in ug_array_upload_from (`size_bytes`): expected %zu bytes, got %zu",
+             n * es, n * es + 1);
+    ERROR_HAS(want);
+    ERROR_LACKS("::");
     EXPECT(ug_array_upload_from(a, NULL, n * es), UG_NULL_ARGUMENT);
     ERROR_HAS("`data` is NULL");
     EXPECT(ug_array_download(a, NULL, n * es), UG_NULL_ARGUMENT);
@@ -641,10 +666,14 @@ static void test_arrays(ug_context *ctx) {
     ug_array *o = NULL;
     OK(ug_array_zeros(ctx, other, n, &o));
     EXPECT(ug_array_copy(a, o), UG_DTYPE_MISMATCH);
-    ERROR_HAS("dtype mismatch");
+    ERROR_HAS("dtype mismatch in ug_array_copy (dst)");
+    ERROR_LACKS("::");
     ug_array *shorter = NULL;
     OK(ug_array_zeros(ctx, d, n + 1, &shorter));
     EXPECT(ug_array_copy(a, shorter), UG_SIZE_MISMATCH);
+    ERROR_HAS("size mismatch in ug_array_copy");
+    ERROR_HAS(" elements, got ");
+    ERROR_LACKS("::");
     EXPECT(ug_array_copy(a, a), UG_INVALID_ARGUMENT);
     ERROR_HAS("are the same array");
 
@@ -706,6 +735,18 @@ static void test_arrays(ug_context *ctx) {
   EXPECT(ug_array_alloc(ctx, UG_DTYPE_F32, 4, NULL), UG_NULL_ARGUMENT);
   EXPECT(ug_array_zeros(ctx, UG_DTYPE_F64, SIZE_MAX / 16, &a), UG_OUT_OF_MEMORY);
   ERROR_HAS("out of memory");
+  /* A length whose byte count passes PTRDIFF_MAX is a wrong argument, not
+     a shortage of memory (issue 25: UG_OUT_OF_MEMORY "asked for
+     18446744073709551615 bytes", a count that had wrapped). */
+  EXPECT(ug_array_zeros(ctx, UG_DTYPE_F32, SIZE_MAX, &a), UG_INVALID_ARGUMENT);
+  ERROR_HAS("more than PTRDIFF_MAX");
+  ERROR_LACKS("18446744073709551615 bytes");
+  EXPECT(ug_array_zeros(ctx, UG_DTYPE_F64, SIZE_MAX / 4, &a), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_alloc(ctx, UG_DTYPE_U8, (size_t)PTRDIFF_MAX + 1, &a), UG_INVALID_ARGUMENT);
+  ERROR_HAS("`len` is ");
+  ug_pinned *pn = (ug_pinned *)SENTINEL;
+  EXPECT(ug_pinned_new(ctx, UG_DTYPE_F32, SIZE_MAX / 2, &pn), UG_INVALID_ARGUMENT);
+  CHECK(pn == (ug_pinned *)SENTINEL);
   CHECK(a == SENTINEL);
 
   ug_array *x = upload(ctx, UG_DTYPE_F32, host, 4);
@@ -1400,7 +1441,10 @@ static void test_ops(ug_context *ctx) {
   EXPECT(ug_op_sum(NULL, i32, &r), UG_UNSUPPORTED);
   CHECK(r.dtype == UG_DTYPE_U8 && r.value.u8 == 77);
   OK(ug_op_sum(NULL, empty, &r));
-  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f);
+  /* +0.0, as the header says: the sign bit is clear (issue 25: -0.0). */
+  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f && !signbit(r.value.f32));
+  OK(ug_op_dot(NULL, empty, empty, &r));
+  CHECK(r.dtype == UG_DTYPE_F32 && r.value.f32 == 0.0f && !signbit(r.value.f32));
   EXPECT(ug_op_matmul(NULL, a, d64, out, 2, 4, 2), UG_DTYPE_MISMATCH);
   EXPECT(ug_op_matmul(NULL, a, b, out, 3, 3, 3), UG_SIZE_MISMATCH);
 

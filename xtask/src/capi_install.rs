@@ -117,7 +117,9 @@ pub fn run(args: &[String]) -> Result<()> {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         Ok(text
-            .replace("@PREFIX@", &prefix.to_string_lossy())
+            // No template writes the prefix in: unigpu.pc finds it from
+            // `${pcfiledir}` and the CMake config from its own directory,
+            // so the installed tree is relocatable (docs/c-api.md).
             .replace("@VERSION@", version)
             .replace("@LIBS_PRIVATE@", &native)
             .replace("@CMAKE_LINK_LIBS@", &cmake_libs)

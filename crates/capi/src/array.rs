@@ -74,7 +74,9 @@ pub unsafe extern "C" fn ug_array_alloc(
     // SAFETY: the caller's promises (see # Safety).
     unsafe {
         new_array(ctx, out, |c| {
-            AnyArray::alloc(c, dtype_arg(dtype, "dtype")?, len).or_status()
+            let dtype = dtype_arg(dtype, "dtype")?;
+            byte_len(dtype, len)?;
+            AnyArray::alloc(c, dtype, len).or_status()
         })
     }
 }
@@ -94,16 +96,28 @@ pub unsafe extern "C" fn ug_array_zeros(
     // SAFETY: the caller's promises (see # Safety).
     unsafe {
         new_array(ctx, out, |c| {
-            AnyArray::zeros(c, dtype_arg(dtype, "dtype")?, len).or_status()
+            let dtype = dtype_arg(dtype, "dtype")?;
+            byte_len(dtype, len)?;
+            AnyArray::zeros(c, dtype, len).or_status()
         })
     }
 }
 
-/// The byte size of `len` elements of `dtype`, or `UG_INVALID_ARGUMENT`.
-fn byte_len(dtype: facade::DType, len: usize) -> Result<usize> {
+/// The byte size of `len` elements of `dtype`, or `UG_INVALID_ARGUMENT`
+/// when it is more than `PTRDIFF_MAX` (no allocation can be that large:
+/// the length is wrong, rather than the device short of memory, and the
+/// message says so instead of a byte count that wrapped).
+pub(crate) fn byte_len(dtype: facade::DType, len: usize) -> Result<usize> {
     len.checked_mul(dtype.size_bytes())
         .filter(|b| *b <= isize::MAX as usize)
-        .ok_or_else(|| Failure::invalid_argument("`len` is too large"))
+        .ok_or_else(|| {
+            Failure::invalid_argument(format!(
+                "`len` is {len} elements of {dtype} ({} bytes each): more than \
+                 PTRDIFF_MAX ({}) bytes",
+                dtype.size_bytes(),
+                isize::MAX
+            ))
+        })
 }
 
 /// An array holding a copy of `len` elements of `dtype` read from the host

@@ -41,7 +41,8 @@ unsafe fn new_context(
 /// The context a program gets when it does not choose: the config file
 /// (`$UNIGPU_CONFIG`, else the first `unigpu.toml` in the working directory
 /// or a parent) and `UNIGPU_BACKEND` / `UNIGPU_DEVICE`, then torch, cuda,
-/// cpu. `ug_context_fallback_chain` says why each backend was chosen or
+/// vulkan (a hardware adapter; a software one is passed over), cpu.
+/// `ug_context_fallback_chain` says why each backend was chosen or
 /// skipped. Fails with `UG_CONFIG` for a bad config, or with the named
 /// backend's error when the config requires one that cannot open.
 ///

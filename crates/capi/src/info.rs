@@ -37,7 +37,7 @@ pub extern "C" fn ug_version_patch() -> u32 {
 }
 
 /// The backends considered when a context was created, in order (torch,
-/// cuda, cpu), each with its outcome and, when skipped, the reason.
+/// cuda, vulkan, cpu), each with its outcome and, when skipped, the reason.
 /// Free it with `ug_fallback_chain_free`.
 #[allow(non_camel_case_types)]
 #[derive(Debug)]

@@ -55,6 +55,7 @@ pub unsafe extern "C" fn ug_pinned_new(
         // SAFETY: NULL or live (see # Safety).
         let ctx = unsafe { runtime::handle_ref(ctx, "ctx") }?;
         let dtype = dtype_arg(dtype, "dtype")?;
+        crate::array::byte_len(dtype, len)?;
         let p = AnyPinned::new(&ctx.ctx, dtype, len).or_status()?;
         out.write(runtime::into_handle(ug_pinned {
             dtype,

@@ -145,9 +145,74 @@ pub(crate) fn status_of(e: &Error) -> ug_status {
     }
 }
 
-/// A facade error as a failure: its status and its `Display` message.
+/// A facade error as a failure: its status and its `Display` message, in
+/// the C API's words where the facade's name Rust (issue 25): the
+/// operation named as the `ug_*` function a C caller called, not
+/// `AnyArray::download_bytes`, and a byte count called bytes, not
+/// elements.
 pub(crate) fn fail(e: Error) -> Failure<ug_status> {
-    Failure::new(status_of(&e), e.to_string())
+    let status = status_of(&e);
+    let message = match &e {
+        Error::SizeMismatch {
+            what,
+            expected,
+            actual,
+        } => {
+            let (what, unit) = c_what(what);
+            format!("size mismatch in {what}: expected {expected} {unit}, got {actual}")
+        }
+        Error::DTypeMismatch {
+            what,
+            expected,
+            actual,
+        } => format!(
+            "dtype mismatch in {}: expected {expected}, got {actual}",
+            c_what(what).0
+        ),
+        Error::ContextMismatch { what } => format!(
+            "{}: the operands belong to different contexts or backends",
+            c_what(what).0
+        ),
+        _ => e.to_string(),
+    };
+    Failure::new(status, message)
+}
+
+/// The C function a facade error's `what` (`Type::method (operand)`)
+/// stands for, and the unit of its sizes: `bytes` for the byte-slice
+/// methods behind `ug_array_upload`, `ug_array_upload_from` and
+/// `ug_array_download`, `elements` otherwise. A `what` that names no Rust
+/// method is kept as it is.
+pub(crate) fn c_what(what: &str) -> (String, &'static str) {
+    let (call, operand) = match what.split_once(' ') {
+        Some((call, rest)) => (call, Some(rest)),
+        None => (what, None),
+    };
+    let Some((ty, method)) = call.split_once("::") else {
+        return (what.to_owned(), "elements");
+    };
+    let (function, unit) = match (ty, method) {
+        ("AnyArray", "from_bytes") => ("ug_array_upload".to_owned(), "bytes"),
+        ("AnyArray", "upload_bytes") => ("ug_array_upload_from".to_owned(), "bytes"),
+        ("AnyArray", "download_bytes") => ("ug_array_download".to_owned(), "bytes"),
+        // `ug_array_copy` copies on a stream (the default one).
+        ("AnyArray" | "GpuArray", "copy_to") | ("Stream", "copy") => {
+            ("ug_array_copy".to_owned(), "elements")
+        }
+        ("AnyArray" | "GpuArray", "download" | "download_into") => {
+            ("ug_array_download".to_owned(), "elements")
+        }
+        ("AnyArray" | "GpuArray", "upload_from") => ("ug_array_upload_from".to_owned(), "elements"),
+        ("AnyArray" | "GpuArray", m) => (format!("ug_array_{m}"), "elements"),
+        (t, m) => (format!("ug_{}_{m}", t.to_lowercase()), "elements"),
+    };
+    let operand = match operand {
+        // "(bytes)" is the byte buffer: `size_bytes` in the C signatures.
+        Some("(bytes)") => " (`size_bytes`)".to_owned(),
+        Some(o) => format!(" {o}"),
+        None => String::new(),
+    };
+    (format!("{function}{operand}"), unit)
 }
 
 /// `?` for facade results inside an export's body (the orphan rule forbids
@@ -258,4 +323,61 @@ pub unsafe extern "C" fn ug_test_panic(message: *const c_char) -> ug_status {
         };
         std::panic::panic_any(message.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_what;
+
+    /// The facade's names for the calls a C caller makes come out as
+    /// functions the header declares, with the unit of their sizes.
+    #[test]
+    fn rust_names_become_the_c_functions_the_header_declares() {
+        let header = include_str!("../../../include/unigpu.h");
+        for (what, function, unit) in [
+            (
+                "AnyArray::download_bytes (bytes)",
+                "ug_array_download (`size_bytes`)",
+                "bytes",
+            ),
+            (
+                "AnyArray::upload_bytes (bytes)",
+                "ug_array_upload_from (`size_bytes`)",
+                "bytes",
+            ),
+            ("AnyArray::from_bytes", "ug_array_upload", "bytes"),
+            ("AnyArray::copy_to (dst)", "ug_array_copy (dst)", "elements"),
+            ("GpuArray::copy_to", "ug_array_copy", "elements"),
+            ("Stream::copy", "ug_array_copy", "elements"),
+            ("GpuArray::to_dlpack", "ug_array_to_dlpack", "elements"),
+            (
+                "Stream::upload_pinned (dst)",
+                "ug_stream_upload_pinned (dst)",
+                "elements",
+            ),
+            (
+                "Stream::download_pinned (dst)",
+                "ug_stream_download_pinned (dst)",
+                "elements",
+            ),
+            ("Stream::wait", "ug_stream_wait", "elements"),
+            ("Stream::prefetch", "ug_stream_prefetch", "elements"),
+            ("Event::record", "ug_event_record", "elements"),
+            ("Event::elapsed_ms", "ug_event_elapsed_ms", "elements"),
+            ("Graph::launch", "ug_graph_launch", "elements"),
+        ] {
+            assert_eq!(c_what(what), (function.to_owned(), unit), "{what}");
+            let name = function.split(' ').next().unwrap();
+            assert!(
+                header.contains(&format!(" {name}(")),
+                "{what} -> {name}, which unigpu.h does not declare"
+            );
+        }
+        // What names no Rust method stays as it is.
+        assert_eq!(c_what("add"), ("add".to_owned(), "elements"));
+        assert_eq!(
+            c_what("matmul a (rows)"),
+            ("matmul a (rows)".to_owned(), "elements")
+        );
+    }
 }

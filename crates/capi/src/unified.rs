@@ -61,6 +61,7 @@ pub unsafe extern "C" fn ug_array_alloc_unified(
         // SAFETY: NULL or live (see # Safety).
         let ctx = unsafe { runtime::handle_ref(ctx, "ctx") }?;
         let dtype = dtype_arg(dtype, "dtype")?;
+        crate::array::byte_len(dtype, len)?;
         let a = AnyArray::alloc_unified(&ctx.ctx, dtype, len).or_status()?;
         out.write(ug_array::handle(a));
         Ok(())

@@ -40,6 +40,6 @@ fn main() -> anyhow::Result<()> {
         Command::Info => info::run(),
         Command::Demo { n } => demo::run(n),
         Command::Bench(args) => bench::run(args),
-        Command::Soak(args) => soak::run(args),
+        Command::Soak(args) => soak::main(args),
     }
 }

@@ -1,14 +1,17 @@
 //! `unigpu soak`, run as a user would run it: a short CPU soak passes and
 //! checks every kind of step; a corrupted result fails the run naming the
 //! element; a seed replays the same steps; a backend that does not open
-//! is skipped under `all` and an error when named alone.
+//! is skipped under `all` and an error when named alone, or when
+//! `--require` names it; the process ends within seconds of its verdict.
 
+use std::io::BufRead as _;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn unigpu(args: &[&str], env: &[(&str, &str)]) -> Output {
+fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     // UNIGPU_BIN: the binary's path where tests run away from this build
     // tree (the GPU machine).
     let bin = std::env::var("UNIGPU_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_unigpu").into());
@@ -20,7 +23,11 @@ fn unigpu(args: &[&str], env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output().expect("running unigpu")
+    cmd
+}
+
+fn unigpu(args: &[&str], env: &[(&str, &str)]) -> Output {
+    command(args, env).output().expect("running unigpu")
 }
 
 fn text(out: &Output) -> String {
@@ -209,8 +216,119 @@ fn a_backend_that_does_not_open_is_skipped_under_all_and_an_error_alone() {
     let out = unigpu(&["soak", "--backend", "cuda", "--seconds", "1"], &env);
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
-    assert!(t.contains("--backend cuda") && t.contains(missing), "{t}");
+    assert!(
+        t.contains("cuda (named by --backend) did not open") && t.contains(missing),
+        "{t}"
+    );
     assert!(!t.contains("panicked"), "{t}");
+}
+
+/// `--require cuda` where cuda does not open (its driver library missing,
+/// as on a machine without a GPU) fails before any work, naming cuda and
+/// why; so does `--require` of a backend `--backend` leaves out.
+#[test]
+fn a_required_backend_that_does_not_open_fails_the_run_naming_it() {
+    let missing = "/nonexistent/unigpu-cli-test/libcuda.so.1";
+    let env = [("UNIGPU_TEST_CUDA_DRIVER_LIB", missing)];
+    for backend in ["all", "cpu,cuda"] {
+        let out = unigpu(
+            &[
+                "soak",
+                "--backend",
+                backend,
+                "--require",
+                "cuda",
+                "--seconds",
+                "1",
+                "--threads",
+                "1",
+            ],
+            &env,
+        );
+        let t = text(&out);
+        assert!(!out.status.success(), "--backend {backend} passed:\n{t}");
+        assert!(
+            t.contains("cuda (named by --require) did not open") && t.contains(missing),
+            "--backend {backend}: {t}"
+        );
+        // Failed before the workers ran: no verdict line.
+        assert!(!t.contains("PASSED") && !t.contains("FAILED"), "{t}");
+        assert!(!t.contains("panicked"), "{t}");
+    }
+
+    let out = unigpu(
+        &["soak", "--backend", "cpu", "--require", "cpu,vulkan"],
+        &[],
+    );
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("--require vulkan: --backend does not include vulkan"),
+        "{t}"
+    );
+}
+
+/// How long the process may take from printing its verdict to ending.
+const VERDICT_TO_EXIT: Duration = Duration::from_secs(5);
+
+/// Issue 25: on the 4 × H100 machine the soak printed PASSED and was still
+/// running 90 s later, in the drivers' teardown at exit. Every backend
+/// that opens here (the GPU ones on the GPU machine) runs for 2 s; the
+/// process must end within [`VERDICT_TO_EXIT`] of its verdict line.
+#[test]
+fn the_process_ends_within_seconds_of_its_verdict() {
+    let mut child = command(
+        &[
+            "soak",
+            "--seconds",
+            "2",
+            "--threads",
+            "2",
+            "--quiet",
+            "--seed",
+            &random_seed(),
+        ],
+        &[],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit())
+    .spawn()
+    .expect("running unigpu");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = Vec::new();
+    let mut verdict_at = None;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.expect("reading the soak's output");
+        if line.starts_with("seed ") && (line.ends_with("PASSED") || line.ends_with("FAILED")) {
+            verdict_at = Some(Instant::now());
+        }
+        lines.push(line);
+    }
+    // Stdout closes when the process (and the child it runs itself as)
+    // ends; wait for the exit status all the same.
+    let deadline = Instant::now() + VERDICT_TO_EXIT * 4;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "the soak closed its output but did not end:\n{}",
+                lines.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let to_exit = verdict_at
+        .unwrap_or_else(|| panic!("no verdict line in:\n{}", lines.join("\n")))
+        .elapsed();
+    assert!(status.success(), "{}", lines.join("\n"));
+    assert!(
+        to_exit < VERDICT_TO_EXIT,
+        "{to_exit:?} from the verdict to the end of the process:\n{}",
+        lines.join("\n")
+    );
 }
 
 #[test]

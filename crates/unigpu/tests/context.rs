@@ -16,6 +16,64 @@ fn handles_are_send_and_sync() {
     send_sync::<Event>();
 }
 
+/// Issue 25: wgpu's handles inside a context made `Context` lose
+/// `RefUnwindSafe`, and `catch_unwind(|| ctx.alloc(..))` stopped compiling.
+/// A compile-time check of the handles that hold no user closure (a
+/// `Kernel` with a CPU function and a `Graph` hold the caller's closures,
+/// unwind safe or not), and the call itself.
+#[test]
+fn handles_are_unwind_safe() {
+    fn unwind_safe<T: std::panic::RefUnwindSafe + std::panic::UnwindSafe>() {}
+    unwind_safe::<Context>();
+    unwind_safe::<GpuArray<f32>>();
+    unwind_safe::<GpuArray<unigpu::f16>>();
+    unwind_safe::<unigpu::AnyArray>();
+    unwind_safe::<Stream>();
+    unwind_safe::<Event>();
+    unwind_safe::<unigpu::Module>();
+    unwind_safe::<unigpu::PinnedBuffer<f32>>();
+    unwind_safe::<unigpu::Error>();
+}
+
+/// `Backend::hardware_here` (what `unigpu soak --backend all` requires to
+/// open) agrees with the CUDA probe and with the Vulkan adapters listed:
+/// hardware for cuda (and torch in a torch build) exactly where the driver
+/// counts a device, for vulkan exactly where an adapter that is not a
+/// software one exists, and never for cpu.
+#[test]
+fn hardware_here_follows_the_probe_and_the_adapters() {
+    assert_eq!(Backend::Cpu.hardware_here(), None);
+    let cuda = unigpu::cuda_probe().cuda_usable();
+    assert_eq!(Backend::Cuda.hardware_here().is_some(), cuda);
+    assert_eq!(
+        Backend::Torch.hardware_here().is_some(),
+        cuda && cfg!(feature = "torch")
+    );
+    let hardware_adapter = unigpu::list_devices(Backend::Vulkan).is_ok_and(|adapters| {
+        adapters.iter().any(|a| {
+            a.details
+                .iter()
+                .any(|(k, v)| k == "type" && v != "software (CPU)")
+        })
+    });
+    assert_eq!(
+        Backend::Vulkan.hardware_here().is_some(),
+        hardware_adapter,
+        "{:?}",
+        Backend::Vulkan.hardware_here()
+    );
+}
+
+on_every_backend!(alloc_inside_catch_unwind, |ctx| {
+    let host = random_vec::<f32>(random_len(5000));
+    let a = std::panic::catch_unwind(|| ctx.upload(&host))
+        .expect("no panic")
+        .unwrap();
+    assert_same(&host, &a.download().unwrap());
+    let n = std::panic::catch_unwind(|| ctx.alloc::<f32>(host.len()).unwrap().len()).unwrap();
+    assert_eq!(n, host.len());
+});
+
 on_every_backend!(identity, |ctx| {
     assert_eq!(ctx.backend_name(), ctx.backend().name());
     assert_eq!(ctx.device_id(), 0);

@@ -58,6 +58,47 @@ fn assert_same(expected: &[f32], actual: &[f32], what: &str) {
     }
 }
 
+/// Issue 25: two Vulkan adapters gave `ContextMismatch` from `copy_to`,
+/// for want of a vulkan arm in the copy between devices; the copy is now
+/// staged through the host. Every ordered pair of adapters (a machine with
+/// several GPUs has an adapter each; a software one such as lavapipe
+/// counts too), random data, every element checked.
+#[test]
+#[ignore = "needs two Vulkan adapters"]
+#[cfg(feature = "vulkan")]
+fn two_vulkan_adapters_copy_to_each_other() {
+    let n = match unigpu::list_devices(Backend::Vulkan) {
+        Ok(d) => d.len(),
+        Err(e) => panic!("this test needs two Vulkan adapters and found none: {e}"),
+    };
+    assert!(n >= 2, "this test needs two Vulkan adapters and found {n}");
+    let ctxs: Vec<Context> = (0..n)
+        .map(|i| Context::new(Backend::Vulkan, i).unwrap())
+        .collect();
+    for (i, a) in ctxs.iter().enumerate() {
+        for (j, b) in ctxs.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let host = ints(rand::rng().random_range(1..(1 << 20)));
+            let x = a.upload(&host).unwrap();
+            let mut y = b.zeros::<f32>(host.len()).unwrap();
+            x.copy_to(&mut y).unwrap();
+            assert_same(
+                &host,
+                &y.download().unwrap(),
+                &format!("vulkan copy_to {i} -> {j}"),
+            );
+            let z = y.to_context(a).unwrap();
+            assert_same(
+                &host,
+                &z.download().unwrap(),
+                &format!("vulkan to_context {j} -> {i}"),
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn two_gpus_the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {

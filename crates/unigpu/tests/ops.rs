@@ -621,6 +621,38 @@ on_every_backend!(op_errors_are_typed, |ctx| {
     assert_same(&[0.0f32; 5], &c5.download().unwrap());
 });
 
+/// Issue 25: the sum of an empty array was -0.0 (Rust's float `sum()`
+/// starts from -0.0) where the header says 0. Sum and dot of empty arrays
+/// are +0.0, sign bit clear, for every float type; a Vulkan adapter may
+/// refuse a type it has no shader support for, as docs/vulkan.md says.
+fn empty_sum_is_positive_zero<T: Float + Into<f64>>(ctx: &Context) {
+    let ops = ctx.ops();
+    let empty = ctx.zeros::<T>(0).unwrap();
+    let other = ctx.zeros::<T>(0).unwrap();
+    for (what, r) in [("sum", ops.sum(&empty)), ("dot", ops.dot(&empty, &other))] {
+        match r {
+            Ok(v) => {
+                let v: f64 = v.into();
+                assert_eq!(
+                    v.to_bits(),
+                    0.0f64.to_bits(),
+                    "{what} of an empty {}: {v:?}",
+                    T::DTYPE
+                );
+            }
+            Err(Error::Unsupported { .. }) if ctx.backend() == Backend::Vulkan => {}
+            Err(e) => panic!("{what} of an empty {}: {e}", T::DTYPE),
+        }
+    }
+}
+
+on_every_backend!(empty_sum_and_dot_are_positive_zero, |ctx| {
+    empty_sum_is_positive_zero::<f32>(ctx);
+    empty_sum_is_positive_zero::<f64>(ctx);
+    empty_sum_is_positive_zero::<f16>(ctx);
+    empty_sum_is_positive_zero::<bf16>(ctx);
+});
+
 // Every op with operands from a second context. Two CPU contexts are one
 // device (`Context::same_device`), so on the CPU mixing them is allowed
 // and must work; a GPU context's ops refuse CPU arrays, and the CPU

@@ -49,11 +49,19 @@ pub struct SoakArgs {
     /// Worker threads per backend.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
-    /// cpu, cuda, torch, vulkan, or all: every backend that opens here (one
-    /// that does not is reported as skipped, with the reason). A backend
-    /// named alone must open.
+    /// cpu, cuda, torch, vulkan (comma-separated), or all. Every backend
+    /// named must open. With all, a backend this machine has no hardware
+    /// for is skipped (with the reason), and one it has hardware for (a
+    /// CUDA device for cuda, and for torch in a torch build; a Vulkan
+    /// adapter that is not a software one for vulkan) fails the run if it
+    /// does not open.
     #[arg(long, default_value = "all", value_parser = parse_backends)]
     backend: Backends,
+    /// Backends that must open (comma-separated), whatever this machine
+    /// seems to have: the run fails, naming each one and why it did not
+    /// open, before any work. E.g. --require cuda,vulkan on a GPU machine.
+    #[arg(long, value_name = "BACKENDS", value_delimiter = ',', value_parser = parse_backend)]
+    require: Vec<Backend>,
     /// The run's seed (default: a random one, printed). Each worker's steps
     /// follow from it, the backend and the worker's number.
     #[arg(long)]
@@ -81,19 +89,27 @@ pub struct SoakArgs {
 #[derive(Debug, Clone)]
 enum Backends {
     All,
-    One(Backend),
+    /// Named ones, each of which must open.
+    Named(Vec<Backend>),
 }
 
 fn parse_backends(s: &str) -> Result<Backends, String> {
     if s == "all" {
         return Ok(Backends::All);
     }
-    s.parse().map(Backends::One).map_err(|()| {
-        format!(
-            "unknown backend {s:?}; one of {}, \"all\"",
-            Backend::quoted_names()
-        )
-    })
+    let mut named = Vec::new();
+    for name in s.split(',') {
+        let b = parse_backend(name).map_err(|e| format!("{e}, \"all\""))?;
+        if !named.contains(&b) {
+            named.push(b);
+        }
+    }
+    Ok(Backends::Named(named))
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    s.parse()
+        .map_err(|()| format!("unknown backend {s:?}; one of {}", Backend::quoted_names()))
 }
 
 fn parse_kind(s: &str) -> Result<OpKind, String> {
@@ -107,7 +123,46 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-pub fn run(args: SoakArgs) -> anyhow::Result<()> {
+/// Runs the soak and ends the process with its verdict's exit code, as
+/// soon as the verdict, the error if any and the JSON are written.
+///
+/// Why not return to `main` and exit from there: `exit` runs the drivers'
+/// teardown (`atexit` handlers and C++ static destructors of libcuda,
+/// libtorch and the Vulkan driver), while the Vulkan devices unigpu keeps
+/// for the process and their pollers are still there. On the 4 × H100
+/// machine that teardown did not end: `PASSED` was printed after 60 s and
+/// the process was still running at 150 s (issue 25; wgpu#8365 reports
+/// the same deadlock of NVIDIA's Vulkan driver at exit). Nothing is left to
+/// do at that point (every array and context is dropped, the output is
+/// flushed, the JSON file is written and closed), and the kernel frees
+/// the devices of a process that ends, so the soak ends without it.
+pub fn main(args: SoakArgs) -> ! {
+    let code = match run(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            // As `main` returning the error would print it.
+            eprintln!("Error: {e:?}");
+            1
+        }
+    };
+    exit_now(code)
+}
+
+/// Flushes stdout and stderr, then ends the process with `code` without
+/// running `atexit` handlers or static destructors (see [`main`]).
+fn exit_now(code: i32) -> ! {
+    use std::io::Write as _;
+    // Nothing is left to report a flush's failure to; the exit code stands.
+    let _ = std::io::stdout().lock().flush();
+    let _ = std::io::stderr().lock().flush();
+    // SAFETY: `_exit` takes no pointers and ends the process at once; it is
+    // async-signal-safe and valid from any thread in any state. What it
+    // skips (the `atexit` handlers and destructors) is what must not run
+    // here, and the buffered output was flushed above.
+    unsafe { libc::_exit(code) }
+}
+
+fn run(args: SoakArgs) -> anyhow::Result<()> {
     if let Some(code) = memory::rerun_with_fixed_mmap_threshold()? {
         // The child ran the soak and printed everything; its verdict is ours.
         std::process::exit(code);
@@ -131,7 +186,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
     println!("  replay: unigpu soak --seed {seed} (same --backend, --threads and --ops)");
     println!("  {}", memory::allocator_note());
 
-    let (targets, mut reports) = open_targets(&args.backend)?;
+    let (targets, mut reports) = open_targets(&args.backend, &args.require)?;
 
     // Warm-up, then the "before" figures.
     let mut runs = Vec::new();
@@ -237,13 +292,23 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
 }
 
 /// Opens every backend asked for: the targets, and a report for each one
-/// skipped. A backend named alone must open.
-fn open_targets(which: &Backends) -> anyhow::Result<(Vec<Target>, Vec<BackendReport>)> {
-    let (mut targets, mut skipped) = (Vec::new(), Vec::new());
+/// skipped. A backend named in `--backend` or `--require` must open, and
+/// with `--backend all` so must every backend this machine has hardware
+/// for ([`Backend::hardware_here`]): a GPU machine whose cuda or vulkan
+/// does not open fails rather than pass on the CPU alone. Every backend is
+/// tried before failing, so the message names all that did not open.
+fn open_targets(
+    which: &Backends,
+    require: &[Backend],
+) -> anyhow::Result<(Vec<Target>, Vec<BackendReport>)> {
     let backends: Vec<Backend> = match which {
         Backends::All => Backend::ALL.to_vec(),
-        Backends::One(b) => vec![*b],
+        Backends::Named(named) => named.clone(),
     };
+    if let Some(b) = require.iter().find(|b| !backends.contains(b)) {
+        bail!("--require {b}: --backend does not include {b}, so it would not be soaked");
+    }
+    let (mut targets, mut skipped, mut not_opened) = (Vec::new(), Vec::new(), Vec::new());
     for backend in backends {
         match Target::open(backend) {
             Ok(t) => {
@@ -254,17 +319,42 @@ fn open_targets(which: &Backends) -> anyhow::Result<(Vec<Target>, Vec<BackendRep
                 }
                 targets.push(t);
             }
-            Err(e) if matches!(which, Backends::All) => {
-                println!("  {backend}: skipped ({e})");
-                skipped.push(BackendReport::skipped(backend.name(), e.to_string()));
-            }
-            Err(e) => bail!("--backend {backend}: it does not open here: {e}"),
+            Err(e) => match must_open(which, require, backend) {
+                Some(why) => {
+                    println!("  {backend}: did not open ({e})");
+                    not_opened.push(format!("{backend} ({why}) did not open: {e}"));
+                }
+                None => {
+                    println!("  {backend}: skipped ({e})");
+                    skipped.push(BackendReport::skipped(backend.name(), e.to_string()));
+                }
+            },
         }
+    }
+    if !not_opened.is_empty() {
+        bail!(
+            "{}; nothing was soaked (--backend names the backends to soak)",
+            not_opened.join("; ")
+        );
     }
     if targets.is_empty() {
         bail!("no backend opened, so nothing was soaked");
     }
     Ok((targets, skipped))
+}
+
+/// Why `backend` must open, or `None` where it may be skipped: only under
+/// `--backend all`, not required, on a machine without its hardware.
+fn must_open(which: &Backends, require: &[Backend], backend: Backend) -> Option<String> {
+    if require.contains(&backend) {
+        return Some("named by --require".into());
+    }
+    match which {
+        Backends::Named(_) => Some("named by --backend".into()),
+        Backends::All => backend
+            .hardware_here()
+            .map(|hw| format!("--backend all, and this machine has {hw}")),
+    }
 }
 
 /// An error a sync returned outside any step.

@@ -38,6 +38,14 @@ pub(crate) trait Api: Sized + 'static {
     fn fallback_refusal(_ordinal: usize) -> Option<String> {
         None
     }
+    /// The hardware this machine has for this backend, found without
+    /// opening it (a CUDA device the driver counts, a Vulkan adapter that
+    /// is not a software one), described for a message; `None` where there
+    /// is none, or where the backend needs no hardware of its own (cpu).
+    /// Tells "nothing to open here" from "there was, and it did not open".
+    fn hardware() -> Option<String> {
+        None
+    }
     fn info(device: &Self::Device) -> Result<DeviceInfo>;
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo>;
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool;

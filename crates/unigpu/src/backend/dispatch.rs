@@ -184,6 +184,16 @@ impl DeviceImpl {
         Self::open(backend, ordinal)
     }
 
+    /// [`Api::hardware`] of `backend`.
+    pub(crate) fn hardware(backend: Backend) -> Option<String> {
+        match backend {
+            Backend::Cpu => Cpu::hardware(),
+            Backend::Cuda => Cuda::hardware(),
+            Backend::Torch => Torch::hardware(),
+            Backend::Vulkan => Vulkan::hardware(),
+        }
+    }
+
     fn fallback_refusal(backend: Backend, ordinal: usize) -> Option<String> {
         match backend {
             Backend::Cpu => Cpu::fallback_refusal(ordinal),
@@ -583,7 +593,8 @@ impl<T: Element> Storage<T> {
 /// Several devices of one backend.
 impl<T: Element> Storage<T> {
     /// Copies into `dst`, on another device of the same backend, without
-    /// the host where the backend can (`Api::copy_between_devices`).
+    /// the host where the backend can (`Api::copy_between_devices`; vulkan
+    /// stages through host memory).
     pub(crate) fn copy_between_devices(
         &self,
         from: &StreamImpl,
@@ -600,6 +611,12 @@ impl<T: Element> Storage<T> {
             (Storage::Torch(a), StreamImpl::Torch(s), Storage::Torch(b), StreamImpl::Torch(t)) => {
                 Torch::copy_between_devices::<T>(s, a, t, b)
             }
+            (
+                Storage::Vulkan(a),
+                StreamImpl::Vulkan(s),
+                Storage::Vulkan(b),
+                StreamImpl::Vulkan(t),
+            ) => Vulkan::copy_between_devices(s, a, t, b),
             _ => Err(Error::ContextMismatch {
                 what: "copy between devices",
             }),

@@ -177,7 +177,7 @@ fn update<T: Float>(x: &[T], y: &mut [T], f: impl Fn(T::Acc, T::Acc) -> T::Acc +
 
 /// Adds `LANES` running sums in f64: the end of one block.
 fn lanes_sum<A: Into<f64> + Copy>(lanes: &[A; LANES]) -> f64 {
-    lanes.iter().map(|&l| l.into()).sum()
+    lanes.iter().map(|&l| l.into()).fold(0.0, |a, b| a + b)
 }
 
 /// Σ x over one block of at most `BLOCK` terms: `LANES` running sums in
@@ -216,8 +216,12 @@ fn block_dot<T: Float>(xs: &[T], ys: &[T]) -> f64 {
 }
 
 /// Σ x in blocks (see `BLOCK`), the block sums added in f64.
+///
+/// Every sum here folds from +0.0 rather than calling `Iterator::sum`,
+/// which starts from -0.0 for floats: an empty array's sum (and dot) is
+/// +0.0, as the header and the GPU backends say (issue 25).
 fn sum_serial<T: Float>(xs: &[T]) -> f64 {
-    simd(|| xs.chunks(BLOCK).map(block_sum).sum())
+    simd(|| xs.chunks(BLOCK).map(block_sum).fold(0.0, |a, b| a + b))
 }
 
 /// Σ x·y in blocks, like `sum_serial`.
@@ -226,7 +230,7 @@ fn dot_serial<T: Float>(xs: &[T], ys: &[T]) -> f64 {
         xs.chunks(BLOCK)
             .zip(ys.chunks(BLOCK))
             .map(|(a, b)| block_dot(a, b))
-            .sum()
+            .fold(0.0, |a, b| a + b)
     })
 }
 
@@ -466,7 +470,9 @@ impl BuiltinOps for Cpu {
             // `BLOCK`), never less accurate than a `T::Acc` tree.
             let value = match op {
                 Reduce::Sum => {
-                    let total = pieces(&xs, &[], |x, _| sum_serial(x)).into_iter().sum();
+                    let total = pieces(&xs, &[], |x, _| sum_serial(x))
+                        .into_iter()
+                        .fold(0.0, |a, b| a + b);
                     T::from_acc(acc_from_f64::<T>(total))
                 }
                 Reduce::Dot => {
@@ -479,7 +485,9 @@ impl BuiltinOps for Cpu {
                         yl.as_deref().map_or(&[], |v| v)
                     };
                     let n = xs.len().min(ys.len());
-                    let total = pieces(&xs[..n], &ys[..n], dot_serial).into_iter().sum();
+                    let total = pieces(&xs[..n], &ys[..n], dot_serial)
+                        .into_iter()
+                        .fold(0.0, |a, b| a + b);
                     T::from_acc(acc_from_f64::<T>(total))
                 }
                 Reduce::Max => T::from_acc(

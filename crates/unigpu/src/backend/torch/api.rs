@@ -47,6 +47,11 @@ impl Api for Torch {
         super::open(ordinal)
     }
 
+    /// This build has torch; with a CUDA device, torch should open.
+    fn hardware() -> Option<String> {
+        crate::backend::cuda::cuda_devices().map(|d| format!("a torch build and {d}"))
+    }
+
     fn info(device: &Self::Device) -> Result<DeviceInfo> {
         driver::device_info(&device.cuda, Backend::Torch)
     }

@@ -47,6 +47,23 @@ pub(crate) fn fallback_refusal(ordinal: usize) -> Option<String> {
     })
 }
 
+/// The first hardware (not software) adapter, described: what
+/// [`crate::backend::Api::hardware`] reports for vulkan.
+pub(crate) fn hardware() -> Option<String> {
+    let info = adapters()
+        .ok()?
+        .iter()
+        .map(wgpu::Adapter::get_info)
+        .find(|i| i.device_type != wgpu::DeviceType::Cpu)?;
+    Some(format!(
+        "a Vulkan adapter {} ({}, {} {})",
+        info.name,
+        kind_name(info.device_type),
+        info.driver,
+        info.driver_info
+    ))
+}
+
 pub(crate) fn kind_name(kind: wgpu::DeviceType) -> &'static str {
     match kind {
         wgpu::DeviceType::DiscreteGpu => "discrete GPU",

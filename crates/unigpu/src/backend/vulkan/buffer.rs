@@ -24,6 +24,10 @@ pub(crate) struct VkBuffer<T> {
     _t: PhantomData<fn() -> T>,
 }
 
+// Unwind safe as `VkDevice` is (device.rs says why).
+impl<T> std::panic::UnwindSafe for VkBuffer<T> {}
+impl<T> std::panic::RefUnwindSafe for VkBuffer<T> {}
+
 impl<T> std::fmt::Debug for VkBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VkBuffer")

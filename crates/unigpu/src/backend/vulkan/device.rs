@@ -53,6 +53,17 @@ pub(crate) struct VkDevice {
     pub(crate) staging: Arc<Staging>,
 }
 
+// Unwind safety (issue 25): wgpu's handles hold `Arc<dyn ...>` trait
+// objects and cells without the unwind-safe markers, which made every
+// `Context` and `GpuArray` lose `RefUnwindSafe`, so `catch_unwind(||
+// ctx.alloc(..))` stopped compiling. A panic cannot leave wgpu's state
+// half-updated for our callers: wgpu keeps its tables behind its own locks
+// and runs no user code while it holds them, and what this crate keeps
+// beside them is behind poison-tolerant locks (`crate::lock`). So these
+// types are unwind safe as the CPU and CUDA backends' are.
+impl std::panic::UnwindSafe for VkDevice {}
+impl std::panic::RefUnwindSafe for VkDevice {}
+
 impl std::fmt::Debug for VkDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VkDevice")

@@ -55,6 +55,11 @@ pub(crate) struct Recorded {
     pub(crate) work: Replay,
 }
 
+// Unwind safe as `VkDevice` is (device.rs says why): the replay closure
+// records into a fresh encoder and shares nothing it could leave broken.
+impl std::panic::UnwindSafe for Recorded {}
+impl std::panic::RefUnwindSafe for Recorded {}
+
 impl std::fmt::Debug for Recorded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorded")
