@@ -7,6 +7,12 @@
 //! The loader is opened at run time (`ash::Entry::load`, a `dlopen` of
 //! `libvulkan.so.1`); nothing links it. One instance is made on first use and
 //! kept for the process: its memory queries are cheap, its creation is not.
+//!
+//! Also here: [`exit_skipping_teardown`], for programs that must not run
+//! the Vulkan driver's teardown at exit (exit.rs says why).
+
+mod exit;
+pub use exit::exit_skipping_teardown;
 
 use std::ffi::CStr;
 use std::sync::OnceLock;

@@ -145,21 +145,7 @@ pub fn main(args: SoakArgs) -> ! {
             1
         }
     };
-    exit_now(code)
-}
-
-/// Flushes stdout and stderr, then ends the process with `code` without
-/// running `atexit` handlers or static destructors (see [`main`]).
-fn exit_now(code: i32) -> ! {
-    use std::io::Write as _;
-    // Nothing is left to report a flush's failure to; the exit code stands.
-    let _ = std::io::stdout().lock().flush();
-    let _ = std::io::stderr().lock().flush();
-    // SAFETY: `_exit` takes no pointers and ends the process at once; it is
-    // async-signal-safe and valid from any thread in any state. What it
-    // skips (the `atexit` handlers and destructors) is what must not run
-    // here, and the buffered output was flushed above.
-    unsafe { libc::_exit(code) }
+    unigpu_vulkan_sys::exit_skipping_teardown(code)
 }
 
 fn run(args: SoakArgs) -> anyhow::Result<()> {
