@@ -575,13 +575,7 @@ impl<T: Element> DeviceBuffer<T> {
         let uses = tensor
             .owner::<Kept>()
             .map_or_else(Uses::default, |kept| kept.uses.share());
-        Ok(Self::wrap(
-            ptr,
-            len,
-            Memory::Imported(tensor),
-            uses,
-            device,
-        ))
+        Ok(Self::wrap(ptr, len, Memory::Imported(tensor), uses, device))
     }
 
     /// Whether the memory came from another library through DLPack.

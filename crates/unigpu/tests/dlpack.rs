@@ -5,9 +5,9 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Random, assert_same, random_len, random_vec, sizes};
@@ -251,9 +251,17 @@ on_every_backend!(host_export_waits_for_pending_writes, |ctx| {
     let tensor = a.to_dlpack(DlpackSync::Host).unwrap();
     // `flattened` wraps the tensor as another library's would be: the
     // import does not recognise our export, so it tracks nothing of `a`'s
-    // pending work and relies on the export's ordering alone.
-    let consumer = GpuArray::<u32>::from_dlpack(ctx, tensor.flattened().unwrap()).unwrap();
-    let s2 = ctx.create_stream().unwrap();
+    // pending work and relies on the export's ordering alone. On torch the
+    // consumer is a cuda context: a torch import counts as written by its
+    // context's default stream, which the export has already ordered after
+    // the write, so a torch consumer would be ordered even without `Host`.
+    let consumer_ctx = match ctx.backend() {
+        Backend::Torch => common::cuda_ctx(),
+        _ => ctx.clone(),
+    };
+    let consumer =
+        GpuArray::<u32>::from_dlpack(&consumer_ctx, tensor.flattened().unwrap()).unwrap();
+    let s2 = consumer_ctx.create_stream().unwrap();
     assert_same(&fresh, &s2.download(&consumer).unwrap());
     drop(consumer);
     s1.sync().unwrap();

@@ -82,11 +82,7 @@ impl TorchBuffer {
 
     /// Another reference to a buffer's tensor (its own DLPack export
     /// coming back), ordered with that buffer through its use record.
-    pub(crate) fn from_shared(
-        tensor: bridge::Tensor,
-        len: usize,
-        shared: &Shared,
-    ) -> TorchBuffer {
+    pub(crate) fn from_shared(tensor: bridge::Tensor, len: usize, shared: &Shared) -> TorchBuffer {
         TorchBuffer {
             tensor,
             len,
