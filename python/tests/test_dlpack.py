@@ -230,32 +230,35 @@ def test_consumer_stream_waits_for_producer_work():
 
 # ---- an array and its own export imported again are one array to the
 # ordering rules (docs/dlpack.md): a write through either, then a read
-# through the other on any stream, sees the write. The writer is held back
-# (a CPU kernel blocked on a threading.Event, or a GPU kernel spinning about
-# a second), so a read that does not wait copies the old data first.
+# through the other on any stream, sees the write. The writing stream is
+# held back by a kernel that touches only a scratch array of its own (a CPU
+# kernel blocked on a threading.Event, or a GPU kernel spinning about a
+# second), and the write (a copy) is queued behind it: a read on another
+# stream that does not wait copies the old data, every time.
 
 
-def copy_gate_kernel():
-    """A CPU-only kernel that blocks until `gate` is set, then copies its
-    first array into its second; plus the gate."""
+def cpu_hold(stream, ctx):
+    """Blocks `stream` (a CPU one) until the returned function is called:
+    a CPU kernel on a scratch array waits for a gate of its own."""
     gate = threading.Event()
 
-    def impl(src, out):
+    def impl(scratch):
         assert gate.wait(30), "the test never opened the gate"
-        out[:] = src
 
-    return unigpu.Kernel.cpu_only("gated_copy", impl, params=["const f32*", "f32*"]), gate
+    k = unigpu.Kernel.cpu_only("hold", impl, params=["f32*"])
+    stream.launch(k, 1, 1, [ctx.zeros(1, "f32")])
+    return gate.set
 
 
 def held_write_then_read(ctx, writer, reader, fresh, hold):
-    """Writes `fresh` into `writer` on a held-back stream (`hold(stream,
-    src, dst)` enqueues it and returns the function that lets it go on),
-    then reads `reader` on another stream and with numpy()."""
+    """Writes `fresh` into `writer` on a held-back stream, then reads
+    `reader` on another stream and with numpy()."""
     src = ctx.array(fresh)
     copy = ctx.zeros(len(fresh), "f32")
     s1, s2 = ctx.stream(), ctx.stream()
     ctx.sync()
-    release = hold(s1, src, writer)
+    release = hold(s1, ctx)
+    s1.ops.copy(src, writer)
     s2.ops.copy(reader, copy)
     time.sleep(0.2)
     assert not s2.is_idle(), "the read finished while the write it must see was held back"
@@ -276,20 +279,14 @@ def reimport_is_ordered(ctx, rng, hold):
 
 
 def test_reimport_is_ordered_with_the_original_cpu(cpu, rng):
-    def hold(stream, src, dst):
-        k, gate = copy_gate_kernel()
-        stream.launch(k, 1, 1, [src, dst])
-        return gate.set
-
-    reimport_is_ordered(cpu, rng, hold)
+    reimport_is_ordered(cpu, rng, cpu_hold)
 
 
-SPIN_COPY = r"""
-extern "C" __global__ void spin_then_copy(const float* src, float* dst, unsigned n, long long cycles) {
+SPIN = r"""
+extern "C" __global__ void spin(float* scratch, long long cycles) {
     long long start = clock64();
     while (clock64() - start < cycles) {}
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) dst[i] = src[i];
+    scratch[0] = 0.0f;
 }
 """
 
@@ -297,13 +294,12 @@ extern "C" __global__ void spin_then_copy(const float* src, float* dst, unsigned
 @pytest.mark.gpu
 def test_reimport_is_ordered_with_the_original_cuda(rng):
     ctx = cuda_context()
-    k = ctx.compile(SPIN_COPY).kernel("spin_then_copy")
+    k = ctx.compile(SPIN).kernel("spin")
 
-    def hold(stream, src, dst):
-        n = len(src)
-        # About a second of spinning before the write: the read on the
-        # other stream, if it does not wait, is long done by then.
-        stream.launch(k, (n + 255) // 256, 256, [src, dst, n, 2_000_000_000])
+    def hold(stream, ctx):
+        # About a second of spinning: the read on the other stream, if it
+        # does not wait, is long done by then.
+        stream.launch(k, 1, 1, [ctx.zeros(1, "f32"), 2_000_000_000])
         return lambda: None
 
     reimport_is_ordered(ctx, rng, hold)
@@ -316,10 +312,11 @@ def test_host_export_waits_for_pending_writes(cpu, rng):
     a = cpu.array(rng.uniform(-1e3, 1e3, n).astype(np.float32))
     fresh = rng.uniform(-1e3, 1e3, n).astype(np.float32)
     src = cpu.array(fresh)
-    k, gate = copy_gate_kernel()
     s = cpu.stream()
-    s.launch(k, 1, 1, [src, a])
-    threading.Timer(0.2, gate.set).start()
+    cpu.sync()
+    release = cpu_hold(s, cpu)
+    s.ops.copy(src, a)
+    threading.Timer(0.2, release).start()
     view = np.from_dlpack(a)
     np.testing.assert_array_equal(view, fresh)
     s.sync()
