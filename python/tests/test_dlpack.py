@@ -3,6 +3,8 @@ UNIGPU_TEST_GPU=1): shared memory (same data pointer, writes seen on both
 sides), capsule rules, ordering before the consumer's stream, errors."""
 
 import gc
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -224,3 +226,97 @@ def test_consumer_stream_waits_for_producer_work():
             seen = t.clone()
         s.synchronize()
         assert (seen == 42.0 + trial).all().item(), "the consumer read before the producer wrote"
+
+
+# ---- an array and its own export imported again are one array to the
+# ordering rules (docs/dlpack.md): a write through either, then a read
+# through the other on any stream, sees the write. The writing stream is
+# held back by a kernel that touches only a scratch array of its own (a CPU
+# kernel blocked on a threading.Event, or a GPU kernel spinning about a
+# second), and the write (a copy) is queued behind it: a read on another
+# stream that does not wait copies the old data, every time.
+
+
+def cpu_hold(stream, ctx):
+    """Blocks `stream` (a CPU one) until the returned function is called:
+    a CPU kernel on a scratch array waits for a gate of its own."""
+    gate = threading.Event()
+
+    def impl(scratch):
+        assert gate.wait(30), "the test never opened the gate"
+
+    k = unigpu.Kernel.cpu_only("hold", impl, params=["f32*"])
+    stream.launch(k, 1, 1, [ctx.zeros(1, "f32")])
+    return gate.set
+
+
+def held_write_then_read(ctx, writer, reader, fresh, hold):
+    """Writes `fresh` into `writer` on a held-back stream, then reads
+    `reader` on another stream and with numpy()."""
+    src = ctx.array(fresh)
+    copy = ctx.zeros(len(fresh), "f32")
+    s1, s2 = ctx.stream(), ctx.stream()
+    ctx.sync()
+    release = hold(s1, ctx)
+    s1.ops.copy(src, writer)
+    s2.ops.copy(reader, copy)
+    time.sleep(0.2)
+    assert not s2.is_idle(), "the read finished while the write it must see was held back"
+    release()
+    s2.sync()
+    np.testing.assert_array_equal(copy.numpy(), fresh)
+    np.testing.assert_array_equal(reader.numpy(), fresh)
+    s1.sync()
+
+
+def reimport_is_ordered(ctx, rng, hold):
+    n = int(rng.integers(1, 1 << 16))
+    a = ctx.array(rng.uniform(-1e3, 1e3, n).astype(np.float32))
+    b = unigpu.from_dlpack(a, context=ctx)
+    assert b.data_ptr() == a.data_ptr()
+    held_write_then_read(ctx, b, a, rng.uniform(-1e3, 1e3, n).astype(np.float32), hold)
+    held_write_then_read(ctx, a, b, rng.uniform(-1e3, 1e3, n).astype(np.float32), hold)
+
+
+def test_reimport_is_ordered_with_the_original_cpu(cpu, rng):
+    reimport_is_ordered(cpu, rng, cpu_hold)
+
+
+SPIN = r"""
+extern "C" __global__ void spin(float* scratch, long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {}
+    scratch[0] = 0.0f;
+}
+"""
+
+
+@pytest.mark.gpu
+def test_reimport_is_ordered_with_the_original_cuda(rng):
+    ctx = cuda_context()
+    k = ctx.compile(SPIN).kernel("spin")
+
+    def hold(stream, ctx):
+        # About a second of spinning: the read on the other stream, if it
+        # does not wait, is long done by then.
+        stream.launch(k, 1, 1, [ctx.zeros(1, "f32"), 2_000_000_000])
+        return lambda: None
+
+    reimport_is_ordered(ctx, rng, hold)
+
+
+def test_host_export_waits_for_pending_writes(cpu, rng):
+    # numpy passes no stream: the export blocks until the held-back write
+    # on another stream is done, so numpy's view shows the written data.
+    n = int(rng.integers(1, 1 << 16))
+    a = cpu.array(rng.uniform(-1e3, 1e3, n).astype(np.float32))
+    fresh = rng.uniform(-1e3, 1e3, n).astype(np.float32)
+    src = cpu.array(fresh)
+    s = cpu.stream()
+    cpu.sync()
+    release = cpu_hold(s, cpu)
+    s.ops.copy(src, a)
+    threading.Timer(0.2, release).start()
+    view = np.from_dlpack(a)
+    np.testing.assert_array_equal(view, fresh)
+    s.sync()

@@ -1690,6 +1690,169 @@ static void test_dlpack(ug_context *ctx) {
   free(expect);
 }
 
+/* DLPack re-import ordering: an array and its own export imported again are one array to the
+ * ordering rules. The writing stream is held back by a kernel that touches only a scratch
+ * array of its own: on the CPU a C kernel that spins until the test opens g_hold, on a GPU a
+ * kernel that spins about a second of clock cycles. The write (a copy) is queued behind it, so
+ * a read on another stream that does not wait sees the old data, every time. */
+static const char *HOLD_SRC =
+    "extern \"C\" __global__ void hold(float* scratch, long long cycles) {\n"
+    "  long long t0 = clock64();\n"
+    "  while (clock64() - t0 < cycles) {}\n"
+    "  scratch[0] = 0.0f;\n"
+    "}\n";
+
+static int g_hold;           /* set (atomically) by the test to let hold_cpu go on */
+static int g_hold_timed_out; /* hold_cpu gave up waiting for the test */
+
+/* Seconds since an arbitrary start (C11 timespec_get: no POSIX sleep under -pedantic). */
+static double now_s(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void busy_wait_s(double seconds) {
+  double end = now_s() + seconds;
+  while (now_s() < end) {
+  }
+}
+
+/* hold on the host: args (out f32 scratch, i64 cycles); waits for g_hold (30 s at most, then
+ * records the timeout). */
+static int32_t hold_cpu(const ug_cpu_arg *args, size_t n_args, const ug_grid *grid,
+                        void *user_data, char *message, size_t message_len) {
+  (void)grid;
+  (void)user_data;
+  if (n_args != 2 || args[0].len < 1) {
+    snprintf(message, message_len, "hold takes a scratch array and a cycle count");
+    return UG_INVALID_ARGUMENT;
+  }
+  double give_up = now_s() + 30.0;
+  while (!__atomic_load_n(&g_hold, __ATOMIC_ACQUIRE)) {
+    if (now_s() > give_up) {
+      __atomic_store_n(&g_hold_timed_out, 1, __ATOMIC_RELEASE);
+      break;
+    }
+  }
+  ((float *)args[0].data_mut)[0] = 0.0f;
+  return UG_OK;
+}
+
+/* Copies `src` into `dst` on `s`, behind the hold kernel (the gate closed again first). */
+static void held_copy(const ug_kernel *k, ug_stream *s, ug_array *scratch, const ug_array *src,
+                      ug_array *dst) {
+  __atomic_store_n(&g_hold, 0, __ATOMIC_RELEASE);
+  ug_arg args[2];
+  args[0] = ug_arg_out(scratch);
+  args[1] = ug_arg_scalar(ug_scalar_i64(2000000000LL)); /* about 1 s on a GPU */
+  ug_grid grid = ug_grid_for_elems(1);
+  OK(ug_kernel_launch(k, NULL, s, &grid, args, 2));
+  OK(ug_op_copy(s, src, dst));
+}
+
+/* Writes fresh data into `writer` on a held-back stream, then reads `reader` (the same memory
+ * through the other handle) on a second stream and through a download: both must see it. */
+static void held_write_then_read(ug_context *ctx, const ug_kernel *k, ug_array *writer,
+                                 const ug_array *reader, size_t n, const char *what) {
+  float *fresh = (float *)random_buf(UG_DTYPE_F32, n, -1e3, 1e3);
+  ug_array *src = upload(ctx, UG_DTYPE_F32, fresh, n);
+  ug_array *copy = NULL, *scratch = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &copy));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 1, &scratch));
+  ug_stream *s1 = NULL, *s2 = NULL;
+  OK(ug_stream_create(ctx, &s1));
+  OK(ug_stream_create(ctx, &s2));
+  OK(ug_context_sync(ctx));
+  held_copy(k, s1, scratch, src, writer);
+  OK(ug_op_copy(s2, reader, copy));
+  busy_wait_s(0.2);
+  bool idle = true;
+  OK(ug_stream_query(s2, &idle));
+  if (idle) printf("FAIL dlpack %s: the read finished while the write was held back\n", what);
+  CHECK(!idle);
+  __atomic_store_n(&g_hold, 1, __ATOMIC_RELEASE);
+  float *seen = (float *)download(copy, UG_DTYPE_F32, n);
+  float *direct = (float *)download(reader, UG_DTYPE_F32, n);
+  size_t stale = 0;
+  for (size_t i = 0; i < n; i++) stale += (seen[i] != fresh[i]) + (direct[i] != fresh[i]);
+  if (stale) printf("FAIL dlpack %s: %zu stale elements\n", what, stale);
+  CHECK(stale == 0);
+  OK(ug_stream_sync(s1));
+  CHECK(!__atomic_load_n(&g_hold_timed_out, __ATOMIC_ACQUIRE));
+  free(seen);
+  free(direct);
+  free(fresh);
+  ug_stream_free(s1);
+  ug_stream_free(s2);
+  ug_array_free(src);
+  ug_array_free(copy);
+  ug_array_free(scratch);
+}
+
+/* Opens g_hold after 0.2 s, from another thread (the main one is blocked in an export). */
+static void *open_hold_later(void *unused) {
+  (void)unused;
+  busy_wait_s(0.2);
+  __atomic_store_n(&g_hold, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void test_dlpack_ordering(ug_context *ctx) {
+  ug_module *m = NULL;
+  OK(ug_module_compile(ctx, HOLD_SRC, &m));
+  ug_kernel *k = NULL, *hold = NULL;
+  OK(ug_module_kernel(m, "hold", &k));
+  OK(ug_kernel_with_cpu(k, hold_cpu, NULL, NULL, &hold));
+  __atomic_store_n(&g_hold_timed_out, 0, __ATOMIC_RELEASE);
+
+  size_t n = rand_len(1, 1 << 16);
+  float *host = (float *)random_buf(UG_DTYPE_F32, n, -1e3, 1e3);
+  ug_array *a = upload(ctx, UG_DTYPE_F32, host, n);
+  DLManagedTensorVersioned *t = NULL;
+  OK(ug_array_to_dlpack(a, UG_DLPACK_SYNC_HOST, &t));
+  ug_array *b = NULL;
+  OK(ug_array_from_dlpack(ctx, t, &b));
+  held_write_then_read(ctx, hold, b, a, n, "write through the re-import, read the original");
+  held_write_then_read(ctx, hold, a, b, n, "write through the original, read the re-import");
+  ug_array_free(b);
+
+  /* UG_DLPACK_SYNC_HOST with a held-back write pending: the export returns once the write is
+   * done, and a host consumer reads the tensor's memory directly (CPU: host memory). */
+  if (g_backend == UG_BACKEND_CPU) {
+    float *fresh = (float *)random_buf(UG_DTYPE_F32, n, -1e3, 1e3);
+    ug_array *src = upload(ctx, UG_DTYPE_F32, fresh, n);
+    ug_array *scratch = NULL;
+    OK(ug_array_zeros(ctx, UG_DTYPE_F32, 1, &scratch));
+    ug_stream *s1 = NULL;
+    OK(ug_stream_create(ctx, &s1));
+    OK(ug_context_sync(ctx));
+    held_copy(hold, s1, scratch, src, a);
+    pthread_t opener;
+    CHECK(pthread_create(&opener, NULL, open_hold_later, NULL) == 0);
+    t = NULL;
+    OK(ug_array_to_dlpack(a, UG_DLPACK_SYNC_HOST, &t));
+    if (t != NULL) {
+      int same = memcmp(t->dl_tensor.data, fresh, n * sizeof(float)) == 0;
+      if (!same) printf("FAIL dlpack: a host export read stale data\n");
+      CHECK(same);
+      t->deleter(t);
+    }
+    pthread_join(opener, NULL);
+    OK(ug_stream_sync(s1));
+    CHECK(!__atomic_load_n(&g_hold_timed_out, __ATOMIC_ACQUIRE));
+    ug_stream_free(s1);
+    ug_array_free(src);
+    ug_array_free(scratch);
+    free(fresh);
+  }
+  ug_array_free(a);
+  free(host);
+  ug_kernel_free(hold);
+  ug_kernel_free(k);
+  ug_module_free(m);
+}
+
 /* Graphs: ops captured from a stream, replayed twice with new input in
    between; the input array is freed before the replays (the graph keeps
    its memory); work a replay cannot repeat is refused while capturing.
@@ -2033,6 +2196,7 @@ int main(int argc, char **argv) {
     test_kernels(ctx);
     test_ops(ctx);
     test_dlpack(ctx);
+    test_dlpack_ordering(ctx);
     test_unified(ctx);
     test_pinned(ctx);
     OK(ug_context_sync(ctx));

@@ -143,9 +143,11 @@ impl Drop for Released {
     }
 }
 
-/// What a graph keeps of a buffer its work uses: the lease, so the memory
-/// outlives the buffer for as long as the graph lives, and the use record,
-/// so each replay is ordered like any other use.
+/// What a graph keeps of a buffer its work uses, and what a DLPack export
+/// of the buffer owns: the lease, so the memory outlives the buffer for as
+/// long as the graph (or tensor) lives, and the use record, so each replay
+/// (or use through the buffer's export imported again) is ordered like any
+/// other use.
 #[derive(Debug)]
 pub(crate) struct Kept {
     _lease: Arc<Lease>,
@@ -517,10 +519,17 @@ impl<T: Element> DeviceBuffer<T> {
             len: self.len,
             read_only: false,
         };
-        // SAFETY: the owner is the buffer's lease: when the buffer drops, its
-        // memory is parked in the lease instead of freed, so it lives until
-        // the last exported tensor lets go of the lease.
-        let tensor = unsafe { ManagedTensor::export(Box::new(lease), desc) };
+        // The owner also carries the buffer's use record, so that an import
+        // of this tensor in this process (`from_dlpack`) orders its work
+        // with the buffer's, as one buffer's.
+        let owner = Kept {
+            _lease: lease,
+            uses: self.uses.share(),
+        };
+        // SAFETY: the owner holds the buffer's lease: when the buffer drops,
+        // its memory is parked in the lease instead of freed, so it lives
+        // until the last exported tensor lets go of the lease.
+        let tensor = unsafe { ManagedTensor::export(Box::new(owner), desc) };
         Ok((tensor, ready))
     }
 
@@ -559,13 +568,14 @@ impl<T: Element> DeviceBuffer<T> {
         // `view.len` elements at `view.data` in this device's memory
         // (checked: device, dtype, extent, alignment).
         let (ptr, len) = (view.data, view.len);
-        Ok(Self::wrap(
-            ptr,
-            len,
-            Memory::Imported(tensor),
-            Uses::default(),
-            device,
-        ))
+        // A buffer's own export coming back (same device, checked above)
+        // shares the buffer's use record: a write through either, then a
+        // use through the other on any stream, is ordered as on one buffer.
+        // Memory from another library starts with no uses of ours.
+        let uses = tensor
+            .owner::<Kept>()
+            .map_or_else(Uses::default, |kept| kept.uses.share());
+        Ok(Self::wrap(ptr, len, Memory::Imported(tensor), uses, device))
     }
 
     /// Whether the memory came from another library through DLPack.

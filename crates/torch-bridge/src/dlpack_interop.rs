@@ -3,6 +3,8 @@
 //! Hand-written over the spec's `Tensor::share` and `unsafe`
 //! `dlpack_from_raw`.
 
+use std::any::Any;
+
 use unigpu_cuda_safe::Element;
 use unigpu_cuda_safe::dlpack::{self, Export, ManagedTensor, ffi};
 
@@ -14,6 +16,31 @@ impl Tensor {
     /// tensor sharing its storage. The export holds its own reference to
     /// the tensor, so the storage lives until the consumer deletes it.
     pub fn to_managed<T: Element + 'static>(&self) -> Result<ManagedTensor, InteropError> {
+        let owner = self.share()?;
+        self.export_owned_by::<T>(Box::new(owner))
+    }
+
+    /// [`Self::to_managed`], with `with` kept beside the tensor reference
+    /// for as long as the export lives: an import in this process finds
+    /// both again through `ManagedTensor::owner::<TensorExport<X>>()` (the
+    /// torch backend keeps a buffer's use record there, so that its own
+    /// export imported again is ordered with the original).
+    pub fn to_managed_with<T: Element + 'static, X: Any + Send>(
+        &self,
+        with: X,
+    ) -> Result<ManagedTensor, InteropError> {
+        let owner = TensorExport {
+            tensor: self.share()?,
+            with,
+        };
+        self.export_owned_by::<T>(Box::new(owner))
+    }
+
+    /// `owner` holds a reference to this tensor.
+    fn export_owned_by<T: Element + 'static>(
+        &self,
+        owner: Box<dyn Any + Send>,
+    ) -> Result<ManagedTensor, InteropError> {
         let index = self.device_index()?;
         if index < 0 {
             return Err(InteropError::Mismatch(
@@ -43,10 +70,10 @@ impl Tensor {
             len,
             read_only: false,
         };
-        let owner = self.share()?;
-        // SAFETY: the owner is a reference to this tensor, which keeps its
-        // storage (and so `desc.len` elements at `desc.data`) allocated.
-        Ok(unsafe { ManagedTensor::export(Box::new(owner), desc) })
+        // SAFETY: the owner holds a reference to this tensor (its callers
+        // pass one), which keeps its storage (and so `desc.len` elements at
+        // `desc.data`) allocated.
+        Ok(unsafe { ManagedTensor::export(owner, desc) })
     }
 
     /// A 1-D tensor sharing the memory of `tensor`, which must be a
@@ -70,4 +97,12 @@ impl Tensor {
         let mut capsule = unsafe { dlpack_from_raw(raw as u64) }?;
         Ok(tensor_from_dlpack(&mut capsule)?)
     }
+}
+
+/// The owner of a tensor made by [`Tensor::to_managed_with`]: a reference
+/// to the exported tensor and what the exporter attached to it.
+#[derive(Debug)]
+pub struct TensorExport<X> {
+    pub tensor: Tensor,
+    pub with: X,
 }

@@ -32,4 +32,6 @@ pub mod generated;
 mod tch_interop;
 
 #[cfg(feature = "torch")]
+pub use dlpack_interop::TensorExport;
+#[cfg(feature = "torch")]
 pub use generated::safe::*;

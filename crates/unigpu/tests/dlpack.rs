@@ -5,8 +5,61 @@
 
 mod common;
 
-use common::{Random, assert_same, random_vec, sizes};
-use unigpu::{AnyArray, Backend, Context, DlpackSync, Error, GpuArray};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Random, assert_same, random_len, random_vec, sizes};
+use unigpu::{AnyArray, Backend, Context, DlpackSync, Error, GpuArray, Stream};
+
+/// How long a gate waits for the test to open it before giving up (the
+/// test then fails: see [`Gate::assert_opened_by_the_test`]).
+const GATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a test watches a gated consumer to see that it stays blocked.
+/// A consumer that does not wait finishes in microseconds, so this only
+/// has to outlast scheduling noise; a waiting one never finishes early.
+const WATCH: Duration = Duration::from_millis(200);
+
+/// Holds a stream back: a host function that blocks until the test calls
+/// [`Gate::open`] (as in streams.rs). Work enqueued after it cannot start,
+/// so a use on another stream that forgets to wait for that work runs
+/// early and sees stale data. Take `common::park_lock()` while one is
+/// closed.
+struct Gate {
+    tx: mpsc::Sender<()>,
+    opened: Arc<AtomicBool>,
+}
+
+impl Gate {
+    fn close(s: &Stream) -> Gate {
+        let (tx, rx) = mpsc::channel::<()>();
+        let opened = Arc::new(AtomicBool::new(false));
+        let flag = opened.clone();
+        s.host_fn(move || {
+            if rx.recv_timeout(GATE_TIMEOUT).is_ok() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        Gate { tx, opened }
+    }
+
+    fn open(&self) {
+        self.tx.send(()).expect("the gate's host function is gone");
+    }
+
+    /// Call after the gated stream is synced: fails when the gate gave up
+    /// waiting (so the work behind it ran without the test's say-so).
+    #[track_caller]
+    fn assert_opened_by_the_test(&self) {
+        assert!(
+            self.opened.load(Ordering::SeqCst),
+            "the gate timed out after {GATE_TIMEOUT:?} instead of being opened by the test"
+        );
+    }
+}
 
 /// Vulkan arrays cannot be shared (wgpu gives safe code no address or
 /// memory handle): exports and imports are refused, saying so.
@@ -119,3 +172,98 @@ fn cuda_rejects_host_tensors() {
         },
     );
 }
+
+/// Writes `fresh` into `writer` on a gated stream, then reads `reader`
+/// (the same memory through the other array) on another stream and on the
+/// default one: both reads must wait for the held-back write. A read that
+/// does not wait copies the old contents and finishes at once.
+fn gated_write_then_read(
+    ctx: &Context,
+    writer: &mut GpuArray<u32>,
+    reader: &GpuArray<u32>,
+    fresh: &[u32],
+) {
+    let n = fresh.len();
+    let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+    let mut copy = ctx.zeros::<u32>(n).unwrap();
+    let gate = Gate::close(&s1);
+    s1.upload(fresh, writer).unwrap();
+    s2.copy(reader, &mut copy).unwrap();
+    std::thread::sleep(WATCH);
+    assert!(
+        !s2.is_idle().unwrap(),
+        "the read through the other array finished while the write it must see was held back"
+    );
+    // The default stream's download blocks until the gate opens, so open
+    // it from another thread once the download has had time to run early.
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(WATCH);
+        gate.open();
+        gate
+    });
+    assert_same(fresh, &reader.download().unwrap());
+    assert_same(fresh, &s2.download(&copy).unwrap());
+    s1.sync().unwrap();
+    opener.join().unwrap().assert_opened_by_the_test();
+}
+
+// An array exported and imported again in the same process is one array
+// to the ordering rules: a write through either, then a read through the
+// other on any stream, sees the write (docs/dlpack.md).
+on_every_backend!(reimport_is_ordered_with_the_original, |ctx| {
+    if refused_on_vulkan::<u32>(ctx) {
+        return;
+    }
+    let _parked = common::park_lock();
+    let n = random_len(1 << 18);
+    let mut a = ctx.upload(&random_vec::<u32>(n)).unwrap();
+    let mut b = GpuArray::<u32>::from_dlpack(ctx, a.to_dlpack(DlpackSync::Host).unwrap()).unwrap();
+    // Through the re-import, read through the original ...
+    gated_write_then_read(ctx, &mut b, &a, &random_vec::<u32>(n));
+    // ... and the other way round.
+    gated_write_then_read(ctx, &mut a, &b, &random_vec::<u32>(n));
+    // Still so once the original is gone (its export keeps the state).
+    let mut c = GpuArray::<u32>::from_dlpack(ctx, b.to_dlpack(DlpackSync::Host).unwrap()).unwrap();
+    drop(a);
+    gated_write_then_read(ctx, &mut c, &b, &random_vec::<u32>(n));
+});
+
+// `DlpackSync::Host` with a write still pending on another stream: the
+// export returns only once the write is done, so a consumer that orders
+// nothing itself (here an import through a foreign-looking tensor, read
+// on a stream of its own) sees the finished data.
+on_every_backend!(host_export_waits_for_pending_writes, |ctx| {
+    if refused_on_vulkan::<u32>(ctx) {
+        return;
+    }
+    let _parked = common::park_lock();
+    let n = random_len(1 << 18);
+    let fresh = random_vec::<u32>(n);
+    let mut a = ctx.upload(&random_vec::<u32>(n)).unwrap();
+    let s1 = ctx.create_stream().unwrap();
+    let gate = Gate::close(&s1);
+    s1.upload(&fresh, &mut a).unwrap();
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(WATCH);
+        gate.open();
+        gate
+    });
+    let tensor = a.to_dlpack(DlpackSync::Host).unwrap();
+    // `flattened` wraps the tensor as another library's would be: the
+    // import does not recognise our export, so it tracks nothing of `a`'s
+    // pending work and relies on the export's ordering alone. On torch the
+    // consumer is a cuda context: a torch import counts as written by its
+    // context's default stream, which the export has already ordered after
+    // the write, so a torch consumer would be ordered even without `Host`.
+    let consumer_ctx = match ctx.backend() {
+        Backend::Torch => common::cuda_ctx(),
+        _ => ctx.clone(),
+    };
+    let consumer =
+        GpuArray::<u32>::from_dlpack(&consumer_ctx, tensor.flattened().unwrap()).unwrap();
+    let s2 = consumer_ctx.create_stream().unwrap();
+    assert_same(&fresh, &s2.download(&consumer).unwrap());
+    drop(consumer);
+    s1.sync().unwrap();
+    opener.join().unwrap().assert_opened_by_the_test();
+});

@@ -119,6 +119,22 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "        Ok(buffer.data.read())\n",
         tests: &["unified"],
     },
+    Mutation {
+        name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "            DlpackSync::Host => buffer.uses.wait_all(),\n",
+        mutated: "            DlpackSync::Host => {}\n",
+        tests: &["dlpack"],
+    },
+    Mutation {
+        name: "an array's own DLPack export imported again with use tracking of its own",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "            Some(export) => CpuBuffer::shared(export.array.clone(), export.with.clone()),\n",
+        mutated: "            Some(export) => CpuBuffer::shared(export.array.clone(), Tracker::default()),\n",
+        tests: &["dlpack"],
+    },
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",
@@ -192,6 +208,22 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "",
         tests: &["unified"],
     },
+    Mutation {
+        name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
+        target: Target::Cuda,
+        file: "crates/unigpu/src/backend/cuda/api.rs",
+        original: "            DlpackSync::Host => ready.synchronize()?,\n",
+        mutated: "            DlpackSync::Host => drop(ready),\n",
+        tests: &["dlpack"],
+    },
+    Mutation {
+        name: "a buffer's own DLPack export imported again with a use record of its own",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/buffer.rs",
+        original: "            .map_or_else(Uses::default, |kept| kept.uses.share());\n",
+        mutated: "            .map_or_else(Uses::default, |_| Uses::default());\n",
+        tests: &["dlpack"],
+    },
     // ---- the torch backend (GPU machine); the spec's C++ is regenerated
     Mutation {
         name: "a reduction that drops its last block",
@@ -232,6 +264,22 @@ const MUTATIONS: &[Mutation] = &[
         original: "      self.copy_(src, non_blocking);\n",
         mutated: "      auto kept = std::max<int64_t>(self.numel() - 1, 0);\n      self.narrow(0, 0, kept).copy_(src.narrow(0, 0, kept), non_blocking);\n",
         tests: &["arrays", "streams"],
+    },
+    Mutation {
+        name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
+        target: Target::Torch,
+        file: "crates/unigpu/src/backend/torch/dlpack.rs",
+        original: "        DlpackSync::Host => s.inner.synchronize()?,\n",
+        mutated: "        DlpackSync::Host => {}\n",
+        tests: &["dlpack"],
+    },
+    Mutation {
+        name: "a buffer's own DLPack export imported again with a use record of its own",
+        target: Target::Torch,
+        file: "crates/unigpu/src/backend/torch/buffer.rs",
+        original: "            uses: shared.uses.clone(),\n",
+        mutated: "            uses: Arc::default(),\n",
+        tests: &["dlpack"],
     },
 ];
 

@@ -1,6 +1,7 @@
 //! Host memory that is either a `Vec` or borrowed from a DLPack producer,
 //! seen as a slice either way.
 
+use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -197,6 +198,23 @@ impl<T: Element> HostArray<T> {
     /// taking the lock: ordering with other users is the caller's duty, as
     /// DLPack specifies.
     pub fn to_dlpack(&self) -> ManagedTensor {
+        self.export_owned_by(Box::new(self.clone()))
+    }
+
+    /// [`Self::to_dlpack`], with `with` kept beside the array for as long
+    /// as the tensor lives: an import in this process finds both again
+    /// through `ManagedTensor::owner::<HostExport<T, X>>()` (the CPU
+    /// backend keeps an array's use tracking there, so that its own export
+    /// imported again is ordered with the original).
+    pub fn to_dlpack_with<X: Any + Send>(&self, with: X) -> ManagedTensor {
+        self.export_owned_by(Box::new(HostExport {
+            array: self.clone(),
+            with,
+        }))
+    }
+
+    /// `owner` holds a clone of this array.
+    fn export_owned_by(&self, owner: Box<dyn Any + Send>) -> ManagedTensor {
         let (data, len) = {
             let guard = self.read();
             (guard.as_ptr() as u64, guard.len())
@@ -211,9 +229,18 @@ impl<T: Element> HostArray<T> {
             len,
             read_only: false,
         };
-        // SAFETY: the owner is a clone of the Arc holding the memory, and
-        // no API replaces or resizes a HostMem behind a HostArray (the
-        // guards give slices only), so `data` stays valid while it lives.
-        unsafe { ManagedTensor::export(Box::new(self.clone()), desc) }
+        // SAFETY: the owner holds a clone of the Arc holding the memory (its
+        // callers pass one), and no API replaces or resizes a HostMem behind
+        // a HostArray (the guards give slices only), so `data` stays valid
+        // while it lives.
+        unsafe { ManagedTensor::export(owner, desc) }
     }
+}
+
+/// The owner of a tensor made by [`HostArray::to_dlpack_with`]: the
+/// array's memory and what the exporter attached to it.
+#[derive(Debug)]
+pub struct HostExport<T: Element, X> {
+    pub array: HostArray<T>,
+    pub with: X,
 }

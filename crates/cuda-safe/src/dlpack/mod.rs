@@ -26,7 +26,7 @@ use std::ptr::NonNull;
 use ffi::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
 };
-pub use host::{HostArray, HostMem, HostRead, HostWrite};
+pub use host::{HostArray, HostExport, HostMem, HostRead, HostWrite};
 
 use crate::{Element, Result, SafeError};
 

@@ -63,7 +63,9 @@ impl<T: Element> GpuArray<T> {
     /// same CUDA device for cuda and torch), hold `T`s, be contiguous and
     /// writable; any shape is flattened. Work on the array is ordered after
     /// the producer's only as far as the producer arranged it (DLPack's
-    /// rule: the consumer passes its stream to the producer).
+    /// rule: the consumer passes its stream to the producer), except for an
+    /// array's own export coming back (cpu, cuda, torch): that shares the
+    /// original's use tracking, so the two are ordered as one array.
     pub fn from_dlpack(ctx: &Context, tensor: DlpackTensor) -> Result<GpuArray<T>> {
         let storage = Storage::from_dlpack(&ctx.default_stream().imp, tensor)?;
         Ok(GpuArray {

@@ -6,7 +6,7 @@ use super::args::{CpuArg, CpuArgs, CpuValue};
 use super::fence::Fence;
 use super::memory;
 use super::panic_message;
-use super::{CpuBuffer, CpuEvent, CpuStream, Recorded, replay, submit, submit_replayable};
+use super::{CpuBuffer, CpuEvent, CpuStream, Recorded, Tracker, replay, submit, submit_replayable};
 use crate::backend::code::{KernelRef, ModuleCode, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::unified::not_unified;
@@ -18,7 +18,7 @@ use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
 use crate::lock::lock;
 use crate::{DeviceInfo, Element, Error, MemoryInfo, MemoryStats, Result};
-use unigpu_cuda_safe::dlpack::{HostArray, HostMem, HostRead, HostWrite, ManagedTensor};
+use unigpu_cuda_safe::dlpack::{HostExport, HostMem, HostRead, HostWrite, ManagedTensor};
 
 /// The CPU backend: host memory, one worker thread per stream.
 #[derive(Debug)]
@@ -336,14 +336,17 @@ impl Api for Cpu {
                 });
             }
         }
-        Ok(buffer.data.to_dlpack())
+        // The tracker travels with the tensor, so that an import of it in
+        // this process orders its work with the original's.
+        Ok(buffer.data.to_dlpack_with(buffer.uses.clone()))
     }
 
     fn from_dlpack<T: Element>(_: &Self::Stream, tensor: ManagedTensor) -> Result<Self::Buffer<T>> {
-        Ok(match tensor.owner::<HostArray<T>>() {
+        Ok(match tensor.owner::<HostExport<T, Tracker>>() {
             // Our own export coming back: share the array's memory
-            // through its lock rather than alias it with a second one.
-            Some(host) => CpuBuffer::shared(host.clone()),
+            // through its lock, and its use tracking, rather than alias it
+            // with a second array that orders its work on its own.
+            Some(export) => CpuBuffer::shared(export.array.clone(), export.with.clone()),
             None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
         })
     }

@@ -133,15 +133,16 @@ impl<T: Element> CpuBuffer<T> {
 
     /// Host memory from elsewhere (a DLPack import), with no pending uses.
     pub(crate) fn from_mem(mem: HostMem<T>) -> Self {
-        Self::shared(HostArray::new(mem))
+        Self::shared(HostArray::new(mem), Tracker::default())
     }
 
-    /// Another array's memory (its own DLPack export coming back).
-    pub(crate) fn shared(data: HostArray<T>) -> Self {
+    /// Another array's memory and use tracking (its own DLPack export
+    /// coming back), so that work through either is ordered as one array's.
+    pub(crate) fn shared(data: HostArray<T>, uses: Tracker) -> Self {
         CpuBuffer {
             len: data.len(),
             data,
-            uses: Tracker::default(),
+            uses,
             unified: false,
         }
     }

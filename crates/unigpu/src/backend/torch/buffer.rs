@@ -71,6 +71,26 @@ impl TorchBuffer {
         }
     }
 
+    /// What the buffer's DLPack export carries so that its import in this
+    /// process shares the buffer's ordering ([`Self::from_shared`]).
+    pub(crate) fn shared(&self) -> Shared {
+        Shared {
+            home: self.home,
+            uses: self.uses.clone(),
+        }
+    }
+
+    /// Another reference to a buffer's tensor (its own DLPack export
+    /// coming back), ordered with that buffer through its use record.
+    pub(crate) fn from_shared(tensor: bridge::Tensor, len: usize, shared: &Shared) -> TorchBuffer {
+        TorchBuffer {
+            tensor,
+            len,
+            home: shared.home,
+            uses: shared.uses.clone(),
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -97,6 +117,14 @@ impl TorchBuffer {
     pub(crate) fn tensor_mut(&mut self) -> &mut bridge::Tensor {
         &mut self.tensor
     }
+}
+
+/// A buffer's ordering state, kept in its DLPack exports: the c10 id of
+/// the stream its memory was allocated for, and its use record.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    home: i64,
+    uses: Arc<Mutex<Uses>>,
 }
 
 fn free_bytes(stream: &TorchStream) -> usize {

@@ -7,6 +7,7 @@ use unigpu_cuda_safe::CudaEventHandle;
 use unigpu_cuda_safe::dlpack::{ManagedTensor, ffi};
 use unigpu_torch_bridge as bridge;
 
+use super::buffer::Shared;
 use super::{TorchBuffer, TorchStream};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
@@ -22,7 +23,9 @@ pub(crate) fn export<T: Element>(
         // The consumer may write: order after every earlier use.
         b.order(s, true)?;
     }
-    let tensor = b.tensor.to_managed::<T>()?;
+    // The export carries the buffer's use record, so that an import of it
+    // in this process (`import` below) is ordered with this buffer.
+    let tensor = b.tensor.to_managed_with::<T, _>(b.shared())?;
     match sync {
         DlpackSync::Host => s.inner.synchronize()?,
         DlpackSync::Stream(consumer) => {
@@ -55,6 +58,15 @@ pub(crate) fn import<T: Element>(
         return Err(Error::Dlpack {
             message: "the tensor is read-only, and unigpu arrays are writable".into(),
         });
+    }
+    // A buffer's own export coming back (same device and dtype, checked
+    // above): a second reference to the same tensor with the buffer's use
+    // record, so that a write through either, then a use through the other
+    // on any stream, is ordered as on one buffer. The tensor is dropped
+    // here (its deleter drops only the export's own reference).
+    if let Some(export) = tensor.owner::<bridge::TensorExport<Shared>>() {
+        let t = export.tensor.share()?;
+        return Ok(TorchBuffer::from_shared(t, view.len, &export.with));
     }
     let t = bridge::Tensor::from_managed(tensor)?;
     Ok(TorchBuffer::from_tensor(t, view.len, s))
