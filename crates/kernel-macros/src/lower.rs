@@ -61,9 +61,6 @@ pub fn params(sig: &syn::Signature) -> Result<Vec<Param>> {
             "a kernel returns nothing: it writes its results into `&mut [T]` arguments",
         );
     }
-    if let Some(v) = &sig.variadic {
-        return err(v.span(), "a kernel cannot be variadic");
-    }
     let mut out = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
