@@ -279,7 +279,8 @@ on_every_backend!(a_block_other_than_the_workgroup_size_is_refused, |ctx| {
 });
 
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
-/// check, run here without an adapter).
+/// check, run here without an adapter), asking for 64-bit types only
+/// where a kernel uses them.
 #[cfg(feature = "vulkan")]
 #[test]
 fn every_emitted_wgsl_validates() {
@@ -288,15 +289,19 @@ fn every_emitted_wgsl_validates() {
         (int_ops::NAME, int_ops::WGSL),
         (control::NAME, control::WGSL),
         (out_of_bounds::NAME, out_of_bounds::WGSL),
+        (wide::NAME, wide::WGSL),
+        (math::NAME, math::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
+        let caps = if name == wide::NAME {
+            naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64
+        } else {
+            naga::valid::Capabilities::empty()
+        };
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
     }
 }
 
@@ -313,3 +318,161 @@ fn the_cuda_form_declares_hidden_lengths() {
         vector_add::CUDA
     );
 }
+
+/// The 64-bit types: f64 arithmetic rounds like the host's (one rounding
+/// per operation, no contraction of `a * s + b`), i64/u64 wrap, and the
+/// defined division and shifts hold at 64 bits.
+#[unigpu::kernel(workgroup_size = 128)]
+fn wide(
+    a: &[f64],
+    b: &[i64],
+    c: &[u64],
+    s: f64,
+    out_f: &mut [f64],
+    out_i: &mut [i64],
+    out_u: &mut [u64],
+) {
+    let i = global_id().x;
+    if i >= a.len() {
+        return;
+    }
+    out_f[2 * i] = a[i] * s + a[(i + 1) % a.len()];
+    out_f[2 * i + 1] = (a[i] / (s - 1.0)).sqrt() + (b[i] as f64) + (c[i] >> 40u32) as f64;
+    out_i[2 * i] = b[i] * b[i] + b[i] / (b[i] % 5) - (b[i] << 63i32);
+    out_i[2 * i + 1] = a[i] as i64 + (c[i] as i64).min(3).max(-2);
+    out_u[i] = c[i] * 3 + c[i] / (c[i] & 1) + (c[i] >> (i as u32 + 60u32)) + (i as u64);
+}
+
+on_every_backend!(sixty_four_bit_types_match_the_host, |ctx| {
+    let k = wide::kernel(ctx).unwrap();
+    let n = random_len(4000).max(2);
+    let ha: Vec<f64> = random_vec::<f64>(n).iter().map(|v| v.abs() + 0.5).collect();
+    let hb = random_vec::<i64>(n);
+    let hc = random_vec::<u64>(n);
+    let s = 1.0 + random_vec::<f64>(1)[0].abs() / 1e3;
+    let (a, b, c) = (
+        ctx.upload(&ha).unwrap(),
+        ctx.upload(&hb).unwrap(),
+        ctx.upload(&hc).unwrap(),
+    );
+    let mut of = ctx.zeros::<f64>(2 * n).unwrap();
+    let mut oi = ctx.zeros::<i64>(2 * n).unwrap();
+    let mut ou = ctx.zeros::<u64>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 128),
+        (&a, &b, &c, s, &mut of, &mut oi, &mut ou),
+    )
+    .unwrap();
+    let (gf, gi, gu) = (
+        of.download().unwrap(),
+        oi.download().unwrap(),
+        ou.download().unwrap(),
+    );
+    for i in 0..n {
+        let (x, y, z) = (ha[i], hb[i], hc[i]);
+        let f0 = x * s + ha[(i + 1) % n];
+        let f1 = (x / (s - 1.0)).sqrt() + y as f64 + (z >> 40) as f64;
+        assert_eq!(
+            gf[2 * i].to_bits(),
+            f0.to_bits(),
+            "f64 {i}: {} vs {f0}",
+            gf[2 * i]
+        );
+        let close = (gf[2 * i + 1] - f1).abs() <= f1.abs() * 1e-15;
+        assert!(close, "f64 {i}: {} vs {f1}", gf[2 * i + 1]);
+        let r = if y % 5 == 0 { 0 } else { y % 5 };
+        let q = if r == 0 { y } else { y.wrapping_div(r) };
+        let i0 = y
+            .wrapping_mul(y)
+            .wrapping_add(q)
+            .wrapping_sub(y.wrapping_shl(63));
+        let i1 = (x as i64).wrapping_add((z as i64).min(3).max(-2));
+        assert_eq!((gi[2 * i], gi[2 * i + 1]), (i0, i1), "i64 {i}");
+        let d = if z & 1 == 0 { z } else { z / (z & 1) };
+        let u = z
+            .wrapping_mul(3)
+            .wrapping_add(d)
+            .wrapping_add(z.wrapping_shr(i as u32 + 60))
+            .wrapping_add(i as u64);
+        assert_eq!(gu[i], u, "u64 {i}");
+    }
+});
+
+/// The math functions: exact against the host's on the CPU backend (the
+/// same Rust functions), within a loose bound elsewhere (the per-backend
+/// ulp bounds are not measured yet: docs/kernels.md).
+#[unigpu::kernel]
+fn math(x: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i >= x.len() {
+        return;
+    }
+    let v = x[i];
+    let k = i * 14;
+    out[k] = v.abs().sqrt();
+    out[k + 1] = rsqrt(v.abs() + 1.0);
+    out[k + 2] = v.exp();
+    out[k + 3] = v.exp2();
+    out[k + 4] = (v.abs() + 0.1).ln();
+    out[k + 5] = (v.abs() + 0.1).log2();
+    out[k + 6] = v.sin();
+    out[k + 7] = v.cos();
+    out[k + 8] = (v * 0.4).tan();
+    out[k + 9] = v.tanh();
+    out[k + 10] = (v * 10.0).floor() + (v * 10.0).ceil();
+    out[k + 11] = v.powi(3) + v.powi(-2);
+    out[k + 12] = v.min(0.25).max(-0.25);
+    out[k + 13] = v.clamp(-0.5, 0.5);
+}
+
+on_every_backend!(math_functions_match_the_host, |ctx| {
+    let k = math::kernel(ctx).unwrap();
+    let n = random_len(3000);
+    // Arguments in [-3, 3]: where WGSL's sin and cos bounds are absolute.
+    let hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v / 333.0).collect();
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<f32>(14 * n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&x, &mut out)).unwrap();
+    let got = out.download().unwrap();
+    let exact = ctx.backend() == unigpu::Backend::Cpu;
+    for (i, &v) in hx.iter().enumerate() {
+        let powi = |n: i32| {
+            let (mut r, mut b, mut m) = (1.0f32, v, n.unsigned_abs());
+            while m > 0 {
+                if m & 1 == 1 {
+                    r *= b;
+                }
+                b *= b;
+                m >>= 1;
+            }
+            if n < 0 { 1.0 / r } else { r }
+        };
+        let want = [
+            v.abs().sqrt(),
+            1.0 / (v.abs() + 1.0).sqrt(),
+            v.exp(),
+            v.exp2(),
+            (v.abs() + 0.1).ln(),
+            (v.abs() + 0.1).log2(),
+            v.sin(),
+            v.cos(),
+            (v * 0.4).tan(),
+            v.tanh(),
+            (v * 10.0).floor() + (v * 10.0).ceil(),
+            powi(3) + powi(-2),
+            v.min(0.25).max(-0.25),
+            v.max(-0.5).min(0.5),
+        ];
+        for (j, w) in want.iter().enumerate() {
+            let g = got[14 * i + j];
+            // floor/ceil, min/max/clamp are exact everywhere.
+            let ok = if exact || matches!(j, 10 | 12 | 13) {
+                g.to_bits() == w.to_bits()
+            } else {
+                (g - w).abs() <= 1e-4 * w.abs().max(1.0)
+            };
+            assert!(ok, "function {j} of x[{i}] = {v}: {g} vs {w}");
+        }
+    }
+});
