@@ -12,8 +12,7 @@ pub fn as_atomic_u32<T: bytemuck::Pod>(s: &mut [T]) -> Option<&[AtomicU32]> {
     if s.is_empty() {
         return Some(&[]);
     }
-    let fits = std::mem::size_of::<T>() == 4
-        && s.as_ptr().cast::<AtomicU32>().is_aligned();
+    let fits = std::mem::size_of::<T>() == 4 && s.as_ptr().cast::<AtomicU32>().is_aligned();
     // SAFETY: T is plain data of AtomicU32's size (checked above) and the
     // pointer is aligned for AtomicU32, so each element is one valid
     // AtomicU32 (which has u32's layout); the `&mut` borrow is exclusive
@@ -28,8 +27,7 @@ pub fn as_atomic_u64<T: bytemuck::Pod>(s: &mut [T]) -> Option<&[AtomicU64]> {
     if s.is_empty() {
         return Some(&[]);
     }
-    let fits = std::mem::size_of::<T>() == 8
-        && s.as_ptr().cast::<AtomicU64>().is_aligned();
+    let fits = std::mem::size_of::<T>() == 8 && s.as_ptr().cast::<AtomicU64>().is_aligned();
     // SAFETY: as in `as_atomic_u32`, for 8-byte elements and AtomicU64.
     fits.then(|| unsafe { std::slice::from_raw_parts(s.as_mut_ptr().cast::<AtomicU64>(), s.len()) })
 }
