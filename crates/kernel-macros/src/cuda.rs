@@ -318,19 +318,31 @@ impl Emit<'_> {
         let a: Vec<String> = args.iter().map(|e| self.expr(e)).collect();
         let s = if t == Ty::F32 { "f" } else { "" };
         match f {
-            Math::Abs if t.is_int() => {
-                format!(
-                    "({x} < 0 ? ({c})(({u})0 - ({u})({x})) : {x})",
-                    x = a[0],
-                    c = ty(t),
-                    u = unsigned(t)
-                )
+            // Helpers, so each argument is printed (and evaluated) once.
+            Math::Abs | Math::Min | Math::Max | Math::Clamp if t.is_int() => {
+                let c = ty(t);
+                let min = self.helper(format!("ug_min_{}", t.tag()), || {
+                    format!("static __device__ __forceinline__ {c} ug_min_{}({c} a, {c} b) {{ return a < b ? a : b; }}\n", t.tag())
+                });
+                let max = self.helper(format!("ug_max_{}", t.tag()), || {
+                    format!("static __device__ __forceinline__ {c} ug_max_{}({c} a, {c} b) {{ return a > b ? a : b; }}\n", t.tag())
+                });
+                match f {
+                    Math::Abs => {
+                        let u = unsigned(t);
+                        let abs = self.helper(format!("ug_abs_{}", t.tag()), || {
+                            format!(
+                                "static __device__ __forceinline__ {c} ug_abs_{}({c} a) {{ return a < 0 ? ({c})(({u})0 - ({u})a) : a; }}\n",
+                                t.tag()
+                            )
+                        });
+                        format!("{abs}({})", a[0])
+                    }
+                    Math::Min => format!("{min}({}, {})", a[0], a[1]),
+                    Math::Max => format!("{max}({}, {})", a[0], a[1]),
+                    _ => format!("{min}({max}({}, {}), {})", a[0], a[1], a[2]),
+                }
             }
-            Math::Min | Math::Max if t.is_int() => {
-                let cmp = if f == Math::Min { "<" } else { ">" };
-                format!("({x} {cmp} {y} ? {x} : {y})", x = a[0], y = a[1])
-            }
-            Math::Clamp if t.is_int() => int_clamp(&a[0], &a[1], &a[2]),
             Math::Sqrt => format!("sqrt{s}({})", a[0]),
             Math::Rsqrt => format!("rsqrt{s}({})", a[0]),
             Math::Abs => format!("fabs{s}({})", a[0]),
@@ -359,11 +371,6 @@ impl Emit<'_> {
             }
         }
     }
-}
-
-fn int_clamp(x: &str, lo: &str, hi: &str) -> String {
-    // max(x, lo) then min(.., hi), as every form computes clamp.
-    format!("(({x} > {lo} ? {x} : {lo}) < {hi} ? ({x} > {lo} ? {x} : {lo}) : {hi})")
 }
 
 fn elem_of(p: &Param) -> Ty {
