@@ -299,7 +299,16 @@ impl Emit<'_> {
         let a: Vec<String> = args.iter().map(|e| self.expr(e)).collect();
         let c = ty(t);
         match f {
-            Math::Abs if t.is_int() => format!("select({x}, -{x}, {x} < {c}())", x = a[0]),
+            Math::Abs if t.is_int() => {
+                // A helper, so the argument is printed once.
+                let name = format!("ug_abs_{}", t.tag());
+                let f = self.helper(name.clone(), || {
+                    format!(
+                        "fn {name}(a: {c}) -> {c} {{ if (a < {c}()) {{ return -a; }} return a; }}\n"
+                    )
+                });
+                format!("{f}({})", a[0])
+            }
             Math::Min | Math::Max | Math::Clamp if t.is_int() => match f {
                 Math::Min => format!("min({}, {})", a[0], a[1]),
                 Math::Max => format!("max({}, {})", a[0], a[1]),
