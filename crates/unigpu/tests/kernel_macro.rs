@@ -270,6 +270,56 @@ on_every_backend!(out_of_bounds_reads_zero_and_drops_writes, |ctx| {
     }
 });
 
+/// `launch_on` a stream of its own; an early `return` inside nested loops
+/// ends only its invocation.
+#[unigpu::kernel(workgroup_size = 32)]
+fn first_match(hay: &[i32], needle: i32, out: &mut [i32]) {
+    let i = global_id().x;
+    if i >= out.len() {
+        return;
+    }
+    let width = 16usize;
+    for r in 0..width {
+        let mut c = 0usize;
+        while c < width {
+            if hay[(i * width + r * 3 + c) % hay.len()] == needle {
+                out[i] = (r * 100 + c) as i32;
+                return;
+            }
+            c += 1;
+        }
+    }
+    out[i] = -1;
+}
+
+on_every_backend!(early_return_from_nested_loops_on_a_stream, |ctx| {
+    let k = first_match::kernel(ctx).unwrap();
+    let n = random_len(2000);
+    let hay: Vec<i32> = random_vec::<u32>(n * 16)
+        .iter()
+        .map(|v| (v % 40) as i32)
+        .collect();
+    let needle = 7;
+    let stream = ctx.create_stream().unwrap();
+    let h = ctx.upload(&hay).unwrap();
+    let mut out = ctx.zeros::<i32>(n).unwrap();
+    k.launch_on(
+        &stream,
+        Grid::for_elems_with_block(n, 32),
+        (&h, needle, &mut out),
+    )
+    .unwrap();
+    stream.sync().unwrap();
+    let got = out.download().unwrap();
+    for (i, g) in got.iter().enumerate() {
+        let want = (0..16)
+            .flat_map(|r| (0..16).map(move |c| (r, c)))
+            .find(|(r, c)| hay[(i * 16 + r * 3 + c) % hay.len()] == needle)
+            .map_or(-1, |(r, c)| (r * 100 + c) as i32);
+        assert_eq!(*g, want, "element {i}");
+    }
+});
+
 on_every_backend!(a_block_other_than_the_workgroup_size_is_refused, |ctx| {
     let k = vector_add::kernel(ctx).unwrap();
     let a = ctx.zeros::<f32>(10).unwrap();
@@ -294,6 +344,7 @@ fn every_emitted_wgsl_validates() {
         (out_of_bounds::NAME, out_of_bounds::WGSL),
         (wide::NAME, wide::WGSL),
         (math::NAME, math::WGSL),
+        (first_match::NAME, first_match::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
