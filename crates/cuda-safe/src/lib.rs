@@ -46,6 +46,7 @@
 mod alloc;
 mod blas;
 mod buffer;
+pub mod cells;
 mod device;
 pub mod dlpack;
 mod error;

@@ -86,6 +86,10 @@ pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
 pub use unified::{HostView, HostViewMut};
 
+/// `#[unigpu::kernel]`: one Rust function as a kernel for every backend
+/// (docs/kernels.md).
+pub use unigpu_kernel_macros::kernel;
+
 /// Re-exported so users need not depend on `half` to name the types.
 pub use half::{bf16, f16};
 

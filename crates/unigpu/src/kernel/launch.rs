@@ -3,7 +3,8 @@
 
 use super::args::Arg;
 use super::{Grid, Kernel, KernelArgs, ParamKind};
-use crate::backend::ArgImpl;
+use crate::backend::{ArgImpl, Backend};
+use crate::kernel::Scalar;
 use crate::stream::Stream;
 use crate::{Context, Error, Result};
 
@@ -22,13 +23,43 @@ impl Stream {
     pub fn launch<'a>(&self, kernel: &Kernel, grid: Grid, args: impl KernelArgs<'a>) -> Result<()> {
         let mut args = args.into_args();
         check_args(kernel, &args)?;
-        let args = args.iter_mut().map(|a| match a {
-            Arg::Scalar(s) => ArgImpl::Scalar(*s),
-            Arg::Array(a) => a.arg().0,
-            Arg::ArrayMut(a) => a.arg_mut().0,
-        });
+        // A generated kernel's CUDA and WGSL forms read their arrays'
+        // lengths from extra u32 parameters after the declared ones (the
+        // CPU form has the slices; a vulkan buffer is padded, so its
+        // arrayLength is not the array's).
+        let mut lengths: Vec<ArgImpl<'_>> = Vec::new();
+        if kernel.inner.hidden_lengths {
+            for a in &args {
+                let n = match a {
+                    Arg::Array(a) => a.len(),
+                    Arg::ArrayMut(a) => a.len(),
+                    Arg::Scalar(_) => continue,
+                };
+                let n = u32::try_from(n).map_err(|_| Error::KernelArgs {
+                    kernel: kernel.name().to_string(),
+                    message: format!(
+                        "an array of {n} elements: kernels made by #[unigpu::kernel] index arrays with 32 bits"
+                    ),
+                })?;
+                if matches!(
+                    self.imp.backend(),
+                    Backend::Cuda | Backend::Torch | Backend::Vulkan
+                ) {
+                    lengths.push(ArgImpl::Scalar(Scalar::new(n)));
+                }
+            }
+        }
+        let mut args: Vec<ArgImpl<'_>> = args
+            .iter_mut()
+            .map(|a| match a {
+                Arg::Scalar(s) => ArgImpl::Scalar(*s),
+                Arg::Array(a) => a.arg().0,
+                Arg::ArrayMut(a) => a.arg_mut().0,
+            })
+            .collect();
+        args.extend(lengths);
         self.note_launch(kernel.inner.id);
-        self.imp.launch(kernel.code_ref(), grid, args)
+        self.imp.launch(kernel.code_ref(), grid, args.into_iter())
     }
 }
 

@@ -8,6 +8,8 @@ mod args;
 mod comments;
 mod compile;
 mod cpu_bytes;
+#[doc(hidden)]
+pub mod generated;
 pub(crate) mod grid;
 mod launch;
 mod module;

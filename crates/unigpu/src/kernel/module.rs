@@ -57,6 +57,7 @@ impl Module {
                 name: name.to_string(),
                 params,
                 code,
+                hidden_lengths: false,
             }),
         })
     }
@@ -111,11 +112,14 @@ pub(crate) struct KernelInner {
     /// Process-wide id, so a stream can remember its last kernel with one
     /// atomic store; see [`name_of`].
     pub(crate) id: usize,
-    name: String,
-    params: Option<Vec<ParamKind>>,
+    pub(crate) name: String,
+    pub(crate) params: Option<Vec<ParamKind>>,
     /// Every form of code the kernel has; a launch runs the one that fits
     /// its stream's backend.
-    code: Vec<KernelCode>,
+    pub(crate) code: Vec<KernelCode>,
+    /// Made by `#[unigpu::kernel]`: its CUDA form takes each array's
+    /// length (u64) after the declared parameters, appended at launch.
+    pub(crate) hidden_lengths: bool,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -151,6 +155,7 @@ impl Kernel {
                 name: name.to_string(),
                 params,
                 code: vec![KernelCode::Cpu(Arc::new(f))],
+                hidden_lengths: false,
             }),
         }
     }
@@ -171,6 +176,7 @@ impl Kernel {
                 name: self.inner.name.clone(),
                 params: self.inner.params.clone(),
                 code,
+                hidden_lengths: self.inner.hidden_lengths,
             }),
         }
     }
@@ -214,6 +220,7 @@ impl Kernel {
                 name: name.to_string(),
                 params,
                 code: Vec::new(),
+                hidden_lengths: false,
             }),
         }
     }
@@ -267,6 +274,7 @@ impl Kernel {
                 name: self.inner.name.clone(),
                 params,
                 code,
+                hidden_lengths: self.inner.hidden_lengths,
             }),
         })
     }

@@ -1,0 +1,241 @@
+//! The kernel language's typed IR: what the front end (lower.rs) makes
+//! from the Rust function and what each emitter prints.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    U64,
+    /// Indices and lengths: 32-bit unsigned on every backend.
+    Usize,
+    Bool,
+}
+
+impl Ty {
+    pub fn from_name(name: &str) -> Option<Ty> {
+        Some(match name {
+            "f32" => Ty::F32,
+            "f64" => Ty::F64,
+            "i32" => Ty::I32,
+            "u32" => Ty::U32,
+            "i64" => Ty::I64,
+            "u64" => Ty::U64,
+            "usize" => Ty::Usize,
+            "bool" => Ty::Bool,
+            _ => return None,
+        })
+    }
+
+    /// The Rust name, for messages and the host side.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::F32 => "f32",
+            Ty::F64 => "f64",
+            Ty::I32 => "i32",
+            Ty::U32 => "u32",
+            Ty::I64 => "i64",
+            Ty::U64 => "u64",
+            Ty::Usize => "usize",
+            Ty::Bool => "bool",
+        }
+    }
+
+    /// The type the CPU form computes in (`usize` is 32-bit everywhere).
+    pub fn cpu(self) -> &'static str {
+        match self {
+            Ty::Usize => "u32",
+            t => t.name(),
+        }
+    }
+
+    /// The name helpers are suffixed with.
+    pub fn tag(self) -> &'static str {
+        self.cpu()
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Ty::F32 | Ty::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(self, Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::Usize)
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, Ty::I32 | Ty::I64)
+    }
+
+    pub fn bits(self) -> u32 {
+        match self {
+            Ty::F64 | Ty::I64 | Ty::U64 => 64,
+            Ty::Bool => 1,
+            _ => 32,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Array { elem: Ty, writable: bool },
+    Scalar(Ty),
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    Global,
+    Local,
+    Group,
+    Size,
+    Groups,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lit {
+    /// The value's two's-complement bits, wrapped to the type's width.
+    Int(u64),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Math {
+    Sqrt,
+    Rsqrt,
+    Abs,
+    Min,
+    Max,
+    Clamp,
+    Floor,
+    Ceil,
+    Exp,
+    Exp2,
+    Ln,
+    Log2,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Powi,
+}
+
+#[derive(Debug, Clone)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExprKind {
+    Lit(Lit),
+    /// A local variable (its emitted name).
+    Var(String),
+    /// A scalar parameter, by position.
+    Scalar(usize),
+    /// An array parameter's length.
+    Len(usize),
+    /// An array parameter's element; out of bounds reads give zero.
+    Load(usize, Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    Neg(Box<Expr>),
+    /// `!`: logical on bool, bitwise on integers.
+    Not(Box<Expr>),
+    /// `as` to the expression's type.
+    Cast(Box<Expr>),
+    /// A thread index component (0, 1, 2 for x, y, z).
+    Id(Builtin, usize),
+    Math(Math, Vec<Expr>),
+}
+
+#[derive(Debug, Clone)]
+pub enum Stmt {
+    Let {
+        name: String,
+        ty: Ty,
+        mutable: bool,
+        init: Expr,
+    },
+    Assign {
+        name: String,
+        value: Expr,
+    },
+    /// Out of bounds stores do nothing.
+    Store {
+        array: usize,
+        index: Expr,
+        value: Expr,
+    },
+    Block(Vec<Stmt>),
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        els: Vec<Stmt>,
+    },
+    /// `for name in start..end`, `end` evaluated once.
+    For {
+        name: String,
+        ty: Ty,
+        start: Expr,
+        end: Expr,
+        body: Vec<Stmt>,
+    },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
+    Loop(Vec<Stmt>),
+    Break,
+    Continue,
+    Return,
+}
+
+/// One kernel, checked.
+#[derive(Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub workgroup: [u32; 3],
+    pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    /// Array parameters in order, with their positions: the hidden
+    /// length parameters follow the declared ones in this order.
+    pub fn arrays(&self) -> impl Iterator<Item = (usize, &Param)> {
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p.kind, ParamKind::Array { .. }))
+    }
+}

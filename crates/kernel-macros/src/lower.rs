@@ -1,0 +1,1120 @@
+//! The front end: a `syn` function checked against the kernel language
+//! and turned into the IR. Anything outside the language is an error with
+//! the span of the code that uses it.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use crate::ir::*;
+
+type Result<T> = std::result::Result<T, syn::Error>;
+
+fn err<T>(span: Span, message: impl std::fmt::Display) -> Result<T> {
+    Err(syn::Error::new(span, message))
+}
+
+fn not_yet<T>(span: Span, what: &str) -> Result<T> {
+    err(
+        span,
+        format!(
+            "{what} is not supported in a #[unigpu::kernel] yet (docs/kernels.md lists the language)"
+        ),
+    )
+}
+
+#[derive(Clone)]
+enum Binding {
+    Local {
+        emitted: String,
+        ty: Ty,
+        mutable: bool,
+    },
+    Param(usize),
+}
+
+struct Cx {
+    params: Vec<Param>,
+    scopes: Vec<HashMap<String, Binding>>,
+    next: usize,
+    loops: usize,
+}
+
+/// The parameter list, checked.
+pub fn params(sig: &syn::Signature) -> Result<Vec<Param>> {
+    if let Some(c) = &sig.constness {
+        return err(c.span(), "a kernel cannot be `const`");
+    }
+    if let Some(a) = &sig.asyncness {
+        return err(a.span(), "a kernel cannot be `async`");
+    }
+    if let Some(u) = &sig.unsafety {
+        return err(u.span(), "a kernel cannot be `unsafe`");
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return not_yet(sig.generics.span(), "a generic kernel");
+    }
+    if let syn::ReturnType::Type(_, t) = &sig.output {
+        return err(
+            t.span(),
+            "a kernel returns nothing: it writes its results into `&mut [T]` arguments",
+        );
+    }
+    let mut out = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            return err(input.span(), "a kernel takes no `self`");
+        };
+        let name = match &*pt.pat {
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                if let Some(m) = &p.mutability {
+                    return err(
+                        m.span(),
+                        "kernel parameters are immutable: copy one into a `let mut`",
+                    );
+                }
+                p.ident.to_string()
+            }
+            other => return err(other.span(), "a kernel parameter is a plain name"),
+        };
+        if out.iter().any(|p: &Param| p.name == name) {
+            return err(
+                pt.pat.span(),
+                format!("parameter `{name}` is declared twice"),
+            );
+        }
+        let kind = match &*pt.ty {
+            syn::Type::Reference(r) => {
+                if let Some(l) = &r.lifetime {
+                    return err(l.span(), "kernel parameters take no lifetimes");
+                }
+                let syn::Type::Slice(s) = &*r.elem else {
+                    return err(r.elem.span(), "an array parameter is `&[T]` or `&mut [T]`");
+                };
+                ParamKind::Array {
+                    elem: element(&s.elem)?,
+                    writable: r.mutability.is_some(),
+                }
+            }
+            t => ParamKind::Scalar(scalar_param(t)?),
+        };
+        out.push(Param { name, kind });
+    }
+    Ok(out)
+}
+
+fn type_name(t: &syn::Type) -> Option<String> {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    }
+}
+
+/// An array's element type.
+fn element(t: &syn::Type) -> Result<Ty> {
+    match type_name(t).as_deref() {
+        Some(n @ ("f16" | "bf16")) => not_yet(t.span(), &format!("an array of {n}")),
+        Some(n) => match Ty::from_name(n) {
+            Some(ty @ (Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64)) => Ok(ty),
+            _ => err(
+                t.span(),
+                format!("`{n}` is not an array element type: use f32, f64, i32, u32, i64 or u64"),
+            ),
+        },
+        None => err(
+            t.span(),
+            "an array's element type is one of f32, f64, i32, u32, i64, u64",
+        ),
+    }
+}
+
+/// A scalar parameter's type (what a host `Scalar` can carry).
+fn scalar_param(t: &syn::Type) -> Result<Ty> {
+    match type_name(t).as_deref().and_then(Ty::from_name) {
+        Some(ty @ (Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64)) => Ok(ty),
+        Some(Ty::Bool | Ty::Usize) => {
+            not_yet(t.span(), "a `bool` or `usize` parameter (pass a u32)")
+        }
+        _ => err(
+            t.span(),
+            "a kernel parameter is `&[T]`, `&mut [T]` or a value of f32, f64, i32, u32, i64 or u64",
+        ),
+    }
+}
+
+/// The body, checked against `params`.
+pub fn body(params: Vec<Param>, block: &syn::Block) -> Result<(Vec<Param>, Vec<Stmt>)> {
+    let mut top = HashMap::new();
+    for (i, p) in params.iter().enumerate() {
+        top.insert(p.name.clone(), Binding::Param(i));
+    }
+    let mut cx = Cx {
+        params,
+        scopes: vec![top],
+        next: 0,
+        loops: 0,
+    };
+    let stmts = cx.block(block)?;
+    Ok((cx.params, stmts))
+}
+
+fn lit_is_untyped(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => i.suffix().is_empty(),
+            syn::Lit::Float(f) => f.suffix().is_empty(),
+            _ => false,
+        },
+        syn::Expr::Paren(p) => lit_is_untyped(&p.expr),
+        syn::Expr::Group(g) => lit_is_untyped(&g.expr),
+        syn::Expr::Unary(u) => matches!(u.op, syn::UnOp::Neg(_)) && lit_is_untyped(&u.expr),
+        _ => false,
+    }
+}
+
+fn mismatch<T>(span: Span, want: Ty, got: Ty) -> Result<T> {
+    let hint = if got == Ty::F64 && want == Ty::F32 {
+        " (an unsuffixed float literal whose type nothing fixes is f64: write `1.0f32`, or give the `let` a type)"
+    } else if got == Ty::I32 && want != Ty::I32 {
+        " (an unsuffixed integer literal whose type nothing fixes is i32: add a suffix, or give the `let` a type)"
+    } else {
+        ""
+    };
+    err(
+        span,
+        format!(
+            "mismatched types: expected `{}`, found `{}`{hint}",
+            want.name(),
+            got.name()
+        ),
+    )
+}
+
+impl Cx {
+    fn lookup(&self, name: &str) -> Option<Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).cloned())
+    }
+
+    fn declare(&mut self, name: &str, ty: Ty, mutable: bool) -> String {
+        let emitted = format!("v_{name}_{}", self.next);
+        self.next += 1;
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(
+                name.to_string(),
+                Binding::Local {
+                    emitted: emitted.clone(),
+                    ty,
+                    mutable,
+                },
+            );
+        }
+        emitted
+    }
+
+    fn block(&mut self, b: &syn::Block) -> Result<Vec<Stmt>> {
+        self.scopes.push(HashMap::new());
+        let mut out = Vec::new();
+        for s in &b.stmts {
+            self.stmt(s, &mut out)?;
+        }
+        self.scopes.pop();
+        Ok(out)
+    }
+
+    fn stmt(&mut self, s: &syn::Stmt, out: &mut Vec<Stmt>) -> Result<()> {
+        match s {
+            syn::Stmt::Local(l) => self.local(l, out),
+            syn::Stmt::Expr(e, _) => {
+                out.push(self.stmt_expr(e)?);
+                Ok(())
+            }
+            syn::Stmt::Item(i) => not_yet(
+                i.span(),
+                "an item (function, constant, use) inside a kernel",
+            ),
+            syn::Stmt::Macro(m) => not_yet(m.span(), "a macro call inside a kernel"),
+        }
+    }
+
+    fn local(&mut self, l: &syn::Local, out: &mut Vec<Stmt>) -> Result<()> {
+        let (pat, ty) = match &l.pat {
+            syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            p => (p, None),
+        };
+        let syn::Pat::Ident(id) = pat else {
+            return not_yet(pat.span(), "a pattern other than a name in `let`");
+        };
+        if id.by_ref.is_some() || id.subpat.is_some() {
+            return not_yet(pat.span(), "a pattern other than a name in `let`");
+        }
+        let want = match ty {
+            Some(t) => Some(match type_name(t).as_deref().and_then(Ty::from_name) {
+                Some(ty) => ty,
+                None => {
+                    return err(
+                        t.span(),
+                        "a local's type is one of f32, f64, i32, u32, i64, u64, usize, bool",
+                    );
+                }
+            }),
+            None => None,
+        };
+        let Some(init) = &l.init else {
+            return not_yet(l.span(), "`let` without a value");
+        };
+        if let Some((_, d)) = &init.diverge {
+            return not_yet(d.span(), "`let ... else`");
+        }
+        let init = self.expr(&init.expr, want)?;
+        if let Some(w) = want {
+            if init.ty != w {
+                return mismatch(
+                    l.init.as_ref().map_or(l.span(), |i| i.expr.span()),
+                    w,
+                    init.ty,
+                );
+            }
+        }
+        let ty = init.ty;
+        let name = self.declare(&id.ident.to_string(), ty, id.mutability.is_some());
+        out.push(Stmt::Let {
+            name,
+            ty,
+            mutable: id.mutability.is_some(),
+            init,
+        });
+        Ok(())
+    }
+
+    fn stmt_expr(&mut self, e: &syn::Expr) -> Result<Stmt> {
+        match e {
+            syn::Expr::Assign(a) => self.assign(&a.left, None, &a.right, a.span()),
+            syn::Expr::Binary(b) if compound(&b.op).is_some() => {
+                self.assign(&b.left, compound(&b.op), &b.right, b.span())
+            }
+            syn::Expr::If(i) => self.if_stmt(i),
+            syn::Expr::Block(b) => {
+                if let Some(l) = &b.label {
+                    return not_yet(l.span(), "a labelled block");
+                }
+                if b.block.stmts.is_empty() {
+                    return Ok(Stmt::Block(Vec::new()));
+                }
+                Ok(Stmt::Block(self.block(&b.block)?))
+            }
+            syn::Expr::ForLoop(f) => self.for_loop(f),
+            syn::Expr::While(w) => {
+                if let Some(l) = &w.label {
+                    return not_yet(l.span(), "a labelled loop");
+                }
+                if let syn::Expr::Let(l) = &*w.cond {
+                    return not_yet(l.span(), "`while let`");
+                }
+                let cond = self.bool_expr(&w.cond)?;
+                self.loops += 1;
+                let body = self.block(&w.body);
+                self.loops -= 1;
+                Ok(Stmt::While { cond, body: body? })
+            }
+            syn::Expr::Loop(l) => {
+                if let Some(l) = &l.label {
+                    return not_yet(l.span(), "a labelled loop");
+                }
+                self.loops += 1;
+                let body = self.block(&l.body);
+                self.loops -= 1;
+                Ok(Stmt::Loop(body?))
+            }
+            syn::Expr::Break(b) => {
+                if let Some(l) = &b.label {
+                    return not_yet(l.span(), "`break` to a label");
+                }
+                if let Some(v) = &b.expr {
+                    return not_yet(v.span(), "`break` with a value");
+                }
+                if self.loops == 0 {
+                    return err(b.span(), "`break` outside of a loop");
+                }
+                Ok(Stmt::Break)
+            }
+            syn::Expr::Continue(c) => {
+                if let Some(l) = &c.label {
+                    return not_yet(l.span(), "`continue` to a label");
+                }
+                if self.loops == 0 {
+                    return err(c.span(), "`continue` outside of a loop");
+                }
+                Ok(Stmt::Continue)
+            }
+            syn::Expr::Return(r) => {
+                if let Some(v) = &r.expr {
+                    return err(v.span(), "a kernel returns no value: write `return;`");
+                }
+                Ok(Stmt::Return)
+            }
+            syn::Expr::Paren(p) => self.stmt_expr(&p.expr),
+            other => {
+                // Checked, so an error inside it is reported as such.
+                self.expr(other, None)?;
+                err(
+                    other.span(),
+                    "this expression does nothing: a kernel statement is a `let`, an assignment, or control flow",
+                )
+            }
+        }
+    }
+
+    fn assign(
+        &mut self,
+        left: &syn::Expr,
+        op: Option<BinOp>,
+        right: &syn::Expr,
+        span: Span,
+    ) -> Result<Stmt> {
+        match left {
+            syn::Expr::Path(p) => {
+                let name = path_name(&p.path)
+                    .ok_or_else(|| syn::Error::new(p.span(), "expected a variable name"))?;
+                match self.lookup(&name) {
+                    Some(Binding::Local {
+                        emitted,
+                        ty,
+                        mutable,
+                    }) => {
+                        if !mutable {
+                            return err(
+                                p.span(),
+                                format!(
+                                    "cannot assign twice to immutable variable `{name}`: declare it `let mut`"
+                                ),
+                            );
+                        }
+                        let target = Expr {
+                            kind: ExprKind::Var(emitted.clone()),
+                            ty,
+                        };
+                        let value = self.assigned_value(target, ty, op, right, span)?;
+                        Ok(Stmt::Assign {
+                            name: emitted,
+                            value,
+                        })
+                    }
+                    Some(Binding::Param(_)) => err(
+                        p.span(),
+                        format!("kernel parameter `{name}` is immutable: copy it into a `let mut`"),
+                    ),
+                    None => err(p.span(), format!("cannot find `{name}` in this kernel")),
+                }
+            }
+            syn::Expr::Index(ix) => {
+                let (array, elem, writable) = self.array_of(&ix.expr)?;
+                if !writable {
+                    let name = &self.params[array].name;
+                    return err(
+                        ix.expr.span(),
+                        format!("`{name}` is `&[T]`, read-only: declare it `&mut [T]` to write it"),
+                    );
+                }
+                let index = self.index(&ix.index)?;
+                let current = Expr {
+                    kind: ExprKind::Load(array, Box::new(index.clone())),
+                    ty: elem,
+                };
+                let value = self.assigned_value(current, elem, op, right, span)?;
+                Ok(Stmt::Store {
+                    array,
+                    index,
+                    value,
+                })
+            }
+            syn::Expr::Paren(p) => self.assign(&p.expr, op, right, span),
+            other => err(
+                other.span(),
+                "only a `let mut` variable or an element of a `&mut [T]` can be assigned",
+            ),
+        }
+    }
+
+    fn assigned_value(
+        &mut self,
+        current: Expr,
+        ty: Ty,
+        op: Option<BinOp>,
+        right: &syn::Expr,
+        span: Span,
+    ) -> Result<Expr> {
+        match op {
+            None => {
+                let v = self.expr(right, Some(ty))?;
+                if v.ty != ty {
+                    return mismatch(right.span(), ty, v.ty);
+                }
+                Ok(v)
+            }
+            Some(op) => {
+                let want = if matches!(op, BinOp::Shl | BinOp::Shr) {
+                    None
+                } else {
+                    Some(ty)
+                };
+                let r = self.expr(right, want)?;
+                self.binary(op, current, r, span, right.span())
+            }
+        }
+    }
+
+    fn if_stmt(&mut self, i: &syn::ExprIf) -> Result<Stmt> {
+        if let syn::Expr::Let(l) = &*i.cond {
+            return not_yet(l.span(), "`if let`");
+        }
+        let cond = self.bool_expr(&i.cond)?;
+        let then = self.block(&i.then_branch)?;
+        let els = match &i.else_branch {
+            None => Vec::new(),
+            Some((_, e)) => match &**e {
+                syn::Expr::Block(b) => self.block(&b.block)?,
+                syn::Expr::If(nested) => vec![self.if_stmt(nested)?],
+                other => return err(other.span(), "expected a block or `if` after `else`"),
+            },
+        };
+        Ok(Stmt::If { cond, then, els })
+    }
+
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Stmt> {
+        if let Some(l) = &f.label {
+            return not_yet(l.span(), "a labelled loop");
+        }
+        let syn::Pat::Ident(id) = &*f.pat else {
+            return not_yet(f.pat.span(), "a `for` pattern other than a name");
+        };
+        if id.mutability.is_some() || id.by_ref.is_some() || id.subpat.is_some() {
+            return not_yet(f.pat.span(), "a `for` pattern other than a plain name");
+        }
+        let syn::Expr::Range(r) = strip(&f.expr) else {
+            return not_yet(f.expr.span(), "`for` over anything but a range `a..b`");
+        };
+        if let syn::RangeLimits::Closed(c) = r.limits {
+            return not_yet(c.span(), "an inclusive range `a..=b`");
+        }
+        let (Some(start), Some(end)) = (&r.start, &r.end) else {
+            return err(r.span(), "a `for` range needs both ends: `a..b`");
+        };
+        let (start, end) = self.pair(start, end)?;
+        if !start.ty.is_int() {
+            return err(
+                r.span(),
+                format!("a `for` range is over integers, not `{}`", start.ty.name()),
+            );
+        }
+        let ty = start.ty;
+        self.scopes.push(HashMap::new());
+        let name = self.declare(&id.ident.to_string(), ty, false);
+        self.loops += 1;
+        let body = self.block(&f.body);
+        self.loops -= 1;
+        self.scopes.pop();
+        Ok(Stmt::For {
+            name,
+            ty,
+            start,
+            end,
+            body: body?,
+        })
+    }
+
+    fn bool_expr(&mut self, e: &syn::Expr) -> Result<Expr> {
+        let c = self.expr(e, Some(Ty::Bool))?;
+        if c.ty != Ty::Bool {
+            return mismatch(e.span(), Ty::Bool, c.ty);
+        }
+        Ok(c)
+    }
+
+    /// An array parameter named by `e`: (position, element, writable).
+    fn array_of(&self, e: &syn::Expr) -> Result<(usize, Ty, bool)> {
+        let name = match strip(e) {
+            syn::Expr::Path(p) => path_name(&p.path),
+            _ => None,
+        };
+        let Some(name) = name else {
+            return err(e.span(), "only an array parameter can be indexed");
+        };
+        match self.lookup(&name) {
+            Some(Binding::Param(i)) => match self.params[i].kind {
+                ParamKind::Array { elem, writable } => Ok((i, elem, writable)),
+                ParamKind::Scalar(t) => err(
+                    e.span(),
+                    format!("`{name}` is a `{}`, not an array", t.name()),
+                ),
+            },
+            Some(Binding::Local { ty, .. }) => err(
+                e.span(),
+                format!("`{name}` is a `{}`, not an array", ty.name()),
+            ),
+            None => err(e.span(), format!("cannot find `{name}` in this kernel")),
+        }
+    }
+
+    fn index(&mut self, e: &syn::Expr) -> Result<Expr> {
+        let i = self.expr(e, Some(Ty::Usize))?;
+        if i.ty != Ty::Usize {
+            return err(
+                e.span(),
+                format!(
+                    "an index is a `usize`, not `{}`: convert it with `as usize`",
+                    i.ty.name()
+                ),
+            );
+        }
+        Ok(i)
+    }
+
+    /// Two operands of one type: an unsuffixed literal takes the other's.
+    fn pair(&mut self, l: &syn::Expr, r: &syn::Expr) -> Result<(Expr, Expr)> {
+        if lit_is_untyped(l) && !lit_is_untyped(r) {
+            let r = self.expr(r, None)?;
+            let l = self.expr(l, Some(r.ty))?;
+            Ok((l, r))
+        } else {
+            let l = self.expr(l, None)?;
+            let r = self.expr(r, Some(l.ty))?;
+            Ok((l, r))
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, l: Expr, r: Expr, span: Span, rspan: Span) -> Result<Expr> {
+        use BinOp::*;
+        let t = l.ty;
+        let ok = match op {
+            Add | Sub | Mul | Div => t != Ty::Bool,
+            Rem => {
+                if t.is_float() {
+                    return not_yet(span, "`%` on floats");
+                }
+                t.is_int()
+            }
+            BitAnd | BitOr | BitXor => t.is_int() || t == Ty::Bool,
+            Shl | Shr => {
+                if !t.is_int() || !r.ty.is_int() {
+                    return err(
+                        span,
+                        format!(
+                            "shifts take integers, not `{}` and `{}`",
+                            t.name(),
+                            r.ty.name()
+                        ),
+                    );
+                }
+                return Ok(Expr {
+                    kind: ExprKind::Bin(op, Box::new(l), Box::new(r)),
+                    ty: t,
+                });
+            }
+            Eq | Ne => true,
+            Lt | Le | Gt | Ge => t != Ty::Bool,
+            And | Or => t == Ty::Bool,
+        };
+        if r.ty != t {
+            return mismatch(rspan, t, r.ty);
+        }
+        if !ok {
+            return err(
+                span,
+                format!("`{}` cannot be applied to `{}`", op_text(op), t.name()),
+            );
+        }
+        let ty = if matches!(op, Eq | Ne | Lt | Le | Gt | Ge | And | Or) {
+            Ty::Bool
+        } else {
+            t
+        };
+        Ok(Expr {
+            kind: ExprKind::Bin(op, Box::new(l), Box::new(r)),
+            ty,
+        })
+    }
+
+    fn expr(&mut self, e: &syn::Expr, want: Option<Ty>) -> Result<Expr> {
+        match e {
+            syn::Expr::Lit(l) => lit(&l.lit, want),
+            syn::Expr::Paren(p) => self.expr(&p.expr, want),
+            syn::Expr::Group(g) => self.expr(&g.expr, want),
+            syn::Expr::Path(p) => {
+                let Some(name) = path_name(&p.path) else {
+                    return not_yet(p.span(), "a path other than a variable name");
+                };
+                match self.lookup(&name) {
+                    Some(Binding::Local { emitted, ty, .. }) => Ok(Expr {
+                        kind: ExprKind::Var(emitted),
+                        ty,
+                    }),
+                    Some(Binding::Param(i)) => match self.params[i].kind {
+                        ParamKind::Scalar(ty) => Ok(Expr {
+                            kind: ExprKind::Scalar(i),
+                            ty,
+                        }),
+                        ParamKind::Array { .. } => err(
+                            p.span(),
+                            format!(
+                                "array `{name}` can only be indexed (`{name}[i]`) or asked its length (`{name}.len()`)"
+                            ),
+                        ),
+                    },
+                    None => err(p.span(), format!("cannot find `{name}` in this kernel")),
+                }
+            }
+            syn::Expr::Binary(b) => {
+                let Some(op) = bin_op(&b.op) else {
+                    return err(b.op.span(), "an assignment is a statement, not a value");
+                };
+                let (l, r) = if matches!(op, BinOp::Shl | BinOp::Shr) {
+                    let l = self.expr(&b.left, want)?;
+                    let r = self.expr(&b.right, None)?;
+                    (l, r)
+                } else if matches!(
+                    op,
+                    BinOp::Add
+                        | BinOp::Sub
+                        | BinOp::Mul
+                        | BinOp::Div
+                        | BinOp::Rem
+                        | BinOp::BitAnd
+                        | BinOp::BitOr
+                        | BinOp::BitXor
+                ) && want.is_some()
+                    && lit_is_untyped(&b.left)
+                    && lit_is_untyped(&b.right)
+                {
+                    (self.expr(&b.left, want)?, self.expr(&b.right, want)?)
+                } else {
+                    self.pair(&b.left, &b.right)?
+                };
+                self.binary(op, l, r, b.span(), b.right.span())
+            }
+            syn::Expr::Unary(u) => match u.op {
+                syn::UnOp::Neg(_) => {
+                    // `-2147483648i32` is a literal at the edge of its range.
+                    let v = self.expr(&u.expr, want)?;
+                    if v.ty.is_float() || v.ty.is_signed() {
+                        Ok(Expr {
+                            ty: v.ty,
+                            kind: ExprKind::Neg(Box::new(v)),
+                        })
+                    } else {
+                        err(u.span(), format!("cannot negate `{}`", v.ty.name()))
+                    }
+                }
+                syn::UnOp::Not(_) => {
+                    let v = self.expr(&u.expr, want)?;
+                    if v.ty.is_float() {
+                        return err(u.span(), format!("cannot apply `!` to `{}`", v.ty.name()));
+                    }
+                    Ok(Expr {
+                        ty: v.ty,
+                        kind: ExprKind::Not(Box::new(v)),
+                    })
+                }
+                _ => not_yet(u.span(), "dereferencing"),
+            },
+            syn::Expr::Cast(c) => {
+                let Some(to) = type_name(&c.ty).as_deref().and_then(Ty::from_name) else {
+                    return err(
+                        c.ty.span(),
+                        "`as` converts to one of f32, f64, i32, u32, i64, u64, usize",
+                    );
+                };
+                let v = self.expr(&c.expr, None)?;
+                if to == Ty::Bool && v.ty != Ty::Bool {
+                    return err(
+                        c.span(),
+                        format!(
+                            "cannot cast `{}` as `bool`: compare with 0 instead",
+                            v.ty.name()
+                        ),
+                    );
+                }
+                if v.ty == Ty::Bool && to.is_float() {
+                    return err(
+                        c.span(),
+                        "cannot cast `bool` as a float: cast it to an integer first",
+                    );
+                }
+                Ok(Expr {
+                    kind: ExprKind::Cast(Box::new(v)),
+                    ty: to,
+                })
+            }
+            syn::Expr::Index(ix) => {
+                let (array, elem, _) = self.array_of(&ix.expr)?;
+                let index = self.index(&ix.index)?;
+                Ok(Expr {
+                    kind: ExprKind::Load(array, Box::new(index)),
+                    ty: elem,
+                })
+            }
+            syn::Expr::Field(f) => self.thread_index(f),
+            syn::Expr::MethodCall(m) => self.method(m, want),
+            syn::Expr::Call(c) => self.call(c, want),
+            syn::Expr::Closure(c) => err(c.span(), "closures are not supported in a kernel"),
+            syn::Expr::Macro(m) => not_yet(m.span(), "a macro call inside a kernel"),
+            syn::Expr::Reference(r) => err(r.span(), "references cannot be taken inside a kernel"),
+            syn::Expr::If(i) => not_yet(i.span(), "`if` as a value"),
+            syn::Expr::Block(b) => not_yet(b.span(), "a block as a value"),
+            syn::Expr::Array(a) => not_yet(a.span(), "an array value"),
+            syn::Expr::Tuple(t) => not_yet(t.span(), "a tuple"),
+            syn::Expr::Struct(s) => not_yet(s.span(), "a struct value"),
+            syn::Expr::Range(r) => err(
+                r.span(),
+                "a range is only allowed as the iterator of a `for` loop",
+            ),
+            other => not_yet(other.span(), "this expression"),
+        }
+    }
+
+    fn thread_index(&mut self, f: &syn::ExprField) -> Result<Expr> {
+        let axis = match &f.member {
+            syn::Member::Named(n) if n == "x" => 0,
+            syn::Member::Named(n) if n == "y" => 1,
+            syn::Member::Named(n) if n == "z" => 2,
+            m => return err(m.span(), "a thread index has fields `x`, `y` and `z`"),
+        };
+        let builtin = match strip(&f.base) {
+            syn::Expr::Call(c) if c.args.is_empty() => match &*c.func {
+                syn::Expr::Path(p) => path_name(&p.path).and_then(|n| builtin(&n)),
+                _ => None,
+            },
+            _ => None,
+        };
+        match builtin {
+            Some(b) => Ok(Expr {
+                kind: ExprKind::Id(b, axis),
+                ty: Ty::Usize,
+            }),
+            None => not_yet(
+                f.span(),
+                "a field other than `.x`/`.y`/`.z` of global_id(), local_id(), workgroup_id(), workgroup_size() or num_workgroups()",
+            ),
+        }
+    }
+
+    fn call(&mut self, c: &syn::ExprCall, want: Option<Ty>) -> Result<Expr> {
+        let name = match &*c.func {
+            syn::Expr::Path(p) => path_name(&p.path),
+            _ => None,
+        };
+        let Some(name) = name else {
+            return not_yet(c.func.span(), "calling this");
+        };
+        if builtin(&name).is_some() {
+            return err(
+                c.span(),
+                format!("`{name}()` is a 3-D index: take one component, `{name}().x`"),
+            );
+        }
+        let (math, arity) = match name.as_str() {
+            "rsqrt" => (Math::Rsqrt, 1),
+            "fma" => {
+                return not_yet(
+                    c.span(),
+                    "`fma` (one rounding on every backend needs an emulation where the vulkan device's fma rounds twice, as lavapipe's does)",
+                );
+            }
+            "barrier" => return not_yet(c.span(), "`barrier()` (with workgroup-shared arrays)"),
+            _ => return not_yet(c.span(), &format!("calling `{name}` (helper functions)")),
+        };
+        let args: Vec<&syn::Expr> = c.args.iter().collect();
+        if args.len() != arity {
+            return err(c.span(), format!("`{name}` takes {arity} argument(s)"));
+        }
+        let first = self.expr(args[0], want)?;
+        self.math_call(math, first, &args[1..], c.span())
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall, want: Option<Ty>) -> Result<Expr> {
+        if let Some(t) = &m.turbofish {
+            return not_yet(t.span(), "a turbofish");
+        }
+        let method = m.method.to_string();
+        if method == "len" {
+            let (array, _, _) = self.array_of(&m.receiver)?;
+            if !m.args.is_empty() {
+                return err(m.span(), "`len` takes no arguments");
+            }
+            return Ok(Expr {
+                kind: ExprKind::Len(array),
+                ty: Ty::Usize,
+            });
+        }
+        let math = match method.as_str() {
+            "sqrt" => Math::Sqrt,
+            "abs" => Math::Abs,
+            "min" => Math::Min,
+            "max" => Math::Max,
+            "clamp" => Math::Clamp,
+            "floor" => Math::Floor,
+            "ceil" => Math::Ceil,
+            "exp" => Math::Exp,
+            "exp2" => Math::Exp2,
+            "ln" => Math::Ln,
+            "log2" => Math::Log2,
+            "sin" => Math::Sin,
+            "cos" => Math::Cos,
+            "tan" => Math::Tan,
+            "tanh" => Math::Tanh,
+            "mul_add" => {
+                return not_yet(
+                    m.method.span(),
+                    "`mul_add` (one rounding on every backend needs an emulation where the vulkan device's fma rounds twice, as lavapipe's does)",
+                );
+            }
+            "powi" => Math::Powi,
+            _ => return not_yet(m.method.span(), &format!("the method `{method}`")),
+        };
+        let recv = self.expr(&m.receiver, want)?;
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        self.math_call(math, recv, &args, m.span())
+    }
+
+    fn math_call(&mut self, f: Math, first: Expr, rest: &[&syn::Expr], span: Span) -> Result<Expr> {
+        let t = first.ty;
+        let (arity, float_only) = match f {
+            Math::Abs => (0, false),
+            Math::Min | Math::Max => (1, false),
+            Math::Clamp => (2, false),
+            Math::Powi => (1, true),
+            _ => (0, true),
+        };
+        if rest.len() != arity {
+            return err(
+                span,
+                format!("this function takes {} argument(s)", arity + 1),
+            );
+        }
+        if float_only && !t.is_float() {
+            return err(
+                span,
+                format!("this function takes f32 or f64, not `{}`", t.name()),
+            );
+        }
+        if !t.is_float() && !t.is_int() {
+            return err(
+                span,
+                format!("this function takes a number, not `{}`", t.name()),
+            );
+        }
+        if f == Math::Abs && t.is_int() && !t.is_signed() {
+            return err(span, format!("`abs` of an unsigned `{}`", t.name()));
+        }
+        let mut args = vec![first];
+        for a in rest {
+            let want = if f == Math::Powi { Ty::I32 } else { t };
+            let v = self.expr(a, Some(want))?;
+            if v.ty != want {
+                return mismatch(a.span(), want, v.ty);
+            }
+            args.push(v);
+        }
+        Ok(Expr {
+            kind: ExprKind::Math(f, args),
+            ty: t,
+        })
+    }
+}
+
+fn builtin(name: &str) -> Option<Builtin> {
+    Some(match name {
+        "global_id" => Builtin::Global,
+        "local_id" => Builtin::Local,
+        "workgroup_id" => Builtin::Group,
+        "workgroup_size" => Builtin::Size,
+        "num_workgroups" => Builtin::Groups,
+        _ => return None,
+    })
+}
+
+fn strip(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip(&p.expr),
+        syn::Expr::Group(g) => strip(&g.expr),
+        e => e,
+    }
+}
+
+fn path_name(p: &syn::Path) -> Option<String> {
+    p.get_ident().map(|i| i.to_string())
+}
+
+fn lit(l: &syn::Lit, want: Option<Ty>) -> Result<Expr> {
+    match l {
+        syn::Lit::Bool(b) => Ok(Expr {
+            kind: ExprKind::Lit(Lit::Bool(b.value)),
+            ty: Ty::Bool,
+        }),
+        syn::Lit::Int(i) => {
+            let ty = match i.suffix() {
+                "" => match want {
+                    Some(t) if t.is_int() => t,
+                    Some(t) if t.is_float() => {
+                        return err(
+                            i.span(),
+                            format!(
+                                "expected `{}`, found an integer literal: write `{}.0`",
+                                t.name(),
+                                i.base10_digits()
+                            ),
+                        );
+                    }
+                    _ => Ty::I32,
+                },
+                s => match Ty::from_name(s) {
+                    Some(t) if t.is_int() => t,
+                    Some(t @ (Ty::F32 | Ty::F64)) => {
+                        return float_lit(i.base10_digits(), t, i.span());
+                    }
+                    _ => {
+                        return err(
+                            i.span(),
+                            format!("`{s}` literals are not in the kernel language"),
+                        );
+                    }
+                },
+            };
+            let v: u128 = i.base10_parse()?;
+            // Signed: up to MIN's magnitude, which only a negation makes valid.
+            let max: u128 = if ty.is_signed() {
+                1u128 << (ty.bits() - 1)
+            } else {
+                (1u128 << ty.bits()) - 1
+            };
+            if v > max {
+                return err(
+                    i.span(),
+                    format!("literal out of range for `{}`", ty.name()),
+                );
+            }
+            Ok(Expr {
+                kind: ExprKind::Lit(Lit::Int(v as u64)),
+                ty,
+            })
+        }
+        syn::Lit::Float(f) => {
+            let ty = match f.suffix() {
+                "" => match want {
+                    Some(t) if t.is_float() => t,
+                    Some(t) if t.is_int() => {
+                        return err(
+                            f.span(),
+                            format!("expected `{}`, found a float literal", t.name()),
+                        );
+                    }
+                    _ => Ty::F64,
+                },
+                "f32" => Ty::F32,
+                "f64" => Ty::F64,
+                s => {
+                    return err(
+                        f.span(),
+                        format!("`{s}` literals are not in the kernel language"),
+                    );
+                }
+            };
+            float_lit(f.base10_digits(), ty, f.span())
+        }
+        other => err(
+            other.span(),
+            "only number and bool literals are in the kernel language",
+        ),
+    }
+}
+
+/// A float literal rounded once, from its digits, to its type.
+fn float_lit(digits: &str, ty: Ty, span: Span) -> Result<Expr> {
+    let lit = if ty == Ty::F32 {
+        let v: f32 = digits
+            .parse()
+            .map_err(|_| syn::Error::new(span, "not a valid f32"))?;
+        if v.is_infinite() {
+            return err(span, "literal out of range for `f32`");
+        }
+        Lit::F32(v)
+    } else {
+        let v: f64 = digits
+            .parse()
+            .map_err(|_| syn::Error::new(span, "not a valid f64"))?;
+        if v.is_infinite() {
+            return err(span, "literal out of range for `f64`");
+        }
+        Lit::F64(v)
+    };
+    Ok(Expr {
+        kind: ExprKind::Lit(lit),
+        ty,
+    })
+}
+
+fn bin_op(op: &syn::BinOp) -> Option<BinOp> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::Add(_) => BinOp::Add,
+        B::Sub(_) => BinOp::Sub,
+        B::Mul(_) => BinOp::Mul,
+        B::Div(_) => BinOp::Div,
+        B::Rem(_) => BinOp::Rem,
+        B::BitAnd(_) => BinOp::BitAnd,
+        B::BitOr(_) => BinOp::BitOr,
+        B::BitXor(_) => BinOp::BitXor,
+        B::Shl(_) => BinOp::Shl,
+        B::Shr(_) => BinOp::Shr,
+        B::Eq(_) => BinOp::Eq,
+        B::Ne(_) => BinOp::Ne,
+        B::Lt(_) => BinOp::Lt,
+        B::Le(_) => BinOp::Le,
+        B::Gt(_) => BinOp::Gt,
+        B::Ge(_) => BinOp::Ge,
+        B::And(_) => BinOp::And,
+        B::Or(_) => BinOp::Or,
+        _ => return None,
+    })
+}
+
+fn compound(op: &syn::BinOp) -> Option<BinOp> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::AddAssign(_) => BinOp::Add,
+        B::SubAssign(_) => BinOp::Sub,
+        B::MulAssign(_) => BinOp::Mul,
+        B::DivAssign(_) => BinOp::Div,
+        B::RemAssign(_) => BinOp::Rem,
+        B::BitAndAssign(_) => BinOp::BitAnd,
+        B::BitOrAssign(_) => BinOp::BitOr,
+        B::BitXorAssign(_) => BinOp::BitXor,
+        B::ShlAssign(_) => BinOp::Shl,
+        B::ShrAssign(_) => BinOp::Shr,
+        _ => return None,
+    })
+}
+
+pub fn op_text(op: BinOp) -> &'static str {
+    use BinOp::*;
+    match op {
+        Add => "+",
+        Sub => "-",
+        Mul => "*",
+        Div => "/",
+        Rem => "%",
+        BitAnd => "&",
+        BitOr => "|",
+        BitXor => "^",
+        Shl => "<<",
+        Shr => ">>",
+        Eq => "==",
+        Ne => "!=",
+        Lt => "<",
+        Le => "<=",
+        Gt => ">",
+        Ge => ">=",
+        And => "&&",
+        Or => "||",
+    }
+}

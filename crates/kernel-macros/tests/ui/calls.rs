@@ -1,0 +1,78 @@
+use unigpu_kernel_macros::kernel;
+
+#[kernel]
+fn call_non_path(out: &mut [f32]) {
+    let v = (f)(1);
+}
+
+#[kernel]
+fn builtin_whole(out: &mut [f32]) {
+    let v = global_id();
+}
+
+#[kernel]
+fn fma_call(out: &mut [f32]) {
+    out[0] = fma(out[0], out[1], out[2]);
+}
+
+#[kernel]
+fn barrier_call(out: &mut [f32]) {
+    let b = barrier();
+}
+
+#[kernel]
+fn helper_call(out: &mut [f32]) {
+    out[0] = helper(out[1]);
+}
+
+#[kernel]
+fn rsqrt_arity(out: &mut [f32]) {
+    out[0] = rsqrt(out[1], out[2]);
+}
+
+#[kernel]
+fn turbofish(out: &mut [f32]) {
+    out[0] = out[1].sqrt::<f32>();
+}
+
+#[kernel]
+fn len_args(out: &mut [f32]) {
+    let n = out.len(1);
+}
+
+#[kernel]
+fn mul_add(out: &mut [f32]) {
+    out[0] = out[1].mul_add(out[2], out[3]);
+}
+
+#[kernel]
+fn unknown_method(out: &mut [f32]) {
+    out[0] = out[1].cbrt();
+}
+
+#[kernel]
+fn method_arity(out: &mut [f32]) {
+    out[0] = out[1].min(1.0, 2.0);
+}
+
+#[kernel]
+fn float_only(out: &mut [u32]) {
+    out[0] = out[1].sqrt();
+}
+
+#[kernel]
+fn number_only(out: &mut [u32]) {
+    let b = true.min(false);
+}
+
+#[kernel]
+fn abs_unsigned(out: &mut [u32]) {
+    out[0] = out[1].abs();
+}
+
+#[kernel]
+fn powi_float_exponent(out: &mut [f32]) {
+    out[0] = out[1].powi(2.0);
+}
+
+fn main() {}

@@ -1,0 +1,282 @@
+//! What the code `#[unigpu::kernel]` generates calls: building the
+//! [`Kernel`] from its three forms, and the CPU form's run-time support
+//! (bounds-checked array views, the workgroup loop, the arithmetic whose
+//! result the kernel language defines). Not meant to be called by hand;
+//! its items may change with the macro.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use rayon::prelude::*;
+
+use super::module::KernelInner;
+use super::names::register;
+use super::{CompileOptions, CpuArgs, Grid, Kernel, ParamKind};
+use crate::backend::{Backend, KernelCode, ShaderKernel};
+use crate::{Context, DType, Error, Result};
+
+/// What the macro knows about one kernel.
+#[derive(Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    /// Per parameter: `Some((dtype, writable))` for an array, `None` with
+    /// `scalar` for a value.
+    pub params: &'static [Param],
+    pub cuda: &'static str,
+    pub wgsl: &'static str,
+    pub cpu: fn(&CpuArgs) -> Result<()>,
+}
+
+/// One parameter as the macro declares it.
+#[derive(Debug, Clone, Copy)]
+pub enum Param {
+    Array { dtype: DType, writable: bool },
+    Scalar(DType),
+}
+
+/// The kernel for `ctx`'s backend: the CUDA form compiled by NVRTC (with
+/// `--fmad=false`: the language promises no contraction) on cuda and
+/// torch, the WGSL form on vulkan, and the CPU form everywhere.
+pub fn build(ctx: &Context, spec: &Spec) -> Result<Kernel> {
+    let params: Vec<ParamKind> = spec
+        .params
+        .iter()
+        .map(|p| match *p {
+            Param::Array { dtype, writable } => ParamKind::Pointer {
+                dtype: Some(dtype),
+                writable,
+            },
+            Param::Scalar(d) => ParamKind::Scalar(d),
+        })
+        .collect();
+    let mut code = vec![KernelCode::Cpu(Arc::new(spec.cpu))];
+    let mut id = None;
+    match ctx.backend() {
+        Backend::Cuda | Backend::Torch => {
+            let options = CompileOptions::default().option("--fmad=false");
+            let k = ctx.compile_with(spec.cuda, &options)?.kernel(spec.name)?;
+            id = Some(k.inner.id);
+            code.extend(
+                k.inner
+                    .code
+                    .iter()
+                    .filter(|c| matches!(c, KernelCode::Cuda(_)))
+                    .cloned(),
+            );
+        }
+        Backend::Vulkan => code.push(KernelCode::Shader(ShaderKernel::wgsl(
+            spec.name, spec.wgsl,
+        )?)),
+        Backend::Cpu => {}
+    }
+    Ok(Kernel {
+        inner: Arc::new(KernelInner {
+            id: id.unwrap_or_else(|| register(spec.name)),
+            name: spec.name.to_string(),
+            params: Some(params),
+            code,
+            hidden_lengths: true,
+        }),
+    })
+}
+
+/// The error a generated launcher gives for a block that is not the
+/// kernel's declared workgroup size.
+pub fn check_block(name: &str, grid: &Grid, size: (u32, u32, u32)) -> Result<()> {
+    if grid.block == size {
+        return Ok(());
+    }
+    Err(Error::KernelArgs {
+        kernel: name.to_string(),
+        message: format!(
+            "launched with blocks of {:?}, but the kernel's workgroup_size is {:?} (#[unigpu::kernel(workgroup_size = ...)])",
+            grid.block, size
+        ),
+    })
+}
+
+fn too_long(len: usize) -> Error {
+    Error::KernelArgs {
+        kernel: "(CPU implementation)".into(),
+        message: format!("an array of {len} elements; kernels index arrays with 32-bit indices"),
+    }
+}
+
+/// An array the kernel only reads; out of bounds reads give zero.
+#[derive(Debug, Clone, Copy)]
+pub struct Ro<'a, T>(&'a [T]);
+
+impl<'a, T: Copy + Default> Ro<'a, T> {
+    pub fn new(s: &'a [T]) -> Result<Self> {
+        u32::try_from(s.len()).map_err(|_| too_long(s.len()))?;
+        Ok(Ro(s))
+    }
+    pub fn len(&self) -> u32 {
+        self.0.len() as u32
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn get(&self, i: u32) -> T {
+        self.0.get(i as usize).copied().unwrap_or_default()
+    }
+}
+
+/// An element type a kernel may write: stored as relaxed atomic cells of
+/// its width, so parallel workgroups never share a `&mut`.
+pub trait Word: Copy + Default + Send + Sync + bytemuck::Pod {
+    type Cell: Send + Sync;
+    fn cells(s: &mut [Self]) -> Option<&[Self::Cell]>;
+    fn load(c: &Self::Cell) -> Self;
+    fn store(c: &Self::Cell, v: Self);
+}
+
+macro_rules! word {
+    ($cell:ty, $view:ident, $($t:ty),*) => {$(
+        impl Word for $t {
+            type Cell = $cell;
+            fn cells(s: &mut [Self]) -> Option<&[$cell]> {
+                unigpu_cuda_safe::cells::$view(s)
+            }
+            fn load(c: &$cell) -> Self {
+                bytemuck::cast(c.load(Relaxed))
+            }
+            fn store(c: &$cell, v: Self) {
+                c.store(bytemuck::cast(v), Relaxed)
+            }
+        }
+    )*};
+}
+word!(AtomicU32, as_atomic_u32, f32, i32, u32);
+word!(AtomicU64, as_atomic_u64, f64, i64, u64);
+
+/// An array the kernel writes (and may read); out of bounds reads give
+/// zero and out of bounds writes do nothing.
+#[derive(Debug)]
+pub struct Rw<'a, T: Word>(&'a [T::Cell]);
+
+impl<'a, T: Word> Rw<'a, T> {
+    pub fn new(s: &'a mut [T]) -> Result<Self> {
+        let len = s.len();
+        u32::try_from(len).map_err(|_| too_long(len))?;
+        T::cells(s).map(Rw).ok_or_else(|| Error::KernelArgs {
+            kernel: "(CPU implementation)".into(),
+            message: "an array not aligned for its element type's atomic cells".into(),
+        })
+    }
+    pub fn len(&self) -> u32 {
+        self.0.len() as u32
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn get(&self, i: u32) -> T {
+        self.0.get(i as usize).map(T::load).unwrap_or_default()
+    }
+    pub fn set(&self, i: u32, v: T) {
+        if let Some(c) = self.0.get(i as usize) {
+            T::store(c, v)
+        }
+    }
+}
+
+/// One invocation's indices, as the GPU backends number them.
+#[derive(Debug, Clone, Copy)]
+pub struct Ids {
+    pub global: [u32; 3],
+    pub local: [u32; 3],
+    pub group: [u32; 3],
+    pub size: [u32; 3],
+    pub groups: [u32; 3],
+}
+
+/// Runs `body` once per invocation of `grid`: each workgroup is one task
+/// on rayon's pool and its invocations run as a loop, x fastest (no
+/// thread per invocation, so any workgroup size runs on any core count).
+pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync) {
+    let g = [grid.grid.0, grid.grid.1, grid.grid.2];
+    let b = [grid.block.0, grid.block.1, grid.block.2];
+    let groups = g.iter().map(|&d| d as u64).product::<u64>();
+    let per_group = b.iter().map(|&d| d as u64).product::<u64>().max(1);
+    // Small workgroups are batched so a task is worth waking a core for.
+    let min_len = (4096 / per_group).max(1) as usize;
+    (0..groups as usize)
+        .into_par_iter()
+        .with_min_len(min_len)
+        .for_each(|w| {
+            let w = w as u64;
+            let group = [
+                (w % g[0] as u64) as u32,
+                (w / g[0] as u64 % g[1] as u64) as u32,
+                (w / (g[0] as u64 * g[1] as u64)) as u32,
+            ];
+            for z in 0..b[2] {
+                for y in 0..b[1] {
+                    for x in 0..b[0] {
+                        let local = [x, y, z];
+                        let global =
+                            [0, 1, 2].map(|d| group[d].wrapping_mul(b[d]).wrapping_add(local[d]));
+                        body(&Ids {
+                            global,
+                            local,
+                            group,
+                            size: b,
+                            groups: g,
+                        });
+                    }
+                }
+            }
+        });
+}
+
+/// Integer division as the language defines it: `x / 0` is `x`, and the
+/// one signed overflow (`MIN / -1`) wraps to `MIN` (WGSL's rule, which the
+/// CUDA and WGSL forms follow too).
+pub trait IntDiv: Sized {
+    fn div(self, rhs: Self) -> Self;
+    /// `x % 0` is 0; `MIN % -1` is 0.
+    fn rem(self, rhs: Self) -> Self;
+}
+
+macro_rules! int_div {
+    ($($t:ty),*) => {$(
+        impl IntDiv for $t {
+            fn div(self, rhs: Self) -> Self {
+                if rhs == 0 { self } else { self.wrapping_div(rhs) }
+            }
+            fn rem(self, rhs: Self) -> Self {
+                if rhs == 0 { 0 } else { self.wrapping_rem(rhs) }
+            }
+        }
+    )*};
+}
+int_div!(i32, u32, i64, u64);
+
+/// `x.powi(n)` as every form computes it: square-and-multiply over `|n|`
+/// from the low bit, then one reciprocal for a negative `n` (Rust's own
+/// `powi` leaves the order of its products unspecified).
+pub fn powi_f32(x: f32, n: i32) -> f32 {
+    let (mut r, mut b, mut m) = (1.0f32, x, n.unsigned_abs());
+    while m > 0 {
+        if m & 1 == 1 {
+            r *= b;
+        }
+        b *= b;
+        m >>= 1;
+    }
+    if n < 0 { 1.0 / r } else { r }
+}
+
+/// As [`powi_f32`], in f64.
+pub fn powi_f64(x: f64, n: i32) -> f64 {
+    let (mut r, mut b, mut m) = (1.0f64, x, n.unsigned_abs());
+    while m > 0 {
+        if m & 1 == 1 {
+            r *= b;
+        }
+        b *= b;
+        m >>= 1;
+    }
+    if n < 0 { 1.0 / r } else { r }
+}

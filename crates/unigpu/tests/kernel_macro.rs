@@ -1,0 +1,532 @@
+//! `#[unigpu::kernel]`: one Rust function run on every backend, each
+//! element checked against a host reference written without the macro.
+// The references spell clamp as max-then-min on purpose: that is the
+// language's clamp (a NaN gives the bound, never a panic).
+#![allow(clippy::manual_clamp)]
+
+mod common;
+
+use common::{random_len, random_vec};
+use unigpu::Grid;
+
+#[unigpu::kernel]
+fn vector_add(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i] + b[i];
+    }
+}
+
+on_every_backend!(vector_add_matches_the_host, |ctx| {
+    let k = vector_add::kernel(ctx).unwrap();
+    let n = random_len(1 << 16);
+    let (ha, hb) = (random_vec::<f32>(n), random_vec::<f32>(n));
+    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let mut out = ctx.upload(&vec![f32::NAN; n]).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&a, &b, &mut out))
+        .unwrap();
+    let got = out.download().unwrap();
+    for i in 0..n {
+        assert_eq!(
+            got[i].to_bits(),
+            (ha[i] + hb[i]).to_bits(),
+            "element {i} of {n}"
+        );
+    }
+    // The untyped launch takes the same kernel (it derefs to unigpu::Kernel).
+    let mut again = ctx.zeros::<f32>(n).unwrap();
+    ctx.launch(&k, Grid::for_elems(n), (&a, &b, &mut again))
+        .unwrap();
+    assert_eq!(again.download().unwrap(), got);
+});
+
+/// Integer semantics the language defines: wrapping + - * and negation,
+/// `x / 0 == x`, `x % 0 == 0`, `MIN / -1 == MIN`, shift amounts taken
+/// modulo the width, saturating float-to-int casts with NaN to 0.
+#[unigpu::kernel]
+fn int_ops(a: &[i32], b: &[i32], f: &[f32], out: &mut [i32], uout: &mut [u32]) {
+    let i = global_id().x;
+    if i >= a.len() {
+        return;
+    }
+    let x = a[i];
+    let y = b[i];
+    let k = i * 8;
+    out[k] = x + y;
+    out[k + 1] = x * y - x;
+    out[k + 2] = x / y;
+    out[k + 3] = x % y;
+    out[k + 4] = (x << y) ^ (x >> (y as u32));
+    out[k + 5] = f[i] as i32;
+    out[k + 6] = -x & !y;
+    out[k + 7] = (x as u32 / (y as u32)) as i32 + x.abs().min(y).max(-7).clamp(-100, 100);
+    uout[2 * i] = (f[i] as u32) | ((x < y) as u32) << 31u32;
+    let v = f[i];
+    uout[2 * i + 1] = (v != v) as u32
+        + 2 * (v < 1.0) as u32
+        + 4 * (v.max(0.5) == 0.5) as u32
+        + 8 * (v.min(-0.5) == -0.5) as u32
+        + 16 * (v.clamp(-1.0, 1.0) >= 1.0) as u32;
+}
+
+fn div(x: i32, y: i32) -> i32 {
+    if y == 0 { x } else { x.wrapping_div(y) }
+}
+
+fn rem(x: i32, y: i32) -> i32 {
+    if y == 0 { 0 } else { x.wrapping_rem(y) }
+}
+
+on_every_backend!(integer_semantics_match_the_host, |ctx| {
+    let k = int_ops::kernel(ctx).unwrap();
+    let n = random_len(5000).max(16);
+    let mut ha = random_vec::<i32>(n);
+    let mut hb: Vec<i32> = random_vec::<i32>(n);
+    // The edge cases, every run.
+    let edges = [
+        (i32::MIN, -1),
+        (7, 0),
+        (i32::MIN, 0),
+        (-5, 33),
+        (3, -1),
+        (i32::MAX, 1),
+        (0, 0),
+        (-9, 4),
+    ];
+    for (j, (x, y)) in edges.iter().enumerate() {
+        ha[j] = *x;
+        hb[j] = *y;
+    }
+    for v in hb.iter_mut().skip(edges.len()).step_by(3) {
+        *v %= 70;
+    }
+    let mut hf: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v * 1e7).collect();
+    hf[0] = f32::NAN;
+    hf[1] = 3e9;
+    hf[2] = -3e9;
+    hf[3] = f32::INFINITY;
+    hf[4] = -0.75;
+    let (a, b, f) = (
+        ctx.upload(&ha).unwrap(),
+        ctx.upload(&hb).unwrap(),
+        ctx.upload(&hf).unwrap(),
+    );
+    let mut out = ctx.zeros::<i32>(8 * n).unwrap();
+    let mut uout = ctx.zeros::<u32>(2 * n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&a, &b, &f, &mut out, &mut uout))
+        .unwrap();
+    let (got, ugot) = (out.download().unwrap(), uout.download().unwrap());
+    for i in 0..n {
+        let (x, y) = (ha[i], hb[i]);
+        let clamp = x.wrapping_abs().min(y).max(-7).max(-100).min(100);
+        let want = [
+            x.wrapping_add(y),
+            x.wrapping_mul(y).wrapping_sub(x),
+            div(x, y),
+            rem(x, y),
+            x.wrapping_shl(y as u32) ^ x.wrapping_shr(y as u32),
+            hf[i] as i32,
+            x.wrapping_neg() & !y,
+            (if y == 0 {
+                x as u32
+            } else {
+                x as u32 / y as u32
+            } as i32)
+                .wrapping_add(clamp),
+        ];
+        assert_eq!(
+            &got[8 * i..8 * i + 8],
+            &want,
+            "element {i}: x {x}, y {y}, f {}",
+            hf[i]
+        );
+        assert_eq!(
+            ugot[2 * i],
+            (hf[i] as u32) | (((x < y) as u32) << 31),
+            "element {i}"
+        );
+        let v = hf[i];
+        let flags = (v != v) as u32
+            + 2 * (v < 1.0) as u32
+            + 4 * (v.max(0.5) == 0.5) as u32
+            + 8 * (v.min(-0.5) == -0.5) as u32
+            + 16 * (v.max(-1.0).min(1.0) >= 1.0) as u32;
+        assert_eq!(ugot[2 * i + 1], flags, "element {i}: f {v}");
+    }
+});
+
+/// Control flow: for, while, loop, break, continue, early return, float
+/// math and a 2-D grid with every thread index.
+#[unigpu::kernel(workgroup_size = (8, 4))]
+fn control(x: &[f32], w: u32, out: &mut [f32], ids: &mut [u32]) {
+    let col = global_id().x;
+    let row = global_id().y;
+    if col >= w as usize {
+        return;
+    }
+    let h = (x.len() as u32 / w) as usize;
+    if row >= h {
+        return;
+    }
+    let at = row * w as usize + col;
+    let mut acc: f32 = 0.0;
+    for j in 0..(col + 1) {
+        if j % 2 == 1 {
+            continue;
+        }
+        acc += x[row * w as usize + j] * 0.5;
+    }
+    let mut n = 0u32;
+    while n < 3 {
+        n += 1;
+        acc = acc - 1.0;
+    }
+    let mut steps: i32 = 0;
+    loop {
+        steps += 1;
+        if steps > row as i32 {
+            break;
+        }
+    }
+    out[at] = (acc * acc).sqrt() + steps as f32 + x[at].abs().max(2.0).floor();
+    let k = at * 6;
+    ids[k] = local_id().x as u32 + 100 * local_id().y as u32;
+    ids[k + 1] = workgroup_id().x as u32 + 100 * workgroup_id().y as u32;
+    ids[k + 2] = workgroup_size().x as u32 + 100 * workgroup_size().y as u32;
+    ids[k + 3] = num_workgroups().x as u32 + 100 * num_workgroups().y as u32;
+    ids[k + 4] = global_id().z as u32 + local_id().z as u32 + workgroup_id().z as u32;
+    ids[k + 5] = (workgroup_size().z + num_workgroups().z) as u32;
+}
+
+on_every_backend!(control_flow_and_2d_indices_match_the_host, |ctx| {
+    let k = control::kernel(ctx).unwrap();
+    let w = random_len(70) as u32;
+    let h = random_len(50) as u32;
+    let hx = random_vec::<f32>((w * h) as usize);
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<f32>(hx.len()).unwrap();
+    let mut ids = ctx.zeros::<u32>(6 * hx.len()).unwrap();
+    let grid = Grid::new((w.div_ceil(8), h.div_ceil(4), 1), (8, 4, 1));
+    k.launch(ctx, grid, (&x, w, &mut out, &mut ids)).unwrap();
+    let (got, gids) = (out.download().unwrap(), ids.download().unwrap());
+    for row in 0..h as usize {
+        for col in 0..w as usize {
+            let at = row * w as usize + col;
+            let mut acc = 0.0f32;
+            for j in (0..=col).step_by(2) {
+                acc += hx[row * w as usize + j] * 0.5;
+            }
+            for _ in 0..3 {
+                acc -= 1.0;
+            }
+            let steps = row as f32 + 1.0;
+            let want = (acc * acc).sqrt() + steps + hx[at].abs().max(2.0).floor();
+            assert_eq!(
+                got[at].to_bits(),
+                want.to_bits(),
+                "({row}, {col}): {} vs {want}",
+                got[at]
+            );
+            let (c, r) = (col as u32, row as u32);
+            let want_ids = [
+                c % 8 + 100 * (r % 4),
+                c / 8 + 100 * (r / 4),
+                8 + 100 * 4,
+                w.div_ceil(8) + 100 * h.div_ceil(4),
+                0,
+                2,
+            ];
+            assert_eq!(&gids[6 * at..6 * at + 6], &want_ids, "({row}, {col})");
+        }
+    }
+});
+
+/// Out of bounds: a read gives zero, a write does nothing, on every
+/// backend.
+#[unigpu::kernel(workgroup_size = 64)]
+fn out_of_bounds(a: &[u32], shift: u32, out: &mut [u32]) {
+    let i = global_id().x;
+    out[i + shift as usize] = a[i + shift as usize] + 1;
+}
+
+on_every_backend!(out_of_bounds_reads_zero_and_drops_writes, |ctx| {
+    let k = out_of_bounds::kernel(ctx).unwrap();
+    let n = random_len(3000);
+    let ha = random_vec::<u32>(n);
+    let shift = (n / 2) as u32;
+    let a = ctx.upload(&ha).unwrap();
+    let mut out = ctx.upload(&vec![7u32; n]).unwrap();
+    // More invocations than elements: half of them reach past the end.
+    let grid = Grid::for_elems_with_block(n + 200, 64);
+    k.launch(ctx, grid, (&a, shift, &mut out)).unwrap();
+    let got = out.download().unwrap();
+    for (j, g) in got.iter().enumerate() {
+        let want = if j >= shift as usize {
+            ha[j].wrapping_add(1)
+        } else {
+            7
+        };
+        assert_eq!(*g, want, "element {j} of {n}");
+    }
+});
+
+/// `launch_on` a stream of its own; an early `return` inside nested loops
+/// ends only its invocation.
+#[unigpu::kernel(workgroup_size = 32)]
+fn first_match(hay: &[i32], needle: i32, out: &mut [i32]) {
+    let i = global_id().x;
+    if i >= out.len() {
+        return;
+    }
+    let width = 16usize;
+    for r in 0..width {
+        let mut c = 0usize;
+        while c < width {
+            if hay[(i * width + r * 3 + c) % hay.len()] == needle {
+                out[i] = (r * 100 + c) as i32;
+                return;
+            }
+            c += 1;
+        }
+    }
+    out[i] = -1;
+}
+
+on_every_backend!(early_return_from_nested_loops_on_a_stream, |ctx| {
+    let k = first_match::kernel(ctx).unwrap();
+    let n = random_len(2000);
+    let hay: Vec<i32> = random_vec::<u32>(n * 16)
+        .iter()
+        .map(|v| (v % 40) as i32)
+        .collect();
+    let needle = 7;
+    let stream = ctx.create_stream().unwrap();
+    let h = ctx.upload(&hay).unwrap();
+    let mut out = ctx.zeros::<i32>(n).unwrap();
+    k.launch_on(
+        &stream,
+        Grid::for_elems_with_block(n, 32),
+        (&h, needle, &mut out),
+    )
+    .unwrap();
+    stream.sync().unwrap();
+    let got = out.download().unwrap();
+    for (i, g) in got.iter().enumerate() {
+        let want = (0..16)
+            .flat_map(|r| (0..16).map(move |c| (r, c)))
+            .find(|(r, c)| hay[(i * 16 + r * 3 + c) % hay.len()] == needle)
+            .map_or(-1, |(r, c)| (r * 100 + c) as i32);
+        assert_eq!(*g, want, "element {i}");
+    }
+});
+
+on_every_backend!(a_block_other_than_the_workgroup_size_is_refused, |ctx| {
+    let k = vector_add::kernel(ctx).unwrap();
+    let a = ctx.zeros::<f32>(10).unwrap();
+    let mut out = ctx.zeros::<f32>(10).unwrap();
+    let e = k
+        .launch(ctx, Grid::for_elems_with_block(10, 32), (&a, &a, &mut out))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("workgroup_size is (256, 1, 1)"), "{e}");
+});
+
+/// Every emitted WGSL passes naga's validator (the vulkan backend's own
+/// check, run here without an adapter), asking for 64-bit types only
+/// where a kernel uses them.
+#[cfg(feature = "vulkan")]
+#[test]
+fn every_emitted_wgsl_validates() {
+    for (name, src) in [
+        (vector_add::NAME, vector_add::WGSL),
+        (int_ops::NAME, int_ops::WGSL),
+        (control::NAME, control::WGSL),
+        (out_of_bounds::NAME, out_of_bounds::WGSL),
+        (wide::NAME, wide::WGSL),
+        (math::NAME, math::WGSL),
+        (first_match::NAME, first_match::WGSL),
+    ] {
+        let module = naga::front::wgsl::parse_str(src)
+            .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
+        let caps = if name == wide::NAME {
+            naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64
+        } else {
+            naga::valid::Capabilities::empty()
+        };
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
+    }
+}
+
+/// The CUDA form asks for each array's length after the declared
+/// parameters and never leans on C++'s undefined cases (the cuda variants
+/// above compile and run it).
+#[test]
+fn the_cuda_form_declares_hidden_lengths() {
+    assert!(
+        vector_add::CUDA.contains(
+            "extern \"C\" __global__ void vector_add(const float* p_a, const float* p_b, float* p_out, unsigned int n_a, unsigned int n_b, unsigned int n_out)"
+        ),
+        "{}",
+        vector_add::CUDA
+    );
+}
+
+/// The 64-bit types: f64 arithmetic rounds like the host's (one rounding
+/// per operation, no contraction of `a * s + b`), i64/u64 wrap, and the
+/// defined division and shifts hold at 64 bits.
+#[unigpu::kernel(workgroup_size = 128)]
+fn wide(
+    a: &[f64],
+    b: &[i64],
+    c: &[u64],
+    s: f64,
+    out_f: &mut [f64],
+    out_i: &mut [i64],
+    out_u: &mut [u64],
+) {
+    let i = global_id().x;
+    if i >= a.len() {
+        return;
+    }
+    out_f[2 * i] = a[i] * s + a[(i + 1) % a.len()];
+    out_f[2 * i + 1] = (a[i] / (s - 1.0)).sqrt() + (b[i] as f64) + (c[i] >> 40u32) as f64;
+    out_i[2 * i] = b[i] * b[i] + b[i] / (b[i] % 5) - (b[i] << 63i32);
+    out_i[2 * i + 1] = a[i] as i64 + (c[i] as i64).min(3).max(-2);
+    out_u[i] = c[i] * 3 + c[i] / (c[i] & 1) + (c[i] >> (i as u32 + 60u32)) + (i as u64);
+}
+
+on_every_backend!(sixty_four_bit_types_match_the_host, |ctx| {
+    let k = wide::kernel(ctx).unwrap();
+    let n = random_len(4000).max(2);
+    let ha: Vec<f64> = random_vec::<f64>(n).iter().map(|v| v.abs() + 0.5).collect();
+    let hb = random_vec::<i64>(n);
+    let hc = random_vec::<u64>(n);
+    let s = 1.0 + random_vec::<f64>(1)[0].abs() / 1e3;
+    let (a, b, c) = (
+        ctx.upload(&ha).unwrap(),
+        ctx.upload(&hb).unwrap(),
+        ctx.upload(&hc).unwrap(),
+    );
+    let mut of = ctx.zeros::<f64>(2 * n).unwrap();
+    let mut oi = ctx.zeros::<i64>(2 * n).unwrap();
+    let mut ou = ctx.zeros::<u64>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 128),
+        (&a, &b, &c, s, &mut of, &mut oi, &mut ou),
+    )
+    .unwrap();
+    let (gf, gi, gu) = (
+        of.download().unwrap(),
+        oi.download().unwrap(),
+        ou.download().unwrap(),
+    );
+    for i in 0..n {
+        let (x, y, z) = (ha[i], hb[i], hc[i]);
+        let f0 = x * s + ha[(i + 1) % n];
+        let f1 = (x / (s - 1.0)).sqrt() + y as f64 + (z >> 40) as f64;
+        assert_eq!(
+            gf[2 * i].to_bits(),
+            f0.to_bits(),
+            "f64 {i}: {} vs {f0}",
+            gf[2 * i]
+        );
+        let close = (gf[2 * i + 1] - f1).abs() <= f1.abs() * 1e-15;
+        assert!(close, "f64 {i}: {} vs {f1}", gf[2 * i + 1]);
+        let r = if y % 5 == 0 { 0 } else { y % 5 };
+        let q = if r == 0 { y } else { y.wrapping_div(r) };
+        let i0 = y
+            .wrapping_mul(y)
+            .wrapping_add(q)
+            .wrapping_sub(y.wrapping_shl(63));
+        let i1 = (x as i64).wrapping_add((z as i64).min(3).max(-2));
+        assert_eq!((gi[2 * i], gi[2 * i + 1]), (i0, i1), "i64 {i}");
+        let d = z.checked_div(z & 1).unwrap_or(z);
+        let u = z
+            .wrapping_mul(3)
+            .wrapping_add(d)
+            .wrapping_add(z.wrapping_shr(i as u32 + 60))
+            .wrapping_add(i as u64);
+        assert_eq!(gu[i], u, "u64 {i}");
+    }
+});
+
+/// The math functions: exact against the host's on the CPU backend (the
+/// same Rust functions), within a loose bound elsewhere (the per-backend
+/// ulp bounds are not measured yet: docs/kernels.md).
+#[unigpu::kernel]
+fn math(x: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i >= x.len() {
+        return;
+    }
+    let v = x[i];
+    let k = i * 14;
+    out[k] = v.abs().sqrt();
+    out[k + 1] = rsqrt(v.abs() + 1.0);
+    out[k + 2] = v.exp();
+    out[k + 3] = v.exp2();
+    out[k + 4] = (v.abs() + 0.1).ln();
+    out[k + 5] = (v.abs() + 0.1).log2();
+    out[k + 6] = v.sin();
+    out[k + 7] = v.cos();
+    out[k + 8] = (v * 0.4).tan();
+    out[k + 9] = v.tanh();
+    out[k + 10] = (v * 10.0).floor() + (v * 10.0).ceil();
+    out[k + 11] = v.powi(3) + v.powi(-2);
+    out[k + 12] = v.min(0.25).max(-0.25);
+    out[k + 13] = v.clamp(-0.5, 0.5);
+}
+
+on_every_backend!(math_functions_match_the_host, |ctx| {
+    let k = math::kernel(ctx).unwrap();
+    let n = random_len(3000);
+    // Arguments in [-3, 3]: where WGSL's sin and cos bounds are absolute.
+    let hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v / 333.0).collect();
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<f32>(14 * n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&x, &mut out)).unwrap();
+    let got = out.download().unwrap();
+    let exact = ctx.backend() == unigpu::Backend::Cpu;
+    for (i, &v) in hx.iter().enumerate() {
+        let powi = |n: i32| {
+            let (mut r, mut b, mut m) = (1.0f32, v, n.unsigned_abs());
+            while m > 0 {
+                if m & 1 == 1 {
+                    r *= b;
+                }
+                b *= b;
+                m >>= 1;
+            }
+            if n < 0 { 1.0 / r } else { r }
+        };
+        let want = [
+            v.abs().sqrt(),
+            1.0 / (v.abs() + 1.0).sqrt(),
+            v.exp(),
+            v.exp2(),
+            (v.abs() + 0.1).ln(),
+            (v.abs() + 0.1).log2(),
+            v.sin(),
+            v.cos(),
+            (v * 0.4).tan(),
+            v.tanh(),
+            (v * 10.0).floor() + (v * 10.0).ceil(),
+            powi(3) + powi(-2),
+            v.min(0.25).max(-0.25),
+            v.max(-0.5).min(0.5),
+        ];
+        for (j, w) in want.iter().enumerate() {
+            let g = got[14 * i + j];
+            // floor/ceil, min/max/clamp are exact everywhere.
+            let ok = if exact || matches!(j, 10 | 12 | 13) {
+                g.to_bits() == w.to_bits()
+            } else {
+                (g - w).abs() <= 1e-4 * w.abs().max(1.0)
+            };
+            assert!(ok, "function {j} of x[{i}] = {v}: {g} vs {w}");
+        }
+    }
+});
