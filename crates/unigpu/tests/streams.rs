@@ -224,28 +224,25 @@ on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
 });
 
 on_every_backend!(elapsed_time_covers_the_work_between_events, |ctx| {
-    let _parked = common::park_lock();
     let s = ctx.create_stream().unwrap();
     // The host's clock runs around the whole span: from before the start
     // event is enqueued to after the end event is done. The events lie
-    // inside it, so their distance cannot exceed it; the gate holds the
-    // stream between them for at least 30 ms of it.
+    // inside it, so their distance cannot exceed it; the host function
+    // between them holds the stream for at least 30 ms of it.
     let host = Instant::now();
     let start = s.record_timed().unwrap();
-    let gate = Gate::close(&s);
+    s.host_fn(|| std::thread::sleep(Duration::from_millis(30)))
+        .unwrap();
     let end = s.record_timed().unwrap();
-    std::thread::sleep(Duration::from_millis(30));
-    gate.open();
     end.sync().unwrap();
     let host_ms = host.elapsed().as_secs_f64() * 1e3;
-    gate.assert_opened_by_the_test();
     let ms = f64::from(start.elapsed_ms(&end).unwrap());
-    // The slack on each side is for clocks of different resolutions
-    // (the device's ticks against the host's); a time in the wrong unit
-    // (µs, s) is off by a factor of 1000.
+    // The slack on each side is for clocks of different resolutions (the
+    // device's ticks against the host's); a time in the wrong unit (µs,
+    // s) is off by a factor of 1000.
     assert!(
         ms >= 29.0 && ms <= host_ms + 2.0,
-        "elapsed {ms} ms for a 30 ms hold, {host_ms} ms on the host's clock around it"
+        "elapsed {ms} ms for a 30 ms sleep, {host_ms} ms on the host's clock around it"
     );
     // Re-recording an event moves it: `mark` first sits right after `end`,
     // then after another 20 ms of work.

@@ -362,8 +362,9 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
 ];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    // `--only TEXT` keeps the mutations whose name contains TEXT: for
-    // checking a new one without the whole run.
+    // `--only TEXT` keeps the mutations whose name contains TEXT (or one
+    // of TEXT's `|`-separated parts): for checking new ones without the
+    // whole run.
     let (args, only) = match args {
         [rest @ .., flag, text] if flag == "--only" => (rest, Some(text.as_str())),
         _ => (args, None),
@@ -379,9 +380,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
 }
 
-/// Whether `m` is kept by `--only`.
+/// Whether `m` is kept by `--only` (`a|b` keeps the names with either).
 fn chosen(m: &Mutation, only: Option<&str>) -> bool {
-    only.is_none_or(|text| m.name.contains(text))
+    only.is_none_or(|text| text.split('|').any(|t| m.name.contains(t)))
 }
 
 fn run_cpu(only: Option<&str>) -> anyhow::Result<()> {
