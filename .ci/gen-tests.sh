@@ -3,7 +3,8 @@
 # generator's tests (goldens, spec errors, the four regression tests, C/C++
 # header compilation), the fixture library from Rust and from a C program
 # (under valgrind), and the direct-CUDA tier built against the CUDA 13.0
-# headers and libcudart from pip wheels. Runs without a GPU (CI=true); on a
+# headers and libcudart from pip wheels. Runs without a GPU (CI=true), where
+# each of that tier's GPU tests must fail naming the missing GPU; on a
 # machine with a GPU it also runs the GPU tests.
 #
 # Installs what it needs: gcc, g++, valgrind, python3-venv (apt-get), rustfmt
@@ -89,6 +90,11 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   run_tests "cuda tier (GPU present)" cargo test -p unigpu-cuda-rt --features cuda -- --include-ignored
 else
   UNIGPU_EXPECT_NO_GPU=1 run_tests "cuda tier (no GPU: error path)" cargo test -p unigpu-cuda-rt --features cuda
+  # The tier's GPU tests are built only with `cuda`, so the workspace-wide
+  # check in .ci/run never sees them: each must fail here, naming the
+  # missing GPU. Same features and profile as the line above: no rebuild.
+  step "every GPU test of the cuda tier fails without a GPU"
+  bash .ci/gpu-tests-fail-without-gpu.sh -p unigpu-cuda-rt --features cuda
 fi
 
 step "GPU test binary (release, not run here)"

@@ -52,21 +52,31 @@ def test_stream_and_event_state_follow_the_work(cpu):
 
 
 def test_event_orders_two_streams(cpu):
+    # The consumer's arrays are its own: nothing but the event orders it
+    # after the producer (per-array tracking would order a consumer that
+    # touched the producer's array even with a `wait` that did nothing).
     k, gate = gate_kernel()
+    produced = threading.Event()
+
+    def observe(out):
+        out[:] = 1.0 if produced.is_set() else -1.0
+
+    observer = unigpu.Kernel.cpu_only("observe", observe, params=["f32*"])
     s1, s2 = cpu.stream(), cpu.stream()
     x = cpu.zeros(1000)
     s1.launch(k, 1, 1, [3.0, x])
+    s1.launch(unigpu.Kernel.cpu_only("mark", lambda out: produced.set(), params=["f32*"]), 1, 1, [x])
     ev = s1.record()
     s2.wait(ev)
     y = cpu.zeros(1000)
-    # on s2, after the event: must see x == 3 although s1 is still blocked
-    s2.ops.copy(x, y)
-    s2.ops.scale(2.0, y)
+    s2.launch(observer, 1, 1, [y])
     time.sleep(0.05)
-    assert not s2.is_idle()
+    assert not s2.is_idle(), "the consumer ran before the event it waits for"
     gate.set()
     s2.sync()
-    np.testing.assert_array_equal(y.numpy(), np.full(1000, 6.0))
+    np.testing.assert_array_equal(y.numpy(), np.full(1000, 1.0))
+    s1.sync()
+    np.testing.assert_array_equal(x.numpy(), np.full(1000, 3.0))
 
 
 def test_reads_wait_for_pending_python_writes(cpu):
@@ -92,17 +102,29 @@ def test_events_made_by_the_context(cpu):
 
 def test_streams_and_events_on_cuda(cuda, rng):
     s1, s2 = cuda.stream(), cuda.stream()
-    xv = rng.standard_normal(1 << 20).astype(np.float32)
-    x = cuda.array(xv)
+    # Tens of milliseconds of work on s1 (eight 4096^3 f32 matmuls), which
+    # s2 waits for through the event alone: s2 copies arrays of its own.
+    m = 4096
+    a, b = cuda.array(rng.standard_normal(m * m).astype(np.float32)), cuda.zeros(m * m)
+    c = cuda.zeros(m * m)
+    zv = rng.standard_normal(1 << 20).astype(np.float32)
+    z, w = cuda.array(zv), cuda.zeros(1 << 20)
+    s2.ops.copy(z, w)  # any first-launch loading before the timed part
+    cuda.sync()
     start = s1.record(timing=True)
-    for _ in range(10):
-        s1.ops.scale(2.0, x)
+    for _ in range(8):
+        s1.ops.matmul(a, b, m, m, m, out=c)
     done = s1.record(timing=True)
     s2.wait(done)
-    s2.ops.scale(1 / 1024, x)
-    s2.sync()
-    assert start.elapsed_ms(done) >= 0.0
-    np.testing.assert_array_equal(x.numpy(), xv)
+    s2.ops.copy(z, w)
+    after = s2.record(timing=True)
+    after.sync()
+    # s2's work is behind the event, so the event is done by now; a wait
+    # that did nothing lets `after` finish while the matmuls still run.
+    assert done.query() is True, "s2 ran ahead of the event it waits for"
+    assert done.elapsed_ms(after) >= 0.0
+    assert start.elapsed_ms(done) > 0.0
+    np.testing.assert_array_equal(w.numpy(), zv)
 
 
 def test_many_python_threads(cpu, rng):

@@ -788,14 +788,34 @@ static void test_streams(ug_context *ctx) {
   ug_array *y = NULL;
   OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &y));
 
+  /* On a GPU, tens of milliseconds of matmuls on s before `end`, so that
+     s2's work after `mid` would finish first if the wait did nothing. (On
+     the CPU backend test_event_orders_streams holds s back with a gate.) */
+  const size_t big = g_backend == UG_BACKEND_CPU ? 0 : 4096;
+  ug_array *ma = NULL, *mc = NULL;
+  if (big > 0) {
+    OK(ug_array_zeros(ctx, UG_DTYPE_F32, big * big, &ma));
+    OK(ug_array_zeros(ctx, UG_DTYPE_F32, big * big, &mc));
+    OK(ug_op_matmul(s, ma, ma, mc, big, big, big)); /* any first-use loading */
+    OK(ug_stream_sync(s));
+  }
+  /* s2's arrays are its own: only the event orders it after s. */
+  float *host2 = (float *)random_buf(UG_DTYPE_F32, n, -1, 1);
+  ug_array *z = upload(ctx, UG_DTYPE_F32, host2, n);
+  ug_array *w = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &w));
+  OK(ug_op_copy(s2, z, w));
+  OK(ug_stream_sync(s2));
+
   ug_event *start = NULL, *end = NULL, *mid = NULL;
   OK(ug_stream_record_timed(s, &start));
   OK(ug_op_copy(s, x, y));
   OK(ug_op_scale(s, ug_scalar_f32(2.0f), y));
+  for (int i = 0; big > 0 && i < 8; i++) OK(ug_op_matmul(s, ma, ma, mc, big, big, big));
   OK(ug_stream_record_timed(s, &end));
-  /* s2 waits for s's work, then scales again on its own queue. */
+  /* s2 waits for s's work, then scales its own array on its own queue. */
   OK(ug_stream_wait(s2, end));
-  OK(ug_op_scale(s2, ug_scalar_f32(0.5f), y));
+  OK(ug_op_scale(s2, ug_scalar_f32(0.5f), w));
   OK(ug_context_create_event(ctx, &mid));
   bool done = false;
   OK(ug_event_query(mid, &done));
@@ -804,6 +824,19 @@ static void test_streams(ug_context *ctx) {
   OK(ug_event_sync(mid));
   OK(ug_event_query(mid, &done));
   CHECK(done);
+  /* s2's work came after `end`, so `end` is done by now. */
+  OK(ug_event_query(end, &done));
+  CHECK(done);
+  float *back2 = (float *)download(w, UG_DTYPE_F32, n);
+  int same2 = 1;
+  for (size_t i = 0; i < n; i++) same2 &= back2[i] == host2[i] * 0.5f;
+  CHECK(same2);
+  free(back2);
+  free(host2);
+  ug_array_free(z);
+  ug_array_free(w);
+  ug_array_free(ma);
+  ug_array_free(mc);
   OK(ug_stream_sync(s2));
   bool idle = false;
   OK(ug_stream_query(s2, &idle));
@@ -828,7 +861,7 @@ static void test_streams(ug_context *ctx) {
   ug_event_free(timing);
   float *back = (float *)download(y, UG_DTYPE_F32, n);
   int same = 1;
-  for (size_t i = 0; i < n; i++) same &= back[i] == (host[i] * 2.0f) * 0.5f;
+  for (size_t i = 0; i < n; i++) same &= back[i] == host[i] * 2.0f;
   CHECK(same);
   free(back);
   OK(ug_stream_sync(s));
@@ -890,6 +923,137 @@ static void test_streams(ug_context *ctx) {
   ug_stream_free(dflt);
   ug_stream_free(NULL);
   free(host);
+}
+
+/* A cross-stream event on a CPU context (whatever the backend under test):
+   a C kernel holds the producer stream until the test opens its gate. The
+   consumer's array is its own, so nothing but the event orders it after the
+   producer: per-array tracking would order a consumer that touched the
+   producer's array even if ug_stream_wait did nothing. A mutex and a
+   condition variable rather than atomics: this file is also C++17. */
+typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  int open;      /* set by the test */
+  int produced;  /* set by the producer's kernel once through the gate */
+  int timed_out; /* the gate gave up waiting for the test */
+} event_gate;
+
+static int32_t gated_producer(const ug_cpu_arg *args, size_t n_args, const ug_grid *grid,
+                              void *user_data, char *message, size_t message_len) {
+  (void)grid;
+  (void)message;
+  (void)message_len;
+  event_gate *g = (event_gate *)user_data;
+  struct timespec until;
+  timespec_get(&until, TIME_UTC); /* the clock pthread_cond_timedwait uses */
+  until.tv_sec += 30;
+  pthread_mutex_lock(&g->lock);
+  while (!g->open) {
+    if (pthread_cond_timedwait(&g->changed, &g->lock, &until) != 0 && !g->open) {
+      g->timed_out = 1;
+      break;
+    }
+  }
+  g->produced = 1;
+  pthread_mutex_unlock(&g->lock);
+  for (size_t a = 0; a < n_args; a++) {
+    float *out = (float *)args[a].data_mut;
+    for (size_t i = 0; out != NULL && i < args[a].len; i++) out[i] = 1.0f;
+  }
+  return UG_OK;
+}
+
+/* Writes 1 into its array if the producer has run, else -1. */
+static int32_t observer(const ug_cpu_arg *args, size_t n_args, const ug_grid *grid,
+                        void *user_data, char *message, size_t message_len) {
+  (void)grid;
+  (void)message;
+  (void)message_len;
+  event_gate *g = (event_gate *)user_data;
+  pthread_mutex_lock(&g->lock);
+  float v = g->produced ? 1.0f : -1.0f;
+  pthread_mutex_unlock(&g->lock);
+  for (size_t a = 0; a < n_args; a++) {
+    float *out = (float *)args[a].data_mut;
+    for (size_t i = 0; out != NULL && i < args[a].len; i++) out[i] = v;
+  }
+  return UG_OK;
+}
+
+static void no_free(void *user_data) { (void)user_data; }
+
+/* Sleeps with C11's clock and pthreads only (nanosleep is POSIX, hidden by
+   -std=c11): a timed wait on a condition nobody signals. */
+static void sleep_ms(long ms) {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  struct timespec until;
+  timespec_get(&until, TIME_UTC);
+  until.tv_nsec += (ms % 1000) * 1000000L;
+  until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000L;
+  until.tv_nsec %= 1000000000L;
+  pthread_mutex_lock(&m);
+  while (pthread_cond_timedwait(&c, &m, &until) == 0) {
+  }
+  pthread_mutex_unlock(&m);
+}
+
+static void test_event_orders_streams(void) {
+  event_gate g;
+  memset(&g, 0, sizeof g);
+  pthread_mutex_init(&g.lock, NULL);
+  pthread_cond_init(&g.changed, NULL);
+  ug_context *cpu = NULL;
+  OK(ug_context_new(UG_BACKEND_CPU, 0, &cpu));
+  ug_kernel *produce = NULL, *observe = NULL;
+  OK(ug_kernel_cpu("gated_producer", gated_producer, &g, no_free, &produce));
+  OK(ug_kernel_cpu("observer", observer, &g, no_free, &observe));
+  ug_stream *producer = NULL, *consumer = NULL;
+  OK(ug_stream_create(cpu, &producer));
+  OK(ug_stream_create(cpu, &consumer));
+  size_t n = rand_len(1, 5000);
+  ug_array *p = NULL, *q = NULL;
+  OK(ug_array_zeros(cpu, UG_DTYPE_F32, n, &p));
+  OK(ug_array_zeros(cpu, UG_DTYPE_F32, n, &q));
+  ug_grid grid = ug_grid_for_elems(n);
+  ug_arg pa = ug_arg_out(p), qa = ug_arg_out(q);
+  OK(ug_kernel_launch(produce, NULL, producer, &grid, &pa, 1));
+  ug_event *done = NULL;
+  OK(ug_stream_record(producer, &done));
+  OK(ug_stream_wait(consumer, done));
+  OK(ug_kernel_launch(observe, NULL, consumer, &grid, &qa, 1));
+  sleep_ms(200);
+  bool idle = true;
+  OK(ug_stream_query(consumer, &idle));
+  CHECK(!idle); /* the consumer waits for the gated producer */
+  pthread_mutex_lock(&g.lock);
+  g.open = 1;
+  pthread_cond_broadcast(&g.changed);
+  pthread_mutex_unlock(&g.lock);
+  OK(ug_stream_sync(consumer));
+  float *got = (float *)download(q, UG_DTYPE_F32, n);
+  size_t early = 0;
+  for (size_t i = 0; i < n; i++) early += got[i] != 1.0f;
+  CHECK(early == 0); /* -1: the consumer ran before the event */
+  free(got);
+  OK(ug_stream_sync(producer));
+  CHECK(!g.timed_out);
+  got = (float *)download(p, UG_DTYPE_F32, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += got[i] != 1.0f;
+  CHECK(bad == 0);
+  free(got);
+  ug_event_free(done);
+  ug_array_free(p);
+  ug_array_free(q);
+  ug_stream_free(producer);
+  ug_stream_free(consumer);
+  ug_kernel_free(produce);
+  ug_kernel_free(observe);
+  ug_context_free(cpu);
+  pthread_cond_destroy(&g.changed);
+  pthread_mutex_destroy(&g.lock);
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -2182,6 +2346,7 @@ int main(int argc, char **argv) {
   test_probe();
   test_devices();
   test_error_texts();
+  test_event_orders_streams();
 
   ug_context *ctx = NULL;
   ug_status st = ug_context_new(g_backend, 0, &ctx);

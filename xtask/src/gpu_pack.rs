@@ -213,7 +213,10 @@ pub(crate) fn shrink(pack: &Path) -> anyhow::Result<u64> {
     // picks another.
     let dict_mib = (total >> 20).clamp(8, 1536) + 1;
     let preset = std::env::var("UNIGPU_PACK_XZ_PRESET").unwrap_or_else(|_| "1".into());
-    if !matches!(preset.as_str(), "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9") {
+    if !matches!(
+        preset.as_str(),
+        "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9"
+    ) {
         bail!("UNIGPU_PACK_XZ_PRESET={preset:?}: xz's presets are 0 to 9");
     }
     let archive = pack.join("bin.tar.xz");
@@ -341,7 +344,20 @@ fn needs_whole_host(name: &str) -> bool {
     .any(|p| name.starts_with(p))
 }
 
+/// Binaries that take minutes on a GPU (10,000 rounds of everything, the
+/// pipeline's overlap workload, filling a device): the lanes start them
+/// first, so that no lane is left with one of them at the end.
+fn runs_long(name: &str) -> bool {
+    let name = name.strip_prefix("torch-").unwrap_or(name);
+    ["churn-", "pipeline-", "out_of_memory-", "ops-", "streams-"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
 fn runner_script(tests: &[String], examples: &[String]) -> String {
+    let mut tests = tests.to_vec();
+    // Stable: long ones first, the rest as cargo listed them.
+    tests.sort_by_key(|t| !runs_long(t));
     let (whole, laned): (Vec<&String>, Vec<&String>) =
         tests.iter().partition(|t| needs_whole_host(t));
     let laned = laned
@@ -429,8 +445,12 @@ laned=$(keep {laned}); whole=$(keep {whole})
 if [ "$lanes" -eq 1 ]; then whole="$laned $whole"; laned=""; fi
 started=$SECONDS
 
-# run_one NAME TAG [ENV=VALUE...] -- [FILTER ARGS...]: one test binary, its
-# output, exit status and seconds kept under $tmp for the report below.
+# A binary still running after this many seconds is killed and fails.
+limit=${{UNIGPU_BINARY_TIMEOUT:-420}}
+
+# run_one NAME TAG [ENV=VALUE...] -- [FILTER ARGS...]: one test binary; its
+# line is printed and its output appended to the log as soon as it ends
+# (a call cut off at its time limit still shows what finished).
 run_one() {{
   local t=$1 tag=$2; shift 2
   local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
@@ -438,9 +458,18 @@ run_one() {{
   # test and its caching allocator takes one lock for all of them, so a
   # test that holds a stream behind a gate can stall another test's calls.
   local threads=(); case "$t" in torch-*|gpu-*|cpu-*) threads=(--test-threads=1);; esac
-  local s=$SECONDS
-  env "${{envs[@]}}" "$here/bin/$t" --include-ignored "${{threads[@]}}" "$@" "${{ARGS[@]}}" >"$tmp/$t.$tag" 2>&1
-  echo "$? $((SECONDS - s))" >"$tmp/$t.$tag.rc"
+  local s=$SECONDS one="$tmp/$t.$tag"
+  env "${{envs[@]}}" timeout -k 10 "$limit" "$here/bin/$t" --include-ignored "${{threads[@]}}" "$@" "${{ARGS[@]}}" >"$one" 2>&1
+  local rc=$? secs=$((SECONDS - s))
+  local line; line=$(grep -E '^test result:' "$one" | tail -n 1)
+  [ $rc -eq 124 ] && line="TIMED OUT after $limit s (UNIGPU_BINARY_TIMEOUT); $(grep -E 'has been running for over' "$one" | head -n 5 | tr '\n' ' ')"
+  {{
+    flock 9
+    {{ echo "=== $t ($tag)"; cat "$one"; }} >>"$log"
+    echo "$t ($tag): ${{line:-no result line}} (exit $rc, $secs s)"
+    if [ $rc -ne 0 ]; then grep -E -A15 '^---- |panicked' "$one" | head -n 60; fi
+  }} 9>>"$tmp/print.lock"
+  echo "$rc" >"$one.rc"
 }}
 ARGS=("$@")
 
@@ -464,14 +493,12 @@ for t in $whole; do run_one "$t" all --; done
 
 for t in $laned $whole; do
   for tag in lane vulkan all; do
-    one="$tmp/$t.$tag"; [ -f "$one" ] || continue
-    read -r rc secs <"$one.rc"
-    {{ echo "=== $t ($tag)"; cat "$one"; }} >>"$log"
+    one="$tmp/$t.$tag"; [ -f "$one.rc" ] || continue
+    rc=$(cat "$one.rc")
     line=$(grep -E '^test result:' "$one" | tail -n 1)
-    echo "$t ($tag): ${{line:-no result line}} (exit $rc, $secs s)"
     p=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line"); f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
     passed_total=$((passed_total + ${{p:-0}})); failed_total=$((failed_total + ${{f:-0}}))
-    if [ "$rc" -ne 0 ]; then failed=1; grep -E -A15 '^---- |panicked' "$one" | head -n 60; fi
+    if [ "$rc" -ne 0 ]; then failed=1; fi
   done
 done
 rm -rf "$tmp"

@@ -6,9 +6,10 @@
 //! - `gpu-pack`: package GPU test binaries for the device machine.
 //! - `capi-install --prefix DIR`: install the C API (libunigpu, headers,
 //!   pkg-config and CMake files; see docs/c-api.md).
-//! - `mutants [--gpu-pack]`: write deliberate bugs into a backend one at a
-//!   time and check that the tests catch each: the CPU backend's here, the
-//!   CUDA and torch backends' packed for the GPU machine (docs/testing.md).
+//! - `mutants [--vulkan | --gpu-pack] [--only TEXT]`: write deliberate bugs
+//!   into a backend one at a time and check that the tests catch each: the
+//!   CPU backend's here, the vulkan backend's with `--vulkan`, the CUDA and
+//!   torch backends' packed for the GPU machine (docs/testing.md).
 //! - `layers`: check that the facade's modules form no import cycle and
 //!   keep the backend layering rules (xtask/src/layers/rules.rs).
 
@@ -60,9 +61,12 @@ commands:
   capi-install --prefix DIR [--features F] [--debug] [--no-build]
                             build the C API and install libunigpu.a/.so, include/unigpu.h,
                             lib/pkgconfig/unigpu.pc and lib/cmake/unigpu/ into DIR
-  mutants [--gpu-pack]      write deliberate bugs into the CPU backend one at a time and
-                            fail unless the facade's tests catch every one; --gpu-pack builds
-                            the CUDA and torch mutants into .gpu-mutants/ for the GPU machine
+  mutants [--vulkan | --gpu-pack] [--only TEXT]
+                            write deliberate bugs into the CPU backend one at a time and
+                            fail unless the facade's tests catch every one; --vulkan does the
+                            vulkan backend's on a Vulkan adapter; --gpu-pack builds the CUDA
+                            and torch mutants into .gpu-mutants/ for the GPU machine; --only
+                            keeps the mutations whose name contains TEXT (not with --gpu-pack)
   layers [--edges] [--root <dir>]
                             check crates/unigpu/src (or <dir>): no import cycle among its
                             files, backends use neither the public types nor each other

@@ -82,3 +82,36 @@ on_every_backend!(copies_of_pinned_slices_end_before_returning, |ctx| {
         assert_same(&want, dst.as_slice().unwrap());
     }
 });
+
+on_every_backend!(
+    writing_a_pinned_source_waits_for_its_pending_upload,
+    |ctx| {
+        let _parked = common::park_lock();
+        // The stream is held back by a host function until another thread
+        // opens it, 200 ms on; meanwhile the test overwrites the source. The
+        // upload must still deliver what the source held when it was enqueued:
+        // on CUDA upload_pinned returns at once and as_mut_slice waits for the
+        // copy; on the CPU and torch backends the copy takes the data before
+        // upload_pinned returns.
+        let n = 1 + random_len(1 << 16);
+        let host = random_vec::<f32>(n);
+        let mut src = ctx.pinned::<f32>(n).unwrap();
+        src.as_mut_slice().unwrap().copy_from_slice(&host);
+        let s = ctx.create_stream().unwrap();
+        let mut a = ctx.zeros::<f32>(n).unwrap();
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        s.host_fn(move || {
+            let _ = gate.recv_timeout(std::time::Duration::from_secs(30));
+        })
+        .unwrap();
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let _ = open.send(());
+        });
+        s.upload_pinned(&src, &mut a).unwrap();
+        src.as_mut_slice().unwrap().fill(7.0);
+        s.sync().unwrap();
+        opener.join().unwrap();
+        assert_same(&host, &a.download().unwrap());
+    }
+);

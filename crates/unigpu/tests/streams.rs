@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{assert_same, random_len, random_vec, sizes};
 use unigpu::{Backend, Error, Stream};
@@ -117,6 +117,38 @@ on_every_backend!(writes_on_one_stream_are_seen_by_reads_on_another, |ctx| {
     gate.assert_opened_by_the_test();
 });
 
+on_every_backend!(a_write_on_another_stream_waits_for_a_pending_read, |ctx| {
+    let _parked = common::park_lock();
+    // Write after read, again with no event: the copy on s1 reads `a` and is
+    // held back; the write to `a` on s2 must wait for it, or the copy
+    // finds the new values when the gate opens.
+    let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+    let n = random_len(1 << 18);
+    let (old, new) = (random_vec::<u32>(n), random_vec::<u32>(n));
+    let mut a = ctx.upload(&old).unwrap();
+    let fresh = ctx.upload(&new).unwrap();
+    let mut b = ctx.zeros::<u32>(n).unwrap();
+    // Both copies once ungated first, for the lazy loading that the
+    // events test's warm-up is for.
+    s1.copy(&a, &mut b).unwrap();
+    s2.copy(&a, &mut b).unwrap();
+    ctx.sync().unwrap();
+    let gate = Gate::close(&s1);
+    s1.copy(&a, &mut b).unwrap();
+    s2.copy(&fresh, &mut a).unwrap();
+    std::thread::sleep(WATCH);
+    assert!(
+        !s2.is_idle().unwrap(),
+        "the write on s2 finished while a read of the same array was held back"
+    );
+    gate.open();
+    s2.sync().unwrap();
+    assert_same(&old, &b.download().unwrap());
+    assert_same(&new, &a.download().unwrap());
+    s1.sync().unwrap();
+    gate.assert_opened_by_the_test();
+});
+
 on_every_backend!(events_order_work_across_streams, |ctx| {
     let _parked = common::park_lock();
     let (producer, consumer) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
@@ -193,13 +225,25 @@ on_every_backend!(queries_see_pending_then_finished_work, |ctx| {
 
 on_every_backend!(elapsed_time_covers_the_work_between_events, |ctx| {
     let s = ctx.create_stream().unwrap();
+    // The host's clock runs around the whole span: from before the start
+    // event is enqueued to after the end event is done. The events lie
+    // inside it, so their distance cannot exceed it; the host function
+    // between them holds the stream for at least 30 ms of it.
+    let host = Instant::now();
     let start = s.record_timed().unwrap();
     s.host_fn(|| std::thread::sleep(Duration::from_millis(30)))
         .unwrap();
     let end = s.record_timed().unwrap();
-    let ms = start.elapsed_ms(&end).unwrap();
-    // A lower bound only: a sleep lasts at least as long as asked.
-    assert!(ms >= 29.0, "elapsed {ms} ms for a 30 ms sleep");
+    end.sync().unwrap();
+    let host_ms = host.elapsed().as_secs_f64() * 1e3;
+    let ms = f64::from(start.elapsed_ms(&end).unwrap());
+    // The slack on each side is for clocks of different resolutions (the
+    // device's ticks against the host's); a time in the wrong unit (µs,
+    // s) is off by a factor of 1000.
+    assert!(
+        ms >= 29.0 && ms <= host_ms + 2.0,
+        "elapsed {ms} ms for a 30 ms sleep, {host_ms} ms on the host's clock around it"
+    );
     // Re-recording an event moves it: `mark` first sits right after `end`,
     // then after another 20 ms of work.
     let mark = ctx.create_timing_event().unwrap();

@@ -135,6 +135,22 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "            Some(export) => CpuBuffer::shared(export.array.clone(), Tracker::default()),\n",
         tests: &["dlpack"],
     },
+    Mutation {
+        name: "a write that does not wait for the pending reads of what it writes",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/buffer.rs",
+        original: "    deps.extend(writes.iter().flat_map(|t| t.pending_all()));\n",
+        mutated: "    deps.extend(writes.iter().filter_map(|t| t.pending_write()));\n",
+        tests: &["streams"],
+    },
+    Mutation {
+        name: "elapsed_ms in microseconds",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/event.rs",
+        original: "            (stop - start).as_secs_f64() * 1e3\n",
+        mutated: "            (stop - start).as_secs_f64() * 1e6\n",
+        tests: &["streams"],
+    },
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",
@@ -151,6 +167,14 @@ const MUTATIONS: &[Mutation] = &[
         original: "        Ok(stream.handle.wait(event)?)\n",
         mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
+    },
+    Mutation {
+        name: "elapsed_ms in microseconds",
+        target: Target::Cuda,
+        file: "crates/unigpu/src/backend/cuda/api.rs",
+        original: "        Ok(start.elapsed_ms(end)?)\n",
+        mutated: "        Ok(start.elapsed_ms(end)? * 1e3)\n",
+        tests: &["streams"],
     },
     Mutation {
         name: "a sum accumulated in the element type (each thread's running bf16 sum kept in bf16)",
@@ -224,6 +248,14 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "            .map_or_else(Uses::default, |_| Uses::default());\n",
         tests: &["dlpack"],
     },
+    Mutation {
+        name: "a pinned source writable while its upload is pending",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/pinned.rs",
+        original: "    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {\n        self.uses.synchronize().call(\"cuStreamSynchronize\")?;\n",
+        mutated: "    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {\n",
+        tests: &["pinned"],
+    },
     // ---- the torch backend (GPU machine); the spec's C++ is regenerated
     Mutation {
         name: "a reduction that drops its last block",
@@ -240,6 +272,14 @@ const MUTATIONS: &[Mutation] = &[
         original: "        Ok(stream.inner.wait_event(&event.read())?)\n",
         mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
+    },
+    Mutation {
+        name: "elapsed_ms in microseconds",
+        target: Target::Torch,
+        file: "crates/unigpu/src/backend/torch/api.rs",
+        original: "        Ok(a.elapsed_ms(&b)? as f32)\n",
+        mutated: "        Ok(a.elapsed_ms(&b)? as f32 * 1e3)\n",
+        tests: &["streams"],
     },
     Mutation {
         name: "a sum accumulated in the element type (512 running sums kept in bf16)",
@@ -310,6 +350,32 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         mutated: "        drop(lock(&self.0));\n        None\n",
         tests: &[],
     },
+    Mutation {
+        name: "a write that does not wait for the pending reads of what it writes",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/stream.rs",
+        original: "        deps.extend(writes.iter().flat_map(|t| t.for_write()));\n",
+        mutated: "        deps.extend(writes.iter().filter_map(|t| t.for_read()));\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "elapsed_ms in microseconds",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/event.rs",
+        original: "        Ok((ticks * ns_per_tick / 1e6) as f32)\n",
+        mutated: "        Ok((ticks * ns_per_tick / 1e3) as f32)\n",
+        tests: &[],
+    },
+    // The f16/bf16 matmul rounding each entry's running sum to the element
+    // type after every step of k, as a matmul that accumulates in it would.
+    Mutation {
+        name: "an f16/bf16 matmul that accumulates in the element type",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/shaders/matmul.rs",
+        original: "                \"            c{i}{j} = fma(a{i}, b{j}, c{i}{j});\\n\"\n",
+        mutated: "                \"            c{i}{j} = {rt}fma(a{i}, b{j}, c{i}{j}){end};\\n\",\n                rt = if num.packed() { \"cv_in(cv_out(\" } else { \"\" },\n                end = if num.packed() { \"))\" } else { \"\" },\n",
+        tests: &[],
+    },
     // Not "a bf16 sum kept in bf16" as for the other backends: lavapipe
     // binds 128 MiB at once, so the 2^27-element sum of
     // a_long_bf16_sum_accumulates_in_f32 runs as two slices and each
@@ -344,23 +410,39 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
 ];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
+    // `--only TEXT` keeps the mutations whose name contains TEXT (or one
+    // of TEXT's `|`-separated parts): for checking new ones without the
+    // whole run.
+    let (args, only) = match args {
+        [rest @ .., flag, text] if flag == "--only" => (rest, Some(text.as_str())),
+        _ => (args, None),
+    };
     match args.first().map(String::as_str) {
-        None => run_cpu(),
-        Some("--gpu-pack") if args.len() == 1 => gpu::pack(),
-        Some("--vulkan") if args.len() == 1 => run_vulkan(),
+        None => run_cpu(only),
+        Some("--gpu-pack") if args.len() == 1 && only.is_none() => gpu::pack(),
+        Some("--vulkan") if args.len() == 1 => run_vulkan(only),
         Some(a) => bail!(
-            "`cargo xtask mutants` takes no arguments, `--vulkan` or `--gpu-pack` (got `{a}`)"
+            "`cargo xtask mutants` takes no arguments, `--vulkan` or `--gpu-pack`, and \
+             (not with `--gpu-pack`) `--only TEXT` last (got `{a}`)"
         ),
     }
 }
 
-fn run_cpu() -> anyhow::Result<()> {
+/// Whether `m` is kept by `--only` (`a|b` keeps the names with either).
+fn chosen(m: &Mutation, only: Option<&str>) -> bool {
+    only.is_none_or(|text| text.split('|').any(|t| m.name.contains(t)))
+}
+
+fn run_cpu(only: Option<&str>) -> anyhow::Result<()> {
     let root = crate::generator::repo_root();
     let mut survivors = Vec::new();
     let cpu: Vec<&Mutation> = MUTATIONS
         .iter()
-        .filter(|m| m.target == Target::Cpu)
+        .filter(|m| m.target == Target::Cpu && chosen(m, only))
         .collect();
+    if cpu.is_empty() {
+        bail!("no CPU mutation's name contains `{}`", only.unwrap_or(""));
+    }
     for m in &cpu {
         println!("mutation: {}", m.name);
         let failed = with_mutation(&root, m, || failing_tests(&root, m.tests))?;
@@ -389,8 +471,18 @@ fn run_cpu() -> anyhow::Result<()> {
 /// tests/vulkan.rs (ignored in plain runs: they need an adapter). The
 /// unmutated baseline must pass first, so a missing adapter fails here
 /// rather than passing every mutant off as caught.
-fn run_vulkan() -> anyhow::Result<()> {
+fn run_vulkan(only: Option<&str>) -> anyhow::Result<()> {
     let root = crate::generator::repo_root();
+    let chosen: Vec<&Mutation> = VULKAN_MUTATIONS
+        .iter()
+        .filter(|m| chosen(m, only))
+        .collect();
+    if chosen.is_empty() {
+        bail!(
+            "no vulkan mutation's name contains `{}`",
+            only.unwrap_or("")
+        );
+    }
     println!("baseline (no mutation)");
     let failed = failing_vulkan_tests(&root)?;
     if !failed.is_empty() {
@@ -400,7 +492,7 @@ fn run_vulkan() -> anyhow::Result<()> {
         );
     }
     let mut survivors = Vec::new();
-    for m in VULKAN_MUTATIONS {
+    for m in &chosen {
         println!("mutation: {}", m.name);
         let failed = with_mutation(&root, m, || failing_vulkan_tests(&root))?;
         if failed.is_empty() {
@@ -417,10 +509,7 @@ fn run_vulkan() -> anyhow::Result<()> {
     if !survivors.is_empty() {
         bail!("the vulkan tests did not catch: {}", survivors.join("; "));
     }
-    println!(
-        "vulkan mutants: {} caught, 0 survived",
-        VULKAN_MUTATIONS.len()
-    );
+    println!("vulkan mutants: {} caught, 0 survived", chosen.len());
     Ok(())
 }
 

@@ -214,7 +214,10 @@ fn driver_free(test: &str, ctx: &Context) -> usize {
 
 /// How many more times [`leak_checked`] runs a body whose first run left
 /// the driver with less free memory than [`DRIVER_SLACK`] allows, to tell
-/// memory the driver keeps once per process or device from a leak.
+/// memory the driver keeps once per process or device from a leak. One by
+/// default: a second run that loses no more than the slack is what the
+/// guard asked of every run before, with what is kept once left out (and
+/// the churn test's body is minutes long on a GPU).
 /// `UNIGPU_LEAK_REPEATS=N` sets it, and makes every GPU variant run its
 /// body N more times and print its figures (how a suspected leak is
 /// judged by hand: docs/gpu-testing.md).
@@ -224,7 +227,7 @@ fn leak_repeats() -> (usize, bool) {
             Ok(n) => (n, true),
             Err(_) => panic!("UNIGPU_LEAK_REPEATS={v:?}: not a count"),
         },
-        Err(_) => (3, false),
+        Err(_) => (1, false),
     }
 }
 
@@ -302,7 +305,7 @@ const MIB: f64 = (1 << 20) as f64;
 /// makes the driver keep memory until the process ends, and how much
 /// differs between GPU kinds (4-6 MiB on an H100 host where an H200 kept
 /// none). So a first run that loses more than [`DRIVER_SLACK`] is run
-/// again [`leak_repeats`] times, each on a fresh context, and the test
+/// again ([`leak_repeats`] times, each on a fresh context), and the test
 /// fails only if the figure keeps falling: by more than the slack across
 /// the reruns through the witness (device-wide, cumulative), or in the
 /// last rerun on the test's own context (vulkan).

@@ -56,7 +56,10 @@ fn matmul<T: SoakFloat>(step: &mut Step) -> StepResult {
             let abs = accurate_dot(row.iter().map(|v| v.abs()).zip(col.map(f64::abs)));
             expected.push(want);
             bounds.push(tolerance::matmul::<T>(
-                step.target.backend != unigpu::Backend::Cpu,
+                matches!(
+                    step.target.backend,
+                    unigpu::Backend::Cuda | unigpu::Backend::Torch
+                ),
                 k,
                 want,
                 abs,
