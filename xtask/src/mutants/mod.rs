@@ -91,7 +91,7 @@ const MUTATIONS: &[Mutation] = &[
         name: "a sum whose running total is kept in the element type (bf16 in bf16)",
         target: Target::Cpu,
         file: "crates/unigpu/src/backend/cpu/ops.rs",
-        original: "    simd(|| xs.chunks(BLOCK).map(block_sum).sum())\n",
+        original: "    simd(|| xs.chunks(BLOCK).map(block_sum).fold(0.0, |a, b| a + b))\n",
         mutated: "    simd(|| {\n        xs.chunks(BLOCK).map(block_sum).fold(0.0, |s: f64, b| {\n            T::from_acc(acc_from_f64::<T>(s + b)).to_acc().into()\n        })\n    })\n",
         tests: &["ops"],
     },
