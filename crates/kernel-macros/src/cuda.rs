@@ -42,6 +42,26 @@ pub fn emit(k: &Kernel) -> String {
         helpers: BTreeMap::new(),
         out: String::new(),
     };
+    if !k.shared.is_empty() {
+        // CUDA leaves shared memory uninitialised; the language (and WGSL)
+        // starts it at zero.
+        e.line(1, "const unsigned int ug_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);");
+        e.line(
+            1,
+            "const unsigned int ug_threads = blockDim.x * blockDim.y * blockDim.z;",
+        );
+        for sh in &k.shared {
+            let (c, name, len) = (ty(sh.elem), &sh.name, sh.len);
+            e.line(1, &format!("__shared__ {c} {name}[{len}];"));
+            e.line(
+                1,
+                &format!(
+                    "for (unsigned int i = ug_tid; i < {len}u; i += ug_threads) {name}[i] = ({c})0;"
+                ),
+            );
+        }
+        e.line(1, "__syncthreads();");
+    }
     e.block(&k.body, 1);
     let mut params: Vec<String> = k
         .params
@@ -85,6 +105,26 @@ impl Emit<'_> {
         name
     }
 
+    fn ld_helper(&mut self, elem: Ty) -> String {
+        self.helper(format!("ug_ld_{}", elem.tag()), || {
+            format!(
+                "static __device__ __forceinline__ {c} ug_ld_{t}(const {c}* p, unsigned int n, unsigned int i) {{ return i < n ? p[i] : ({c})0; }}\n",
+                t = elem.tag(),
+                c = ty(elem)
+            )
+        })
+    }
+
+    fn st_helper(&mut self, elem: Ty) -> String {
+        self.helper(format!("ug_st_{}", elem.tag()), || {
+            format!(
+                "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v) {{ if (i < n) p[i] = v; }}\n",
+                t = elem.tag(),
+                c = ty(elem)
+            )
+        })
+    }
+
     fn line(&mut self, depth: usize, text: &str) {
         for _ in 0..depth {
             self.out.push_str("    ");
@@ -118,16 +158,22 @@ impl Emit<'_> {
             } => {
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
-                let st = self.helper(format!("ug_st_{}", elem.tag()), || {
-                    format!(
-                        "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v) {{ if (i < n) p[i] = v; }}\n",
-                        t = elem.tag(),
-                        c = ty(elem)
-                    )
-                });
+                let st = self.st_helper(elem);
                 let (i, v) = (self.expr(index), self.expr(value));
                 self.line(d, &format!("{st}(p_{name}, n_{name}, {i}, {v});"));
             }
+            Stmt::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let sh = &self.k.shared[*array];
+                let (name, len) = (sh.name.clone(), sh.len);
+                let st = self.st_helper(sh.elem);
+                let (i, v) = (self.expr(index), self.expr(value));
+                self.line(d, &format!("{st}({name}, {len}u, {i}, {v});"));
+            }
+            Stmt::Barrier(_) => self.line(d, "__syncthreads();"),
             Stmt::Block(b) => {
                 self.line(d, "{");
                 self.block(b, d + 1);
@@ -179,9 +225,9 @@ impl Emit<'_> {
                 self.block(body, d + 1);
                 self.line(d, "}");
             }
-            Stmt::Break => self.line(d, "break;"),
-            Stmt::Continue => self.line(d, "continue;"),
-            Stmt::Return => self.line(d, "return;"),
+            Stmt::Break(_) => self.line(d, "break;"),
+            Stmt::Continue(_) => self.line(d, "continue;"),
+            Stmt::Return(_) => self.line(d, "return;"),
         }
     }
 
@@ -194,15 +240,16 @@ impl Emit<'_> {
             ExprKind::Load(a, index) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
-                let ld = self.helper(format!("ug_ld_{}", elem.tag()), || {
-                    format!(
-                        "static __device__ __forceinline__ {c} ug_ld_{t}(const {c}* p, unsigned int n, unsigned int i) {{ return i < n ? p[i] : ({c})0; }}\n",
-                        t = elem.tag(),
-                        c = ty(elem)
-                    )
-                });
+                let ld = self.ld_helper(elem);
                 let i = self.expr(index);
                 format!("{ld}(p_{name}, n_{name}, {i})")
+            }
+            ExprKind::SharedLoad(a, index) => {
+                let sh = &self.k.shared[*a];
+                let (name, len) = (sh.name.clone(), sh.len);
+                let ld = self.ld_helper(sh.elem);
+                let i = self.expr(index);
+                format!("{ld}({name}, {len}u, {i})")
             }
             ExprKind::Bin(op, l, r) => self.binary(*op, l, r),
             ExprKind::Neg(v) => {

@@ -1,6 +1,8 @@
 //! The kernel language's typed IR: what the front end (lower.rs) makes
 //! from the Rust function and what each emitter prints.
 
+use proc_macro2::Span;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
     F32,
@@ -176,6 +178,9 @@ pub enum ExprKind {
     /// A thread index component (0, 1, 2 for x, y, z).
     Id(Builtin, usize),
     Math(Math, Vec<Expr>),
+    /// A workgroup-shared array's element (by its position in
+    /// `Kernel::shared`); out of bounds reads give zero.
+    SharedLoad(usize, Box<Expr>),
 }
 
 #[derive(Debug, Clone)]
@@ -196,6 +201,15 @@ pub enum Stmt {
         index: Expr,
         value: Expr,
     },
+    /// A shared array's element; out of bounds stores do nothing.
+    SharedStore {
+        array: usize,
+        index: Expr,
+        value: Expr,
+    },
+    /// `barrier()`: every invocation of the workgroup waits here, and
+    /// the shared and global writes before it are seen after it.
+    Barrier(Span),
     Block(Vec<Stmt>),
     If {
         cond: Expr,
@@ -215,9 +229,33 @@ pub enum Stmt {
         body: Vec<Stmt>,
     },
     Loop(Vec<Stmt>),
-    Break,
-    Continue,
-    Return,
+    Break(Span),
+    Continue(Span),
+    Return(Span),
+}
+
+impl Stmt {
+    /// Whether a `barrier()` is in this statement, at any depth.
+    pub fn has_barrier(&self) -> bool {
+        match self {
+            Stmt::Barrier(_) => true,
+            Stmt::Block(b) | Stmt::Loop(b) => b.iter().any(Stmt::has_barrier),
+            Stmt::If { then, els, .. } => {
+                then.iter().any(Stmt::has_barrier) || els.iter().any(Stmt::has_barrier)
+            }
+            Stmt::For { body, .. } | Stmt::While { body, .. } => body.iter().any(Stmt::has_barrier),
+            _ => false,
+        }
+    }
+}
+
+/// A workgroup-shared array: `let tile = shared::<f32, 256>();`.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    /// The emitted name.
+    pub name: String,
+    pub elem: Ty,
+    pub len: u32,
 }
 
 /// One kernel, checked.
@@ -226,10 +264,17 @@ pub struct Kernel {
     pub name: String,
     pub params: Vec<Param>,
     pub workgroup: [u32; 3],
+    pub shared: Vec<Shared>,
     pub body: Vec<Stmt>,
 }
 
 impl Kernel {
+    /// Whether the CPU form runs workgroup by workgroup in phases (a
+    /// barrier or shared memory needs the workgroup's invocations together).
+    pub fn phased(&self) -> bool {
+        !self.shared.is_empty() || self.body.iter().any(Stmt::has_barrier)
+    }
+
     /// Array parameters in order, with their positions: the hidden
     /// length parameters follow the declared ones in this order.
     pub fn arrays(&self) -> impl Iterator<Item = (usize, &Param)> {

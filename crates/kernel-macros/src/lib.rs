@@ -14,6 +14,7 @@ mod cpu;
 mod cuda;
 mod ir;
 mod lower;
+mod uniform;
 mod wgsl;
 
 use proc_macro::TokenStream;
@@ -97,10 +98,11 @@ fn expand(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
     let workgroup = workgroup(attr)?;
     let f: syn::ItemFn = syn::parse2(item)?;
     let params = lower::params(&f.sig)?;
-    let (params, body) = lower::body(params, &f.block)?;
+    let (params, shared, body) = lower::body(params, &f.block)?;
     let k = Kernel {
         name: f.sig.ident.to_string(),
         params,
+        shared,
         workgroup,
         body,
     };
@@ -241,13 +243,12 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
                 }
             }
 
-            /// The CPU form: every workgroup a task, its invocations a loop.
-            #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unreachable_code, clippy::all)]
+            /// The CPU form: every workgroup a task, its invocations a loop
+            /// (split into phases at barriers).
+            #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
             pub fn cpu(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
                 #(#unpack)*
-                ::unigpu::kernel::generated::run(__args.grid(), |__ids: &::unigpu::kernel::generated::Ids| {
-                    #cpu_body
-                });
+                #cpu_body
                 Ok(())
             }
         }

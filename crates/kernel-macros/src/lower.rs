@@ -32,10 +32,17 @@ enum Binding {
         mutable: bool,
     },
     Param(usize),
+    /// A workgroup-shared array, by position in `Cx::shared`.
+    Shared(usize),
 }
+
+/// At most this many bytes of shared arrays per kernel: WebGPU's default
+/// `maxComputeWorkgroupStorageSize`, below CUDA's 48 KiB.
+const SHARED_BYTES: u64 = 16384;
 
 struct Cx {
     params: Vec<Param>,
+    shared: Vec<Shared>,
     scopes: Vec<HashMap<String, Binding>>,
     next: usize,
     loops: usize,
@@ -144,19 +151,24 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
 }
 
 /// The body, checked against `params`.
-pub fn body(params: Vec<Param>, block: &syn::Block) -> Result<(Vec<Param>, Vec<Stmt>)> {
+pub fn body(
+    params: Vec<Param>,
+    block: &syn::Block,
+) -> Result<(Vec<Param>, Vec<Shared>, Vec<Stmt>)> {
     let mut top = HashMap::new();
     for (i, p) in params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
     }
     let mut cx = Cx {
         params,
+        shared: Vec::new(),
         scopes: vec![top],
         next: 0,
         loops: 0,
     };
     let stmts = cx.block(block)?;
-    Ok((cx.params, stmts))
+    crate::uniform::check(&stmts)?;
+    Ok((cx.params, cx.shared, stmts))
 }
 
 fn lit_is_untyped(e: &syn::Expr) -> bool {
@@ -248,6 +260,11 @@ impl Cx {
         if id.by_ref.is_some() || id.subpat.is_some() {
             return not_yet(pat.span(), "a pattern other than a name in `let`");
         }
+        if let Some(init) = &l.init {
+            if let Some(call) = shared_call(&init.expr) {
+                return self.shared_decl(&id.ident.to_string(), ty, call, l.span());
+            }
+        }
         let want = match ty {
             Some(t) => Some(match type_name(t).as_deref().and_then(Ty::from_name) {
                 Some(ty) => ty,
@@ -294,6 +311,12 @@ impl Cx {
                 self.assign(&b.left, compound(&b.op), &b.right, b.span())
             }
             syn::Expr::If(i) => self.if_stmt(i),
+            syn::Expr::Call(c) if is_call_to(c, "barrier") => {
+                if !c.args.is_empty() {
+                    return err(c.args.span(), "`barrier()` takes no arguments");
+                }
+                Ok(Stmt::Barrier(c.span()))
+            }
             syn::Expr::Block(b) => {
                 if let Some(l) = &b.label {
                     return not_yet(l.span(), "a labelled block");
@@ -336,7 +359,7 @@ impl Cx {
                 if self.loops == 0 {
                     return err(b.span(), "`break` outside of a loop");
                 }
-                Ok(Stmt::Break)
+                Ok(Stmt::Break(b.span()))
             }
             syn::Expr::Continue(c) => {
                 if let Some(l) = &c.label {
@@ -345,13 +368,13 @@ impl Cx {
                 if self.loops == 0 {
                     return err(c.span(), "`continue` outside of a loop");
                 }
-                Ok(Stmt::Continue)
+                Ok(Stmt::Continue(c.span()))
             }
             syn::Expr::Return(r) => {
                 if let Some(v) = &r.expr {
                     return err(v.span(), "a kernel returns no value: write `return;`");
                 }
-                Ok(Stmt::Return)
+                Ok(Stmt::Return(r.span()))
             }
             syn::Expr::Paren(p) => self.stmt_expr(&p.expr),
             other => {
@@ -404,8 +427,28 @@ impl Cx {
                         p.span(),
                         format!("kernel parameter `{name}` is immutable: copy it into a `let mut`"),
                     ),
+                    Some(Binding::Shared(_)) => err(
+                        p.span(),
+                        format!(
+                            "shared array `{name}` is assigned element by element: `{name}[i] = v`"
+                        ),
+                    ),
                     None => err(p.span(), format!("cannot find `{name}` in this kernel")),
                 }
+            }
+            syn::Expr::Index(ix) if self.shared_of(&ix.expr).is_some() => {
+                let (array, elem) = self.shared_of(&ix.expr).unwrap_or((0, Ty::F32));
+                let index = self.index(&ix.index)?;
+                let current = Expr {
+                    kind: ExprKind::SharedLoad(array, Box::new(index.clone())),
+                    ty: elem,
+                };
+                let value = self.assigned_value(current, elem, op, right, span)?;
+                Ok(Stmt::SharedStore {
+                    array,
+                    index,
+                    value,
+                })
             }
             syn::Expr::Index(ix) => {
                 let (array, elem, writable) = self.array_of(&ix.expr)?;
@@ -538,6 +581,12 @@ impl Cx {
             _ => None,
         };
         let Some(name) = name else {
+            if shared_call(e).is_some() {
+                return err(
+                    e.span(),
+                    "a shared array is declared with `let name = shared::<T, N>();` at the top level of the kernel's body",
+                );
+            }
             return err(e.span(), "only an array parameter can be indexed");
         };
         match self.lookup(&name) {
@@ -552,8 +601,102 @@ impl Cx {
                 e.span(),
                 format!("`{name}` is a `{}`, not an array", ty.name()),
             ),
+            Some(Binding::Shared(_)) => err(
+                e.span(),
+                format!("shared array `{name}` is indexed (`{name}[i]`), not used whole"),
+            ),
             None => err(e.span(), format!("cannot find `{name}` in this kernel")),
         }
+    }
+
+    /// A shared array named by `e`: (position, element).
+    fn shared_of(&self, e: &syn::Expr) -> Option<(usize, Ty)> {
+        let syn::Expr::Path(p) = strip(e) else {
+            return None;
+        };
+        match self.lookup(&path_name(&p.path)?)? {
+            Binding::Shared(i) => Some((i, self.shared[i].elem)),
+            _ => None,
+        }
+    }
+
+    /// `let name = shared::<T, N>();`, only at the top level of the body
+    /// (each is one array per workgroup, whatever the control flow).
+    fn shared_decl(
+        &mut self,
+        name: &str,
+        ty: Option<&syn::Type>,
+        call: &syn::ExprCall,
+        span: Span,
+    ) -> Result<()> {
+        if let Some(t) = ty {
+            return err(
+                t.span(),
+                "a shared array's type is given in `shared::<T, N>()`, not on the `let`",
+            );
+        }
+        // The body's own scope sits above the parameters'.
+        if self.scopes.len() != 2 {
+            return err(
+                span,
+                "a shared array is declared at the top level of the kernel's body, outside any block, branch or loop",
+            );
+        }
+        if !call.args.is_empty() {
+            return err(call.args.span(), "`shared::<T, N>()` takes no arguments");
+        }
+        let syn::Expr::Path(p) = &*call.func else {
+            return err(call.span(), "expected `shared::<T, N>()`");
+        };
+        let generics = match p.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::AngleBracketed(a)) if a.args.len() == 2 => &a.args,
+            _ => {
+                return err(
+                    call.span(),
+                    "a shared array is `shared::<T, N>()`: its element type and its length",
+                );
+            }
+        };
+        let syn::GenericArgument::Type(t) = &generics[0] else {
+            return err(generics[0].span(), "expected the element type");
+        };
+        let elem = element(t)?;
+        let len_arg = &generics[1];
+        let len = match len_arg {
+            syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            })) => n.base10_parse::<u32>()?,
+            _ => return err(len_arg.span(), "a shared array's length is a whole number"),
+        };
+        if len == 0 {
+            return err(len_arg.span(), "a shared array cannot be empty");
+        }
+        let bytes: u64 = self
+            .shared
+            .iter()
+            .map(|s| s.len as u64 * s.elem.bits() as u64 / 8)
+            .sum::<u64>()
+            + len as u64 * elem.bits() as u64 / 8;
+        if bytes > SHARED_BYTES {
+            return err(
+                len_arg.span(),
+                format!(
+                    "{bytes} bytes of shared arrays: at most {SHARED_BYTES} run on every backend"
+                ),
+            );
+        }
+        let i = self.shared.len();
+        self.shared.push(Shared {
+            name: format!("s_{name}_{}", self.next),
+            elem,
+            len,
+        });
+        self.next += 1;
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.to_string(), Binding::Shared(i));
+        }
+        Ok(())
     }
 
     fn index(&mut self, e: &syn::Expr) -> Result<Expr> {
@@ -661,6 +804,12 @@ impl Cx {
                             ),
                         ),
                     },
+                    Some(Binding::Shared(_)) => err(
+                        p.span(),
+                        format!(
+                            "shared array `{name}` can only be indexed (`{name}[i]`) or asked its length (`{name}.len()`)"
+                        ),
+                    ),
                     None => err(p.span(), format!("cannot find `{name}` in this kernel")),
                 }
             }
@@ -746,6 +895,13 @@ impl Cx {
                 })
             }
             syn::Expr::Index(ix) => {
+                if let Some((array, elem)) = self.shared_of(&ix.expr) {
+                    let index = self.index(&ix.index)?;
+                    return Ok(Expr {
+                        kind: ExprKind::SharedLoad(array, Box::new(index)),
+                        ty: elem,
+                    });
+                }
                 let (array, elem, _) = self.array_of(&ix.expr)?;
                 let index = self.index(&ix.index)?;
                 Ok(Expr {
@@ -799,6 +955,12 @@ impl Cx {
     }
 
     fn call(&mut self, c: &syn::ExprCall, want: Option<Ty>) -> Result<Expr> {
+        if shared_call(&syn::Expr::Call(c.clone())).is_some() {
+            return err(
+                c.span(),
+                "a shared array is declared with `let name = shared::<T, N>();` at the top level of the kernel's body",
+            );
+        }
         let name = match &*c.func {
             syn::Expr::Path(p) => path_name(&p.path),
             _ => None,
@@ -820,7 +982,12 @@ impl Cx {
                     "`fma` (one rounding on every backend needs an emulation where the vulkan device's fma rounds twice, as lavapipe's does)",
                 );
             }
-            "barrier" => return not_yet(c.span(), "`barrier()` (with workgroup-shared arrays)"),
+            "barrier" => {
+                return err(
+                    c.span(),
+                    "`barrier()` is a statement of its own, not a value",
+                );
+            }
             _ => return not_yet(c.span(), &format!("calling `{name}` (helper functions)")),
         };
         let args: Vec<&syn::Expr> = c.args.iter().collect();
@@ -837,6 +1004,15 @@ impl Cx {
         }
         let method = m.method.to_string();
         if method == "len" {
+            if let Some((array, _)) = self.shared_of(&m.receiver) {
+                if !m.args.is_empty() {
+                    return err(m.span(), "`len` takes no arguments");
+                }
+                return Ok(Expr {
+                    kind: ExprKind::Lit(Lit::Int(self.shared[array].len as u64)),
+                    ty: Ty::Usize,
+                });
+            }
             let (array, _, _) = self.array_of(&m.receiver)?;
             if !m.args.is_empty() {
                 return err(m.span(), "`len` takes no arguments");
@@ -920,6 +1096,27 @@ impl Cx {
             ty: t,
         })
     }
+}
+
+/// `shared::<...>(...)`, whatever its generics.
+fn shared_call(e: &syn::Expr) -> Option<&syn::ExprCall> {
+    match strip(e) {
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p)
+                if p.qself.is_none()
+                    && p.path.segments.len() == 1
+                    && p.path.segments[0].ident == "shared" =>
+            {
+                Some(c)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn is_call_to(c: &syn::ExprCall, name: &str) -> bool {
+    matches!(&*c.func, syn::Expr::Path(p) if path_name(&p.path).as_deref() == Some(name))
 }
 
 fn builtin(name: &str) -> Option<Builtin> {

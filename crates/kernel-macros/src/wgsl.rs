@@ -61,6 +61,16 @@ pub fn emit(k: &Kernel) -> String {
         );
         binding += 1;
     }
+    // Workgroup memory starts at zero in WGSL.
+    for sh in &k.shared {
+        let _ = writeln!(
+            s,
+            "var<workgroup> {}: array<{}, {}>;",
+            sh.name,
+            ty(sh.elem),
+            sh.len
+        );
+    }
     for h in e.helpers.values() {
         s.push_str(h);
     }
@@ -128,6 +138,25 @@ impl Emit<'_> {
                 let (i, v) = (self.expr(index), self.expr(value));
                 self.line(d, &format!("{st}({i}, {v});"));
             }
+            Stmt::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let sh = &self.k.shared[*array];
+                let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
+                let st = self.helper(format!("ug_st_{name}"), || {
+                    format!(
+                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < {len}u) {{ {name}[i] = v; }} }}\n",
+                        t = ty(elem)
+                    )
+                });
+                let (i, v) = (self.expr(index), self.expr(value));
+                self.line(d, &format!("{st}({i}, {v});"));
+            }
+            // storageBarrier too: CUDA's __syncthreads() orders global
+            // memory within the block, and the language promises the same.
+            Stmt::Barrier(_) => self.line(d, "storageBarrier(); workgroupBarrier();"),
             Stmt::Block(b) => {
                 self.line(d, "{");
                 self.block(b, d + 1);
@@ -174,9 +203,9 @@ impl Emit<'_> {
                 self.block(body, d + 1);
                 self.line(d, "}");
             }
-            Stmt::Break => self.line(d, "break;"),
-            Stmt::Continue => self.line(d, "continue;"),
-            Stmt::Return => self.line(d, "return;"),
+            Stmt::Break(_) => self.line(d, "break;"),
+            Stmt::Continue(_) => self.line(d, "continue;"),
+            Stmt::Return(_) => self.line(d, "return;"),
         }
     }
 
@@ -186,6 +215,18 @@ impl Emit<'_> {
             ExprKind::Var(n) => n.clone(),
             ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i].name),
             ExprKind::Len(i) => format!("n_{}", self.k.params[*i].name),
+            ExprKind::SharedLoad(a, index) => {
+                let sh = &self.k.shared[*a];
+                let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
+                let ld = self.helper(format!("ug_ld_{name}"), || {
+                    format!(
+                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < {len}u) {{ return {name}[i]; }} return {t}(); }}\n",
+                        t = ty(elem)
+                    )
+                });
+                let i = self.expr(index);
+                format!("{ld}({i})")
+            }
             ExprKind::Load(a, index) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));

@@ -2,7 +2,8 @@
 //! element checked against a host reference written without the macro.
 // The references spell clamp as max-then-min on purpose: that is the
 // language's clamp (a NaN gives the bound, never a panic).
-#![allow(clippy::manual_clamp)]
+// The references index like the kernels do, invocation by invocation.
+#![allow(clippy::manual_clamp, clippy::needless_range_loop)]
 
 mod common;
 
@@ -331,6 +332,210 @@ on_every_backend!(a_block_other_than_the_workgroup_size_is_refused, |ctx| {
     assert!(e.contains("workgroup_size is (256, 1, 1)"), "{e}");
 });
 
+/// A sum with a shared-memory tree and barriers: each workgroup reduces
+/// its 256 elements in shared memory (a barrier inside a `while` whose
+/// condition is uniform) and writes one partial sum.
+#[unigpu::kernel(workgroup_size = 256)]
+fn tree_sum(x: &[f32], partial: &mut [f32]) {
+    let tile = shared::<f32, 256>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let mut v = 0.0f32;
+    if i < x.len() {
+        v = x[i];
+    }
+    tile[l] = v;
+    barrier();
+    let mut stride = tile.len() / 2;
+    while stride > 0 {
+        if l < stride {
+            tile[l] = tile[l] + tile[l + stride];
+        }
+        barrier();
+        stride = stride / 2;
+    }
+    if l == 0 {
+        partial[workgroup_id().x] = tile[0];
+    }
+}
+
+on_every_backend!(a_shared_memory_tree_sum_matches_the_host, |ctx| {
+    let k = tree_sum::kernel(ctx).unwrap();
+    // Not a multiple of the workgroup: the last group pads with zeros.
+    let n = random_len(1 << 17).max(2) | 1;
+    let hx = random_vec::<f32>(n);
+    let groups = n.div_ceil(256);
+    let x = ctx.upload(&hx).unwrap();
+    let mut partial = ctx.upload(&vec![f32::NAN; groups]).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 256), (&x, &mut partial))
+        .unwrap();
+    let got = partial.download().unwrap();
+    for g in 0..groups {
+        // The same tree, in the same order: bit for bit.
+        let mut t: Vec<f32> = (0..256)
+            .map(|l| hx.get(g * 256 + l).copied().unwrap_or(0.0))
+            .collect();
+        let mut stride = 128;
+        while stride > 0 {
+            for l in 0..stride {
+                t[l] += t[l + stride];
+            }
+            stride /= 2;
+        }
+        assert_eq!(got[g].to_bits(), t[0].to_bits(), "group {g} of {groups}");
+    }
+});
+
+/// A tiled f32 matmul with shared memory: 16×16 tiles of `a` and `b`
+/// loaded per step of a `for` loop with two barriers in it.
+#[unigpu::kernel(workgroup_size = (16, 16))]
+fn tiled_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+    let ta = shared::<f32, 256>();
+    let tb = shared::<f32, 256>();
+    let col = global_id().x;
+    let row = global_id().y;
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let rows = m as usize;
+    let cols = n as usize;
+    let inner = k as usize;
+    let mut acc = 0.0f32;
+    for t in 0..(inner + 15) / 16 {
+        let ac = t * 16 + lx;
+        let mut av = 0.0f32;
+        if row < rows && ac < inner {
+            av = a[row * inner + ac];
+        }
+        ta[ly * 16 + lx] = av;
+        let br = t * 16 + ly;
+        let mut bv = 0.0f32;
+        if br < inner && col < cols {
+            bv = b[br * cols + col];
+        }
+        tb[ly * 16 + lx] = bv;
+        barrier();
+        for j in 0..16usize {
+            acc = acc + ta[ly * 16 + j] * tb[j * 16 + lx];
+        }
+        barrier();
+    }
+    if row < rows && col < cols {
+        c[row * cols + col] = acc;
+    }
+}
+
+on_every_backend!(a_tiled_shared_memory_matmul_matches_the_host, |ctx| {
+    let kern = tiled_matmul::kernel(ctx).unwrap();
+    // Sizes that are not multiples of the tile.
+    let (m, n, k) = (
+        random_len(150).max(1),
+        random_len(150).max(1),
+        random_len(150).max(1),
+    );
+    let (ha, hb) = (random_vec::<f32>(m * k), random_vec::<f32>(k * n));
+    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let mut c = ctx.upload(&vec![f32::NAN; m * n]).unwrap();
+    let grid = Grid::new(
+        (n.div_ceil(16) as u32, m.div_ceil(16) as u32, 1),
+        (16, 16, 1),
+    );
+    kern.launch(ctx, grid, (&a, &b, &mut c, m as u32, n as u32, k as u32))
+        .unwrap();
+    let got = c.download().unwrap();
+    for r in 0..m {
+        for col in 0..n {
+            // The kernel's order, padding included (one rounding per op).
+            let mut acc = 0.0f32;
+            for j in 0..k.div_ceil(16) * 16 {
+                let (av, bv) = if j < k {
+                    (ha[r * k + j], hb[j * n + col])
+                } else {
+                    (0.0, 0.0)
+                };
+                acc += av * bv;
+            }
+            assert_eq!(
+                got[r * n + col].to_bits(),
+                acc.to_bits(),
+                "c[{r}][{col}] of {m}x{n} (k = {k})"
+            );
+        }
+    }
+});
+
+/// Values live across barriers (the CPU form holds them per invocation),
+/// a barrier under a uniform `if` on a scalar argument, a `loop` with a
+/// uniform `break` and barriers, and a thread-dependent `return` after
+/// the last barrier.
+#[unigpu::kernel(workgroup_size = 64)]
+fn phases(x: &[i32], mode: u32, out: &mut [i32]) {
+    let buf = shared::<i32, 64>();
+    let l = local_id().x;
+    let mut v = x[global_id().x];
+    buf[l] = v;
+    if mode == 1 {
+        barrier();
+        v = buf[63 - l];
+    }
+    let mut round = 0u32;
+    loop {
+        if round == 3 {
+            break;
+        }
+        barrier();
+        // The left neighbour: run in order without the barriers, an
+        // invocation would read the value its neighbour just wrote.
+        let next = buf[(l + 63) % 64];
+        barrier();
+        buf[l] = next + v;
+        round += 1;
+    }
+    barrier();
+    if l >= 60 {
+        return;
+    }
+    out[global_id().x] = buf[l] * 2;
+}
+
+on_every_backend!(
+    values_live_across_barriers_in_uniform_branches_and_loops,
+    |ctx| {
+        let k = phases::kernel(ctx).unwrap();
+        let n = random_len(5000).max(2);
+        let hx = random_vec::<i32>(n);
+        let x = ctx.upload(&hx).unwrap();
+        for mode in [0u32, 1] {
+            let mut out = ctx.upload(&vec![-7i32; n]).unwrap();
+            k.launch(ctx, Grid::for_elems_with_block(n, 64), (&x, mode, &mut out))
+                .unwrap();
+            let got = out.download().unwrap();
+            for g in 0..n.div_ceil(64) {
+                let mut buf: Vec<i32> = (0..64)
+                    .map(|l| hx.get(g * 64 + l).copied().unwrap_or(0))
+                    .collect();
+                let v: Vec<i32> = if mode == 1 {
+                    (0..64).map(|l| buf[63 - l]).collect()
+                } else {
+                    buf.clone()
+                };
+                for _ in 0..3 {
+                    let next: Vec<i32> = (0..64).map(|l| buf[(l + 63) % 64]).collect();
+                    for l in 0..64 {
+                        buf[l] = next[l].wrapping_add(v[l]);
+                    }
+                }
+                for l in 0..64 {
+                    let i = g * 64 + l;
+                    if i < n {
+                        let want = if l >= 60 { -7 } else { buf[l].wrapping_mul(2) };
+                        assert_eq!(got[i], want, "mode {mode}, element {i} of {n}");
+                    }
+                }
+            }
+        }
+    }
+);
+
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), asking for 64-bit types only
 /// where a kernel uses them.
@@ -345,6 +550,9 @@ fn every_emitted_wgsl_validates() {
         (wide::NAME, wide::WGSL),
         (math::NAME, math::WGSL),
         (first_match::NAME, first_match::WGSL),
+        (tree_sum::NAME, tree_sum::WGSL),
+        (tiled_matmul::NAME, tiled_matmul::WGSL),
+        (phases::NAME, phases::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
