@@ -117,6 +117,10 @@ impl<'k> Cpu<'k> {
                 let (i, v) = (self.expr(index), self.expr(value));
                 quote!(#s.set(#i, #v);)
             }
+            Stmt::Eval(e) => {
+                let v = self.expr(e);
+                quote!(let _ = #v;)
+            }
             // Phases are split at barriers before statements are emitted.
             Stmt::Barrier(_) => quote!(),
             Stmt::Block(b) => {
@@ -318,6 +322,32 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
     match &e.kind {
         ExprKind::Lit(l) => lit(*l, e.ty),
         ExprKind::Var(n) => cx.var(n),
+        ExprKind::Atomic {
+            op,
+            mem,
+            index,
+            value,
+            current,
+        } => {
+            let arr = match *mem {
+                Mem::Global(a) => param(k, a),
+                Mem::Shared(a) => format_ident!("{}", k.shared[a].name),
+            };
+            let o = format_ident!("{}", op.name());
+            let (i, v) = (expr(cx, index), expr(cx, value));
+            let t = ty(e.ty);
+            // Evaluated in source order: index, current, value.
+            let c = match current {
+                Some(c) => expr(cx, c),
+                None => quote!(<#t as ::core::default::Default>::default()),
+            };
+            quote!({
+                let __i: u32 = #i;
+                let __c: #t = #c;
+                let __v: #t = #v;
+                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c)
+            })
+        }
         ExprKind::SharedLoad(a, index) => {
             let (s, i) = (format_ident!("{}", k.shared[*a].name), expr(cx, index));
             quote!(#s.get(#i))

@@ -32,6 +32,8 @@ fn unsigned(t: Ty) -> &'static str {
 
 struct Emit<'k> {
     k: &'k Kernel,
+    /// Arrays some atomic uses.
+    atomics: std::collections::BTreeSet<Mem>,
     helpers: BTreeMap<String, String>,
     out: String,
 }
@@ -39,6 +41,7 @@ struct Emit<'k> {
 pub fn emit(k: &Kernel) -> String {
     let mut e = Emit {
         k,
+        atomics: k.atomics(),
         helpers: BTreeMap::new(),
         out: String::new(),
     };
@@ -105,12 +108,45 @@ impl Emit<'_> {
         name
     }
 
-    fn ld_helper(&mut self, elem: Ty) -> String {
-        self.helper(format!("ug_ld_{}", elem.tag()), || {
+    /// A bounds-checked load; `volatile` from an array atomics change
+    /// (each read goes to memory, as WGSL's atomicLoad does).
+    fn ld_helper(&mut self, elem: Ty, volatile: bool) -> String {
+        let (name, q) = if volatile {
+            (format!("ug_ldv_{}", elem.tag()), "const volatile")
+        } else {
+            (format!("ug_ld_{}", elem.tag()), "const")
+        };
+        self.helper(name.clone(), || {
             format!(
-                "static __device__ __forceinline__ {c} ug_ld_{t}(const {c}* p, unsigned int n, unsigned int i) {{ return i < n ? p[i] : ({c})0; }}\n",
-                t = elem.tag(),
+                "static __device__ __forceinline__ {c} {name}({q} {c}* p, unsigned int n, unsigned int i) {{ return i < n ? p[i] : ({c})0; }}\n",
                 c = ty(elem)
+            )
+        })
+    }
+
+    /// `atomicOP` on an element in bounds; the old value, or 0 outside.
+    fn atomic_helper(&mut self, op: AtomicOp, elem: Ty) -> String {
+        let name = format!("ug_atomic_{}_{}", op.name().to_lowercase(), elem.tag());
+        self.helper(name.clone(), || {
+            let c = ty(elem);
+            let (params, call) = match op {
+                AtomicOp::CompareExchange => (format!("{c} cur, {c} v"), "atomicCAS(p + i, cur, v)".to_string()),
+                _ => {
+                    let f = match op {
+                        AtomicOp::Add => "atomicAdd",
+                        AtomicOp::Sub => "atomicSub",
+                        AtomicOp::Min => "atomicMin",
+                        AtomicOp::Max => "atomicMax",
+                        AtomicOp::And => "atomicAnd",
+                        AtomicOp::Or => "atomicOr",
+                        AtomicOp::Xor => "atomicXor",
+                        _ => "atomicExch",
+                    };
+                    (format!("{c} v"), format!("{f}(p + i, v)"))
+                }
+            };
+            format!(
+                "static __device__ __forceinline__ {c} {name}({c}* p, unsigned int n, unsigned int i, {params}) {{ return i < n ? {call} : ({c})0; }}\n"
             )
         })
     }
@@ -174,6 +210,10 @@ impl Emit<'_> {
                 self.line(d, &format!("{st}({name}, {len}u, {i}, {v});"));
             }
             Stmt::Barrier(_) => self.line(d, "__syncthreads();"),
+            Stmt::Eval(e) => {
+                let v = self.expr(e);
+                self.line(d, &format!("(void)({v});"));
+            }
             Stmt::Block(b) => {
                 self.line(d, "{");
                 self.block(b, d + 1);
@@ -240,14 +280,40 @@ impl Emit<'_> {
             ExprKind::Load(a, index) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
-                let ld = self.ld_helper(elem);
+                let ld = self.ld_helper(elem, self.atomics.contains(&Mem::Global(*a)));
                 let i = self.expr(index);
                 format!("{ld}(p_{name}, n_{name}, {i})")
+            }
+            ExprKind::Atomic {
+                op,
+                mem,
+                index,
+                value,
+                current,
+            } => {
+                let (ptr, len) = match *mem {
+                    Mem::Global(a) => {
+                        let n = &self.k.params[a].name;
+                        (format!("p_{n}"), format!("n_{n}"))
+                    }
+                    Mem::Shared(a) => {
+                        let s = &self.k.shared[a];
+                        (s.name.clone(), format!("{}u", s.len))
+                    }
+                };
+                let f = self.atomic_helper(*op, e.ty);
+                let i = self.expr(index);
+                let c = match current {
+                    Some(c) => format!("{}, ", self.expr(c)),
+                    None => String::new(),
+                };
+                let v = self.expr(value);
+                format!("{f}({ptr}, {len}, {i}, {c}{v})")
             }
             ExprKind::SharedLoad(a, index) => {
                 let sh = &self.k.shared[*a];
                 let (name, len) = (sh.name.clone(), sh.len);
-                let ld = self.ld_helper(sh.elem);
+                let ld = self.ld_helper(sh.elem, self.atomics.contains(&Mem::Shared(*a)));
                 let i = self.expr(index);
                 format!("{ld}({name}, {len}u, {i})")
             }

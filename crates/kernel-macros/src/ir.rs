@@ -181,6 +181,132 @@ pub enum ExprKind {
     /// A workgroup-shared array's element (by its position in
     /// `Kernel::shared`); out of bounds reads give zero.
     SharedLoad(usize, Box<Expr>),
+    /// An integer atomic on an element; gives the element's old value
+    /// (0, and nothing done, out of bounds).
+    Atomic {
+        op: AtomicOp,
+        mem: Mem,
+        index: Box<Expr>,
+        value: Box<Expr>,
+        /// `compare_exchange`'s expected value.
+        current: Option<Box<Expr>>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    CompareExchange,
+}
+
+impl AtomicOp {
+    pub fn from_method(m: &str) -> Option<AtomicOp> {
+        Some(match m {
+            "atomic_add" => AtomicOp::Add,
+            "atomic_sub" => AtomicOp::Sub,
+            "atomic_min" => AtomicOp::Min,
+            "atomic_max" => AtomicOp::Max,
+            "atomic_and" => AtomicOp::And,
+            "atomic_or" => AtomicOp::Or,
+            "atomic_xor" => AtomicOp::Xor,
+            "atomic_exchange" => AtomicOp::Exchange,
+            "atomic_compare_exchange" => AtomicOp::CompareExchange,
+            _ => return None,
+        })
+    }
+
+    /// The variant's name (`generated::AtomicOp::NAME` on the CPU).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "Add",
+            AtomicOp::Sub => "Sub",
+            AtomicOp::Min => "Min",
+            AtomicOp::Max => "Max",
+            AtomicOp::And => "And",
+            AtomicOp::Or => "Or",
+            AtomicOp::Xor => "Xor",
+            AtomicOp::Exchange => "Exchange",
+            AtomicOp::CompareExchange => "CompareExchange",
+        }
+    }
+}
+
+/// An array a kernel can name: a parameter or a shared array, by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mem {
+    Global(usize),
+    Shared(usize),
+}
+
+impl Expr {
+    /// Calls `f` on this expression and every one inside it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Load(_, i) | ExprKind::SharedLoad(_, i) => i.visit(f),
+            ExprKind::Bin(_, l, r) => {
+                l.visit(f);
+                r.visit(f);
+            }
+            ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => v.visit(f),
+            ExprKind::Math(_, a) => a.iter().for_each(|x| x.visit(f)),
+            ExprKind::Atomic {
+                index,
+                value,
+                current,
+                ..
+            } => {
+                index.visit(f);
+                value.visit(f);
+                if let Some(c) = current {
+                    c.visit(f);
+                }
+            }
+            ExprKind::Lit(_)
+            | ExprKind::Var(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Len(_)
+            | ExprKind::Id(..) => {}
+        }
+    }
+}
+
+/// Calls `f` on every expression in `stmts`, at any depth.
+pub fn visit_exprs(stmts: &[Stmt], f: &mut impl FnMut(&Expr)) {
+    for s in stmts {
+        match s {
+            Stmt::Let { init: e, .. } | Stmt::Assign { value: e, .. } | Stmt::Eval(e) => e.visit(f),
+            Stmt::Store { index, value, .. } | Stmt::SharedStore { index, value, .. } => {
+                index.visit(f);
+                value.visit(f);
+            }
+            Stmt::Block(b) | Stmt::Loop(b) => visit_exprs(b, f),
+            Stmt::If { cond, then, els } => {
+                cond.visit(f);
+                visit_exprs(then, f);
+                visit_exprs(els, f);
+            }
+            Stmt::For {
+                start, end, body, ..
+            } => {
+                start.visit(f);
+                end.visit(f);
+                visit_exprs(body, f);
+            }
+            Stmt::While { cond, body } => {
+                cond.visit(f);
+                visit_exprs(body, f);
+            }
+            Stmt::Barrier(_) | Stmt::Break(_) | Stmt::Continue(_) | Stmt::Return(_) => {}
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +336,9 @@ pub enum Stmt {
     /// `barrier()`: every invocation of the workgroup waits here, and
     /// the shared and global writes before it are seen after it.
     Barrier(Span),
+    /// An expression run for its effect (an atomic whose old value is
+    /// not used).
+    Eval(Expr),
     Block(Vec<Stmt>),
     If {
         cond: Expr,
@@ -271,6 +400,17 @@ pub struct Kernel {
 impl Kernel {
     /// Whether the CPU form runs workgroup by workgroup in phases (a
     /// barrier or shared memory needs the workgroup's invocations together).
+    /// The arrays some atomic uses (WGSL declares them `atomic<T>`).
+    pub fn atomics(&self) -> std::collections::BTreeSet<Mem> {
+        let mut out = std::collections::BTreeSet::new();
+        visit_exprs(&self.body, &mut |e| {
+            if let ExprKind::Atomic { mem, .. } = &e.kind {
+                out.insert(*mem);
+            }
+        });
+        out
+    }
+
     pub fn phased(&self) -> bool {
         !self.shared.is_empty() || self.body.iter().any(Stmt::has_barrier)
     }

@@ -311,6 +311,9 @@ impl Cx {
                 self.assign(&b.left, compound(&b.op), &b.right, b.span())
             }
             syn::Expr::If(i) => self.if_stmt(i),
+            syn::Expr::MethodCall(m) if AtomicOp::from_method(&m.method.to_string()).is_some() => {
+                Ok(Stmt::Eval(self.method(m, None)?))
+            }
             syn::Expr::Call(c) if is_call_to(c, "barrier") => {
                 if !c.args.is_empty() {
                     return err(c.args.span(), "`barrier()` takes no arguments");
@@ -607,6 +610,69 @@ impl Cx {
             ),
             None => err(e.span(), format!("cannot find `{name}` in this kernel")),
         }
+    }
+
+    /// `array.atomic_OP(index, value)` or
+    /// `array.atomic_compare_exchange(index, current, new)`.
+    fn atomic(&mut self, op: AtomicOp, m: &syn::ExprMethodCall) -> Result<Expr> {
+        let (mem, elem) = match self.shared_of(&m.receiver) {
+            Some((i, elem)) => (Mem::Shared(i), elem),
+            None => {
+                let (i, elem, writable) = self.array_of(&m.receiver)?;
+                if !writable {
+                    let name = &self.params[i].name;
+                    return err(
+                        m.receiver.span(),
+                        format!("`{name}` is `&[T]`, read-only: atomics need `&mut [T]`"),
+                    );
+                }
+                (Mem::Global(i), elem)
+            }
+        };
+        if !matches!(elem, Ty::U32 | Ty::I32) {
+            return err(
+                m.receiver.span(),
+                format!("atomics are on u32 and i32 arrays, not `{}`", elem.name()),
+            );
+        }
+        let arity = if op == AtomicOp::CompareExchange {
+            3
+        } else {
+            2
+        };
+        if m.args.len() != arity {
+            let shape = if arity == 3 {
+                "(index, current, new)"
+            } else {
+                "(index, value)"
+            };
+            return err(m.span(), format!("`{}` takes {shape}", m.method));
+        }
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        let index = self.index(args[0])?;
+        let mut vals = Vec::new();
+        for a in &args[1..] {
+            let v = self.expr(a, Some(elem))?;
+            if v.ty != elem {
+                return mismatch(a.span(), elem, v.ty);
+            }
+            vals.push(v);
+        }
+        let value = Box::new(vals.pop().unwrap_or(Expr {
+            kind: ExprKind::Lit(Lit::Int(0)),
+            ty: elem,
+        }));
+        let current = vals.pop().map(Box::new);
+        Ok(Expr {
+            kind: ExprKind::Atomic {
+                op,
+                mem,
+                index: Box::new(index),
+                value,
+                current,
+            },
+            ty: elem,
+        })
     }
 
     /// A shared array named by `e`: (position, element).
@@ -1021,6 +1087,9 @@ impl Cx {
                 kind: ExprKind::Len(array),
                 ty: Ty::Usize,
             });
+        }
+        if let Some(op) = AtomicOp::from_method(&method) {
+            return self.atomic(op, m);
         }
         let math = match method.as_str() {
             "sqrt" => Math::Sqrt,

@@ -44,6 +44,8 @@ pub fn depends(e: &Expr, dep: &HashSet<String>) -> bool {
         ExprKind::Bin(_, l, r) => depends(l, dep) || depends(r, dep),
         ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => depends(v, dep),
         ExprKind::Math(_, a) => a.iter().any(|x| depends(x, dep)),
+        // The old value each invocation gets differs.
+        ExprKind::Atomic { .. } => true,
     }
 }
 

@@ -536,6 +536,144 @@ on_every_backend!(
     }
 );
 
+/// A 256-bin histogram with atomics: each workgroup counts into a shared
+/// array with `atomic_add`, then adds its counts to the global bins.
+#[unigpu::kernel(workgroup_size = 256)]
+fn histogram(data: &[u32], bins: &mut [u32]) {
+    let local = shared::<u32, 256>();
+    let l = local_id().x;
+    let i = global_id().x;
+    if i < data.len() {
+        local.atomic_add((data[i] & 255) as usize, 1);
+    }
+    barrier();
+    let c = local[l];
+    if c > 0 {
+        bins.atomic_add(l, c);
+    }
+}
+
+on_every_backend!(a_256_bin_histogram_with_atomics_is_exact, |ctx| {
+    let k = histogram::kernel(ctx).unwrap();
+    let n = random_len(1 << 18).max(1);
+    // Skewed, so many invocations hit the same bin at once.
+    let hd: Vec<u32> = random_vec::<u32>(n)
+        .iter()
+        .map(|v| if v % 3 == 0 { 7 } else { *v })
+        .collect();
+    let d = ctx.upload(&hd).unwrap();
+    let mut bins = ctx.zeros::<u32>(256).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 256), (&d, &mut bins))
+        .unwrap();
+    let mut want = vec![0u32; 256];
+    for v in &hd {
+        want[(v & 255) as usize] += 1;
+    }
+    assert_eq!(bins.download().unwrap(), want, "{n} values");
+});
+
+/// Every atomic on global i32 and u32 arrays and on a shared array: the
+/// commutative ones give an exact total; `atomic_add`'s old values are a
+/// permutation of 0..n; exchange hands each value on exactly once; a
+/// compare-exchange loop counts every invocation once.
+#[unigpu::kernel(workgroup_size = 64)]
+fn atomics(x: &[i32], acc: &mut [i32], uacc: &mut [u32], olds: &mut [u32], swaps: &mut [i32]) {
+    let counter = shared::<u32, 1>();
+    let i = global_id().x;
+    let inside = i < x.len();
+    let mut v = 0;
+    if inside {
+        v = x[i];
+        acc.atomic_add(0, v);
+        acc.atomic_sub(1, v);
+        acc.atomic_min(2, v);
+        acc.atomic_max(3, v);
+        acc.atomic_and(4, v);
+        acc.atomic_or(5, v);
+        acc.atomic_xor(6, v);
+        let u = v as u32;
+        uacc.atomic_min(0, u);
+        uacc.atomic_max(1, u);
+        uacc.atomic_add(2, u);
+        olds[i] = uacc.atomic_add(3, 1);
+        swaps[i] = acc.atomic_exchange(7, v);
+        loop {
+            let seen = uacc[4];
+            if uacc.atomic_compare_exchange(4, seen, seen + 1) == seen {
+                break;
+            }
+        }
+        counter.atomic_add(0, 1);
+    }
+    // Out of bounds atomics do nothing and give 0.
+    let none = acc.atomic_add(acc.len() + 3, 5) + counter.atomic_or(9, 5) as i32;
+    barrier();
+    if local_id().x == 0 {
+        uacc.atomic_add(5, counter[0]);
+    }
+    if inside && none != 0 {
+        acc[8] = 1;
+    }
+}
+
+on_every_backend!(every_integer_atomic_matches_the_host, |ctx| {
+    let k = atomics::kernel(ctx).unwrap();
+    let n = random_len(20000).max(2);
+    let hx = random_vec::<i32>(n);
+    let x = ctx.upload(&hx).unwrap();
+    let start_i = [5i32, -3, i32::MAX, i32::MIN, -1, 0, 0x5a5a, -77, 0];
+    let start_u = [u32::MAX, 0, 9, 0, 0, 0];
+    let mut acc = ctx.upload(&start_i).unwrap();
+    let mut uacc = ctx.upload(&start_u).unwrap();
+    let mut olds = ctx.zeros::<u32>(n).unwrap();
+    let mut swaps = ctx.zeros::<i32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 64),
+        (&x, &mut acc, &mut uacc, &mut olds, &mut swaps),
+    )
+    .unwrap();
+    let (got, ugot) = (acc.download().unwrap(), uacc.download().unwrap());
+    let mut want = start_i;
+    for &v in &hx {
+        want[0] = want[0].wrapping_add(v);
+        want[1] = want[1].wrapping_sub(v);
+        want[2] = want[2].min(v);
+        want[3] = want[3].max(v);
+        want[4] &= v;
+        want[5] |= v;
+        want[6] ^= v;
+    }
+    assert_eq!(&got[..7], &want[..7], "{n} values");
+    assert_eq!(got[8], 0, "an out-of-bounds atomic gave a value");
+    let mut uwant = start_u;
+    for &v in &hx {
+        let u = v as u32;
+        uwant[0] = uwant[0].min(u);
+        uwant[1] = uwant[1].max(u);
+        uwant[2] = uwant[2].wrapping_add(u);
+    }
+    uwant[3] = n as u32;
+    uwant[4] = n as u32;
+    uwant[5] = n as u32;
+    assert_eq!(ugot, uwant, "{n} values");
+    let mut o = olds.download().unwrap();
+    o.sort_unstable();
+    assert!(
+        o.iter().enumerate().all(|(i, v)| *v == i as u32),
+        "old values of atomic_add are not 0..{n}"
+    );
+    // Exchange: the old values and the final one are the start value and
+    // every x, each once.
+    let mut handed = swaps.download().unwrap();
+    handed.push(got[7]);
+    handed.sort_unstable();
+    let mut all = hx.clone();
+    all.push(start_i[7]);
+    all.sort_unstable();
+    assert_eq!(handed, all);
+});
+
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), asking for 64-bit types only
 /// where a kernel uses them.
@@ -553,6 +691,8 @@ fn every_emitted_wgsl_validates() {
         (tree_sum::NAME, tree_sum::WGSL),
         (tiled_matmul::NAME, tiled_matmul::WGSL),
         (phases::NAME, phases::WGSL),
+        (histogram::NAME, histogram::WGSL),
+        (atomics::NAME, atomics::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
@@ -579,6 +719,21 @@ fn the_cuda_form_declares_hidden_lengths() {
         "{}",
         vector_add::CUDA
     );
+}
+
+/// Shared arrays are declared and zeroed in the CUDA form (CUDA leaves
+/// them uninitialised), and barriers are `__syncthreads()`.
+#[test]
+fn the_cuda_form_zeroes_shared_arrays() {
+    let src = tree_sum::CUDA;
+    assert!(src.contains("__shared__ float s_tile_0[256];"), "{src}");
+    assert!(
+        src.contains(
+            "for (unsigned int i = ug_tid; i < 256u; i += ug_threads) s_tile_0[i] = (float)0;"
+        ),
+        "{src}"
+    );
+    assert_eq!(src.matches("__syncthreads();").count(), 3, "{src}");
 }
 
 /// The 64-bit types: f64 arithmetic rounds like the host's (one rounding

@@ -181,6 +181,61 @@ impl<'a, T: Word> Rw<'a, T> {
     }
 }
 
+/// The language's integer atomics (`array.atomic_add(i, v)` …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    CompareExchange,
+}
+
+/// An element type atomics work on (u32 and i32, in 32-bit cells).
+pub trait AtomicInt: Word<Cell = AtomicU32> {
+    /// The new value of an element that held `old`.
+    fn apply(op: AtomicOp, old: Self, v: Self, current: Self) -> Self;
+}
+
+macro_rules! atomic_int {
+    ($($t:ty),*) => {$(
+        impl AtomicInt for $t {
+            fn apply(op: AtomicOp, old: Self, v: Self, current: Self) -> Self {
+                match op {
+                    AtomicOp::Add => old.wrapping_add(v),
+                    AtomicOp::Sub => old.wrapping_sub(v),
+                    AtomicOp::Min => old.min(v),
+                    AtomicOp::Max => old.max(v),
+                    AtomicOp::And => old & v,
+                    AtomicOp::Or => old | v,
+                    AtomicOp::Xor => old ^ v,
+                    AtomicOp::Exchange => v,
+                    AtomicOp::CompareExchange => if old == current { v } else { old },
+                }
+            }
+        }
+    )*};
+}
+atomic_int!(u32, i32);
+
+impl<T: AtomicInt> Rw<'_, T> {
+    /// One atomic read-modify-write of element `i` (relaxed, as CUDA's and
+    /// WGSL's are); the old value, or 0 and nothing done out of bounds.
+    pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
+        let Some(c) = self.0.get(i as usize) else {
+            return T::default();
+        };
+        let old = c.fetch_update(Relaxed, Relaxed, |x| {
+            Some(bytemuck::cast(T::apply(op, bytemuck::cast(x), v, current)))
+        });
+        bytemuck::cast(old.unwrap_or_else(|x| x))
+    }
+}
+
 /// One invocation's indices, as the GPU backends number them.
 #[derive(Debug, Clone, Copy)]
 pub struct Ids {
@@ -309,6 +364,19 @@ impl<T: Copy + Default> Shared<T> {
         if let Some(c) = self.0.get(i as usize) {
             c.set(v)
         }
+    }
+}
+
+impl<T: AtomicInt> Shared<T> {
+    /// As [`Rw::atomic`]: the workgroup's invocations run in turn on one
+    /// task, so a plain read-modify-write is atomic.
+    pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
+        let Some(c) = self.0.get(i as usize) else {
+            return T::default();
+        };
+        let old = c.get();
+        c.set(T::apply(op, old, v, current));
+        old
     }
 }
 
