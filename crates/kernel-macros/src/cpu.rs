@@ -25,13 +25,29 @@ fn param(k: &Kernel, i: usize) -> proc_macro2::Ident {
 /// `generated::run_groups` with the body split into phases.
 pub fn body(k: &Kernel) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
+    // Device functions as nested Rust functions.
+    let funcs = k.funcs.iter().map(|f| {
+        let mut cx = Cpu::new(k);
+        let body = cx.block(&f.body);
+        let r = cx.expr(&f.result);
+        let name = format_ident!("{}", f.name);
+        let params = f.params.iter().map(|(n, t)| {
+            let (n, t) = (format_ident!("{}", n), ty(*t));
+            quote!(#n: #t)
+        });
+        let ret = ty(f.ret);
+        quote!(fn #name(#(#params),*) -> #ret { #body #r })
+    });
+    let funcs = quote!(#(#funcs)*);
     if !k.phased() {
         let b = Cpu::new(k).block(&k.body);
         return quote! {
+            #funcs
             #g::run(__args.grid(), |__ids: &#g::Ids| { #b });
         };
     }
-    phased(k)
+    let p = phased(k);
+    quote!(#funcs #p)
 }
 
 /// Emits expressions and statements; in the phased form, `lifted` names
@@ -168,6 +184,10 @@ impl<'k> Cpu<'k> {
             Stmt::Continue(_) => quote!(continue;),
             Stmt::Return(_) if self.phased => quote! { __done[__li] = true; continue '__items; },
             Stmt::Return(_) => quote!(return;),
+            Stmt::ReturnValue(v) => {
+                let v = self.expr(v);
+                quote!(return #v;)
+            }
         }
     }
 
@@ -394,6 +414,11 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             quote!(__ids.#field[#axis])
         }
         ExprKind::Math(f, args) => math(cx, *f, args, e.ty),
+        ExprKind::Call(f, args) => {
+            let name = format_ident!("{}", k.funcs[*f].name);
+            let a = args.iter().map(|x| expr(cx, x));
+            quote!(#name(#(#a),*))
+        }
     }
 }
 

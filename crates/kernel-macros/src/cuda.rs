@@ -45,6 +45,36 @@ pub fn emit(k: &Kernel) -> String {
         helpers: BTreeMap::new(),
         out: String::new(),
     };
+    // Device functions: prototypes first, so any order calls.
+    let mut funcs = String::new();
+    for f in &k.funcs {
+        let params: Vec<&str> = f.params.iter().map(|(_, t)| ty(*t)).collect();
+        let _ = writeln!(
+            funcs,
+            "static __device__ {} {}({});",
+            ty(f.ret),
+            f.name,
+            params.join(", ")
+        );
+    }
+    for f in &k.funcs {
+        e.block(&f.body, 1);
+        let r = e.expr(&f.result);
+        e.line(1, &format!("return {r};"));
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|(n, t)| format!("{} {n}", ty(*t)))
+            .collect();
+        let _ = write!(
+            funcs,
+            "static __device__ {} {}({}) {{\n{}}}\n",
+            ty(f.ret),
+            f.name,
+            params.join(", "),
+            std::mem::take(&mut e.out)
+        );
+    }
     if !k.shared.is_empty() {
         // CUDA leaves shared memory uninitialised; the language (and WGSL)
         // starts it at zero.
@@ -89,6 +119,7 @@ pub fn emit(k: &Kernel) -> String {
     for h in e.helpers.values() {
         s.push_str(h);
     }
+    s.push_str(&funcs);
     let _ = write!(
         s,
         "extern \"C\" __global__ void {}({}) {{\n{}}}\n",
@@ -268,6 +299,10 @@ impl Emit<'_> {
             Stmt::Break(_) => self.line(d, "break;"),
             Stmt::Continue(_) => self.line(d, "continue;"),
             Stmt::Return(_) => self.line(d, "return;"),
+            Stmt::ReturnValue(v) => {
+                let v = self.expr(v);
+                self.line(d, &format!("return {v};"));
+            }
         }
     }
 
@@ -351,6 +386,10 @@ impl Emit<'_> {
                 }
             }
             ExprKind::Math(f, args) => self.math(*f, args, e.ty),
+            ExprKind::Call(f, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                format!("{}({})", self.k.funcs[*f].name, a.join(", "))
+            }
         }
     }
 

@@ -191,6 +191,22 @@ pub enum ExprKind {
         /// `compare_exchange`'s expected value.
         current: Option<Box<Expr>>,
     },
+    /// A `#[unigpu::device]` function, by position in `Kernel::funcs`.
+    Call(usize, Vec<Expr>),
+}
+
+/// A `#[unigpu::device]` function: scalars in, one scalar out, no memory
+/// or thread indices, so every backend can inline or call it.
+#[derive(Debug, Clone)]
+pub struct Func {
+    /// The emitted name.
+    pub name: String,
+    /// Emitted parameter names and types.
+    pub params: Vec<(String, Ty)>,
+    pub ret: Ty,
+    pub body: Vec<Stmt>,
+    /// The trailing expression.
+    pub result: Expr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,7 +272,7 @@ impl Expr {
                 r.visit(f);
             }
             ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => v.visit(f),
-            ExprKind::Math(_, a) => a.iter().for_each(|x| x.visit(f)),
+            ExprKind::Math(_, a) | ExprKind::Call(_, a) => a.iter().for_each(|x| x.visit(f)),
             ExprKind::Atomic {
                 index,
                 value,
@@ -282,7 +298,10 @@ impl Expr {
 pub fn visit_exprs(stmts: &[Stmt], f: &mut impl FnMut(&Expr)) {
     for s in stmts {
         match s {
-            Stmt::Let { init: e, .. } | Stmt::Assign { value: e, .. } | Stmt::Eval(e) => e.visit(f),
+            Stmt::Let { init: e, .. }
+            | Stmt::Assign { value: e, .. }
+            | Stmt::Eval(e)
+            | Stmt::ReturnValue(e) => e.visit(f),
             Stmt::Store { index, value, .. } | Stmt::SharedStore { index, value, .. } => {
                 index.visit(f);
                 value.visit(f);
@@ -361,6 +380,8 @@ pub enum Stmt {
     Break(Span),
     Continue(Span),
     Return(Span),
+    /// `return v;` in a device function.
+    ReturnValue(Expr),
 }
 
 impl Stmt {
@@ -394,6 +415,8 @@ pub struct Kernel {
     pub params: Vec<Param>,
     pub workgroup: [u32; 3],
     pub shared: Vec<Shared>,
+    /// Device functions (no recursion: the front end checks).
+    pub funcs: Vec<Func>,
     pub body: Vec<Stmt>,
 }
 

@@ -46,6 +46,194 @@ struct Cx {
     scopes: Vec<HashMap<String, Binding>>,
     next: usize,
     loops: usize,
+    /// The device functions' signatures.
+    sigs: Vec<Sig>,
+    /// In a device function: its return type.
+    device: Option<Ty>,
+    /// The device functions called, with the calls' spans.
+    calls: Vec<(usize, Span)>,
+}
+
+/// A `#[unigpu::device]` function's signature.
+#[derive(Clone)]
+struct Sig {
+    rust: String,
+    emitted: String,
+    params: Vec<(String, Ty)>,
+    ret: Ty,
+}
+
+/// A device function's signature, checked.
+pub fn check_sig(f: &syn::ItemFn) -> Result<()> {
+    sig(f).map(|_| ())
+}
+
+fn sig(f: &syn::ItemFn) -> Result<Sig> {
+    let s = &f.sig;
+    if let Some(c) = &s.constness {
+        return err(c.span(), "a device function cannot be `const`");
+    }
+    if let Some(a) = &s.asyncness {
+        return err(a.span(), "a device function cannot be `async`");
+    }
+    if let Some(u) = &s.unsafety {
+        return err(u.span(), "a device function cannot be `unsafe`");
+    }
+    if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
+        return not_yet(s.generics.span(), "a generic device function");
+    }
+    let syn::ReturnType::Type(_, rt) = &s.output else {
+        return err(
+            s.ident.span(),
+            "a #[unigpu::device] function returns a value: `-> f32` (one of f32, f64, i32, u32, i64, u64, usize, bool)",
+        );
+    };
+    let Some(ret) = type_name(rt).as_deref().and_then(Ty::from_name) else {
+        return err(
+            rt.span(),
+            "a device function returns one of f32, f64, i32, u32, i64, u64, usize, bool",
+        );
+    };
+    let mut params = Vec::new();
+    for input in &s.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            return err(input.span(), "a device function takes no `self`");
+        };
+        let syn::Pat::Ident(p) = &*pt.pat else {
+            return err(
+                pt.pat.span(),
+                "a device function's parameter is a plain name",
+            );
+        };
+        if p.mutability.is_some() || p.by_ref.is_some() || p.subpat.is_some() {
+            return err(
+                pt.pat.span(),
+                "a device function's parameter is a plain name",
+            );
+        }
+        let Some(t) = type_name(&pt.ty).as_deref().and_then(Ty::from_name) else {
+            return err(
+                pt.ty.span(),
+                "a device function takes values of f32, f64, i32, u32, i64, u64, usize or bool (no arrays)",
+            );
+        };
+        params.push((p.ident.to_string(), t));
+    }
+    Ok(Sig {
+        rust: s.ident.to_string(),
+        emitted: format!("d_{}", s.ident),
+        params,
+        ret,
+    })
+}
+
+/// The device functions `helpers` (what the kernel calls, transitively),
+/// checked: signatures, bodies, and no recursion.
+pub fn funcs(helpers: &[syn::ItemFn]) -> Result<Vec<Func>> {
+    let mut sigs: Vec<Sig> = Vec::new();
+    for h in helpers {
+        let s = sig(h)?;
+        if sigs.iter().any(|o| o.rust == s.rust) {
+            return err(
+                h.sig.ident.span(),
+                format!("device function `{}` is defined twice", s.rust),
+            );
+        }
+        sigs.push(s);
+    }
+    let mut out = Vec::new();
+    let mut graph = Vec::new();
+    for (h, s) in helpers.iter().zip(&sigs) {
+        let mut scope = HashMap::new();
+        let mut params = Vec::new();
+        for (i, (n, t)) in s.params.iter().enumerate() {
+            let emitted = format!("a_{n}_{i}");
+            scope.insert(
+                n.clone(),
+                Binding::Local {
+                    emitted: emitted.clone(),
+                    ty: *t,
+                    mutable: false,
+                },
+            );
+            params.push((emitted, *t));
+        }
+        let mut cx = Cx {
+            params: Vec::new(),
+            shared: Vec::new(),
+            scopes: vec![scope, HashMap::new()],
+            next: 0,
+            loops: 0,
+            sigs: sigs.clone(),
+            device: Some(s.ret),
+            calls: Vec::new(),
+        };
+        let Some((last, init)) = h.block.stmts.split_last() else {
+            return err(
+                h.block.span(),
+                "a #[unigpu::device] function ends with the value it returns",
+            );
+        };
+        let mut body = Vec::new();
+        for st in init {
+            cx.stmt(st, &mut body)?;
+        }
+        let result = match last {
+            syn::Stmt::Expr(e, None) => {
+                let v = cx.expr(e, Some(s.ret))?;
+                if v.ty != s.ret {
+                    return mismatch(e.span(), s.ret, v.ty);
+                }
+                v
+            }
+            other => {
+                return err(
+                    other.span(),
+                    "a #[unigpu::device] function ends with the value it returns (an expression without `;`)",
+                );
+            }
+        };
+        graph.push(cx.calls.clone());
+        out.push(Func {
+            name: s.emitted.clone(),
+            params,
+            ret: s.ret,
+            body,
+            result,
+        });
+    }
+    // Recursion: a cycle in the call graph, reported at a call in it.
+    fn visit(
+        n: usize,
+        graph: &[Vec<(usize, Span)>],
+        state: &mut [u8],
+        names: &[Sig],
+    ) -> Result<()> {
+        state[n] = 1;
+        for &(m, span) in &graph[n] {
+            if state[m] == 1 {
+                return err(
+                    span,
+                    format!(
+                        "`{}` calls `{}` recursively: device functions cannot recurse (GPUs have no call stack for it)",
+                        names[n].rust, names[m].rust
+                    ),
+                );
+            }
+            if state[m] == 0 {
+                visit(m, graph, state, names)?;
+            }
+        }
+        state[n] = 2;
+        Ok(())
+    }
+    let mut state = vec![0u8; sigs.len()];
+    for n in 0..sigs.len() {
+        if state[n] == 0 {
+            visit(n, &graph, &mut state, &sigs)?;
+        }
+    }
+    Ok(out)
 }
 
 /// The parameter list, checked.
@@ -154,7 +342,12 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
 pub fn body(
     params: Vec<Param>,
     block: &syn::Block,
+    helpers: &[syn::ItemFn],
 ) -> Result<(Vec<Param>, Vec<Shared>, Vec<Stmt>)> {
+    let mut sigs = Vec::new();
+    for h in helpers {
+        sigs.push(sig(h)?);
+    }
     let mut top = HashMap::new();
     for (i, p) in params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
@@ -165,6 +358,9 @@ pub fn body(
         scopes: vec![top],
         next: 0,
         loops: 0,
+        sigs,
+        device: None,
+        calls: Vec::new(),
     };
     let stmts = cx.block(block)?;
     crate::uniform::check(&stmts)?;
@@ -315,6 +511,12 @@ impl Cx {
                 Ok(Stmt::Eval(self.method(m, None)?))
             }
             syn::Expr::Call(c) if is_call_to(c, "barrier") => {
+                if self.device.is_some() {
+                    return err(
+                        c.span(),
+                        "`barrier()` is only allowed in the kernel itself, not in a device function",
+                    );
+                }
                 if !c.args.is_empty() {
                     return err(c.args.span(), "`barrier()` takes no arguments");
                 }
@@ -374,6 +576,16 @@ impl Cx {
                 Ok(Stmt::Continue(c.span()))
             }
             syn::Expr::Return(r) => {
+                if let Some(ret) = self.device {
+                    let Some(v) = &r.expr else {
+                        return err(r.span(), "a device function returns a value: `return v;`");
+                    };
+                    let x = self.expr(v, Some(ret))?;
+                    if x.ty != ret {
+                        return mismatch(v.span(), ret, x.ty);
+                    }
+                    return Ok(Stmt::ReturnValue(x));
+                }
                 if let Some(v) = &r.expr {
                     return err(v.span(), "a kernel returns no value: write `return;`");
                 }
@@ -702,7 +914,7 @@ impl Cx {
             );
         }
         // The body's own scope sits above the parameters'.
-        if self.scopes.len() != 2 {
+        if self.scopes.len() != 2 || self.device.is_some() {
             return err(
                 span,
                 "a shared array is declared at the top level of the kernel's body, outside any block, branch or loop",
@@ -1008,6 +1220,12 @@ impl Cx {
             },
             _ => None,
         };
+        if builtin.is_some() && self.device.is_some() {
+            return err(
+                f.span(),
+                "thread indices are not available in a device function: pass the value as an argument",
+            );
+        }
         match builtin {
             Some(b) => Ok(Expr {
                 kind: ExprKind::Id(b, axis),
@@ -1054,7 +1272,36 @@ impl Cx {
                     "`barrier()` is a statement of its own, not a value",
                 );
             }
-            _ => return not_yet(c.span(), &format!("calling `{name}` (helper functions)")),
+            _ => {
+                let Some(f) = self.sigs.iter().position(|s| s.rust == name) else {
+                    return err(
+                        c.func.span(),
+                        format!(
+                            "cannot find `{name}`: a kernel calls functions marked #[unigpu::device]"
+                        ),
+                    );
+                };
+                let sig = self.sigs[f].clone();
+                if c.args.len() != sig.params.len() {
+                    return err(
+                        c.span(),
+                        format!("`{name}` takes {} argument(s)", sig.params.len()),
+                    );
+                }
+                let mut args = Vec::new();
+                for (a, (_, t)) in c.args.iter().zip(&sig.params) {
+                    let v = self.expr(a, Some(*t))?;
+                    if v.ty != *t {
+                        return mismatch(a.span(), *t, v.ty);
+                    }
+                    args.push(v);
+                }
+                self.calls.push((f, c.func.span()));
+                return Ok(Expr {
+                    kind: ExprKind::Call(f, args),
+                    ty: sig.ret,
+                });
+            }
         };
         let args: Vec<&syn::Expr> = c.args.iter().collect();
         if args.len() != arity {

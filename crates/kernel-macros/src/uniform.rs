@@ -43,7 +43,8 @@ pub fn depends(e: &Expr, dep: &HashSet<String>) -> bool {
         ExprKind::Load(_, i) | ExprKind::SharedLoad(_, i) => depends(i, dep),
         ExprKind::Bin(_, l, r) => depends(l, dep) || depends(r, dep),
         ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => depends(v, dep),
-        ExprKind::Math(_, a) => a.iter().any(|x| depends(x, dep)),
+        // Device functions read no memory and no thread index.
+        ExprKind::Math(_, a) | ExprKind::Call(_, a) => a.iter().any(|x| depends(x, dep)),
         // The old value each invocation gets differs.
         ExprKind::Atomic { .. } => true,
     }

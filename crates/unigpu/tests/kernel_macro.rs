@@ -674,6 +674,104 @@ on_every_backend!(every_integer_atomic_matches_the_host, |ctx| {
     assert_eq!(handed, all);
 });
 
+/// Device functions: called from a kernel and from each other, with
+/// early `return v;`, loops and their own locals.
+#[unigpu::device]
+fn smoothstep(lo: f32, hi: f32, x: f32) -> f32 {
+    let t = ((x - lo) / (hi - lo)).clamp(0.0, 1.0);
+    t * t * (3.0 - 2.0 * t)
+}
+
+#[unigpu::device]
+fn collatz_steps(n: u32) -> u32 {
+    let mut x = n;
+    let mut steps = 0u32;
+    while x > 1 && steps < 500 {
+        if x % 2 == 0 {
+            x /= 2;
+        } else {
+            x = 3 * x + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
+
+#[unigpu::device]
+fn sign_of(v: i32) -> i32 {
+    if v < 0 {
+        return -1;
+    }
+    if v == 0 {
+        return 0;
+    }
+    1
+}
+
+#[unigpu::device]
+fn both_steps(n: u32) -> u32 {
+    collatz_steps(n) * 1000 + collatz_steps(n + 1)
+}
+
+#[unigpu::kernel(workgroup_size = 64)]
+fn with_helpers(x: &[f32], n: &[u32], out: &mut [f32], steps: &mut [u32]) {
+    let i = global_id().x;
+    if i >= x.len() {
+        return;
+    }
+    out[i] = smoothstep(-0.5, 0.75, x[i]) + sign_of((x[i] * 4.0) as i32) as f32;
+    steps[i] = both_steps(n[i] % 10000);
+}
+
+fn host_steps(n: u32) -> u32 {
+    let (mut x, mut s) = (n, 0u32);
+    while x > 1 && s < 500 {
+        x = if x % 2 == 0 {
+            x / 2
+        } else {
+            x.wrapping_mul(3).wrapping_add(1)
+        };
+        s += 1;
+    }
+    s
+}
+
+on_every_backend!(device_functions_match_the_host, |ctx| {
+    let k = with_helpers::kernel(ctx).unwrap();
+    let n = random_len(4000).max(1);
+    let hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v / 500.0).collect();
+    let hn = random_vec::<u32>(n);
+    let (x, nn) = (ctx.upload(&hx).unwrap(), ctx.upload(&hn).unwrap());
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    let mut steps = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 64),
+        (&x, &nn, &mut out, &mut steps),
+    )
+    .unwrap();
+    let (got, gsteps) = (out.download().unwrap(), steps.download().unwrap());
+    for i in 0..n {
+        let t = ((hx[i] - -0.5) / (0.75 - -0.5)).max(0.0).min(1.0);
+        let s = (hx[i] * 4.0) as i32;
+        let sign = if s < 0 {
+            -1
+        } else if s == 0 {
+            0
+        } else {
+            1
+        };
+        let want = t * t * (3.0 - 2.0 * t) + sign as f32;
+        assert_eq!(got[i].to_bits(), want.to_bits(), "x[{i}] = {}", hx[i]);
+        let m = hn[i] % 10000;
+        assert_eq!(
+            gsteps[i],
+            host_steps(m) * 1000 + host_steps(m + 1),
+            "n = {m}"
+        );
+    }
+});
+
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), asking for 64-bit types only
 /// where a kernel uses them.
@@ -693,6 +791,7 @@ fn every_emitted_wgsl_validates() {
         (phases::NAME, phases::WGSL),
         (histogram::NAME, histogram::WGSL),
         (atomics::NAME, atomics::WGSL),
+        (with_helpers::NAME, with_helpers::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
