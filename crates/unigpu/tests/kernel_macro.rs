@@ -536,6 +536,68 @@ on_every_backend!(
     }
 );
 
+/// Uniform exits around barriers, in a 3-D workgroup: a `return` on an
+/// argument before any barrier, and a `continue` of a `for` loop that
+/// holds barriers (the CPU form ends the phase, then the iteration).
+#[unigpu::kernel(workgroup_size = (4, 4, 2))]
+fn uniform_exits(x: &[u32], skip: u32, stop: u32, out: &mut [u32]) {
+    let buf = shared::<u32, 32>();
+    let l = local_id().x + 4 * local_id().y + 16 * local_id().z;
+    let base = workgroup_id().x * 32;
+    if stop == 1 {
+        return;
+    }
+    let mut acc = x[base + l];
+    for r in 0u32..6 {
+        if r == skip {
+            continue;
+        }
+        buf[l] = acc;
+        barrier();
+        acc += buf[(l + 1) % 32] * (r + 1);
+        barrier();
+    }
+    out[base + l] = acc;
+}
+
+on_every_backend!(uniform_returns_and_continues_around_barriers, |ctx| {
+    let k = uniform_exits::kernel(ctx).unwrap();
+    let groups = random_len(300).max(1);
+    let n = groups * 32;
+    let hx = random_vec::<u32>(n);
+    let x = ctx.upload(&hx).unwrap();
+    for (skip, stop) in [(2u32, 0u32), (9, 0), (0, 1)] {
+        let mut out = ctx.upload(&vec![7u32; n]).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups as u32, 1, 1), (4, 4, 2)),
+            (&x, skip, stop, &mut out),
+        )
+        .unwrap();
+        let got = out.download().unwrap();
+        for g in 0..groups {
+            let mut acc: Vec<u32> = hx[g * 32..g * 32 + 32].to_vec();
+            for r in 0u32..6 {
+                if r == skip {
+                    continue;
+                }
+                let buf = acc.clone();
+                for l in 0..32 {
+                    acc[l] = acc[l].wrapping_add(buf[(l + 1) % 32].wrapping_mul(r + 1));
+                }
+            }
+            for l in 0..32 {
+                let want = if stop == 1 { 7 } else { acc[l] };
+                assert_eq!(
+                    got[g * 32 + l],
+                    want,
+                    "skip {skip} stop {stop}: group {g}, invocation {l}"
+                );
+            }
+        }
+    }
+});
+
 /// A 256-bin histogram with atomics: each workgroup counts into a shared
 /// array with `atomic_add`, then adds its counts to the global bins.
 #[unigpu::kernel(workgroup_size = 256)]
@@ -792,6 +854,7 @@ fn every_emitted_wgsl_validates() {
         (histogram::NAME, histogram::WGSL),
         (atomics::NAME, atomics::WGSL),
         (with_helpers::NAME, with_helpers::WGSL),
+        (uniform_exits::NAME, uniform_exits::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
