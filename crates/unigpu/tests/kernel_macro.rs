@@ -598,6 +598,41 @@ on_every_backend!(uniform_returns_and_continues_around_barriers, |ctx| {
     }
 });
 
+/// Shared and global elements read at a uniform index are uniform: a
+/// `while` on a shared element and `if`s on array elements hold barriers
+/// (one invocation changes the shared one between barriers).
+#[unigpu::kernel(workgroup_size = 64)]
+fn uniform_loads(x: &mut [u32], y: &[u32]) {
+    let tile = shared::<u32, 4>();
+    if local_id().x == 0 {
+        tile[0] = 3;
+    }
+    barrier();
+    while tile[0] > 0 {
+        barrier();
+        if local_id().x == 0 {
+            tile[0] = tile[0] - 1;
+            x[0] = x[0] + 1;
+        }
+        barrier();
+    }
+    if x[1] > 0 {
+        barrier();
+    }
+    if y[1] > 0 {
+        barrier();
+    }
+}
+
+on_every_backend!(loop_conditions_on_shared_and_global_elements, |ctx| {
+    let k = uniform_loads::kernel(ctx).unwrap();
+    let mut x = ctx.upload(&[0u32, 1]).unwrap();
+    let y = ctx.upload(&[0u32, 1]).unwrap();
+    k.launch(ctx, Grid::new((1, 1, 1), (64, 1, 1)), (&mut x, &y))
+        .unwrap();
+    assert_eq!(x.download().unwrap(), vec![3, 1]);
+});
+
 /// A 256-bin histogram with atomics: each workgroup counts into a shared
 /// array with `atomic_add`, then adds its counts to the global bins.
 #[unigpu::kernel(workgroup_size = 256)]
@@ -855,6 +890,7 @@ fn every_emitted_wgsl_validates() {
         (atomics::NAME, atomics::WGSL),
         (with_helpers::NAME, with_helpers::WGSL),
         (uniform_exits::NAME, uniform_exits::WGSL),
+        (uniform_loads::NAME, uniform_loads::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
