@@ -5,6 +5,8 @@
 //! generated code cannot panic.
 
 use proc_macro2::TokenStream;
+use std::collections::HashSet;
+
 use quote::{format_ident, quote};
 
 use crate::ir::*;
@@ -18,90 +20,357 @@ fn param(k: &Kernel, i: usize) -> proc_macro2::Ident {
     format_ident!("p_{}", k.params[i].name)
 }
 
+/// The CPU form's body: a call of `generated::run` (one closure call per
+/// invocation) or, for a kernel with barriers or shared arrays,
+/// `generated::run_groups` with the body split into phases.
 pub fn body(k: &Kernel) -> TokenStream {
-    block(k, &k.body)
+    let g = quote!(::unigpu::kernel::generated);
+    // Device functions as nested Rust functions.
+    let funcs = k.funcs.iter().map(|f| {
+        let mut cx = Cpu::new(k);
+        let body = cx.block(&f.body);
+        let r = cx.expr(&f.result);
+        let name = format_ident!("{}", f.name);
+        let params = f.params.iter().map(|(n, t)| {
+            let (n, t) = (format_ident!("{}", n), ty(*t));
+            quote!(#n: #t)
+        });
+        let ret = ty(f.ret);
+        quote!(fn #name(#(#params),*) -> #ret { #body #r })
+    });
+    let funcs = quote!(#(#funcs)*);
+    if !k.phased() {
+        let b = Cpu::new(k).block(&k.body);
+        return quote! {
+            #funcs
+            #g::run(__args.grid(), |__ids: &#g::Ids| { #b });
+        };
+    }
+    let p = phased(k);
+    quote!(#funcs #p)
 }
 
-fn block(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
-    let s = stmts.iter().map(|s| stmt(k, s));
-    quote!(#(#s)*)
+/// Emits expressions and statements; in the phased form, `lifted` names
+/// the variables held per invocation (`v[__li]`) across phases.
+struct Cpu<'k> {
+    k: &'k Kernel,
+    lifted: HashSet<String>,
+    phased: bool,
+    /// Loops opened inside the current work-item loop: a `break` or
+    /// `continue` at depth 0 leaves a workgroup-level loop.
+    depth: usize,
 }
 
-fn stmt(k: &Kernel, s: &Stmt) -> TokenStream {
-    match s {
-        Stmt::Let {
-            name,
-            ty: t,
-            mutable,
-            init,
-        } => {
-            let (n, t, v) = (format_ident!("{}", name), ty(*t), expr(k, init));
-            if *mutable {
-                quote!(let mut #n: #t = #v;)
-            } else {
-                quote!(let #n: #t = #v;)
+impl<'k> Cpu<'k> {
+    fn new(k: &'k Kernel) -> Self {
+        Cpu {
+            k,
+            lifted: HashSet::new(),
+            phased: false,
+            depth: 0,
+        }
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> TokenStream {
+        let s: Vec<TokenStream> = stmts.iter().map(|s| self.stmt(s)).collect();
+        quote!(#(#s)*)
+    }
+
+    fn var(&self, name: &str) -> TokenStream {
+        let n = format_ident!("{}", name);
+        if self.lifted.contains(name) {
+            quote!(#n[__li])
+        } else {
+            quote!(#n)
+        }
+    }
+
+    fn looped(&mut self, body: &[Stmt]) -> TokenStream {
+        self.depth += 1;
+        let b = self.block(body);
+        self.depth -= 1;
+        b
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> TokenStream {
+        match s {
+            Stmt::Let {
+                name,
+                ty: t,
+                mutable,
+                init,
+            } => {
+                let v = self.expr(init);
+                if self.lifted.contains(name) {
+                    let n = self.var(name);
+                    return quote!(#n = #v;);
+                }
+                let (n, t) = (format_ident!("{}", name), ty(*t));
+                if *mutable {
+                    quote!(let mut #n: #t = #v;)
+                } else {
+                    quote!(let #n: #t = #v;)
+                }
+            }
+            Stmt::Assign { name, value } => {
+                let (n, v) = (self.var(name), self.expr(value));
+                quote!(#n = #v;)
+            }
+            Stmt::Store {
+                array,
+                index,
+                value,
+            } => {
+                let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
+                quote!(#p.set(#i, #v);)
+            }
+            Stmt::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let s = format_ident!("{}", self.k.shared[*array].name);
+                let (i, v) = (self.expr(index), self.expr(value));
+                quote!(#s.set(#i, #v);)
+            }
+            Stmt::Eval(e) => {
+                let v = self.expr(e);
+                quote!(let _ = #v;)
+            }
+            // Phases are split at barriers before statements are emitted.
+            Stmt::Barrier(_) => quote!(),
+            Stmt::Block(b) => {
+                let b = self.block(b);
+                quote!({ #b })
+            }
+            Stmt::If { cond, then, els } => {
+                let (c, t) = (self.expr(cond), self.block(then));
+                if els.is_empty() {
+                    quote!(if #c { #t })
+                } else {
+                    let e = self.block(els);
+                    quote!(if #c { #t } else { #e })
+                }
+            }
+            Stmt::For {
+                name,
+                start,
+                end,
+                body,
+                ..
+            } => {
+                let (n, a, b) = (format_ident!("{}", name), self.expr(start), self.expr(end));
+                let body = self.looped(body);
+                quote!(for #n in (#a)..(#b) { #body })
+            }
+            Stmt::While { cond, body } => {
+                let (c, b) = (self.expr(cond), self.looped(body));
+                quote!(while #c { #b })
+            }
+            Stmt::Loop(body) => {
+                let b = self.looped(body);
+                quote!(loop { #b })
+            }
+            // A uniform exit from a workgroup-level loop: every invocation
+            // takes it (the uniformity check), so each records it and
+            // skips the rest of its phase; the loop leaves after the phase.
+            Stmt::Break(_) if self.phased && self.depth == 0 => {
+                quote! { __brk = true; continue '__items; }
+            }
+            Stmt::Continue(_) if self.phased && self.depth == 0 => {
+                quote! { __cont = true; continue '__items; }
+            }
+            Stmt::Break(_) => quote!(break;),
+            Stmt::Continue(_) => quote!(continue;),
+            Stmt::Return(_) if self.phased => quote! { __done[__li] = true; continue '__items; },
+            Stmt::Return(_) => quote!(return;),
+            Stmt::ReturnValue(v) => {
+                let v = self.expr(v);
+                quote!(return #v;)
             }
         }
-        Stmt::Assign { name, value } => {
-            let (n, v) = (format_ident!("{}", name), expr(k, value));
-            quote!(#n = #v;)
-        }
-        Stmt::Store {
-            array,
-            index,
-            value,
-        } => {
-            let (p, i, v) = (param(k, *array), expr(k, index), expr(k, value));
-            quote!(#p.set(#i, #v);)
-        }
-        Stmt::Block(b) => {
-            let b = block(k, b);
-            quote!({ #b })
-        }
-        Stmt::If { cond, then, els } => {
-            let (c, t) = (expr(k, cond), block(k, then));
-            if els.is_empty() {
-                quote!(if #c { #t })
-            } else {
-                let e = block(k, els);
-                quote!(if #c { #t } else { #e })
-            }
-        }
-        Stmt::For {
-            name,
-            start,
-            end,
-            body,
-            ..
-        } => {
-            let (n, a, b, body) = (
-                format_ident!("{}", name),
-                expr(k, start),
-                expr(k, end),
-                block(k, body),
-            );
-            quote!(for #n in (#a)..(#b) { #body })
-        }
-        Stmt::While { cond, body } => {
-            let (c, b) = (expr(k, cond), block(k, body));
-            quote!(while #c { #b })
-        }
-        Stmt::Loop(body) => {
-            let b = block(k, body);
-            quote!(loop { #b })
-        }
-        Stmt::Break => quote!(break;),
-        Stmt::Continue => quote!(continue;),
-        Stmt::Return => quote!(return;),
+    }
+
+    fn expr(&self, e: &Expr) -> TokenStream {
+        expr(self, e)
     }
 }
 
-fn expr(k: &Kernel, e: &Expr) -> TokenStream {
+/// The phased form (PoCL's and MCUDA's work-item loops): each statement
+/// list that holds a barrier is cut at its barriers and at the statements
+/// that hold one; each run of barrier-free statements becomes a loop over
+/// the workgroup's invocations, and a statement that holds a barrier (a
+/// branch or loop whose condition is uniform, by the uniformity check)
+/// runs once for the workgroup, its condition evaluated as invocation 0.
+/// Variables declared in such lists live across phases, so they are held
+/// per invocation; shared arrays are zeroed per workgroup.
+fn phased(k: &Kernel) -> TokenStream {
+    let g = quote!(::unigpu::kernel::generated);
+    let mut lifted = Vec::new();
+    lift(&k.body, &mut lifted);
+    let mut cx = Cpu::new(k);
+    cx.phased = true;
+    cx.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
+    let region = region(&mut cx, &k.body, false);
+    let decls = lifted.iter().map(|(n, t)| {
+        let (n, t) = (format_ident!("{}", n), ty(*t));
+        quote!(let mut #n: ::std::vec::Vec<#t> = ::std::vec![<#t as ::core::default::Default>::default(); __n];)
+    });
+    let shared = k.shared.iter().map(|s| {
+        let (n, t, len) = (format_ident!("{}", s.name), ty(s.elem), s.len);
+        quote!(let #n = #g::Shared::<#t>::new(#len);)
+    });
+    quote! {
+        #g::run_groups(__args.grid(), |__g: &#g::Group| {
+            let __n = __g.len();
+            let mut __done = ::std::vec![false; __n];
+            let mut __brk = false;
+            let mut __cont = false;
+            #(#shared)*
+            #(#decls)*
+            #region
+        });
+    }
+}
+
+/// The variables declared directly in statement lists that hold a barrier.
+fn lift(stmts: &[Stmt], out: &mut Vec<(String, Ty)>) {
+    if !stmts.iter().any(Stmt::has_barrier) {
+        return;
+    }
+    for s in stmts {
+        match s {
+            Stmt::Let { name, ty, .. } => out.push((name.clone(), *ty)),
+            Stmt::If { then, els, .. } => {
+                lift(then, out);
+                lift(els, out);
+            }
+            Stmt::Block(b) | Stmt::Loop(b) => lift(b, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } => lift(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// A statement list that holds a barrier, at workgroup level.
+fn region(cx: &mut Cpu, stmts: &[Stmt], in_loop: bool) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut run: Vec<&Stmt> = Vec::new();
+    for s in stmts {
+        if !s.has_barrier() {
+            run.push(s);
+            continue;
+        }
+        out.extend(phase(cx, &run, in_loop));
+        run.clear();
+        out.extend(match s {
+            Stmt::Barrier(_) => quote!(),
+            Stmt::Block(b) => {
+                let b = region(cx, b, in_loop);
+                quote!({ #b })
+            }
+            Stmt::If { cond, then, els } => {
+                let c = uniform(cx, cond);
+                let (t, e) = (region(cx, then, in_loop), region(cx, els, in_loop));
+                quote!(if #c { #t } else { #e })
+            }
+            Stmt::For {
+                name,
+                start,
+                end,
+                body,
+                ..
+            } => {
+                let (n, a, b) = (
+                    format_ident!("{}", name),
+                    uniform(cx, start),
+                    uniform(cx, end),
+                );
+                let body = region(cx, body, true);
+                quote!(for #n in (#a)..(#b) { #body })
+            }
+            Stmt::While { cond, body } => {
+                let c = uniform(cx, cond);
+                let body = region(cx, body, true);
+                quote!(while #c { #body })
+            }
+            Stmt::Loop(body) => {
+                let body = region(cx, body, true);
+                quote!(loop { #body })
+            }
+            _ => quote!(),
+        });
+    }
+    out.extend(phase(cx, &run, in_loop));
+    out
+}
+
+/// A uniform value, computed as invocation 0 sees it.
+fn uniform(cx: &Cpu, e: &Expr) -> TokenStream {
+    let v = cx.expr(e);
+    quote!({ let __li = 0usize; let __ids = &__g.ids(0); #v })
+}
+
+/// One phase: barrier-free statements run by every invocation in turn.
+fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
+    if stmts.is_empty() {
+        return quote!();
+    }
+    let body: Vec<TokenStream> = stmts.iter().map(|s| cx.stmt(s)).collect();
+    let exits = if in_loop {
+        quote! {
+            if __brk { __brk = false; break; }
+            if __cont { __cont = false; continue; }
+        }
+    } else {
+        quote!()
+    };
+    quote! {
+        '__items: for __li in 0..__n {
+            if __done[__li] { continue; }
+            let __ids = &__g.ids(__li);
+            #(#body)*
+        }
+        // Every invocation returned: the rest of the kernel has nothing to do.
+        if __done.iter().all(|d| *d) { return; }
+        #exits
+    }
+}
+
+fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
+    let k = cx.k;
     match &e.kind {
         ExprKind::Lit(l) => lit(*l, e.ty),
-        ExprKind::Var(n) => {
-            let n = format_ident!("{}", n);
-            quote!(#n)
+        ExprKind::Var(n) => cx.var(n),
+        ExprKind::Atomic {
+            op,
+            mem,
+            index,
+            value,
+            current,
+        } => {
+            let arr = match *mem {
+                Mem::Global(a) => param(k, a),
+                Mem::Shared(a) => format_ident!("{}", k.shared[a].name),
+            };
+            let o = format_ident!("{}", op.name());
+            let (i, v) = (expr(cx, index), expr(cx, value));
+            let t = ty(e.ty);
+            // Evaluated in source order: index, current, value.
+            let c = match current {
+                Some(c) => expr(cx, c),
+                None => quote!(<#t as ::core::default::Default>::default()),
+            };
+            quote!({
+                let __i: u32 = #i;
+                let __c: #t = #c;
+                let __v: #t = #v;
+                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c)
+            })
+        }
+        ExprKind::SharedLoad(a, index) => {
+            let (s, i) = (format_ident!("{}", k.shared[*a].name), expr(cx, index));
+            quote!(#s.get(#i))
         }
         ExprKind::Scalar(i) => {
             let p = param(k, *i);
@@ -112,12 +381,12 @@ fn expr(k: &Kernel, e: &Expr) -> TokenStream {
             quote!(#p.len())
         }
         ExprKind::Load(a, index) => {
-            let (p, i) = (param(k, *a), expr(k, index));
+            let (p, i) = (param(k, *a), expr(cx, index));
             quote!(#p.get(#i))
         }
-        ExprKind::Bin(op, l, r) => binary(k, *op, l, r),
+        ExprKind::Bin(op, l, r) => binary(cx, *op, l, r),
         ExprKind::Neg(v) => {
-            let x = expr(k, v);
+            let x = expr(cx, v);
             if v.ty.is_float() {
                 quote!((-(#x)))
             } else {
@@ -125,13 +394,13 @@ fn expr(k: &Kernel, e: &Expr) -> TokenStream {
             }
         }
         ExprKind::Not(v) => {
-            let x = expr(k, v);
+            let x = expr(cx, v);
             quote!((!(#x)))
         }
         ExprKind::Cast(v) => {
             // Rust's `as` is the language's cast: wrapping between
             // integers, saturating (NaN to 0) from floats to integers.
-            let (x, t) = (expr(k, v), ty(e.ty));
+            let (x, t) = (expr(cx, v), ty(e.ty));
             quote!(((#x) as #t))
         }
         ExprKind::Id(b, axis) => {
@@ -144,14 +413,19 @@ fn expr(k: &Kernel, e: &Expr) -> TokenStream {
             };
             quote!(__ids.#field[#axis])
         }
-        ExprKind::Math(f, args) => math(k, *f, args, e.ty),
+        ExprKind::Math(f, args) => math(cx, *f, args, e.ty),
+        ExprKind::Call(f, args) => {
+            let name = format_ident!("{}", k.funcs[*f].name);
+            let a = args.iter().map(|x| expr(cx, x));
+            quote!(#name(#(#a),*))
+        }
     }
 }
 
-fn binary(k: &Kernel, op: BinOp, l: &Expr, r: &Expr) -> TokenStream {
+fn binary(cx: &Cpu, op: BinOp, l: &Expr, r: &Expr) -> TokenStream {
     use BinOp::*;
     let t = l.ty;
-    let (a, b) = (expr(k, l), expr(k, r));
+    let (a, b) = (expr(cx, l), expr(cx, r));
     let g = quote!(::unigpu::kernel::generated);
     match op {
         Add if t.is_int() => quote!((#a).wrapping_add(#b)),
@@ -180,8 +454,8 @@ fn binary(k: &Kernel, op: BinOp, l: &Expr, r: &Expr) -> TokenStream {
     }
 }
 
-fn math(k: &Kernel, f: Math, args: &[Expr], t: Ty) -> TokenStream {
-    let a: Vec<TokenStream> = args.iter().map(|e| expr(k, e)).collect();
+fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
+    let a: Vec<TokenStream> = args.iter().map(|e| expr(cx, e)).collect();
     let x = &a[0];
     if t.is_int() {
         return match f {

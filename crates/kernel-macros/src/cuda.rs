@@ -32,6 +32,8 @@ fn unsigned(t: Ty) -> &'static str {
 
 struct Emit<'k> {
     k: &'k Kernel,
+    /// Arrays some atomic uses.
+    atomics: std::collections::BTreeSet<Mem>,
     helpers: BTreeMap<String, String>,
     out: String,
 }
@@ -39,9 +41,60 @@ struct Emit<'k> {
 pub fn emit(k: &Kernel) -> String {
     let mut e = Emit {
         k,
+        atomics: k.atomics(),
         helpers: BTreeMap::new(),
         out: String::new(),
     };
+    // Device functions: prototypes first, so any order calls.
+    let mut funcs = String::new();
+    for f in &k.funcs {
+        let params: Vec<&str> = f.params.iter().map(|(_, t)| ty(*t)).collect();
+        let _ = writeln!(
+            funcs,
+            "static __device__ {} {}({});",
+            ty(f.ret),
+            f.name,
+            params.join(", ")
+        );
+    }
+    for f in &k.funcs {
+        e.block(&f.body, 1);
+        let r = e.expr(&f.result);
+        e.line(1, &format!("return {r};"));
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|(n, t)| format!("{} {n}", ty(*t)))
+            .collect();
+        let _ = write!(
+            funcs,
+            "static __device__ {} {}({}) {{\n{}}}\n",
+            ty(f.ret),
+            f.name,
+            params.join(", "),
+            std::mem::take(&mut e.out)
+        );
+    }
+    if !k.shared.is_empty() {
+        // CUDA leaves shared memory uninitialised; the language (and WGSL)
+        // starts it at zero.
+        e.line(1, "const unsigned int ug_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);");
+        e.line(
+            1,
+            "const unsigned int ug_threads = blockDim.x * blockDim.y * blockDim.z;",
+        );
+        for sh in &k.shared {
+            let (c, name, len) = (ty(sh.elem), &sh.name, sh.len);
+            e.line(1, &format!("__shared__ {c} {name}[{len}];"));
+            e.line(
+                1,
+                &format!(
+                    "for (unsigned int i = ug_tid; i < {len}u; i += ug_threads) {name}[i] = ({c})0;"
+                ),
+            );
+        }
+        e.line(1, "__syncthreads();");
+    }
     e.block(&k.body, 1);
     let mut params: Vec<String> = k
         .params
@@ -66,6 +119,7 @@ pub fn emit(k: &Kernel) -> String {
     for h in e.helpers.values() {
         s.push_str(h);
     }
+    s.push_str(&funcs);
     let _ = write!(
         s,
         "extern \"C\" __global__ void {}({}) {{\n{}}}\n",
@@ -83,6 +137,59 @@ impl Emit<'_> {
             self.helpers.insert(name.clone(), text);
         }
         name
+    }
+
+    /// A bounds-checked load; `volatile` from an array atomics change
+    /// (each read goes to memory, as WGSL's atomicLoad does).
+    fn ld_helper(&mut self, elem: Ty, volatile: bool) -> String {
+        let (name, q) = if volatile {
+            (format!("ug_ldv_{}", elem.tag()), "const volatile")
+        } else {
+            (format!("ug_ld_{}", elem.tag()), "const")
+        };
+        self.helper(name.clone(), || {
+            format!(
+                "static __device__ __forceinline__ {c} {name}({q} {c}* p, unsigned int n, unsigned int i) {{ return i < n ? p[i] : ({c})0; }}\n",
+                c = ty(elem)
+            )
+        })
+    }
+
+    /// `atomicOP` on an element in bounds; the old value, or 0 outside.
+    fn atomic_helper(&mut self, op: AtomicOp, elem: Ty) -> String {
+        let name = format!("ug_atomic_{}_{}", op.name().to_lowercase(), elem.tag());
+        self.helper(name.clone(), || {
+            let c = ty(elem);
+            let (params, call) = match op {
+                AtomicOp::CompareExchange => (format!("{c} cur, {c} v"), "atomicCAS(p + i, cur, v)".to_string()),
+                _ => {
+                    let f = match op {
+                        AtomicOp::Add => "atomicAdd",
+                        AtomicOp::Sub => "atomicSub",
+                        AtomicOp::Min => "atomicMin",
+                        AtomicOp::Max => "atomicMax",
+                        AtomicOp::And => "atomicAnd",
+                        AtomicOp::Or => "atomicOr",
+                        AtomicOp::Xor => "atomicXor",
+                        _ => "atomicExch",
+                    };
+                    (format!("{c} v"), format!("{f}(p + i, v)"))
+                }
+            };
+            format!(
+                "static __device__ __forceinline__ {c} {name}({c}* p, unsigned int n, unsigned int i, {params}) {{ return i < n ? {call} : ({c})0; }}\n"
+            )
+        })
+    }
+
+    fn st_helper(&mut self, elem: Ty) -> String {
+        self.helper(format!("ug_st_{}", elem.tag()), || {
+            format!(
+                "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v) {{ if (i < n) p[i] = v; }}\n",
+                t = elem.tag(),
+                c = ty(elem)
+            )
+        })
     }
 
     fn line(&mut self, depth: usize, text: &str) {
@@ -118,15 +225,25 @@ impl Emit<'_> {
             } => {
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
-                let st = self.helper(format!("ug_st_{}", elem.tag()), || {
-                    format!(
-                        "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v) {{ if (i < n) p[i] = v; }}\n",
-                        t = elem.tag(),
-                        c = ty(elem)
-                    )
-                });
+                let st = self.st_helper(elem);
                 let (i, v) = (self.expr(index), self.expr(value));
                 self.line(d, &format!("{st}(p_{name}, n_{name}, {i}, {v});"));
+            }
+            Stmt::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let sh = &self.k.shared[*array];
+                let (name, len) = (sh.name.clone(), sh.len);
+                let st = self.st_helper(sh.elem);
+                let (i, v) = (self.expr(index), self.expr(value));
+                self.line(d, &format!("{st}({name}, {len}u, {i}, {v});"));
+            }
+            Stmt::Barrier(_) => self.line(d, "__syncthreads();"),
+            Stmt::Eval(e) => {
+                let v = self.expr(e);
+                self.line(d, &format!("(void)({v});"));
             }
             Stmt::Block(b) => {
                 self.line(d, "{");
@@ -179,9 +296,13 @@ impl Emit<'_> {
                 self.block(body, d + 1);
                 self.line(d, "}");
             }
-            Stmt::Break => self.line(d, "break;"),
-            Stmt::Continue => self.line(d, "continue;"),
-            Stmt::Return => self.line(d, "return;"),
+            Stmt::Break(_) => self.line(d, "break;"),
+            Stmt::Continue(_) => self.line(d, "continue;"),
+            Stmt::Return(_) => self.line(d, "return;"),
+            Stmt::ReturnValue(v) => {
+                let v = self.expr(v);
+                self.line(d, &format!("return {v};"));
+            }
         }
     }
 
@@ -194,15 +315,42 @@ impl Emit<'_> {
             ExprKind::Load(a, index) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
-                let ld = self.helper(format!("ug_ld_{}", elem.tag()), || {
-                    format!(
-                        "static __device__ __forceinline__ {c} ug_ld_{t}(const {c}* p, unsigned int n, unsigned int i) {{ return i < n ? p[i] : ({c})0; }}\n",
-                        t = elem.tag(),
-                        c = ty(elem)
-                    )
-                });
+                let ld = self.ld_helper(elem, self.atomics.contains(&Mem::Global(*a)));
                 let i = self.expr(index);
                 format!("{ld}(p_{name}, n_{name}, {i})")
+            }
+            ExprKind::Atomic {
+                op,
+                mem,
+                index,
+                value,
+                current,
+            } => {
+                let (ptr, len) = match *mem {
+                    Mem::Global(a) => {
+                        let n = &self.k.params[a].name;
+                        (format!("p_{n}"), format!("n_{n}"))
+                    }
+                    Mem::Shared(a) => {
+                        let s = &self.k.shared[a];
+                        (s.name.clone(), format!("{}u", s.len))
+                    }
+                };
+                let f = self.atomic_helper(*op, e.ty);
+                let i = self.expr(index);
+                let c = match current {
+                    Some(c) => format!("{}, ", self.expr(c)),
+                    None => String::new(),
+                };
+                let v = self.expr(value);
+                format!("{f}({ptr}, {len}, {i}, {c}{v})")
+            }
+            ExprKind::SharedLoad(a, index) => {
+                let sh = &self.k.shared[*a];
+                let (name, len) = (sh.name.clone(), sh.len);
+                let ld = self.ld_helper(sh.elem, self.atomics.contains(&Mem::Shared(*a)));
+                let i = self.expr(index);
+                format!("{ld}({name}, {len}u, {i})")
             }
             ExprKind::Bin(op, l, r) => self.binary(*op, l, r),
             ExprKind::Neg(v) => {
@@ -238,6 +386,10 @@ impl Emit<'_> {
                 }
             }
             ExprKind::Math(f, args) => self.math(*f, args, e.ty),
+            ExprKind::Call(f, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                format!("{}({})", self.k.funcs[*f].name, a.join(", "))
+            }
         }
     }
 

@@ -1,6 +1,8 @@
 //! The kernel language's typed IR: what the front end (lower.rs) makes
 //! from the Rust function and what each emitter prints.
 
+use proc_macro2::Span;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
     F32,
@@ -176,6 +178,154 @@ pub enum ExprKind {
     /// A thread index component (0, 1, 2 for x, y, z).
     Id(Builtin, usize),
     Math(Math, Vec<Expr>),
+    /// A workgroup-shared array's element (by its position in
+    /// `Kernel::shared`); out of bounds reads give zero.
+    SharedLoad(usize, Box<Expr>),
+    /// An integer atomic on an element; gives the element's old value
+    /// (0, and nothing done, out of bounds).
+    Atomic {
+        op: AtomicOp,
+        mem: Mem,
+        index: Box<Expr>,
+        value: Box<Expr>,
+        /// `compare_exchange`'s expected value.
+        current: Option<Box<Expr>>,
+    },
+    /// A `#[unigpu::device]` function, by position in `Kernel::funcs`.
+    Call(usize, Vec<Expr>),
+}
+
+/// A `#[unigpu::device]` function: scalars in, one scalar out, no memory
+/// or thread indices, so every backend can inline or call it.
+#[derive(Debug, Clone)]
+pub struct Func {
+    /// The emitted name.
+    pub name: String,
+    /// Emitted parameter names and types.
+    pub params: Vec<(String, Ty)>,
+    pub ret: Ty,
+    pub body: Vec<Stmt>,
+    /// The trailing expression.
+    pub result: Expr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    CompareExchange,
+}
+
+impl AtomicOp {
+    pub fn from_method(m: &str) -> Option<AtomicOp> {
+        Some(match m {
+            "atomic_add" => AtomicOp::Add,
+            "atomic_sub" => AtomicOp::Sub,
+            "atomic_min" => AtomicOp::Min,
+            "atomic_max" => AtomicOp::Max,
+            "atomic_and" => AtomicOp::And,
+            "atomic_or" => AtomicOp::Or,
+            "atomic_xor" => AtomicOp::Xor,
+            "atomic_exchange" => AtomicOp::Exchange,
+            "atomic_compare_exchange" => AtomicOp::CompareExchange,
+            _ => return None,
+        })
+    }
+
+    /// The variant's name (`generated::AtomicOp::NAME` on the CPU).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "Add",
+            AtomicOp::Sub => "Sub",
+            AtomicOp::Min => "Min",
+            AtomicOp::Max => "Max",
+            AtomicOp::And => "And",
+            AtomicOp::Or => "Or",
+            AtomicOp::Xor => "Xor",
+            AtomicOp::Exchange => "Exchange",
+            AtomicOp::CompareExchange => "CompareExchange",
+        }
+    }
+}
+
+/// An array a kernel can name: a parameter or a shared array, by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mem {
+    Global(usize),
+    Shared(usize),
+}
+
+impl Expr {
+    /// Calls `f` on this expression and every one inside it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Load(_, i) | ExprKind::SharedLoad(_, i) => i.visit(f),
+            ExprKind::Bin(_, l, r) => {
+                l.visit(f);
+                r.visit(f);
+            }
+            ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => v.visit(f),
+            ExprKind::Math(_, a) | ExprKind::Call(_, a) => a.iter().for_each(|x| x.visit(f)),
+            ExprKind::Atomic {
+                index,
+                value,
+                current,
+                ..
+            } => {
+                index.visit(f);
+                value.visit(f);
+                if let Some(c) = current {
+                    c.visit(f);
+                }
+            }
+            ExprKind::Lit(_)
+            | ExprKind::Var(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Len(_)
+            | ExprKind::Id(..) => {}
+        }
+    }
+}
+
+/// Calls `f` on every expression in `stmts`, at any depth.
+pub fn visit_exprs(stmts: &[Stmt], f: &mut impl FnMut(&Expr)) {
+    for s in stmts {
+        match s {
+            Stmt::Let { init: e, .. }
+            | Stmt::Assign { value: e, .. }
+            | Stmt::Eval(e)
+            | Stmt::ReturnValue(e) => e.visit(f),
+            Stmt::Store { index, value, .. } | Stmt::SharedStore { index, value, .. } => {
+                index.visit(f);
+                value.visit(f);
+            }
+            Stmt::Block(b) | Stmt::Loop(b) => visit_exprs(b, f),
+            Stmt::If { cond, then, els } => {
+                cond.visit(f);
+                visit_exprs(then, f);
+                visit_exprs(els, f);
+            }
+            Stmt::For {
+                start, end, body, ..
+            } => {
+                start.visit(f);
+                end.visit(f);
+                visit_exprs(body, f);
+            }
+            Stmt::While { cond, body } => {
+                cond.visit(f);
+                visit_exprs(body, f);
+            }
+            Stmt::Barrier(_) | Stmt::Break(_) | Stmt::Continue(_) | Stmt::Return(_) => {}
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -196,6 +346,18 @@ pub enum Stmt {
         index: Expr,
         value: Expr,
     },
+    /// A shared array's element; out of bounds stores do nothing.
+    SharedStore {
+        array: usize,
+        index: Expr,
+        value: Expr,
+    },
+    /// `barrier()`: every invocation of the workgroup waits here, and
+    /// the shared and global writes before it are seen after it.
+    Barrier(Span),
+    /// An expression run for its effect (an atomic whose old value is
+    /// not used).
+    Eval(Expr),
     Block(Vec<Stmt>),
     If {
         cond: Expr,
@@ -215,9 +377,35 @@ pub enum Stmt {
         body: Vec<Stmt>,
     },
     Loop(Vec<Stmt>),
-    Break,
-    Continue,
-    Return,
+    Break(Span),
+    Continue(Span),
+    Return(Span),
+    /// `return v;` in a device function.
+    ReturnValue(Expr),
+}
+
+impl Stmt {
+    /// Whether a `barrier()` is in this statement, at any depth.
+    pub fn has_barrier(&self) -> bool {
+        match self {
+            Stmt::Barrier(_) => true,
+            Stmt::Block(b) | Stmt::Loop(b) => b.iter().any(Stmt::has_barrier),
+            Stmt::If { then, els, .. } => {
+                then.iter().any(Stmt::has_barrier) || els.iter().any(Stmt::has_barrier)
+            }
+            Stmt::For { body, .. } | Stmt::While { body, .. } => body.iter().any(Stmt::has_barrier),
+            _ => false,
+        }
+    }
+}
+
+/// A workgroup-shared array: `let tile = shared::<f32, 256>();`.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    /// The emitted name.
+    pub name: String,
+    pub elem: Ty,
+    pub len: u32,
 }
 
 /// One kernel, checked.
@@ -226,10 +414,30 @@ pub struct Kernel {
     pub name: String,
     pub params: Vec<Param>,
     pub workgroup: [u32; 3],
+    pub shared: Vec<Shared>,
+    /// Device functions (no recursion: the front end checks).
+    pub funcs: Vec<Func>,
     pub body: Vec<Stmt>,
 }
 
 impl Kernel {
+    /// Whether the CPU form runs workgroup by workgroup in phases (a
+    /// barrier or shared memory needs the workgroup's invocations together).
+    /// The arrays some atomic uses (WGSL declares them `atomic<T>`).
+    pub fn atomics(&self) -> std::collections::BTreeSet<Mem> {
+        let mut out = std::collections::BTreeSet::new();
+        visit_exprs(&self.body, &mut |e| {
+            if let ExprKind::Atomic { mem, .. } = &e.kind {
+                out.insert(*mem);
+            }
+        });
+        out
+    }
+
+    pub fn phased(&self) -> bool {
+        !self.shared.is_empty() || self.body.iter().any(Stmt::has_barrier)
+    }
+
     /// Array parameters in order, with their positions: the hidden
     /// length parameters follow the declared ones in this order.
     pub fn arrays(&self) -> impl Iterator<Item = (usize, &Param)> {

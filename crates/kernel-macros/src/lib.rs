@@ -14,11 +14,12 @@ mod cpu;
 mod cuda;
 mod ir;
 mod lower;
+mod uniform;
 mod wgsl;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
-use quote::{format_ident, quote};
+use quote::{ToTokens, format_ident, quote};
 use syn::spanned::Spanned;
 
 use ir::{Kernel, ParamKind, Ty};
@@ -93,14 +94,174 @@ fn workgroup(attr: Tokens) -> syn::Result<[u32; 3]> {
     Ok(size)
 }
 
+/// Marks a function the kernels may call: `#[unigpu::device] fn sq(x: f32)
+/// -> f32 { x * x }`. Values in, one value out (its last expression or a
+/// `return v;`), the kernel language inside, no arrays, thread indices or
+/// barriers, no recursion. It expands to a `macro_rules!` that hands its
+/// source to the kernels that call it, so define it before them (in the
+/// same module or a `#[macro_use]` one). See docs/kernels.md.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let attr: Tokens = attr.into();
+    if !attr.is_empty() {
+        return syn::Error::new(attr.span(), "#[unigpu::device] takes no options")
+            .to_compile_error()
+            .into();
+    }
+    let item: Tokens = item.into();
+    let f: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    // The signature is checked here too, so a mistake in it shows even
+    // before a kernel calls it (the body needs the other device
+    // functions, which the kernel gathers).
+    if let Err(e) = lower::check_sig(&f) {
+        return e.to_compile_error().into();
+    }
+    let mac = helper_macro(&f.sig.ident.to_string(), f.sig.ident.span());
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #mac {
+            ([$($h:tt)*] $($k:tt)*) => {
+                ::unigpu::__kernel_with_helpers! { [$($h)* #item] $($k)* }
+            };
+        }
+    }
+    .into()
+}
+
+fn helper_macro(name: &str, span: proc_macro2::Span) -> proc_macro2::Ident {
+    proc_macro2::Ident::new(&format!("__unigpu_device_{name}"), span)
+}
+
+/// The kernel macro again, with the device functions it calls gathered
+/// so far: `[fn ...] (attr) item`. Not meant to be called by hand.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __kernel_with_helpers(input: TokenStream) -> TokenStream {
+    let input: Tokens = input.into();
+    let mut it = input.into_iter();
+    let (Some(proc_macro2::TokenTree::Group(h)), Some(proc_macro2::TokenTree::Group(a))) =
+        (it.next(), it.next())
+    else {
+        return quote!(compile_error!("malformed __kernel_with_helpers input");).into();
+    };
+    let item: Tokens = it.collect();
+    let helpers = match syn::parse::Parser::parse2(
+        |s: syn::parse::ParseStream| {
+            let mut v = Vec::new();
+            while !s.is_empty() {
+                v.push(s.parse::<syn::ItemFn>()?);
+            }
+            Ok(v)
+        },
+        h.stream(),
+    ) {
+        Ok(v) => v,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    match expand_with(a.stream(), item, helpers) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Names called as plain functions in `t` (not methods, not the
+/// language's own functions or keywords).
+fn called(t: Tokens, out: &mut Vec<(String, proc_macro2::Span)>) {
+    let tokens: Vec<proc_macro2::TokenTree> = t.into_iter().collect();
+    for (i, tt) in tokens.iter().enumerate() {
+        match tt {
+            proc_macro2::TokenTree::Group(g) => called(g.stream(), out),
+            proc_macro2::TokenTree::Ident(id) => {
+                let next_is_call = matches!(
+                    tokens.get(i + 1),
+                    Some(proc_macro2::TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                );
+                let after_dot = i > 0
+                    && matches!(&tokens[i - 1], proc_macro2::TokenTree::Punct(p) if p.as_char() == '.');
+                let after_colons = i > 0
+                    && matches!(&tokens[i - 1], proc_macro2::TokenTree::Punct(p) if p.as_char() == ':');
+                // `fn name(...)`: an item, which the front end refuses.
+                let after_fn = i > 0
+                    && matches!(&tokens[i - 1], proc_macro2::TokenTree::Ident(f) if f == "fn");
+                let name = id.to_string();
+                const OWN: &[&str] = &[
+                    "if",
+                    "while",
+                    "return",
+                    "in",
+                    "match",
+                    "else",
+                    "let",
+                    "mut",
+                    "loop",
+                    "break",
+                    "continue",
+                    "for",
+                    "move",
+                    "unsafe",
+                    "as",
+                    "fn",
+                    "global_id",
+                    "local_id",
+                    "workgroup_id",
+                    "workgroup_size",
+                    "num_workgroups",
+                    "barrier",
+                    "rsqrt",
+                    "fma",
+                    "shared",
+                    "Some",
+                    "Ok",
+                    "Err",
+                ];
+                if next_is_call
+                    && !after_dot
+                    && !after_colons
+                    && !after_fn
+                    && !OWN.contains(&name.as_str())
+                    && !out.iter().any(|(n, _)| *n == name)
+                {
+                    out.push((name, id.span()));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn expand(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
+    expand_with(attr, item, Vec::new())
+}
+
+fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Result<Tokens> {
+    let f: syn::ItemFn = syn::parse2(item.clone())?;
+    // A function called that is not gathered yet: ask its
+    // #[unigpu::device] macro to add its source and call back.
+    let mut names = Vec::new();
+    called(f.block.to_token_stream(), &mut names);
+    for h in &helpers {
+        called(h.block.to_token_stream(), &mut names);
+    }
+    if let Some((name, span)) = names
+        .into_iter()
+        .find(|(n, _)| !helpers.iter().any(|h| h.sig.ident == n))
+    {
+        let mac = helper_macro(&name, span);
+        return Ok(quote! { #mac! { [#(#helpers)*] (#attr) #item } });
+    }
     let workgroup = workgroup(attr)?;
-    let f: syn::ItemFn = syn::parse2(item)?;
+    let funcs = lower::funcs(&helpers)?;
     let params = lower::params(&f.sig)?;
-    let (params, body) = lower::body(params, &f.block)?;
+    let (params, shared, body) = lower::body(params, &f.block, &helpers)?;
     let k = Kernel {
         name: f.sig.ident.to_string(),
         params,
+        shared,
+        funcs,
         workgroup,
         body,
     };
@@ -241,13 +402,12 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
                 }
             }
 
-            /// The CPU form: every workgroup a task, its invocations a loop.
-            #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unreachable_code, clippy::all)]
+            /// The CPU form: every workgroup a task, its invocations a loop
+            /// (split into phases at barriers).
+            #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
             pub fn cpu(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
                 #(#unpack)*
-                ::unigpu::kernel::generated::run(__args.grid(), |__ids: &::unigpu::kernel::generated::Ids| {
-                    #cpu_body
-                });
+                #cpu_body
                 Ok(())
             }
         }

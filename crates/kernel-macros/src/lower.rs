@@ -32,13 +32,208 @@ enum Binding {
         mutable: bool,
     },
     Param(usize),
+    /// A workgroup-shared array, by position in `Cx::shared`.
+    Shared(usize),
 }
+
+/// At most this many bytes of shared arrays per kernel: WebGPU's default
+/// `maxComputeWorkgroupStorageSize`, below CUDA's 48 KiB.
+const SHARED_BYTES: u64 = 16384;
 
 struct Cx {
     params: Vec<Param>,
+    shared: Vec<Shared>,
     scopes: Vec<HashMap<String, Binding>>,
     next: usize,
     loops: usize,
+    /// The device functions' signatures.
+    sigs: Vec<Sig>,
+    /// In a device function: its return type.
+    device: Option<Ty>,
+    /// The device functions called, with the calls' spans.
+    calls: Vec<(usize, Span)>,
+}
+
+/// A `#[unigpu::device]` function's signature.
+#[derive(Clone)]
+struct Sig {
+    rust: String,
+    emitted: String,
+    params: Vec<(String, Ty)>,
+    ret: Ty,
+}
+
+/// A device function's signature, checked.
+pub fn check_sig(f: &syn::ItemFn) -> Result<()> {
+    sig(f).map(|_| ())
+}
+
+fn sig(f: &syn::ItemFn) -> Result<Sig> {
+    let s = &f.sig;
+    if let Some(c) = &s.constness {
+        return err(c.span(), "a device function cannot be `const`");
+    }
+    if let Some(a) = &s.asyncness {
+        return err(a.span(), "a device function cannot be `async`");
+    }
+    if let Some(u) = &s.unsafety {
+        return err(u.span(), "a device function cannot be `unsafe`");
+    }
+    if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
+        return not_yet(s.generics.span(), "a generic device function");
+    }
+    let syn::ReturnType::Type(_, rt) = &s.output else {
+        return err(
+            s.ident.span(),
+            "a #[unigpu::device] function returns a value: `-> f32` (one of f32, f64, i32, u32, i64, u64, usize, bool)",
+        );
+    };
+    let Some(ret) = type_name(rt).as_deref().and_then(Ty::from_name) else {
+        return err(
+            rt.span(),
+            "a device function returns one of f32, f64, i32, u32, i64, u64, usize, bool",
+        );
+    };
+    let mut params = Vec::new();
+    for input in &s.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            return err(input.span(), "a device function takes no `self`");
+        };
+        let syn::Pat::Ident(p) = &*pt.pat else {
+            return err(
+                pt.pat.span(),
+                "a device function's parameter is a plain name",
+            );
+        };
+        if p.mutability.is_some() || p.by_ref.is_some() || p.subpat.is_some() {
+            return err(
+                pt.pat.span(),
+                "a device function's parameter is a plain name",
+            );
+        }
+        let Some(t) = type_name(&pt.ty).as_deref().and_then(Ty::from_name) else {
+            return err(
+                pt.ty.span(),
+                "a device function takes values of f32, f64, i32, u32, i64, u64, usize or bool (no arrays)",
+            );
+        };
+        params.push((p.ident.to_string(), t));
+    }
+    Ok(Sig {
+        rust: s.ident.to_string(),
+        emitted: format!("d_{}", s.ident),
+        params,
+        ret,
+    })
+}
+
+/// The device functions `helpers` (what the kernel calls, transitively),
+/// checked: signatures, bodies, and no recursion.
+pub fn funcs(helpers: &[syn::ItemFn]) -> Result<Vec<Func>> {
+    let mut sigs: Vec<Sig> = Vec::new();
+    for h in helpers {
+        let s = sig(h)?;
+        if sigs.iter().any(|o| o.rust == s.rust) {
+            return err(
+                h.sig.ident.span(),
+                format!("device function `{}` is defined twice", s.rust),
+            );
+        }
+        sigs.push(s);
+    }
+    let mut out = Vec::new();
+    let mut graph = Vec::new();
+    for (h, s) in helpers.iter().zip(&sigs) {
+        let mut scope = HashMap::new();
+        let mut params = Vec::new();
+        for (i, (n, t)) in s.params.iter().enumerate() {
+            let emitted = format!("a_{n}_{i}");
+            scope.insert(
+                n.clone(),
+                Binding::Local {
+                    emitted: emitted.clone(),
+                    ty: *t,
+                    mutable: false,
+                },
+            );
+            params.push((emitted, *t));
+        }
+        let mut cx = Cx {
+            params: Vec::new(),
+            shared: Vec::new(),
+            scopes: vec![scope, HashMap::new()],
+            next: 0,
+            loops: 0,
+            sigs: sigs.clone(),
+            device: Some(s.ret),
+            calls: Vec::new(),
+        };
+        let Some((last, init)) = h.block.stmts.split_last() else {
+            return err(
+                h.block.span(),
+                "a #[unigpu::device] function ends with the value it returns",
+            );
+        };
+        let mut body = Vec::new();
+        for st in init {
+            cx.stmt(st, &mut body)?;
+        }
+        let result = match last {
+            syn::Stmt::Expr(e, None) => {
+                let v = cx.expr(e, Some(s.ret))?;
+                if v.ty != s.ret {
+                    return mismatch(e.span(), s.ret, v.ty);
+                }
+                v
+            }
+            other => {
+                return err(
+                    other.span(),
+                    "a #[unigpu::device] function ends with the value it returns (an expression without `;`)",
+                );
+            }
+        };
+        graph.push(cx.calls.clone());
+        out.push(Func {
+            name: s.emitted.clone(),
+            params,
+            ret: s.ret,
+            body,
+            result,
+        });
+    }
+    // Recursion: a cycle in the call graph, reported at a call in it.
+    fn visit(
+        n: usize,
+        graph: &[Vec<(usize, Span)>],
+        state: &mut [u8],
+        names: &[Sig],
+    ) -> Result<()> {
+        state[n] = 1;
+        for &(m, span) in &graph[n] {
+            if state[m] == 1 {
+                return err(
+                    span,
+                    format!(
+                        "`{}` calls `{}` recursively: device functions cannot recurse (GPUs have no call stack for it)",
+                        names[n].rust, names[m].rust
+                    ),
+                );
+            }
+            if state[m] == 0 {
+                visit(m, graph, state, names)?;
+            }
+        }
+        state[n] = 2;
+        Ok(())
+    }
+    let mut state = vec![0u8; sigs.len()];
+    for n in 0..sigs.len() {
+        if state[n] == 0 {
+            visit(n, &graph, &mut state, &sigs)?;
+        }
+    }
+    Ok(out)
 }
 
 /// The parameter list, checked.
@@ -144,19 +339,32 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
 }
 
 /// The body, checked against `params`.
-pub fn body(params: Vec<Param>, block: &syn::Block) -> Result<(Vec<Param>, Vec<Stmt>)> {
+pub fn body(
+    params: Vec<Param>,
+    block: &syn::Block,
+    helpers: &[syn::ItemFn],
+) -> Result<(Vec<Param>, Vec<Shared>, Vec<Stmt>)> {
+    let mut sigs = Vec::new();
+    for h in helpers {
+        sigs.push(sig(h)?);
+    }
     let mut top = HashMap::new();
     for (i, p) in params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
     }
     let mut cx = Cx {
         params,
+        shared: Vec::new(),
         scopes: vec![top],
         next: 0,
         loops: 0,
+        sigs,
+        device: None,
+        calls: Vec::new(),
     };
     let stmts = cx.block(block)?;
-    Ok((cx.params, stmts))
+    crate::uniform::check(&stmts)?;
+    Ok((cx.params, cx.shared, stmts))
 }
 
 fn lit_is_untyped(e: &syn::Expr) -> bool {
@@ -248,6 +456,11 @@ impl Cx {
         if id.by_ref.is_some() || id.subpat.is_some() {
             return not_yet(pat.span(), "a pattern other than a name in `let`");
         }
+        if let Some(init) = &l.init {
+            if let Some(call) = shared_call(&init.expr) {
+                return self.shared_decl(&id.ident.to_string(), ty, call, l.span());
+            }
+        }
         let want = match ty {
             Some(t) => Some(match type_name(t).as_deref().and_then(Ty::from_name) {
                 Some(ty) => ty,
@@ -294,6 +507,21 @@ impl Cx {
                 self.assign(&b.left, compound(&b.op), &b.right, b.span())
             }
             syn::Expr::If(i) => self.if_stmt(i),
+            syn::Expr::MethodCall(m) if AtomicOp::from_method(&m.method.to_string()).is_some() => {
+                Ok(Stmt::Eval(self.method(m, None)?))
+            }
+            syn::Expr::Call(c) if is_call_to(c, "barrier") => {
+                if self.device.is_some() {
+                    return err(
+                        c.span(),
+                        "`barrier()` is only allowed in the kernel itself, not in a device function",
+                    );
+                }
+                if !c.args.is_empty() {
+                    return err(c.args.span(), "`barrier()` takes no arguments");
+                }
+                Ok(Stmt::Barrier(c.span()))
+            }
             syn::Expr::Block(b) => {
                 if let Some(l) = &b.label {
                     return not_yet(l.span(), "a labelled block");
@@ -336,7 +564,7 @@ impl Cx {
                 if self.loops == 0 {
                     return err(b.span(), "`break` outside of a loop");
                 }
-                Ok(Stmt::Break)
+                Ok(Stmt::Break(b.span()))
             }
             syn::Expr::Continue(c) => {
                 if let Some(l) = &c.label {
@@ -345,13 +573,23 @@ impl Cx {
                 if self.loops == 0 {
                     return err(c.span(), "`continue` outside of a loop");
                 }
-                Ok(Stmt::Continue)
+                Ok(Stmt::Continue(c.span()))
             }
             syn::Expr::Return(r) => {
+                if let Some(ret) = self.device {
+                    let Some(v) = &r.expr else {
+                        return err(r.span(), "a device function returns a value: `return v;`");
+                    };
+                    let x = self.expr(v, Some(ret))?;
+                    if x.ty != ret {
+                        return mismatch(v.span(), ret, x.ty);
+                    }
+                    return Ok(Stmt::ReturnValue(x));
+                }
                 if let Some(v) = &r.expr {
                     return err(v.span(), "a kernel returns no value: write `return;`");
                 }
-                Ok(Stmt::Return)
+                Ok(Stmt::Return(r.span()))
             }
             syn::Expr::Paren(p) => self.stmt_expr(&p.expr),
             other => {
@@ -404,8 +642,28 @@ impl Cx {
                         p.span(),
                         format!("kernel parameter `{name}` is immutable: copy it into a `let mut`"),
                     ),
+                    Some(Binding::Shared(_)) => err(
+                        p.span(),
+                        format!(
+                            "shared array `{name}` is assigned element by element: `{name}[i] = v`"
+                        ),
+                    ),
                     None => err(p.span(), format!("cannot find `{name}` in this kernel")),
                 }
+            }
+            syn::Expr::Index(ix) if self.shared_of(&ix.expr).is_some() => {
+                let (array, elem) = self.shared_of(&ix.expr).unwrap_or((0, Ty::F32));
+                let index = self.index(&ix.index)?;
+                let current = Expr {
+                    kind: ExprKind::SharedLoad(array, Box::new(index.clone())),
+                    ty: elem,
+                };
+                let value = self.assigned_value(current, elem, op, right, span)?;
+                Ok(Stmt::SharedStore {
+                    array,
+                    index,
+                    value,
+                })
             }
             syn::Expr::Index(ix) => {
                 let (array, elem, writable) = self.array_of(&ix.expr)?;
@@ -538,6 +796,12 @@ impl Cx {
             _ => None,
         };
         let Some(name) = name else {
+            if shared_call(e).is_some() {
+                return err(
+                    e.span(),
+                    "a shared array is declared with `let name = shared::<T, N>();` at the top level of the kernel's body",
+                );
+            }
             return err(e.span(), "only an array parameter can be indexed");
         };
         match self.lookup(&name) {
@@ -552,8 +816,165 @@ impl Cx {
                 e.span(),
                 format!("`{name}` is a `{}`, not an array", ty.name()),
             ),
+            Some(Binding::Shared(_)) => err(
+                e.span(),
+                format!("shared array `{name}` is indexed (`{name}[i]`), not used whole"),
+            ),
             None => err(e.span(), format!("cannot find `{name}` in this kernel")),
         }
+    }
+
+    /// `array.atomic_OP(index, value)` or
+    /// `array.atomic_compare_exchange(index, current, new)`.
+    fn atomic(&mut self, op: AtomicOp, m: &syn::ExprMethodCall) -> Result<Expr> {
+        let (mem, elem) = match self.shared_of(&m.receiver) {
+            Some((i, elem)) => (Mem::Shared(i), elem),
+            None => {
+                let (i, elem, writable) = self.array_of(&m.receiver)?;
+                if !writable {
+                    let name = &self.params[i].name;
+                    return err(
+                        m.receiver.span(),
+                        format!("`{name}` is `&[T]`, read-only: atomics need `&mut [T]`"),
+                    );
+                }
+                (Mem::Global(i), elem)
+            }
+        };
+        if !matches!(elem, Ty::U32 | Ty::I32) {
+            return err(
+                m.receiver.span(),
+                format!("atomics are on u32 and i32 arrays, not `{}`", elem.name()),
+            );
+        }
+        let arity = if op == AtomicOp::CompareExchange {
+            3
+        } else {
+            2
+        };
+        if m.args.len() != arity {
+            let shape = if arity == 3 {
+                "(index, current, new)"
+            } else {
+                "(index, value)"
+            };
+            return err(m.span(), format!("`{}` takes {shape}", m.method));
+        }
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        let index = self.index(args[0])?;
+        let mut vals = Vec::new();
+        for a in &args[1..] {
+            let v = self.expr(a, Some(elem))?;
+            if v.ty != elem {
+                return mismatch(a.span(), elem, v.ty);
+            }
+            vals.push(v);
+        }
+        let value = Box::new(vals.pop().unwrap_or(Expr {
+            kind: ExprKind::Lit(Lit::Int(0)),
+            ty: elem,
+        }));
+        let current = vals.pop().map(Box::new);
+        Ok(Expr {
+            kind: ExprKind::Atomic {
+                op,
+                mem,
+                index: Box::new(index),
+                value,
+                current,
+            },
+            ty: elem,
+        })
+    }
+
+    /// A shared array named by `e`: (position, element).
+    fn shared_of(&self, e: &syn::Expr) -> Option<(usize, Ty)> {
+        let syn::Expr::Path(p) = strip(e) else {
+            return None;
+        };
+        match self.lookup(&path_name(&p.path)?)? {
+            Binding::Shared(i) => Some((i, self.shared[i].elem)),
+            _ => None,
+        }
+    }
+
+    /// `let name = shared::<T, N>();`, only at the top level of the body
+    /// (each is one array per workgroup, whatever the control flow).
+    fn shared_decl(
+        &mut self,
+        name: &str,
+        ty: Option<&syn::Type>,
+        call: &syn::ExprCall,
+        span: Span,
+    ) -> Result<()> {
+        if let Some(t) = ty {
+            return err(
+                t.span(),
+                "a shared array's type is given in `shared::<T, N>()`, not on the `let`",
+            );
+        }
+        // The body's own scope sits above the parameters'.
+        if self.scopes.len() != 2 || self.device.is_some() {
+            return err(
+                span,
+                "a shared array is declared at the top level of the kernel's body, outside any block, branch or loop",
+            );
+        }
+        if !call.args.is_empty() {
+            return err(call.args.span(), "`shared::<T, N>()` takes no arguments");
+        }
+        let syn::Expr::Path(p) = &*call.func else {
+            return err(call.span(), "expected `shared::<T, N>()`");
+        };
+        let generics = match p.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::AngleBracketed(a)) if a.args.len() == 2 => &a.args,
+            _ => {
+                return err(
+                    call.span(),
+                    "a shared array is `shared::<T, N>()`: its element type and its length",
+                );
+            }
+        };
+        let syn::GenericArgument::Type(t) = &generics[0] else {
+            return err(generics[0].span(), "expected the element type");
+        };
+        let elem = element(t)?;
+        let len_arg = &generics[1];
+        let len = match len_arg {
+            syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            })) => n.base10_parse::<u32>()?,
+            _ => return err(len_arg.span(), "a shared array's length is a whole number"),
+        };
+        if len == 0 {
+            return err(len_arg.span(), "a shared array cannot be empty");
+        }
+        let bytes: u64 = self
+            .shared
+            .iter()
+            .map(|s| s.len as u64 * s.elem.bits() as u64 / 8)
+            .sum::<u64>()
+            + len as u64 * elem.bits() as u64 / 8;
+        if bytes > SHARED_BYTES {
+            return err(
+                len_arg.span(),
+                format!(
+                    "{bytes} bytes of shared arrays: at most {SHARED_BYTES} run on every backend"
+                ),
+            );
+        }
+        let i = self.shared.len();
+        self.shared.push(Shared {
+            name: format!("s_{name}_{}", self.next),
+            elem,
+            len,
+        });
+        self.next += 1;
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.to_string(), Binding::Shared(i));
+        }
+        Ok(())
     }
 
     fn index(&mut self, e: &syn::Expr) -> Result<Expr> {
@@ -661,6 +1082,12 @@ impl Cx {
                             ),
                         ),
                     },
+                    Some(Binding::Shared(_)) => err(
+                        p.span(),
+                        format!(
+                            "shared array `{name}` can only be indexed (`{name}[i]`) or asked its length (`{name}.len()`)"
+                        ),
+                    ),
                     None => err(p.span(), format!("cannot find `{name}` in this kernel")),
                 }
             }
@@ -746,6 +1173,13 @@ impl Cx {
                 })
             }
             syn::Expr::Index(ix) => {
+                if let Some((array, elem)) = self.shared_of(&ix.expr) {
+                    let index = self.index(&ix.index)?;
+                    return Ok(Expr {
+                        kind: ExprKind::SharedLoad(array, Box::new(index)),
+                        ty: elem,
+                    });
+                }
                 let (array, elem, _) = self.array_of(&ix.expr)?;
                 let index = self.index(&ix.index)?;
                 Ok(Expr {
@@ -786,6 +1220,12 @@ impl Cx {
             },
             _ => None,
         };
+        if builtin.is_some() && self.device.is_some() {
+            return err(
+                f.span(),
+                "thread indices are not available in a device function: pass the value as an argument",
+            );
+        }
         match builtin {
             Some(b) => Ok(Expr {
                 kind: ExprKind::Id(b, axis),
@@ -799,6 +1239,12 @@ impl Cx {
     }
 
     fn call(&mut self, c: &syn::ExprCall, want: Option<Ty>) -> Result<Expr> {
+        if shared_call(&syn::Expr::Call(c.clone())).is_some() {
+            return err(
+                c.span(),
+                "a shared array is declared with `let name = shared::<T, N>();` at the top level of the kernel's body",
+            );
+        }
         let name = match &*c.func {
             syn::Expr::Path(p) => path_name(&p.path),
             _ => None,
@@ -820,8 +1266,42 @@ impl Cx {
                     "`fma` (one rounding on every backend needs an emulation where the vulkan device's fma rounds twice, as lavapipe's does)",
                 );
             }
-            "barrier" => return not_yet(c.span(), "`barrier()` (with workgroup-shared arrays)"),
-            _ => return not_yet(c.span(), &format!("calling `{name}` (helper functions)")),
+            "barrier" => {
+                return err(
+                    c.span(),
+                    "`barrier()` is a statement of its own, not a value",
+                );
+            }
+            _ => {
+                let Some(f) = self.sigs.iter().position(|s| s.rust == name) else {
+                    return err(
+                        c.func.span(),
+                        format!(
+                            "cannot find `{name}`: a kernel calls functions marked #[unigpu::device]"
+                        ),
+                    );
+                };
+                let sig = self.sigs[f].clone();
+                if c.args.len() != sig.params.len() {
+                    return err(
+                        c.span(),
+                        format!("`{name}` takes {} argument(s)", sig.params.len()),
+                    );
+                }
+                let mut args = Vec::new();
+                for (a, (_, t)) in c.args.iter().zip(&sig.params) {
+                    let v = self.expr(a, Some(*t))?;
+                    if v.ty != *t {
+                        return mismatch(a.span(), *t, v.ty);
+                    }
+                    args.push(v);
+                }
+                self.calls.push((f, c.func.span()));
+                return Ok(Expr {
+                    kind: ExprKind::Call(f, args),
+                    ty: sig.ret,
+                });
+            }
         };
         let args: Vec<&syn::Expr> = c.args.iter().collect();
         if args.len() != arity {
@@ -837,6 +1317,15 @@ impl Cx {
         }
         let method = m.method.to_string();
         if method == "len" {
+            if let Some((array, _)) = self.shared_of(&m.receiver) {
+                if !m.args.is_empty() {
+                    return err(m.span(), "`len` takes no arguments");
+                }
+                return Ok(Expr {
+                    kind: ExprKind::Lit(Lit::Int(self.shared[array].len as u64)),
+                    ty: Ty::Usize,
+                });
+            }
             let (array, _, _) = self.array_of(&m.receiver)?;
             if !m.args.is_empty() {
                 return err(m.span(), "`len` takes no arguments");
@@ -845,6 +1334,9 @@ impl Cx {
                 kind: ExprKind::Len(array),
                 ty: Ty::Usize,
             });
+        }
+        if let Some(op) = AtomicOp::from_method(&method) {
+            return self.atomic(op, m);
         }
         let math = match method.as_str() {
             "sqrt" => Math::Sqrt,
@@ -920,6 +1412,27 @@ impl Cx {
             ty: t,
         })
     }
+}
+
+/// `shared::<...>(...)`, whatever its generics.
+fn shared_call(e: &syn::Expr) -> Option<&syn::ExprCall> {
+    match strip(e) {
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p)
+                if p.qself.is_none()
+                    && p.path.segments.len() == 1
+                    && p.path.segments[0].ident == "shared" =>
+            {
+                Some(c)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn is_call_to(c: &syn::ExprCall, name: &str) -> bool {
+    matches!(&*c.func, syn::Expr::Path(p) if path_name(&p.path).as_deref() == Some(name))
 }
 
 fn builtin(name: &str) -> Option<Builtin> {

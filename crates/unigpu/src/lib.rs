@@ -86,6 +86,10 @@ pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
 pub use unified::{HostView, HostViewMut};
 
+#[doc(hidden)]
+pub use unigpu_kernel_macros::__kernel_with_helpers;
+/// `#[unigpu::device]`: a helper function kernels may call (docs/kernels.md).
+pub use unigpu_kernel_macros::device;
 /// `#[unigpu::kernel]`: one Rust function as a kernel for every backend
 /// (docs/kernels.md).
 pub use unigpu_kernel_macros::kernel;

@@ -2,7 +2,8 @@
 //! element checked against a host reference written without the macro.
 // The references spell clamp as max-then-min on purpose: that is the
 // language's clamp (a NaN gives the bound, never a panic).
-#![allow(clippy::manual_clamp)]
+// The references index like the kernels do, invocation by invocation.
+#![allow(clippy::manual_clamp, clippy::needless_range_loop)]
 
 mod common;
 
@@ -331,6 +332,543 @@ on_every_backend!(a_block_other_than_the_workgroup_size_is_refused, |ctx| {
     assert!(e.contains("workgroup_size is (256, 1, 1)"), "{e}");
 });
 
+/// A sum with a shared-memory tree and barriers: each workgroup reduces
+/// its 256 elements in shared memory (a barrier inside a `while` whose
+/// condition is uniform) and writes one partial sum.
+#[unigpu::kernel(workgroup_size = 256)]
+fn tree_sum(x: &[f32], partial: &mut [f32]) {
+    let tile = shared::<f32, 256>();
+    let l = local_id().x;
+    let i = global_id().x;
+    let mut v = 0.0f32;
+    if i < x.len() {
+        v = x[i];
+    }
+    tile[l] = v;
+    barrier();
+    let mut stride = tile.len() / 2;
+    while stride > 0 {
+        if l < stride {
+            tile[l] = tile[l] + tile[l + stride];
+        }
+        barrier();
+        stride = stride / 2;
+    }
+    if l == 0 {
+        partial[workgroup_id().x] = tile[0];
+    }
+}
+
+on_every_backend!(a_shared_memory_tree_sum_matches_the_host, |ctx| {
+    let k = tree_sum::kernel(ctx).unwrap();
+    // Not a multiple of the workgroup: the last group pads with zeros.
+    let n = random_len(1 << 17).max(2) | 1;
+    let hx = random_vec::<f32>(n);
+    let groups = n.div_ceil(256);
+    let x = ctx.upload(&hx).unwrap();
+    let mut partial = ctx.upload(&vec![f32::NAN; groups]).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 256), (&x, &mut partial))
+        .unwrap();
+    let got = partial.download().unwrap();
+    for g in 0..groups {
+        // The same tree, in the same order: bit for bit.
+        let mut t: Vec<f32> = (0..256)
+            .map(|l| hx.get(g * 256 + l).copied().unwrap_or(0.0))
+            .collect();
+        let mut stride = 128;
+        while stride > 0 {
+            for l in 0..stride {
+                t[l] += t[l + stride];
+            }
+            stride /= 2;
+        }
+        assert_eq!(got[g].to_bits(), t[0].to_bits(), "group {g} of {groups}");
+    }
+});
+
+/// A tiled f32 matmul with shared memory: 16×16 tiles of `a` and `b`
+/// loaded per step of a `for` loop with two barriers in it.
+#[unigpu::kernel(workgroup_size = (16, 16))]
+fn tiled_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+    let ta = shared::<f32, 256>();
+    let tb = shared::<f32, 256>();
+    let col = global_id().x;
+    let row = global_id().y;
+    let lx = local_id().x;
+    let ly = local_id().y;
+    let rows = m as usize;
+    let cols = n as usize;
+    let inner = k as usize;
+    let mut acc = 0.0f32;
+    for t in 0..(inner + 15) / 16 {
+        let ac = t * 16 + lx;
+        let mut av = 0.0f32;
+        if row < rows && ac < inner {
+            av = a[row * inner + ac];
+        }
+        ta[ly * 16 + lx] = av;
+        let br = t * 16 + ly;
+        let mut bv = 0.0f32;
+        if br < inner && col < cols {
+            bv = b[br * cols + col];
+        }
+        tb[ly * 16 + lx] = bv;
+        barrier();
+        for j in 0..16usize {
+            acc = acc + ta[ly * 16 + j] * tb[j * 16 + lx];
+        }
+        barrier();
+    }
+    if row < rows && col < cols {
+        c[row * cols + col] = acc;
+    }
+}
+
+on_every_backend!(a_tiled_shared_memory_matmul_matches_the_host, |ctx| {
+    let kern = tiled_matmul::kernel(ctx).unwrap();
+    // Sizes that are not multiples of the tile.
+    let (m, n, k) = (
+        random_len(150).max(1),
+        random_len(150).max(1),
+        random_len(150).max(1),
+    );
+    let (ha, hb) = (random_vec::<f32>(m * k), random_vec::<f32>(k * n));
+    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let mut c = ctx.upload(&vec![f32::NAN; m * n]).unwrap();
+    let grid = Grid::new(
+        (n.div_ceil(16) as u32, m.div_ceil(16) as u32, 1),
+        (16, 16, 1),
+    );
+    kern.launch(ctx, grid, (&a, &b, &mut c, m as u32, n as u32, k as u32))
+        .unwrap();
+    let got = c.download().unwrap();
+    for r in 0..m {
+        for col in 0..n {
+            // The kernel's order, padding included (one rounding per op).
+            let mut acc = 0.0f32;
+            for j in 0..k.div_ceil(16) * 16 {
+                let (av, bv) = if j < k {
+                    (ha[r * k + j], hb[j * n + col])
+                } else {
+                    (0.0, 0.0)
+                };
+                acc += av * bv;
+            }
+            assert_eq!(
+                got[r * n + col].to_bits(),
+                acc.to_bits(),
+                "c[{r}][{col}] of {m}x{n} (k = {k})"
+            );
+        }
+    }
+});
+
+/// Values live across barriers (the CPU form holds them per invocation),
+/// a barrier under a uniform `if` on a scalar argument, a `loop` with a
+/// uniform `break` and barriers, and a thread-dependent `return` after
+/// the last barrier.
+#[unigpu::kernel(workgroup_size = 64)]
+fn phases(x: &[i32], mode: u32, out: &mut [i32]) {
+    let buf = shared::<i32, 64>();
+    let l = local_id().x;
+    let mut v = x[global_id().x];
+    buf[l] = v;
+    if mode == 1 {
+        barrier();
+        v = buf[63 - l];
+    }
+    let mut round = 0u32;
+    loop {
+        if round == 3 {
+            break;
+        }
+        barrier();
+        // The left neighbour: run in order without the barriers, an
+        // invocation would read the value its neighbour just wrote.
+        let next = buf[(l + 63) % 64];
+        barrier();
+        buf[l] = next + v;
+        round += 1;
+    }
+    barrier();
+    if l >= 60 {
+        return;
+    }
+    out[global_id().x] = buf[l] * 2;
+}
+
+on_every_backend!(
+    values_live_across_barriers_in_uniform_branches_and_loops,
+    |ctx| {
+        let k = phases::kernel(ctx).unwrap();
+        let n = random_len(5000).max(2);
+        let hx = random_vec::<i32>(n);
+        let x = ctx.upload(&hx).unwrap();
+        for mode in [0u32, 1] {
+            let mut out = ctx.upload(&vec![-7i32; n]).unwrap();
+            k.launch(ctx, Grid::for_elems_with_block(n, 64), (&x, mode, &mut out))
+                .unwrap();
+            let got = out.download().unwrap();
+            for g in 0..n.div_ceil(64) {
+                let mut buf: Vec<i32> = (0..64)
+                    .map(|l| hx.get(g * 64 + l).copied().unwrap_or(0))
+                    .collect();
+                let v: Vec<i32> = if mode == 1 {
+                    (0..64).map(|l| buf[63 - l]).collect()
+                } else {
+                    buf.clone()
+                };
+                for _ in 0..3 {
+                    let next: Vec<i32> = (0..64).map(|l| buf[(l + 63) % 64]).collect();
+                    for l in 0..64 {
+                        buf[l] = next[l].wrapping_add(v[l]);
+                    }
+                }
+                for l in 0..64 {
+                    let i = g * 64 + l;
+                    if i < n {
+                        let want = if l >= 60 { -7 } else { buf[l].wrapping_mul(2) };
+                        assert_eq!(got[i], want, "mode {mode}, element {i} of {n}");
+                    }
+                }
+            }
+        }
+    }
+);
+
+/// Uniform exits around barriers, in a 3-D workgroup: a `return` on an
+/// argument before any barrier, and a `continue` of a `for` loop that
+/// holds barriers (the CPU form ends the phase, then the iteration).
+#[unigpu::kernel(workgroup_size = (4, 4, 2))]
+fn uniform_exits(x: &[u32], skip: u32, stop: u32, out: &mut [u32]) {
+    let buf = shared::<u32, 32>();
+    let l = local_id().x + 4 * local_id().y + 16 * local_id().z;
+    let base = workgroup_id().x * 32;
+    if stop == 1 {
+        return;
+    }
+    let mut acc = x[base + l];
+    for r in 0u32..6 {
+        if r == skip {
+            continue;
+        }
+        buf[l] = acc;
+        barrier();
+        acc += buf[(l + 1) % 32] * (r + 1);
+        barrier();
+    }
+    out[base + l] = acc;
+}
+
+on_every_backend!(uniform_returns_and_continues_around_barriers, |ctx| {
+    let k = uniform_exits::kernel(ctx).unwrap();
+    let groups = random_len(300).max(1);
+    let n = groups * 32;
+    let hx = random_vec::<u32>(n);
+    let x = ctx.upload(&hx).unwrap();
+    for (skip, stop) in [(2u32, 0u32), (9, 0), (0, 1)] {
+        let mut out = ctx.upload(&vec![7u32; n]).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups as u32, 1, 1), (4, 4, 2)),
+            (&x, skip, stop, &mut out),
+        )
+        .unwrap();
+        let got = out.download().unwrap();
+        for g in 0..groups {
+            let mut acc: Vec<u32> = hx[g * 32..g * 32 + 32].to_vec();
+            for r in 0u32..6 {
+                if r == skip {
+                    continue;
+                }
+                let buf = acc.clone();
+                for l in 0..32 {
+                    acc[l] = acc[l].wrapping_add(buf[(l + 1) % 32].wrapping_mul(r + 1));
+                }
+            }
+            for l in 0..32 {
+                let want = if stop == 1 { 7 } else { acc[l] };
+                assert_eq!(
+                    got[g * 32 + l],
+                    want,
+                    "skip {skip} stop {stop}: group {g}, invocation {l}"
+                );
+            }
+        }
+    }
+});
+
+/// Shared and global elements read at a uniform index are uniform: a
+/// `while` on a shared element and `if`s on array elements hold barriers
+/// (one invocation changes the shared one between barriers).
+#[unigpu::kernel(workgroup_size = 64)]
+fn uniform_loads(x: &mut [u32], y: &[u32]) {
+    let tile = shared::<u32, 4>();
+    if local_id().x == 0 {
+        tile[0] = 3;
+    }
+    barrier();
+    while tile[0] > 0 {
+        barrier();
+        if local_id().x == 0 {
+            tile[0] = tile[0] - 1;
+            x[0] = x[0] + 1;
+        }
+        barrier();
+    }
+    if x[1] > 0 {
+        barrier();
+    }
+    if y[1] > 0 {
+        barrier();
+    }
+}
+
+on_every_backend!(loop_conditions_on_shared_and_global_elements, |ctx| {
+    let k = uniform_loads::kernel(ctx).unwrap();
+    let mut x = ctx.upload(&[0u32, 1]).unwrap();
+    let y = ctx.upload(&[0u32, 1]).unwrap();
+    k.launch(ctx, Grid::new((1, 1, 1), (64, 1, 1)), (&mut x, &y))
+        .unwrap();
+    assert_eq!(x.download().unwrap(), vec![3, 1]);
+});
+
+/// A 256-bin histogram with atomics: each workgroup counts into a shared
+/// array with `atomic_add`, then adds its counts to the global bins.
+#[unigpu::kernel(workgroup_size = 256)]
+fn histogram(data: &[u32], bins: &mut [u32]) {
+    let local = shared::<u32, 256>();
+    let l = local_id().x;
+    let i = global_id().x;
+    if i < data.len() {
+        local.atomic_add((data[i] & 255) as usize, 1);
+    }
+    barrier();
+    let c = local[l];
+    if c > 0 {
+        bins.atomic_add(l, c);
+    }
+}
+
+on_every_backend!(a_256_bin_histogram_with_atomics_is_exact, |ctx| {
+    let k = histogram::kernel(ctx).unwrap();
+    let n = random_len(1 << 18).max(1);
+    // Skewed, so many invocations hit the same bin at once.
+    let hd: Vec<u32> = random_vec::<u32>(n)
+        .iter()
+        .map(|v| if v % 3 == 0 { 7 } else { *v })
+        .collect();
+    let d = ctx.upload(&hd).unwrap();
+    let mut bins = ctx.zeros::<u32>(256).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 256), (&d, &mut bins))
+        .unwrap();
+    let mut want = vec![0u32; 256];
+    for v in &hd {
+        want[(v & 255) as usize] += 1;
+    }
+    assert_eq!(bins.download().unwrap(), want, "{n} values");
+});
+
+/// Every atomic on global i32 and u32 arrays and on a shared array: the
+/// commutative ones give an exact total; `atomic_add`'s old values are a
+/// permutation of 0..n; exchange hands each value on exactly once; a
+/// compare-exchange loop counts every invocation once.
+#[unigpu::kernel(workgroup_size = 64)]
+fn atomics(x: &[i32], acc: &mut [i32], uacc: &mut [u32], olds: &mut [u32], swaps: &mut [i32]) {
+    let counter = shared::<u32, 1>();
+    let i = global_id().x;
+    let inside = i < x.len();
+    let mut v = 0;
+    if inside {
+        v = x[i];
+        acc.atomic_add(0, v);
+        acc.atomic_sub(1, v);
+        acc.atomic_min(2, v);
+        acc.atomic_max(3, v);
+        acc.atomic_and(4, v);
+        acc.atomic_or(5, v);
+        acc.atomic_xor(6, v);
+        let u = v as u32;
+        uacc.atomic_min(0, u);
+        uacc.atomic_max(1, u);
+        uacc.atomic_add(2, u);
+        olds[i] = uacc.atomic_add(3, 1);
+        swaps[i] = acc.atomic_exchange(7, v);
+        loop {
+            let seen = uacc[4];
+            if uacc.atomic_compare_exchange(4, seen, seen + 1) == seen {
+                break;
+            }
+        }
+        counter.atomic_add(0, 1);
+    }
+    // Out of bounds atomics do nothing and give 0.
+    let none = acc.atomic_add(acc.len() + 3, 5) + counter.atomic_or(9, 5) as i32;
+    barrier();
+    if local_id().x == 0 {
+        uacc.atomic_add(5, counter[0]);
+    }
+    if inside && none != 0 {
+        acc[8] = 1;
+    }
+}
+
+on_every_backend!(every_integer_atomic_matches_the_host, |ctx| {
+    let k = atomics::kernel(ctx).unwrap();
+    let n = random_len(20000).max(2);
+    let hx = random_vec::<i32>(n);
+    let x = ctx.upload(&hx).unwrap();
+    let start_i = [5i32, -3, i32::MAX, i32::MIN, -1, 0, 0x5a5a, -77, 0];
+    let start_u = [u32::MAX, 0, 9, 0, 0, 0];
+    let mut acc = ctx.upload(&start_i).unwrap();
+    let mut uacc = ctx.upload(&start_u).unwrap();
+    let mut olds = ctx.zeros::<u32>(n).unwrap();
+    let mut swaps = ctx.zeros::<i32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 64),
+        (&x, &mut acc, &mut uacc, &mut olds, &mut swaps),
+    )
+    .unwrap();
+    let (got, ugot) = (acc.download().unwrap(), uacc.download().unwrap());
+    let mut want = start_i;
+    for &v in &hx {
+        want[0] = want[0].wrapping_add(v);
+        want[1] = want[1].wrapping_sub(v);
+        want[2] = want[2].min(v);
+        want[3] = want[3].max(v);
+        want[4] &= v;
+        want[5] |= v;
+        want[6] ^= v;
+    }
+    assert_eq!(&got[..7], &want[..7], "{n} values");
+    assert_eq!(got[8], 0, "an out-of-bounds atomic gave a value");
+    let mut uwant = start_u;
+    for &v in &hx {
+        let u = v as u32;
+        uwant[0] = uwant[0].min(u);
+        uwant[1] = uwant[1].max(u);
+        uwant[2] = uwant[2].wrapping_add(u);
+    }
+    uwant[3] = n as u32;
+    uwant[4] = n as u32;
+    uwant[5] = n as u32;
+    assert_eq!(ugot, uwant, "{n} values");
+    let mut o = olds.download().unwrap();
+    o.sort_unstable();
+    assert!(
+        o.iter().enumerate().all(|(i, v)| *v == i as u32),
+        "old values of atomic_add are not 0..{n}"
+    );
+    // Exchange: the old values and the final one are the start value and
+    // every x, each once.
+    let mut handed = swaps.download().unwrap();
+    handed.push(got[7]);
+    handed.sort_unstable();
+    let mut all = hx.clone();
+    all.push(start_i[7]);
+    all.sort_unstable();
+    assert_eq!(handed, all);
+});
+
+/// Device functions: called from a kernel and from each other, with
+/// early `return v;`, loops and their own locals.
+#[unigpu::device]
+fn smoothstep(lo: f32, hi: f32, x: f32) -> f32 {
+    let t = ((x - lo) / (hi - lo)).clamp(0.0, 1.0);
+    t * t * (3.0 - 2.0 * t)
+}
+
+#[unigpu::device]
+fn collatz_steps(n: u32) -> u32 {
+    let mut x = n;
+    let mut steps = 0u32;
+    while x > 1 && steps < 500 {
+        if x % 2 == 0 {
+            x /= 2;
+        } else {
+            x = 3 * x + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
+
+#[unigpu::device]
+fn sign_of(v: i32) -> i32 {
+    if v < 0 {
+        return -1;
+    }
+    if v == 0 {
+        return 0;
+    }
+    1
+}
+
+#[unigpu::device]
+fn both_steps(n: u32) -> u32 {
+    collatz_steps(n) * 1000 + collatz_steps(n + 1)
+}
+
+#[unigpu::kernel(workgroup_size = 64)]
+fn with_helpers(x: &[f32], n: &[u32], out: &mut [f32], steps: &mut [u32]) {
+    let i = global_id().x;
+    if i >= x.len() {
+        return;
+    }
+    out[i] = smoothstep(-0.5, 0.75, x[i]) + sign_of((x[i] * 4.0) as i32) as f32;
+    steps[i] = both_steps(n[i] % 10000);
+}
+
+fn host_steps(n: u32) -> u32 {
+    let (mut x, mut s) = (n, 0u32);
+    while x > 1 && s < 500 {
+        x = if x % 2 == 0 {
+            x / 2
+        } else {
+            x.wrapping_mul(3).wrapping_add(1)
+        };
+        s += 1;
+    }
+    s
+}
+
+on_every_backend!(device_functions_match_the_host, |ctx| {
+    let k = with_helpers::kernel(ctx).unwrap();
+    let n = random_len(4000).max(1);
+    let hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v / 500.0).collect();
+    let hn = random_vec::<u32>(n);
+    let (x, nn) = (ctx.upload(&hx).unwrap(), ctx.upload(&hn).unwrap());
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    let mut steps = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 64),
+        (&x, &nn, &mut out, &mut steps),
+    )
+    .unwrap();
+    let (got, gsteps) = (out.download().unwrap(), steps.download().unwrap());
+    for i in 0..n {
+        let t = ((hx[i] - -0.5) / (0.75 - -0.5)).max(0.0).min(1.0);
+        let s = (hx[i] * 4.0) as i32;
+        let sign = if s < 0 {
+            -1
+        } else if s == 0 {
+            0
+        } else {
+            1
+        };
+        let want = t * t * (3.0 - 2.0 * t) + sign as f32;
+        assert_eq!(got[i].to_bits(), want.to_bits(), "x[{i}] = {}", hx[i]);
+        let m = hn[i] % 10000;
+        assert_eq!(
+            gsteps[i],
+            host_steps(m) * 1000 + host_steps(m + 1),
+            "n = {m}"
+        );
+    }
+});
+
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), asking for 64-bit types only
 /// where a kernel uses them.
@@ -345,6 +883,14 @@ fn every_emitted_wgsl_validates() {
         (wide::NAME, wide::WGSL),
         (math::NAME, math::WGSL),
         (first_match::NAME, first_match::WGSL),
+        (tree_sum::NAME, tree_sum::WGSL),
+        (tiled_matmul::NAME, tiled_matmul::WGSL),
+        (phases::NAME, phases::WGSL),
+        (histogram::NAME, histogram::WGSL),
+        (atomics::NAME, atomics::WGSL),
+        (with_helpers::NAME, with_helpers::WGSL),
+        (uniform_exits::NAME, uniform_exits::WGSL),
+        (uniform_loads::NAME, uniform_loads::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
@@ -371,6 +917,21 @@ fn the_cuda_form_declares_hidden_lengths() {
         "{}",
         vector_add::CUDA
     );
+}
+
+/// Shared arrays are declared and zeroed in the CUDA form (CUDA leaves
+/// them uninitialised), and barriers are `__syncthreads()`.
+#[test]
+fn the_cuda_form_zeroes_shared_arrays() {
+    let src = tree_sum::CUDA;
+    assert!(src.contains("__shared__ float s_tile_0[256];"), "{src}");
+    assert!(
+        src.contains(
+            "for (unsigned int i = ug_tid; i < 256u; i += ug_threads) s_tile_0[i] = (float)0;"
+        ),
+        "{src}"
+    );
+    assert_eq!(src.matches("__syncthreads();").count(), 3, "{src}");
 }
 
 /// The 64-bit types: f64 arithmetic rounds like the host's (one rounding

@@ -181,6 +181,61 @@ impl<'a, T: Word> Rw<'a, T> {
     }
 }
 
+/// The language's integer atomics (`array.atomic_add(i, v)` …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    CompareExchange,
+}
+
+/// An element type atomics work on (u32 and i32, in 32-bit cells).
+pub trait AtomicInt: Word<Cell = AtomicU32> {
+    /// The new value of an element that held `old`.
+    fn apply(op: AtomicOp, old: Self, v: Self, current: Self) -> Self;
+}
+
+macro_rules! atomic_int {
+    ($($t:ty),*) => {$(
+        impl AtomicInt for $t {
+            fn apply(op: AtomicOp, old: Self, v: Self, current: Self) -> Self {
+                match op {
+                    AtomicOp::Add => old.wrapping_add(v),
+                    AtomicOp::Sub => old.wrapping_sub(v),
+                    AtomicOp::Min => old.min(v),
+                    AtomicOp::Max => old.max(v),
+                    AtomicOp::And => old & v,
+                    AtomicOp::Or => old | v,
+                    AtomicOp::Xor => old ^ v,
+                    AtomicOp::Exchange => v,
+                    AtomicOp::CompareExchange => if old == current { v } else { old },
+                }
+            }
+        }
+    )*};
+}
+atomic_int!(u32, i32);
+
+impl<T: AtomicInt> Rw<'_, T> {
+    /// One atomic read-modify-write of element `i` (relaxed, as CUDA's and
+    /// WGSL's are); the old value, or 0 and nothing done out of bounds.
+    pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
+        let Some(c) = self.0.get(i as usize) else {
+            return T::default();
+        };
+        let old = c.fetch_update(Relaxed, Relaxed, |x| {
+            Some(bytemuck::cast(T::apply(op, bytemuck::cast(x), v, current)))
+        });
+        bytemuck::cast(old.unwrap_or_else(|x| x))
+    }
+}
+
 /// One invocation's indices, as the GPU backends number them.
 #[derive(Debug, Clone, Copy)]
 pub struct Ids {
@@ -228,6 +283,101 @@ pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync) {
                 }
             }
         });
+}
+
+/// One workgroup of a phased kernel (one with barriers or shared arrays).
+#[derive(Debug, Clone, Copy)]
+pub struct Group {
+    group: [u32; 3],
+    size: [u32; 3],
+    groups: [u32; 3],
+}
+
+impl Group {
+    /// The number of invocations.
+    pub fn len(&self) -> usize {
+        self.size.iter().map(|&d| d as usize).product()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The indices of invocation `li` (x fastest, as the GPUs number them).
+    pub fn ids(&self, li: usize) -> Ids {
+        let b = self.size;
+        let li = li as u32;
+        let local = [li % b[0], li / b[0] % b[1], li / (b[0] * b[1])];
+        Ids {
+            global: [0, 1, 2].map(|d| self.group[d].wrapping_mul(b[d]).wrapping_add(local[d])),
+            local,
+            group: self.group,
+            size: b,
+            groups: self.groups,
+        }
+    }
+}
+
+/// Runs `body` once per workgroup of `grid`, each a task on rayon's pool;
+/// the generated body loops over the invocations itself, phase by phase.
+pub fn run_groups(grid: Grid, body: impl Fn(&Group) + Sync) {
+    let g = [grid.grid.0, grid.grid.1, grid.grid.2];
+    let b = [grid.block.0, grid.block.1, grid.block.2];
+    let groups = g.iter().map(|&d| d as u64).product::<u64>();
+    let per_group = b.iter().map(|&d| d as u64).product::<u64>().max(1);
+    let min_len = (4096 / per_group).max(1) as usize;
+    (0..groups as usize)
+        .into_par_iter()
+        .with_min_len(min_len)
+        .for_each(|w| {
+            let w = w as u64;
+            body(&Group {
+                group: [
+                    (w % g[0] as u64) as u32,
+                    (w / g[0] as u64 % g[1] as u64) as u32,
+                    (w / (g[0] as u64 * g[1] as u64)) as u32,
+                ],
+                size: b,
+                groups: g,
+            })
+        });
+}
+
+/// A workgroup-shared array on the CPU: one per workgroup, zeroed, used
+/// by one task only; out of bounds reads give zero and writes do nothing.
+#[derive(Debug)]
+pub struct Shared<T: Copy + Default>(Vec<std::cell::Cell<T>>);
+
+impl<T: Copy + Default> Shared<T> {
+    pub fn new(len: u32) -> Self {
+        Shared(
+            (0..len)
+                .map(|_| std::cell::Cell::new(T::default()))
+                .collect(),
+        )
+    }
+    pub fn get(&self, i: u32) -> T {
+        self.0
+            .get(i as usize)
+            .map(std::cell::Cell::get)
+            .unwrap_or_default()
+    }
+    pub fn set(&self, i: u32, v: T) {
+        if let Some(c) = self.0.get(i as usize) {
+            c.set(v)
+        }
+    }
+}
+
+impl<T: AtomicInt> Shared<T> {
+    /// As [`Rw::atomic`]: the workgroup's invocations run in turn on one
+    /// task, so a plain read-modify-write is atomic.
+    pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
+        let Some(c) = self.0.get(i as usize) else {
+            return T::default();
+        };
+        let old = c.get();
+        c.set(T::apply(op, old, v, current));
+        old
+    }
 }
 
 /// Integer division as the language defines it: `x / 0` is `x`, and the
