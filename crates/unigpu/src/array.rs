@@ -107,9 +107,8 @@ impl<T: Element> GpuArray<T> {
     /// read on this array's default stream and written on `dst`'s, each
     /// after that array's pending uses, directly between the devices where
     /// one reaches the other's memory ([`crate::DeviceList::peers`]), else
-    /// staged through page-locked host memory (between two Vulkan
-    /// adapters, through host memory). Backends without such a path say
-    /// `Unsupported` ([`GpuArray::to_context`] then goes through the host).
+    /// staged through page-locked host memory (cuda); between two Vulkan
+    /// adapters or two torch devices, staged through host memory.
     pub fn copy_to(&self, dst: &mut GpuArray<T>) -> Result<()> {
         if !self.ctx.same_device(&dst.ctx) {
             if self.ctx.backend() != dst.ctx.backend() {

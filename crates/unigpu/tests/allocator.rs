@@ -66,10 +66,13 @@ on_every_backend!(memory_stats_add_up_and_empty_cache_releases, |ctx| {
     }
     drop(again);
     ctx.sync().unwrap();
+    // Read again here: the uploads above may have taken a new segment
+    // where a cached block did not fit (only half need be hits).
+    let cached = ctx.memory_stats().unwrap();
     let released = ctx.empty_cache().unwrap();
     let emptied = ctx.memory_stats().unwrap();
     assert_eq!(emptied.in_use, before.in_use);
-    assert_eq!(released, after.reserved - emptied.reserved);
+    assert_eq!(released, cached.reserved - emptied.reserved);
     assert!(emptied.cached <= before.cached, "idle segments went back");
 });
 

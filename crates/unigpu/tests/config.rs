@@ -305,7 +305,9 @@ fn device_cuda_1_selects_the_second_gpu() {
     assert_eq!(ctx.device_id(), 1);
     let host = common::random_vec::<f64>(common::random_len(1 << 16));
     let a = ctx.upload(&host).unwrap();
-    let first = Context::new(Backend::Cuda, 0).unwrap();
+    // The same backend on device 0 (torch in a torch build, where the
+    // config's device picks torch first).
+    let first = Context::new(ctx.backend(), 0).unwrap();
     let mut on_first = first.zeros::<f64>(host.len()).unwrap();
     // A copy between the two devices goes GPU to GPU (peer access, or
     // staged through pinned memory: docs/multi-gpu.md) and lands whole on

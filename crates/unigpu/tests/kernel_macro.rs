@@ -8,7 +8,34 @@
 mod common;
 
 use common::{random_len, random_vec};
-use unigpu::Grid;
+use unigpu::{Backend, Context, Grid};
+
+/// Whether `ctx` is a Vulkan adapter whose driver contracts `a * b + c`
+/// into one fused operation (NVIDIA's: `unigpu info` says "fma f32:
+/// fused"). WGSL has no way to forbid that contraction, so there a result
+/// that mixes products and sums may differ from the host's two roundings
+/// in its last bits (docs/kernels.md, "Not built yet"); on cpu, cuda,
+/// torch and a Vulkan driver that keeps the roundings apart (lavapipe) the
+/// test asks for the same bits.
+fn contracts(ctx: &Context, ty: &str) -> bool {
+    ctx.backend() == Backend::Vulkan
+        && common::detail(ctx, &format!("fma {ty}")).is_some_and(|v| v == "fused")
+}
+
+/// `got` is `want` to the bit, or where `ctx` contracts, within a few
+/// roundings of `scale` (the largest magnitude the sum went through).
+fn assert_same_or_contracted(ctx: &Context, got: f64, want: f64, eps: f64, scale: f64, what: &str) {
+    let ty = if eps < 1e-10 { "f64" } else { "f32" };
+    if contracts(ctx, ty) {
+        let bound = 4.0 * eps * scale.max(want.abs());
+        assert!(
+            (got - want).abs() <= bound,
+            "{what}: {got} vs {want} (contracted, bound {bound})"
+        );
+    } else {
+        assert_eq!(got.to_bits(), want.to_bits(), "{what}: {got} vs {want}");
+    }
+}
 
 #[unigpu::kernel]
 fn vector_add(a: &[f32], b: &[f32], out: &mut [f32]) {
@@ -222,11 +249,20 @@ on_every_backend!(control_flow_and_2d_indices_match_the_host, |ctx| {
             }
             let steps = row as f32 + 1.0;
             let want = (acc * acc).sqrt() + steps + hx[at].abs().max(2.0).floor();
-            assert_eq!(
-                got[at].to_bits(),
-                want.to_bits(),
-                "({row}, {col}): {} vs {want}",
-                got[at]
+            let scale: f32 = (0..=col)
+                .step_by(2)
+                .map(|j| hx[row * w as usize + j].abs())
+                .sum::<f32>()
+                + 3.0
+                + steps
+                + hx[at].abs().max(2.0);
+            assert_same_or_contracted(
+                ctx,
+                f64::from(got[at]),
+                f64::from(want),
+                f64::from(f32::EPSILON),
+                f64::from(scale),
+                &format!("({row}, {col})"),
             );
             let (c, r) = (col as u32, row as u32);
             let want_ids = [
@@ -446,6 +482,7 @@ on_every_backend!(a_tiled_shared_memory_matmul_matches_the_host, |ctx| {
         for col in 0..n {
             // The kernel's order, padding included (one rounding per op).
             let mut acc = 0.0f32;
+            let mut scale = 0.0f32;
             for j in 0..k.div_ceil(16) * 16 {
                 let (av, bv) = if j < k {
                     (ha[r * k + j], hb[j * n + col])
@@ -453,11 +490,15 @@ on_every_backend!(a_tiled_shared_memory_matmul_matches_the_host, |ctx| {
                     (0.0, 0.0)
                 };
                 acc += av * bv;
+                scale += (av * bv).abs();
             }
-            assert_eq!(
-                got[r * n + col].to_bits(),
-                acc.to_bits(),
-                "c[{r}][{col}] of {m}x{n} (k = {k})"
+            assert_same_or_contracted(
+                ctx,
+                f64::from(got[r * n + col]),
+                f64::from(acc),
+                f64::from(f32::EPSILON) * k as f64,
+                f64::from(scale),
+                &format!("c[{r}][{col}] of {m}x{n} (k = {k})"),
             );
         }
     }
@@ -851,7 +892,7 @@ on_every_backend!(device_functions_match_the_host, |ctx| {
     for i in 0..n {
         let t = ((hx[i] - -0.5) / (0.75 - -0.5)).max(0.0).min(1.0);
         let s = (hx[i] * 4.0) as i32;
-        let sign = if s < 0 {
+        let sign: i32 = if s < 0 {
             -1
         } else if s == 0 {
             0
@@ -859,7 +900,14 @@ on_every_backend!(device_functions_match_the_host, |ctx| {
             1
         };
         let want = t * t * (3.0 - 2.0 * t) + sign as f32;
-        assert_eq!(got[i].to_bits(), want.to_bits(), "x[{i}] = {}", hx[i]);
+        assert_same_or_contracted(
+            ctx,
+            f64::from(got[i]),
+            f64::from(want),
+            f64::from(f32::EPSILON),
+            3.0 + f64::from(sign.abs()),
+            &format!("x[{i}] = {}", hx[i]),
+        );
         let m = hn[i] % 10000;
         assert_eq!(
             gsteps[i],
@@ -988,11 +1036,13 @@ on_every_backend!(sixty_four_bit_types_match_the_host, |ctx| {
         let (x, y, z) = (ha[i], hb[i], hc[i]);
         let f0 = x * s + ha[(i + 1) % n];
         let f1 = (x / (s - 1.0)).sqrt() + y as f64 + (z >> 40) as f64;
-        assert_eq!(
-            gf[2 * i].to_bits(),
-            f0.to_bits(),
-            "f64 {i}: {} vs {f0}",
-            gf[2 * i]
+        assert_same_or_contracted(
+            ctx,
+            gf[2 * i],
+            f0,
+            f64::EPSILON,
+            (x * s).abs() + ha[(i + 1) % n].abs(),
+            &format!("f64 {i}"),
         );
         let close = (gf[2 * i + 1] - f1).abs() <= f1.abs() * 1e-15;
         assert!(close, "f64 {i}: {} vs {f1}", gf[2 * i + 1]);

@@ -203,19 +203,19 @@ pub(crate) trait Api: Sized + 'static {
     /// device of this backend: the read ordered on `src_stream` (`src`'s
     /// device), the write on `dst_stream` (`dst`'s), each after the
     /// buffer's pending uses, and later uses of either wait for it.
-    /// `Unsupported` where the backend has no path between devices (the
-    /// caller then goes through the host).
+    /// By default staged through host memory (a download on `src_stream`,
+    /// then an upload on `dst_stream`; returns once the host copy may be
+    /// dropped); a backend with a direct path between its devices (cuda's
+    /// peer copies) overrides it.
     fn copy_between_devices<T: Element>(
         src_stream: &Self::Stream,
         src: &Self::Buffer<T>,
         dst_stream: &Self::Stream,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        let _ = (src_stream, src, dst_stream, dst);
-        Err(crate::error::Error::Unsupported {
-            backend: Self::KIND,
-            what: "copies between devices without the host".into(),
-        })
+        let mut host = vec![T::default(); Self::len(src)];
+        Self::download_into(src_stream, src, &mut host)?;
+        Self::upload(dst_stream, &host, dst)
     }
 
     // ---- unified (managed) memory

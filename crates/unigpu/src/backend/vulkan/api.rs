@@ -230,22 +230,6 @@ impl Api for Vulkan {
         upload(stream, host, dst).map(drop)
     }
 
-    /// Two adapters share no memory wgpu can copy between, so the copy is
-    /// staged through host memory: a download on `src_stream`, after
-    /// `src`'s pending writes, then an upload on `dst_stream`, after
-    /// `dst`'s pending uses, which later uses of `dst` wait for. Returns
-    /// once the download is done and the host copy may be dropped.
-    fn copy_between_devices<T: Element>(
-        src_stream: &Self::Stream,
-        src: &Self::Buffer<T>,
-        dst_stream: &Self::Stream,
-        dst: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        let mut host = vec![T::default(); src.len];
-        Self::download_into(src_stream, src, &mut host)?;
-        Self::upload(dst_stream, &host, dst)
-    }
-
     fn download_into<T: Element>(
         stream: &Self::Stream,
         src: &Self::Buffer<T>,
