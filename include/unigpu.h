@@ -801,6 +801,13 @@ enum ug_status ug_array_to_dlpack(const struct ug_array *array, int64_t stream, 
  * not contiguous, read-only, unknown major version) the deleter has been
  * called. Any shape is flattened.
  *
+ * A tensor exported by this library (`ug_array_to_dlpack`) and imported
+ * again shares the original array's memory and its record of pending
+ * stream work (cpu, cuda, torch): a write through either, then a read
+ * through the other on any stream, sees the write. Memory that comes
+ * back through another library is a separate array, ordered by the
+ * caller.
+ *
  * # Safety
  *
  * `ctx` is NULL or a live context; `tensor` is NULL or a tensor that

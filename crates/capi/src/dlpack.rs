@@ -85,6 +85,13 @@ pub unsafe extern "C" fn ug_array_to_dlpack(
 /// not contiguous, read-only, unknown major version) the deleter has been
 /// called. Any shape is flattened.
 ///
+/// A tensor exported by this library (`ug_array_to_dlpack`) and imported
+/// again shares the original array's memory and its record of pending
+/// stream work (cpu, cuda, torch): a write through either, then a read
+/// through the other on any stream, sees the write. Memory that comes
+/// back through another library is a separate array, ordered by the
+/// caller.
+///
 /// # Safety
 ///
 /// `ctx` is NULL or a live context; `tensor` is NULL or a tensor that
