@@ -8,56 +8,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{assert_same, random_len, random_vec, sizes};
-use unigpu::{Backend, Error, Stream};
-
-/// How long a gate waits for the test to open it before giving up (the
-/// test then fails: see [`Gate::assert_opened_by_the_test`]).
-const GATE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long a test watches a gated consumer to see that it stays blocked.
-/// A consumer that does not wait finishes in microseconds, so this only
-/// has to outlast scheduling noise; a waiting one never finishes early.
-const WATCH: Duration = Duration::from_millis(200);
-
-/// Holds a stream back: a host function that blocks until the test calls
-/// [`Gate::open`]. Work enqueued after it on the stream cannot start, so a
-/// consumer that forgets to wait for that work runs early and reads stale
-/// data, and the test sees it. Take `common::park_lock()` while one is
-/// closed.
-struct Gate {
-    tx: mpsc::Sender<()>,
-    opened: Arc<AtomicBool>,
-}
-
-impl Gate {
-    fn close(s: &Stream) -> Gate {
-        let (tx, rx) = mpsc::channel::<()>();
-        let opened = Arc::new(AtomicBool::new(false));
-        let flag = opened.clone();
-        s.host_fn(move || {
-            if rx.recv_timeout(GATE_TIMEOUT).is_ok() {
-                flag.store(true, Ordering::SeqCst);
-            }
-        })
-        .unwrap();
-        Gate { tx, opened }
-    }
-
-    fn open(&self) {
-        self.tx.send(()).expect("the gate's host function is gone");
-    }
-
-    /// Call after the gated stream is synced: fails when the gate gave up
-    /// waiting (so the work behind it ran without the test's say-so).
-    #[track_caller]
-    fn assert_opened_by_the_test(&self) {
-        assert!(
-            self.opened.load(Ordering::SeqCst),
-            "the gate timed out after {GATE_TIMEOUT:?} instead of being opened by the test"
-        );
-    }
-}
+use common::{GATE_TIMEOUT, Gate, WATCH, assert_same, random_len, random_vec, sizes};
+use unigpu::{Backend, Error};
 
 on_every_backend!(stream_upload_copy_download, |ctx| {
     let s = ctx.create_stream().unwrap();

@@ -64,10 +64,12 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, mpsc};
+use std::time::Duration;
 
 use rand::Rng;
-use unigpu::{Backend, Context, CpuArgs, Element, Error, Kernel, bf16, f16};
+use unigpu::{Backend, Context, CpuArgs, Element, Error, Kernel, Stream, bf16, f16};
 
 pub fn cpu_ctx() -> Context {
     Context::new(Backend::Cpu, 0).expect("the CPU backend is always available")
@@ -649,4 +651,52 @@ pub fn saxpy(ctx: &Context) -> Kernel {
         .with_cpu(saxpy_cpu)
         .with_wgsl(SAXPY_WGSL)
         .unwrap()
+}
+
+/// How long a gate waits for the test to open it before giving up (the
+/// test then fails: see [`Gate::assert_opened_by_the_test`]).
+pub const GATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a test watches a gated consumer to see that it stays blocked.
+/// A consumer that does not wait finishes in microseconds, so this only
+/// has to outlast scheduling noise; a waiting one never finishes early.
+pub const WATCH: Duration = Duration::from_millis(200);
+
+/// Holds a stream back: a host function that blocks until the test calls
+/// [`Gate::open`]. Work enqueued after it on the stream cannot start, so a
+/// consumer that forgets to wait for that work runs early and reads stale
+/// data, and the test sees it. Take [`park_lock`] while one is closed.
+/// (streams.rs and dlpack.rs use it.)
+pub struct Gate {
+    tx: mpsc::Sender<()>,
+    opened: Arc<AtomicBool>,
+}
+
+impl Gate {
+    pub fn close(s: &Stream) -> Gate {
+        let (tx, rx) = mpsc::channel::<()>();
+        let opened = Arc::new(AtomicBool::new(false));
+        let flag = opened.clone();
+        s.host_fn(move || {
+            if rx.recv_timeout(GATE_TIMEOUT).is_ok() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        Gate { tx, opened }
+    }
+
+    pub fn open(&self) {
+        self.tx.send(()).expect("the gate's host function is gone");
+    }
+
+    /// Call after the gated stream is synced: fails when the gate gave up
+    /// waiting (so the work behind it ran without the test's say-so).
+    #[track_caller]
+    pub fn assert_opened_by_the_test(&self) {
+        assert!(
+            self.opened.load(Ordering::SeqCst),
+            "the gate timed out after {GATE_TIMEOUT:?} instead of being opened by the test"
+        );
+    }
 }
