@@ -20,7 +20,9 @@ use crate::gpu_pack::{DEVICE_LD_LIBRARY_PATH, UNPACK, build_with_env, copy_into_
 
 const PACK_DIR: &str = ".gpu-mutants";
 
-pub(super) fn pack() -> anyhow::Result<()> {
+/// `only`: `--only`'s text (the mutations whose names hold it, or one of
+/// its `|`-separated parts), or every GPU mutation.
+pub(super) fn pack(only: Option<&str>) -> anyhow::Result<()> {
     let root = crate::gpu_pack::workspace_root()?;
     if !root.join(".venv-torch/bin/python").is_file() {
         bail!(
@@ -35,8 +37,11 @@ pub(super) fn pack() -> anyhow::Result<()> {
 
     let gpu: Vec<&Mutation> = MUTATIONS
         .iter()
-        .filter(|m| m.target != Target::Cpu)
+        .filter(|m| m.target != Target::Cpu && super::chosen(m, only))
         .collect();
+    if gpu.is_empty() {
+        bail!("no GPU mutation's name holds {only:?}");
+    }
     // The baseline holds every binary any mutant runs.
     let all: BTreeSet<&str> = gpu.iter().flat_map(|m| m.tests.iter().copied()).collect();
     let all: Vec<&str> = all.into_iter().collect();

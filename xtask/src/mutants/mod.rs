@@ -419,11 +419,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     };
     match args.first().map(String::as_str) {
         None => run_cpu(only),
-        Some("--gpu-pack") if args.len() == 1 && only.is_none() => gpu::pack(),
+        Some("--gpu-pack") if args.len() == 1 => gpu::pack(only),
         Some("--vulkan") if args.len() == 1 => run_vulkan(only),
         Some(a) => bail!(
             "`cargo xtask mutants` takes no arguments, `--vulkan` or `--gpu-pack`, and \
-             (not with `--gpu-pack`) `--only TEXT` last (got `{a}`)"
+             `--only TEXT` last (got `{a}`)"
         ),
     }
 }
