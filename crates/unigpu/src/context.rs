@@ -270,6 +270,17 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
     }
 }
 
+/// The hardware this machine has for `backend`, found without opening
+/// it: `Some` with a description where the CUDA driver loads and counts a
+/// device (cuda; torch too in a torch build) or a Vulkan adapter that is
+/// not a software one exists (vulkan); `None` where it has none, for cpu,
+/// and for a backend this build lacks. A backend with hardware here that
+/// does not open has failed, rather than found nothing to run on
+/// (`unigpu soak --backend all` fails on it).
+pub fn hardware_here(backend: Backend) -> Option<String> {
+    crate::backend::DeviceImpl::hardware(backend)
+}
+
 /// Every device `backend` can use on this machine. A backend that cannot
 /// run here is an error that says why.
 pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {

@@ -71,7 +71,7 @@ pub use backend::{Backend, BackendAttempt, Outcome};
 pub use comm::{Communicator, Meeting, ReduceOp, Rendezvous};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;
-pub use context::list_devices;
+pub use context::{hardware_here, list_devices};
 pub use device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 pub use dlpack::{DlpackSync, DlpackTensor};
 pub use element::{DType, Element};

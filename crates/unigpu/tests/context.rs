@@ -35,18 +35,18 @@ fn handles_are_unwind_safe() {
     unwind_safe::<unigpu::Error>();
 }
 
-/// `Backend::hardware_here` (what `unigpu soak --backend all` requires to
+/// `unigpu::hardware_here` (what `unigpu soak --backend all` requires to
 /// open) agrees with the CUDA probe and with the Vulkan adapters listed:
 /// hardware for cuda (and torch in a torch build) exactly where the driver
 /// counts a device, for vulkan exactly where an adapter that is not a
 /// software one exists, and never for cpu.
 #[test]
 fn hardware_here_follows_the_probe_and_the_adapters() {
-    assert_eq!(Backend::Cpu.hardware_here(), None);
+    assert_eq!(unigpu::hardware_here(Backend::Cpu), None);
     let cuda = unigpu::cuda_probe().cuda_usable();
-    assert_eq!(Backend::Cuda.hardware_here().is_some(), cuda);
+    assert_eq!(unigpu::hardware_here(Backend::Cuda).is_some(), cuda);
     assert_eq!(
-        Backend::Torch.hardware_here().is_some(),
+        unigpu::hardware_here(Backend::Torch).is_some(),
         cuda && cfg!(feature = "torch")
     );
     let hardware_adapter = unigpu::list_devices(Backend::Vulkan).is_ok_and(|adapters| {
@@ -57,10 +57,10 @@ fn hardware_here_follows_the_probe_and_the_adapters() {
         })
     });
     assert_eq!(
-        Backend::Vulkan.hardware_here().is_some(),
+        unigpu::hardware_here(Backend::Vulkan).is_some(),
         hardware_adapter,
         "{:?}",
-        Backend::Vulkan.hardware_here()
+        unigpu::hardware_here(Backend::Vulkan)
     );
 }
 

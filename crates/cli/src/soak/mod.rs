@@ -280,7 +280,7 @@ fn run(args: SoakArgs) -> anyhow::Result<()> {
 /// Opens every backend asked for: the targets, and a report for each one
 /// skipped. A backend named in `--backend` or `--require` must open, and
 /// with `--backend all` so must every backend this machine has hardware
-/// for ([`Backend::hardware_here`]): a GPU machine whose cuda or vulkan
+/// for ([`unigpu::hardware_here`]): a GPU machine whose cuda or vulkan
 /// does not open fails rather than pass on the CPU alone. Every backend is
 /// tried before failing, so the message names all that did not open.
 fn open_targets(
@@ -337,8 +337,7 @@ fn must_open(which: &Backends, require: &[Backend], backend: Backend) -> Option<
     }
     match which {
         Backends::Named(_) => Some("named by --backend".into()),
-        Backends::All => backend
-            .hardware_here()
+        Backends::All => unigpu::hardware_here(backend)
             .map(|hw| format!("--backend all, and this machine has {hw}")),
     }
 }

@@ -52,17 +52,6 @@ impl Backend {
         self.is_host().then_some(1)
     }
 
-    /// The hardware this machine has for this backend, found without
-    /// opening it: `Some` with a description where the CUDA driver loads
-    /// and counts a device (cuda; torch too in a torch build) or a Vulkan
-    /// adapter that is not a software one exists (vulkan); `None` where it
-    /// has none, for cpu, and for a backend this build lacks. A backend
-    /// with hardware here that does not open has failed, rather than
-    /// found nothing to run on (`unigpu soak --backend all` fails on it).
-    pub fn hardware_here(self) -> Option<String> {
-        crate::backend::DeviceImpl::hardware(self)
-    }
-
     /// The names in [`Backend::ALL`], quoted and comma-separated, for
     /// messages that list the choices.
     pub fn quoted_names() -> String {

@@ -37,7 +37,7 @@ impl Api for Cuda {
     }
 
     fn hardware() -> Option<String> {
-        cuda_devices()
+        driver::cuda_devices()
     }
 
     fn info(device: &Self::Device) -> Result<DeviceInfo> {
@@ -382,18 +382,5 @@ fn not_unified<T: Element>(buffer: &DeviceBuffer<T>) -> Result<()> {
         Ok(())
     } else {
         Err(crate::backend::unified::not_unified(Backend::Cuda))
-    }
-}
-
-/// The CUDA devices the driver counts, as [`Api::hardware`] describes
-/// them; also the torch backend's hardware.
-pub(crate) fn cuda_devices() -> Option<String> {
-    let probe = unigpu_cuda_safe::probe();
-    match probe.device_count {
-        Ok(n) if n > 0 => Some(format!(
-            "the CUDA driver loads and counts {n} device{}",
-            if n == 1 { "" } else { "s" }
-        )),
-        _ => None,
     }
 }

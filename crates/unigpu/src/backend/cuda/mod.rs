@@ -8,5 +8,3 @@ pub(crate) mod ops;
 pub(crate) mod ops_src;
 
 pub(crate) use api::Cuda;
-#[cfg(feature = "torch")]
-pub(crate) use api::cuda_devices;

@@ -39,3 +39,16 @@ pub(crate) fn memory_info(device: &CudaDevice, backend: Backend) -> Result<Memor
         .map_err(|e| Error::from(e).on_backend(backend))?;
     Ok(MemoryInfo { free, total })
 }
+
+/// The CUDA devices the driver counts, as [`Api::hardware`] describes
+/// them: the cuda backend's hardware, and the torch backend's.
+pub(crate) fn cuda_devices() -> Option<String> {
+    let probe = unigpu_cuda_safe::probe();
+    match probe.device_count {
+        Ok(n) if n > 0 => Some(format!(
+            "the CUDA driver loads and counts {n} device{}",
+            if n == 1 { "" } else { "s" }
+        )),
+        _ => None,
+    }
+}

@@ -49,7 +49,7 @@ impl Api for Torch {
 
     /// This build has torch; with a CUDA device, torch should open.
     fn hardware() -> Option<String> {
-        crate::backend::cuda::cuda_devices().map(|d| format!("a torch build and {d}"))
+        driver::cuda_devices().map(|d| format!("a torch build and {d}"))
     }
 
     fn info(device: &Self::Device) -> Result<DeviceInfo> {
