@@ -616,7 +616,7 @@ impl<T: Element> Storage<T> {
                 StreamImpl::Vulkan(s),
                 Storage::Vulkan(b),
                 StreamImpl::Vulkan(t),
-            ) => Vulkan::copy_between_devices(s, a, t, b),
+            ) => Vulkan::copy_between_devices::<T>(s, a, t, b),
             _ => Err(Error::ContextMismatch {
                 what: "copy between devices",
             }),
