@@ -271,12 +271,12 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
 }
 
 /// The hardware this machine has for `backend`, found without opening
-/// it: `Some` with a description where the CUDA driver loads and counts a
-/// device (cuda; torch too in a torch build) or a Vulkan adapter that is
-/// not a software one exists (vulkan); `None` where it has none, for cpu,
-/// and for a backend this build lacks. A backend with hardware here that
-/// does not open has failed, rather than found nothing to run on
-/// (`unigpu soak --backend all` fails on it).
+/// it, described for a message; `None` where it has none, where the
+/// backend needs none of its own, or where this build lacks the backend.
+/// What counts is each backend's to say (its `Api::hardware`, in its own
+/// folder under backend/). A backend with hardware here that does not open
+/// has failed, rather than found nothing to run on (`unigpu soak --backend
+/// all` fails on it).
 pub fn hardware_here(backend: Backend) -> Option<String> {
     crate::backend::DeviceImpl::hardware(backend)
 }
