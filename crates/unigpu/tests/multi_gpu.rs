@@ -58,6 +58,34 @@ fn assert_same(expected: &[f32], actual: &[f32], what: &str) {
     }
 }
 
+/// `copy_to` from every context to every other, then `to_context` back,
+/// random data of `len()` elements each time, every element checked.
+fn copy_every_pair(ctxs: &[Context], len: impl Fn() -> usize, label: &str) {
+    for (i, a) in ctxs.iter().enumerate() {
+        for (j, b) in ctxs.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let host = ints(len());
+            let x = a.upload(&host).unwrap();
+            let mut y = b.zeros::<f32>(host.len()).unwrap();
+            x.copy_to(&mut y).unwrap();
+            assert_same(
+                &host,
+                &y.download().unwrap(),
+                &format!("{label}copy_to {i} -> {j}"),
+            );
+            let z = y.to_context(a).unwrap();
+            assert_same(
+                &host,
+                &z.download().unwrap(),
+                &format!("{label}to_context {j} -> {i}"),
+            );
+            assert_eq!(z.context().device_id(), i);
+        }
+    }
+}
+
 /// Issue 25: two Vulkan adapters gave `ContextMismatch` from `copy_to`,
 /// for want of a vulkan arm in the copy between devices; the copy is now
 /// staged through the host. Every ordered pair of adapters (a machine with
@@ -75,28 +103,7 @@ fn two_vulkan_adapters_copy_to_each_other() {
     let ctxs: Vec<Context> = (0..n)
         .map(|i| Context::new(Backend::Vulkan, i).unwrap())
         .collect();
-    for (i, a) in ctxs.iter().enumerate() {
-        for (j, b) in ctxs.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            let host = ints(rand::rng().random_range(1..(1 << 20)));
-            let x = a.upload(&host).unwrap();
-            let mut y = b.zeros::<f32>(host.len()).unwrap();
-            x.copy_to(&mut y).unwrap();
-            assert_same(
-                &host,
-                &y.download().unwrap(),
-                &format!("vulkan copy_to {i} -> {j}"),
-            );
-            let z = y.to_context(a).unwrap();
-            assert_same(
-                &host,
-                &z.download().unwrap(),
-                &format!("vulkan to_context {j} -> {i}"),
-            );
-        }
-    }
+    copy_every_pair(&ctxs, || rand::rng().random_range(1..(1 << 20)), "vulkan ");
 }
 
 #[test]
@@ -106,29 +113,7 @@ fn two_gpus_the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {
     let list = device_list(Backend::Cuda).unwrap();
     assert_eq!(list.peers.len(), ctxs.len());
     print!("{}", list.peers);
-    for (i, a) in ctxs.iter().enumerate() {
-        for (j, b) in ctxs.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            let host = ints(3 << 20);
-            let x = a.upload(&host).unwrap();
-            let mut y = b.zeros::<f32>(host.len()).unwrap();
-            x.copy_to(&mut y).unwrap();
-            assert_same(
-                &host,
-                &y.download().unwrap(),
-                &format!("copy_to {i} -> {j}"),
-            );
-            let z = y.to_context(a).unwrap();
-            assert_same(
-                &host,
-                &z.download().unwrap(),
-                &format!("to_context {j} -> {i}"),
-            );
-            assert_eq!(z.context().device_id(), i);
-        }
-    }
+    copy_every_pair(&ctxs, || 3 << 20, "");
     let mut short = ctxs[1].zeros::<f32>(2).unwrap();
     assert!(
         ctxs[0]
