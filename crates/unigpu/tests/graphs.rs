@@ -221,3 +221,35 @@ on_every_backend!(a_capture_survives_another_thread_using_the_gpu, |ctx| {
     s.sync().unwrap();
     assert!(a.download().unwrap().iter().all(|&v| v == 3.0));
 });
+
+// Found by the soak on one H100 (2026-11-27): on vulkan a context sync from
+// another thread refused ("a sync cannot be recorded while the stream
+// captures") because it synced the capturing stream too. A context sync
+// waits for the work enqueued on every stream; a capture enqueues nothing.
+on_every_backend!(a_context_sync_beside_a_capture_waits_and_keeps_it, |ctx| {
+    let _one = one_at_a_time();
+    let n = 1 + random_len(10_000);
+    let s = ctx.create_stream().unwrap();
+    let mut a = ctx.zeros::<f32>(n).unwrap();
+    let host = random_vec::<f32>(n);
+    let mut b = ctx.alloc::<f32>(n).unwrap();
+    ctx.sync().unwrap();
+    s.begin_capture().unwrap();
+    ctx.ops_on(&s).fill(&mut a, 1.5).unwrap();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let t = ctx.create_stream().unwrap();
+                t.upload(&host, &mut b).unwrap();
+                ctx.sync().unwrap();
+            })
+            .join()
+            .unwrap();
+    });
+    ctx.ops_on(&s).scale(2.0, &mut a).unwrap();
+    let graph = s.end_capture().unwrap();
+    graph.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(a.download().unwrap().iter().all(|&v| v == 3.0));
+    assert_same(&host, &b.download().unwrap());
+});

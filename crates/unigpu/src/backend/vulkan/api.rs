@@ -90,7 +90,7 @@ impl Api for Vulkan {
     fn synchronize(open: &Self::Device) -> Result<()> {
         let mut first = Ok(());
         for s in open.streams() {
-            let r = s.synchronize();
+            let r = s.wait_enqueued();
             if first.is_ok() {
                 first = r;
             }

@@ -269,6 +269,15 @@ impl VkStream {
         if self.is_capturing() {
             return Err(not_capturable("a sync"));
         }
+        self.wait_enqueued()
+    }
+
+    /// What `synchronize` does, without its refusal during a capture: a
+    /// context's sync waits for every stream, and a stream that captures
+    /// (on another thread, say) has enqueued nothing since its capture
+    /// began, so the sync waits for what came before and leaves the
+    /// capture alone.
+    pub(crate) fn wait_enqueued(&self) -> Result<()> {
         let mut c = lock(&self.progress.counts);
         let target = c.enqueued;
         while c.completed < target {
