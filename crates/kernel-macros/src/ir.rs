@@ -480,9 +480,8 @@ impl Kernel {
     /// Whether an `fma` of type `t` is in the kernel or its functions.
     pub fn uses_fma(&self, t: Ty) -> bool {
         let mut found = false;
-        let mut visit = |e: &Expr| {
-            found |= matches!(e.kind, ExprKind::Math(Math::Fma, _)) && e.ty == t
-        };
+        let mut visit =
+            |e: &Expr| found |= matches!(e.kind, ExprKind::Math(Math::Fma, _)) && e.ty == t;
         visit_exprs(&self.body, &mut visit);
         for func in &self.funcs {
             visit_exprs(&func.body, &mut visit);

@@ -1365,7 +1365,10 @@ impl Cx {
                 let ty = recv.ty;
                 let x = self.math_call(Math::Ln, recv, &[], m.span());
                 if args.len() != 1 {
-                    return err(m.span(), "`log` takes its base: `x.log(b)` (`x.ln()` is the natural logarithm)");
+                    return err(
+                        m.span(),
+                        "`log` takes its base: `x.log(b)` (`x.ln()` is the natural logarithm)",
+                    );
                 }
                 let b = self.expr(args[0], Some(ty))?;
                 if b.ty != ty {

@@ -641,7 +641,14 @@ impl Emit<'_> {
         let c = ty(t);
         let (zero, one, half) = (lit_f(0.0, t), lit_f(1.0, t), lit_f(0.5, t));
         // Integers at and above 2^24 (2^53) are even.
-        let big = lit_f(if t == Ty::F64 { 9007199254740992.0 } else { 16777216.0 }, t);
+        let big = lit_f(
+            if t == Ty::F64 {
+                9007199254740992.0
+            } else {
+                16777216.0
+            },
+            t,
+        );
         let (inf, nan, neg) = if t == Ty::F64 {
             (
                 "bitcast<f64>(0x7ff0000000000000lu)",

@@ -75,7 +75,10 @@ on_every_backend!(fma_rounds_once_everywhere, |ctx| {
         }
     }
     // The inputs do tell one rounding from two.
-    assert!(n < 30 || differ > 0, "no input where fma differs from a * b + c");
+    assert!(
+        n < 30 || differ > 0,
+        "no input where fma differs from a * b + c"
+    );
 });
 
 #[unigpu::kernel]
@@ -86,31 +89,37 @@ fn fused64(a: &[f64], out: &mut [f64]) {
     }
 }
 
-on_every_backend!(f64_fma_rounds_once_or_is_refused_naming_the_adapter, |ctx| {
-    if ctx.backend() == Backend::Vulkan
-        && common::detail(ctx, "fma f64").is_none_or(|v| v != "fused")
-    {
-        let e = fused64::kernel(ctx).unwrap_err().to_string();
-        let name = ctx.device_info().unwrap().name;
-        assert!(
-            e.contains("fused64") && e.contains(&name) && e.contains("fma"),
-            "{e}"
-        );
-        return;
+on_every_backend!(
+    f64_fma_rounds_once_or_is_refused_naming_the_adapter,
+    |ctx| {
+        if ctx.backend() == Backend::Vulkan
+            && common::detail(ctx, "fma f64").is_none_or(|v| v != "fused")
+        {
+            let e = fused64::kernel(ctx).unwrap_err().to_string();
+            let name = ctx.device_info().unwrap().name;
+            assert!(
+                e.contains("fused64") && e.contains(&name) && e.contains("fma"),
+                "{e}"
+            );
+            return;
+        }
+        let k = fused64::kernel(ctx).unwrap();
+        let n = random_len(5000);
+        // 1 + small: x * x - 1 loses the low bits unless fused.
+        let hx: Vec<f64> = random_vec::<f64>(n)
+            .iter()
+            .map(|v| 1.0 + v * 1e-9)
+            .collect();
+        let x = ctx.upload(&hx).unwrap();
+        let mut out = ctx.zeros::<f64>(n).unwrap();
+        k.launch(ctx, Grid::for_elems(n), (&x, &mut out)).unwrap();
+        let got = out.download().unwrap();
+        for i in 0..n {
+            let want = hx[i].mul_add(hx[i], -1.0);
+            assert_eq!(got[i].to_bits(), want.to_bits(), "x {}", hx[i]);
+        }
     }
-    let k = fused64::kernel(ctx).unwrap();
-    let n = random_len(5000);
-    // 1 + small: x * x - 1 loses the low bits unless fused.
-    let hx: Vec<f64> = random_vec::<f64>(n).iter().map(|v| 1.0 + v * 1e-9).collect();
-    let x = ctx.upload(&hx).unwrap();
-    let mut out = ctx.zeros::<f64>(n).unwrap();
-    k.launch(ctx, Grid::for_elems(n), (&x, &mut out)).unwrap();
-    let got = out.download().unwrap();
-    for i in 0..n {
-        let want = hx[i].mul_add(hx[i], -1.0);
-        assert_eq!(got[i].to_bits(), want.to_bits(), "x {}", hx[i]);
-    }
-});
+);
 
 /// `round` (half away from zero, Rust's), `powf`/`pow`, `log`/`ln` and
 /// `x.log(b)`.
@@ -234,7 +243,11 @@ on_every_backend!(bool_and_usize_parameters_match_the_host, |ctx| {
             if flip && v > 0.0 {
                 v = -v;
             }
-            assert_eq!(got[i].to_bits(), v.to_bits(), "flip {flip}, offset {offset}, {i}");
+            assert_eq!(
+                got[i].to_bits(),
+                v.to_bits(),
+                "flip {flip}, offset {offset}, {i}"
+            );
         }
     }
     // A usize past 32 bits is refused before anything runs.
@@ -300,8 +313,18 @@ on_every_backend!(f16_and_bf16_arrays_round_like_the_host, |ctx| {
     );
     for i in 0..n {
         let (x, y) = (ha[i].to_f32(), hb[i].to_f32());
-        assert_eq!(bits(gf[2 * i]), bits(x), "f16 {:#06x} loaded", ha[i].to_bits());
-        assert_eq!(bits(gf[2 * i + 1]), bits(y), "bf16 {:#06x} loaded", hb[i].to_bits());
+        assert_eq!(
+            bits(gf[2 * i]),
+            bits(x),
+            "f16 {:#06x} loaded",
+            ha[i].to_bits()
+        );
+        assert_eq!(
+            bits(gf[2 * i + 1]),
+            bits(y),
+            "bf16 {:#06x} loaded",
+            hb[i].to_bits()
+        );
         let h = f16::from_f32(f16::from_f32(x * s).to_f32() + y);
         let bb = bf16::from_f32(bf16::from_f32(y * s).to_f32() - x);
         assert_eq!(
@@ -329,9 +352,17 @@ fn every_emitted_wgsl_validates() {
         (fused::NAME, fused::WGSL, naga::valid::Capabilities::empty()),
         (fused::NAME, fused::WGSL_FMA_EMULATED, wide),
         (fused64::NAME, fused64::WGSL, wide),
-        (more_math::NAME, more_math::WGSL, naga::valid::Capabilities::empty()),
+        (
+            more_math::NAME,
+            more_math::WGSL,
+            naga::valid::Capabilities::empty(),
+        ),
         (flags::NAME, flags::WGSL, naga::valid::Capabilities::empty()),
-        (halves::NAME, halves::WGSL, naga::valid::Capabilities::empty()),
+        (
+            halves::NAME,
+            halves::WGSL,
+            naga::valid::Capabilities::empty(),
+        ),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));

@@ -128,7 +128,9 @@ fn vulkan_wgsl(ctx: &Context, spec: &Spec) -> Result<&'static str> {
         return Err(refuse("uses f64, which needs shader-f64, absent".into()));
     }
     if spec.wide[1] && !has("shader-int64") {
-        return Err(refuse("uses i64/u64, which need shader-int64, absent".into()));
+        return Err(refuse(
+            "uses i64/u64, which need shader-int64, absent".into(),
+        ));
     }
     if spec.fma[1] && detail("fma f64") != Some("fused") {
         return Err(refuse(

@@ -264,7 +264,10 @@ impl ShaderKernel {
         self.0
     }
 
-    pub(crate) fn with_word_arrays(self, _arrays: &[(usize, crate::element::DType)]) -> ShaderKernel {
+    pub(crate) fn with_word_arrays(
+        self,
+        _arrays: &[(usize, crate::element::DType)],
+    ) -> ShaderKernel {
         self
     }
 
