@@ -4,7 +4,18 @@
 //! `&mut` to it (the facade is `#![forbid(unsafe_code)]`; this cast is the
 //! one unsafe step, std's `from_mut_slice` being unstable).
 
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64};
+
+/// `s` as `AtomicU16` cells (f16/bf16 arrays): `None` unless `T` is 2
+/// bytes and `s` is aligned for `AtomicU16`.
+pub fn as_atomic_u16<T: bytemuck::Pod>(s: &mut [T]) -> Option<&[AtomicU16]> {
+    if s.is_empty() {
+        return Some(&[]);
+    }
+    let fits = std::mem::size_of::<T>() == 2 && s.as_ptr().cast::<AtomicU16>().is_aligned();
+    // SAFETY: as in `as_atomic_u32`, for 2-byte elements and AtomicU16.
+    fits.then(|| unsafe { std::slice::from_raw_parts(s.as_mut_ptr().cast::<AtomicU16>(), s.len()) })
+}
 
 /// `s` as `AtomicU32` cells: `None` unless `T` is 4 bytes and `s` is
 /// aligned for `AtomicU32`.
@@ -48,5 +59,9 @@ mod tests {
         assert_eq!(w, [9, 2]);
         assert!(super::as_atomic_u32(&mut [1u64]).is_none());
         assert!(super::as_atomic_u64(&mut [1u8; 8]).is_none());
+        let mut h = vec![1u16, 2, 3];
+        super::as_atomic_u16(&mut h).unwrap()[2].store(9, Relaxed);
+        assert_eq!(h, [1, 2, 9]);
+        assert!(super::as_atomic_u16(&mut [1u32]).is_none());
     }
 }

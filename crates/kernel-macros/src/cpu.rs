@@ -16,6 +16,16 @@ fn ty(t: Ty) -> TokenStream {
     quote!(#i)
 }
 
+/// The `half` type of an f16/bf16 array parameter (its stores round with
+/// `from_f32`: to nearest even, as the GPU forms do).
+fn half(k: &Kernel, i: usize) -> Option<TokenStream> {
+    match k.params[i].kind {
+        ParamKind::Array { elem: Ty::F16, .. } => Some(quote!(::unigpu::f16)),
+        ParamKind::Array { elem: Ty::Bf16, .. } => Some(quote!(::unigpu::bf16)),
+        _ => None,
+    }
+}
+
 fn param(k: &Kernel, i: usize) -> proc_macro2::Ident {
     format_ident!("p_{}", k.params[i].name)
 }
@@ -122,7 +132,10 @@ impl<'k> Cpu<'k> {
                 value,
             } => {
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
-                quote!(#p.set(#i, #v);)
+                match half(self.k, *array) {
+                    Some(h) => quote!(#p.set(#i, #h::from_f32(#v));),
+                    None => quote!(#p.set(#i, #v);),
+                }
             }
             Stmt::SharedStore {
                 array,
@@ -382,7 +395,12 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
         }
         ExprKind::Load(a, index) => {
             let (p, i) = (param(k, *a), expr(cx, index));
-            quote!(#p.get(#i))
+            if half(k, *a).is_some() {
+                // Exact: every f16 and bf16 is an f32.
+                quote!(#p.get(#i).to_f32())
+            } else {
+                quote!(#p.get(#i))
+            }
         }
         ExprKind::Bin(op, l, r) => binary(cx, *op, l, r),
         ExprKind::Neg(v) => {
@@ -501,6 +519,16 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
         Math::Cos => quote!(#tt::cos(#x)),
         Math::Tan => quote!(#tt::tan(#x)),
         Math::Tanh => quote!(#tt::tanh(#x)),
+        Math::Round => quote!(#tt::round(#x)),
+        Math::Pow => {
+            let y = &a[1];
+            quote!(#tt::powf(#x, #y))
+        }
+        // One rounding: the hardware's fma or libm's exact one.
+        Math::Fma => {
+            let (y, z) = (&a[1], &a[2]);
+            quote!(#tt::mul_add(#x, #y, #z))
+        }
         Math::Powi => {
             let n = &a[1];
             let f = format_ident!("powi_{}", t.tag());

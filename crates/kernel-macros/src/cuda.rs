@@ -18,7 +18,24 @@ fn ty(t: Ty) -> &'static str {
         Ty::I64 => "long long",
         Ty::U64 => "unsigned long long",
         Ty::Bool => "bool",
+        // Raw 16-bit storage, converted with PTX `cvt` or integer code, so
+        // NVRTC needs no cuda_fp16.h.
+        Ty::F16 | Ty::Bf16 => "unsigned short",
     }
+}
+
+/// f16/bf16 <-> f32: PTX `cvt` for f16 (any architecture); bf16 is the
+/// top half of an f32, rounded to nearest even in integer code (PTX's
+/// `cvt.rn.bf16.f32` needs sm_80), a NaN kept quiet, as `half` does.
+const HALF: &str = "static __device__ __forceinline__ float ug_f16_in(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }
+static __device__ __forceinline__ unsigned short ug_f16_out(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }
+static __device__ __forceinline__ float ug_bf16_in(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }
+static __device__ __forceinline__ unsigned short ug_bf16_out(float f) { unsigned int x = __float_as_uint(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u); return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }
+";
+
+/// A scalar parameter's C++ type: bool arrives as a u32.
+fn param_ty(t: Ty) -> &'static str {
+    if t == Ty::Bool { "unsigned int" } else { ty(t) }
 }
 
 /// The unsigned type of the same width.
@@ -108,7 +125,7 @@ pub fn emit(k: &Kernel) -> String {
                 elem,
                 writable: true,
             } => format!("{}* p_{}", ty(elem), p.name),
-            ParamKind::Scalar(t) => format!("{} p_{}", ty(t), p.name),
+            ParamKind::Scalar(t) => format!("{} p_{}", param_ty(t), p.name),
         })
         .collect();
     params.extend(
@@ -142,6 +159,16 @@ impl Emit<'_> {
     /// A bounds-checked load; `volatile` from an array atomics change
     /// (each read goes to memory, as WGSL's atomicLoad does).
     fn ld_helper(&mut self, elem: Ty, volatile: bool) -> String {
+        if elem.is_half() {
+            self.half();
+            let name = format!("ug_ld_{}", elem.tag());
+            return self.helper(name.clone(), || {
+                format!(
+                    "static __device__ __forceinline__ float {name}(const unsigned short* p, unsigned int n, unsigned int i) {{ return i < n ? ug_{t}_in(p[i]) : 0.0f; }}\n",
+                    t = elem.tag()
+                )
+            });
+        }
         let (name, q) = if volatile {
             (format!("ug_ldv_{}", elem.tag()), "const volatile")
         } else {
@@ -182,7 +209,21 @@ impl Emit<'_> {
         })
     }
 
+    /// The f16/bf16 conversions, once.
+    fn half(&mut self) {
+        self.helper("ug_0_half".into(), || HALF.to_string());
+    }
+
     fn st_helper(&mut self, elem: Ty) -> String {
+        if elem.is_half() {
+            self.half();
+            return self.helper(format!("ug_st_{}", elem.tag()), || {
+                format!(
+                    "static __device__ __forceinline__ void ug_st_{t}(unsigned short* p, unsigned int n, unsigned int i, float v) {{ if (i < n) p[i] = ug_{t}_out(v); }}\n",
+                    t = elem.tag()
+                )
+            });
+        }
         self.helper(format!("ug_st_{}", elem.tag()), || {
             format!(
                 "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v) {{ if (i < n) p[i] = v; }}\n",
@@ -310,6 +351,9 @@ impl Emit<'_> {
         match &e.kind {
             ExprKind::Lit(l) => lit(*l, e.ty),
             ExprKind::Var(n) => n.clone(),
+            ExprKind::Scalar(i) if e.ty == Ty::Bool => {
+                format!("(p_{} != 0u)", self.k.params[*i].name)
+            }
             ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i].name),
             ExprKind::Len(i) => format!("n_{}", self.k.params[*i].name),
             ExprKind::Load(a, index) => {
@@ -511,6 +555,11 @@ impl Emit<'_> {
             Math::Cos => format!("cos{s}({})", a[0]),
             Math::Tan => format!("tan{s}({})", a[0]),
             Math::Tanh => format!("tanh{s}({})", a[0]),
+            // Half away from zero, as Rust's.
+            Math::Round => format!("round{s}({})", a[0]),
+            Math::Pow => format!("pow{s}({}, {})", a[0], a[1]),
+            // One rounding (--fmad=false leaves `*` and `+` apart, not fma).
+            Math::Fma => format!("fma{s}({}, {}, {})", a[0], a[1], a[2]),
             Math::Powi => {
                 let c = ty(t);
                 let name = format!("ug_powi_{}", t.tag());

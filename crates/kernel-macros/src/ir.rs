@@ -14,6 +14,10 @@ pub enum Ty {
     /// Indices and lengths: 32-bit unsigned on every backend.
     Usize,
     Bool,
+    /// Only as an array element: loaded as f32, stored rounded from f32.
+    F16,
+    /// Only as an array element, as f16.
+    Bf16,
 }
 
 impl Ty {
@@ -42,7 +46,19 @@ impl Ty {
             Ty::U64 => "u64",
             Ty::Usize => "usize",
             Ty::Bool => "bool",
+            Ty::F16 => "f16",
+            Ty::Bf16 => "bf16",
         }
+    }
+
+    /// A 16-bit float array element (computed in f32).
+    pub fn is_half(self) -> bool {
+        matches!(self, Ty::F16 | Ty::Bf16)
+    }
+
+    /// The type an element of this type is computed in.
+    pub fn value(self) -> Ty {
+        if self.is_half() { Ty::F32 } else { self }
     }
 
     /// The type the CPU form computes in (`usize` is 32-bit everywhere).
@@ -74,6 +90,7 @@ impl Ty {
         match self {
             Ty::F64 | Ty::I64 | Ty::U64 => 64,
             Ty::Bool => 1,
+            Ty::F16 | Ty::Bf16 => 16,
             _ => 32,
         }
     }
@@ -150,6 +167,12 @@ pub enum Math {
     Tan,
     Tanh,
     Powi,
+    /// `x.powf(y)` / `pow(x, y)`.
+    Pow,
+    /// Half away from zero (Rust's `round`).
+    Round,
+    /// `fma(a, b, c)` / `a.mul_add(b, c)`: one rounding.
+    Fma,
 }
 
 #[derive(Debug, Clone)]
@@ -432,6 +455,39 @@ impl Kernel {
             }
         });
         out
+    }
+
+    /// Whether any type the kernel (or a device function it calls)
+    /// declares or computes with satisfies `f`.
+    pub fn uses(&self, f: impl Fn(Ty) -> bool) -> bool {
+        let mut found = self.params.iter().any(|p| match p.kind {
+            ParamKind::Array { elem, .. } => f(elem),
+            ParamKind::Scalar(t) => f(t),
+        }) || self.shared.iter().any(|s| f(s.elem));
+        let mut visit = |e: &Expr| found |= f(e.ty);
+        visit_exprs(&self.body, &mut visit);
+        for func in &self.funcs {
+            visit_exprs(&func.body, &mut visit);
+            func.result.visit(&mut visit);
+        }
+        found
+            || self
+                .funcs
+                .iter()
+                .any(|func| f(func.ret) || func.params.iter().any(|(_, t)| f(*t)))
+    }
+
+    /// Whether an `fma` of type `t` is in the kernel or its functions.
+    pub fn uses_fma(&self, t: Ty) -> bool {
+        let mut found = false;
+        let mut visit =
+            |e: &Expr| found |= matches!(e.kind, ExprKind::Math(Math::Fma, _)) && e.ty == t;
+        visit_exprs(&self.body, &mut visit);
+        for func in &self.funcs {
+            visit_exprs(&func.body, &mut visit);
+            func.result.visit(&mut visit);
+        }
+        found
     }
 
     pub fn phased(&self) -> bool {

@@ -213,6 +213,8 @@ fn called(t: Tokens, out: &mut Vec<(String, proc_macro2::Span)>) {
                     "barrier",
                     "rsqrt",
                     "fma",
+                    "pow",
+                    "log",
                     "shared",
                     "Some",
                     "Ok",
@@ -266,17 +268,46 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
         body,
     };
     let cuda_src = cuda::emit(&k);
-    let wgsl_src = wgsl::emit(&k);
+    let wgsl_src = wgsl::emit(&k, false);
+    // For an adapter whose `fma` rounds twice (generated::build picks it).
+    let wgsl_fma = if k.uses_fma(Ty::F32) {
+        wgsl::emit(&k, true)
+    } else {
+        String::new()
+    };
     let cpu_body = cpu::body(&k);
-    Ok(module(&f, &k, &cuda_src, &wgsl_src, cpu_body))
+    Ok(module(&f, &k, &cuda_src, &wgsl_src, &wgsl_fma, cpu_body))
 }
 
+/// The DType the host passes: bool and usize values travel as u32.
 fn dtype(t: Ty) -> Tokens {
-    let d = format_ident!("{}", t.name().to_uppercase());
+    let d = match t {
+        Ty::Bool | Ty::Usize => format_ident!("U32"),
+        t => format_ident!("{}", t.name().to_uppercase()),
+    };
     quote!(::unigpu::DType::#d)
 }
 
-fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body: Tokens) -> Tokens {
+/// The Rust type of an element or value, as the user's crate names it.
+fn rust_ty(t: Ty) -> Tokens {
+    match t {
+        Ty::F16 => quote!(::unigpu::f16),
+        Ty::Bf16 => quote!(::unigpu::bf16),
+        t => {
+            let i = format_ident!("{}", t.name());
+            quote!(#i)
+        }
+    }
+}
+
+fn module(
+    f: &syn::ItemFn,
+    k: &Kernel,
+    cuda_src: &str,
+    wgsl_src: &str,
+    wgsl_fma: &str,
+    cpu_body: Tokens,
+) -> Tokens {
     let vis = &f.vis;
     let attrs: Vec<_> = f
         .attrs
@@ -301,19 +332,36 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
             elem,
             writable: false,
         } => {
-            let t = format_ident!("{}", elem.name());
+            let t = rust_ty(elem);
             quote!(&'a ::unigpu::GpuArray<#t>)
         }
         ParamKind::Array {
             elem,
             writable: true,
         } => {
-            let t = format_ident!("{}", elem.name());
+            let t = rust_ty(elem);
             quote!(&'a mut ::unigpu::GpuArray<#t>)
         }
-        ParamKind::Scalar(t) => {
-            let t = format_ident!("{}", t.name());
-            quote!(#t)
+        ParamKind::Scalar(t) => rust_ty(t),
+    });
+    let arg_types: Vec<Tokens> = arg_types.collect();
+    // What the launch passes on: bool and usize values as u32.
+    let host_types = k.params.iter().zip(&arg_types).map(|(p, t)| match p.kind {
+        ParamKind::Scalar(Ty::Bool | Ty::Usize) => quote!(u32),
+        _ => t.clone(),
+    });
+    let host_types = quote!((#(#host_types,)*));
+    let arg_names: Vec<_> = (0..k.params.len())
+        .map(|i| format_ident!("__a{}", i))
+        .collect();
+    let host_values = k.params.iter().enumerate().map(|(i, p)| {
+        let a = &arg_names[i];
+        match p.kind {
+            ParamKind::Scalar(Ty::Bool) => quote!(u32::from(#a)),
+            ParamKind::Scalar(Ty::Usize) => {
+                quote!(::unigpu::kernel::generated::usize_arg(NAME, #i, #a)?)
+            }
+            _ => quote!(#a),
         }
     });
     let arg_types = quote!((#(#arg_types,)*));
@@ -325,7 +373,7 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
                 elem,
                 writable: false,
             } => {
-                let t = format_ident!("{}", elem.name());
+                let t = rust_ty(elem);
                 quote! {
                     let #guard = __args.input::<#t>(#i)?;
                     let #var = ::unigpu::kernel::generated::Ro::<#t>::new(&#guard[..])?;
@@ -335,19 +383,26 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
                 elem,
                 writable: true,
             } => {
-                let t = format_ident!("{}", elem.name());
+                let t = rust_ty(elem);
                 quote! {
                     let mut #guard = __args.output::<#t>(#i)?;
                     let #var = ::unigpu::kernel::generated::Rw::<#t>::new(&mut #guard[..])?;
                 }
             }
+            ParamKind::Scalar(Ty::Bool) => quote!(let #var = __args.scalar::<u32>(#i)? != 0;),
+            ParamKind::Scalar(Ty::Usize) => quote!(let #var = __args.scalar::<u32>(#i)?;),
             ParamKind::Scalar(t) => {
-                let t = format_ident!("{}", t.name());
+                let t = rust_ty(t);
                 quote!(let #var = __args.scalar::<#t>(#i)?;)
             }
         }
     });
     let doc = format!("The kernel `{name}` (#[unigpu::kernel]): build it with [`kernel`].");
+    let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
+    let wide = [
+        k.uses(|t| t == Ty::F64),
+        k.uses(|t| matches!(t, Ty::I64 | Ty::U64)),
+    ];
     quote! {
         #(#attrs)*
         #[doc = #doc]
@@ -357,8 +412,13 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
             pub const NAME: &str = #name;
             /// The CUDA C++ the cuda and torch backends compile (NVRTC, `--fmad=false`).
             pub const CUDA: &str = #cuda_src;
-            /// The WGSL the vulkan backend runs.
+            /// The WGSL the vulkan backend runs (on an adapter whose f32
+            /// `fma` is fused, if the kernel calls it).
             pub const WGSL: &str = #wgsl_src;
+            /// The WGSL with f32 `fma` emulated (rounding once through
+            /// f64), for an adapter whose `fma` rounds twice; empty for a
+            /// kernel without f32 `fma`.
+            pub const WGSL_FMA_EMULATED: &str = #wgsl_fma;
             /// The workgroup size every launch must use.
             pub const WORKGROUP_SIZE: (u32, u32, u32) = (#x, #y, #z);
 
@@ -367,8 +427,16 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
                 params: &[#(#specs),*],
                 cuda: CUDA,
                 wgsl: WGSL,
+                wgsl_fma: WGSL_FMA_EMULATED,
+                fma: [#(#fma),*],
+                wide: [#(#wide),*],
                 cpu,
             };
+
+            fn host_args<'a>(args: #arg_types) -> ::unigpu::Result<#host_types> {
+                let (#(#arg_names,)*) = args;
+                Ok((#(#host_values,)*))
+            }
 
             /// The kernel built for a context (NVRTC compiles the CUDA
             /// form once per context and caches it; vulkan checks the WGSL).
@@ -392,13 +460,13 @@ fn module(f: &syn::ItemFn, k: &Kernel, cuda_src: &str, wgsl_src: &str, cpu_body:
                 /// [`WORKGROUP_SIZE`].
                 pub fn launch<'a>(&self, ctx: &::unigpu::Context, grid: ::unigpu::Grid, args: #arg_types) -> ::unigpu::Result<()> {
                     ::unigpu::kernel::generated::check_block(NAME, &grid, WORKGROUP_SIZE)?;
-                    ctx.launch(&self.0, grid, args)
+                    ctx.launch(&self.0, grid, host_args(args)?)
                 }
 
                 /// Launches on `stream`; `grid.block` must be [`WORKGROUP_SIZE`].
                 pub fn launch_on<'a>(&self, stream: &::unigpu::Stream, grid: ::unigpu::Grid, args: #arg_types) -> ::unigpu::Result<()> {
                     ::unigpu::kernel::generated::check_block(NAME, &grid, WORKGROUP_SIZE)?;
-                    stream.launch(&self.0, grid, args)
+                    stream.launch(&self.0, grid, host_args(args)?)
                 }
             }
 

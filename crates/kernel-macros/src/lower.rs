@@ -309,17 +309,20 @@ fn type_name(t: &syn::Type) -> Option<String> {
 /// An array's element type.
 fn element(t: &syn::Type) -> Result<Ty> {
     match type_name(t).as_deref() {
-        Some(n @ ("f16" | "bf16")) => not_yet(t.span(), &format!("an array of {n}")),
+        Some("f16") => Ok(Ty::F16),
+        Some("bf16") => Ok(Ty::Bf16),
         Some(n) => match Ty::from_name(n) {
             Some(ty @ (Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64)) => Ok(ty),
             _ => err(
                 t.span(),
-                format!("`{n}` is not an array element type: use f32, f64, i32, u32, i64 or u64"),
+                format!(
+                    "`{n}` is not an array element type: use f32, f64, i32, u32, i64, u64, f16 or bf16"
+                ),
             ),
         },
         None => err(
             t.span(),
-            "an array's element type is one of f32, f64, i32, u32, i64, u64",
+            "an array's element type is one of f32, f64, i32, u32, i64, u64, f16, bf16",
         ),
     }
 }
@@ -327,13 +330,10 @@ fn element(t: &syn::Type) -> Result<Ty> {
 /// A scalar parameter's type (what a host `Scalar` can carry).
 fn scalar_param(t: &syn::Type) -> Result<Ty> {
     match type_name(t).as_deref().and_then(Ty::from_name) {
-        Some(ty @ (Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64)) => Ok(ty),
-        Some(Ty::Bool | Ty::Usize) => {
-            not_yet(t.span(), "a `bool` or `usize` parameter (pass a u32)")
-        }
-        _ => err(
+        Some(ty) => Ok(ty),
+        None => err(
             t.span(),
-            "a kernel parameter is `&[T]`, `&mut [T]` or a value of f32, f64, i32, u32, i64 or u64",
+            "a kernel parameter is `&[T]`, `&mut [T]` or a value of f32, f64, i32, u32, i64, u64, usize or bool",
         ),
     }
 }
@@ -675,11 +675,12 @@ impl Cx {
                     );
                 }
                 let index = self.index(&ix.index)?;
+                // f16/bf16 elements are computed in f32.
                 let current = Expr {
                     kind: ExprKind::Load(array, Box::new(index.clone())),
-                    ty: elem,
+                    ty: elem.value(),
                 };
-                let value = self.assigned_value(current, elem, op, right, span)?;
+                let value = self.assigned_value(current, elem.value(), op, right, span)?;
                 Ok(Stmt::Store {
                     array,
                     index,
@@ -939,6 +940,9 @@ impl Cx {
             return err(generics[0].span(), "expected the element type");
         };
         let elem = element(t)?;
+        if elem.is_half() {
+            return not_yet(t.span(), &format!("a shared array of {}", elem.name()));
+        }
         let len_arg = &generics[1];
         let len = match len_arg {
             syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
@@ -1184,7 +1188,7 @@ impl Cx {
                 let index = self.index(&ix.index)?;
                 Ok(Expr {
                     kind: ExprKind::Load(array, Box::new(index)),
-                    ty: elem,
+                    ty: elem.value(),
                 })
             }
             syn::Expr::Field(f) => self.thread_index(f),
@@ -1260,12 +1264,9 @@ impl Cx {
         }
         let (math, arity) = match name.as_str() {
             "rsqrt" => (Math::Rsqrt, 1),
-            "fma" => {
-                return not_yet(
-                    c.span(),
-                    "`fma` (one rounding on every backend needs an emulation where the vulkan device's fma rounds twice, as lavapipe's does)",
-                );
-            }
+            "fma" => (Math::Fma, 3),
+            "pow" => (Math::Pow, 2),
+            "log" => (Math::Ln, 1),
             "barrier" => {
                 return err(
                     c.span(),
@@ -1354,11 +1355,30 @@ impl Cx {
             "cos" => Math::Cos,
             "tan" => Math::Tan,
             "tanh" => Math::Tanh,
-            "mul_add" => {
-                return not_yet(
-                    m.method.span(),
-                    "`mul_add` (one rounding on every backend needs an emulation where the vulkan device's fma rounds twice, as lavapipe's does)",
-                );
+            "mul_add" => Math::Fma,
+            "powf" => Math::Pow,
+            "round" => Math::Round,
+            "log" => {
+                // Rust's `x.log(base)`: `x.ln() / base.ln()`, as std computes it.
+                let recv = self.expr(&m.receiver, want)?;
+                let args: Vec<&syn::Expr> = m.args.iter().collect();
+                let ty = recv.ty;
+                let x = self.math_call(Math::Ln, recv, &[], m.span());
+                if args.len() != 1 {
+                    return err(
+                        m.span(),
+                        "`log` takes its base: `x.log(b)` (`x.ln()` is the natural logarithm)",
+                    );
+                }
+                let b = self.expr(args[0], Some(ty))?;
+                if b.ty != ty {
+                    return mismatch(args[0].span(), ty, b.ty);
+                }
+                let b = self.math_call(Math::Ln, b, &[], args[0].span())?;
+                return Ok(Expr {
+                    kind: ExprKind::Bin(BinOp::Div, Box::new(x?), Box::new(b)),
+                    ty,
+                });
             }
             "powi" => Math::Powi,
             _ => return not_yet(m.method.span(), &format!("the method `{method}`")),
@@ -1374,7 +1394,8 @@ impl Cx {
             Math::Abs => (0, false),
             Math::Min | Math::Max => (1, false),
             Math::Clamp => (2, false),
-            Math::Powi => (1, true),
+            Math::Powi | Math::Pow => (1, true),
+            Math::Fma => (2, true),
             _ => (0, true),
         };
         if rest.len() != arity {

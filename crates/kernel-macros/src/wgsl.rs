@@ -20,11 +20,85 @@ fn ty(t: Ty) -> &'static str {
         Ty::I64 => "i64",
         Ty::U64 => "u64",
         Ty::Bool => "bool",
+        // Two to a 32-bit word: WGSL has no 16-bit storage without
+        // extensions (docs/kernels.md).
+        Ty::F16 | Ty::Bf16 => "u32",
     }
 }
 
+/// f16/bf16 <-> f32 in integer arithmetic (the built-in ops' conversions,
+/// vulkan/shaders/mod.rs): exact one way, round to nearest even the
+/// other, subnormals, infinities and NaN (kept quiet) included, as the
+/// host's `half` does. WGSL's own pack2x16float need not round to nearest.
+const F16: &str = r#"fn ug_f16_in(h: u32) -> f32 {
+    let s = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0u) { return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8)); }
+    if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+    return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+fn ug_f16_out(f: f32) -> u32 {
+    let x = bitcast<u32>(f);
+    let s = (x >> 16u) & 0x8000u;
+    let a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) { return s | 0x7e00u | ((a >> 13u) & 0x3ffu); }
+    if (a >= 0x477ff000u) { return s | 0x7c00u; }
+    if (a < 0x38800000u) {
+        let e = a >> 23u;
+        if (e < 102u) { return s; }
+        let m = (a & 0x7fffffu) | 0x800000u;
+        let shift = 126u - e;
+        var r = m >> shift;
+        let rest = m & ((1u << shift) - 1u);
+        let half = 1u << (shift - 1u);
+        if (rest > half || (rest == half && (r & 1u) == 1u)) { r = r + 1u; }
+        return s | r;
+    }
+    var r = (a >> 13u) - (112u << 10u);
+    let rest = a & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u) == 1u)) { r = r + 1u; }
+    return s | r;
+}
+"#;
+
+const BF16: &str = r#"fn ug_bf16_in(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
+fn ug_bf16_out(f: f32) -> u32 {
+    let x = bitcast<u32>(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) { return ((x >> 16u) | 0x40u) & 0xffffu; }
+    return ((x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u) & 0xffffu;
+}
+"#;
+
+/// `fma` in f32 rounded once where the adapter's `fma` rounds twice
+/// (lavapipe): the product is exact in f64 (24 + 24 bits), Fast2Sum gives
+/// the sum's rounding error exactly, and rounding the f64 sum to odd
+/// before the one rounding to f32 makes that rounding the correct one
+/// (53 bits >= 24 + 2). The larger operand is picked with `select` and
+/// the sum taken from `p + z`, not from it: a driver free to simplify
+/// float algebra (Mesa's NIR folds `(a + b) - a` into `b`) would
+/// otherwise make the error 0. Needs shader-f64 and shader-int64.
+const FMA_F32_EMULATED: &str = r#"fn ug_fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    let p = f64(a) * f64(b);
+    let z = f64(c);
+    let s = p + z;
+    var bits = bitcast<u64>(s);
+    if ((bits & 0x7ff0000000000000lu) == 0x7ff0000000000000lu) { return f32(s); }
+    let first = abs(p) >= abs(z);
+    let big = select(z, p, first);
+    let small = select(p, z, first);
+    let e = small - (s - big);
+    if (e != 0.0lf && (bits & 1lu) == 0lu) {
+        if ((e > 0.0lf) == (s > 0.0lf)) { bits = bits + 1lu; } else { bits = bits - 1lu; }
+    }
+    return f32(bitcast<f64>(bits));
+}
+"#;
+
 struct Emit<'k> {
     k: &'k Kernel,
+    /// f32 `fma` through [`FMA_F32_EMULATED`] rather than WGSL's `fma`.
+    emulate_fma: bool,
     /// Arrays some atomic uses: declared `atomic<T>`, so every access to
     /// them goes through atomicLoad/atomicStore/atomicOP.
     atomics: std::collections::BTreeSet<Mem>,
@@ -32,9 +106,12 @@ struct Emit<'k> {
     out: String,
 }
 
-pub fn emit(k: &Kernel) -> String {
+/// The WGSL form; with `emulate_fma`, f32 `fma` rounds once on an adapter
+/// whose own `fma` rounds twice (chosen when the kernel is built).
+pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
     let mut e = Emit {
         k,
+        emulate_fma,
         atomics: k.atomics(),
         helpers: BTreeMap::new(),
         out: String::new(),
@@ -72,13 +149,16 @@ pub fn emit(k: &Kernel) -> String {
                 elem,
                 writable: true,
             } => {
-                let t = if atomics.contains(&Mem::Global(i)) {
+                // A 16-bit store changes half a word with a CAS loop.
+                let t = if atomics.contains(&Mem::Global(i)) || elem.is_half() {
                     format!("atomic<{}>", ty(elem))
                 } else {
                     ty(elem).to_string()
                 };
                 format!("var<storage, read_write> p_{}: array<{t}>", p.name)
             }
+            // bool is not host-shareable: it arrives as a u32.
+            ParamKind::Scalar(Ty::Bool) => format!("var<uniform> p_{}: u32", p.name),
             ParamKind::Scalar(t) => format!("var<uniform> p_{}: {}", p.name, ty(t)),
         };
         let _ = writeln!(s, "@group(0) @binding({binding}) {decl};");
@@ -175,6 +255,12 @@ impl Emit<'_> {
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
                 let atomic = self.atomics.contains(&Mem::Global(*array));
+                if elem.is_half() {
+                    let st = self.half_store(&name, elem);
+                    let (i, v) = (self.expr(index), self.expr(value));
+                    self.line(d, &format!("{st}({i}, {v});"));
+                    return;
+                }
                 let st = self.helper(format!("ug_st_{name}"), || {
                     let write = if atomic {
                         format!("atomicStore(&p_{name}[i], v)")
@@ -278,6 +364,9 @@ impl Emit<'_> {
         match &e.kind {
             ExprKind::Lit(l) => lit(*l, e.ty),
             ExprKind::Var(n) => n.clone(),
+            ExprKind::Scalar(i) if e.ty == Ty::Bool => {
+                format!("(p_{} != 0u)", self.k.params[*i].name)
+            }
             ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i].name),
             ExprKind::Len(i) => format!("n_{}", self.k.params[*i].name),
             ExprKind::Atomic {
@@ -344,6 +433,12 @@ impl Emit<'_> {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
                 let atomic = self.atomics.contains(&Mem::Global(*a));
+                if elem.is_half() {
+                    let writable = matches!(p.kind, ParamKind::Array { writable: true, .. });
+                    let ld = self.half_load(&name, elem, writable);
+                    let i = self.expr(index);
+                    return format!("{ld}({i})");
+                }
                 let ld = self.helper(format!("ug_ld_{name}"), || {
                     let read = if atomic {
                         format!("atomicLoad(&p_{name}[i])")
@@ -502,6 +597,29 @@ impl Emit<'_> {
             Math::Cos => format!("cos({})", a[0]),
             Math::Tan => format!("tan({})", a[0]),
             Math::Tanh => format!("tanh({})", a[0]),
+            Math::Fma if t == Ty::F32 && self.emulate_fma => {
+                let f = self.helper("ug_fma_f32".into(), || FMA_F32_EMULATED.to_string());
+                format!("{f}({}, {}, {})", a[0], a[1], a[2])
+            }
+            // Fused on this adapter (the kernel is built with the
+            // emulation, or refused, where it is not: generated::build).
+            Math::Fma => format!("fma({}, {}, {})", a[0], a[1], a[2]),
+            Math::Round => {
+                // Rust's: half away from zero (WGSL's `round` is to even).
+                // `x - trunc(x)` is exact.
+                let name = format!("ug_round_{}", t.tag());
+                let half = lit_f(0.5, t);
+                let f = self.helper(name.clone(), || {
+                    format!(
+                        "fn {name}(x: {c}) -> {c} {{ let t = trunc(x); if (abs(x - t) >= {half}) {{ return t + sign(x); }} return t; }}\n"
+                    )
+                });
+                format!("{f}({})", a[0])
+            }
+            Math::Pow => {
+                let f = self.pow_helper(t);
+                format!("{f}({}, {})", a[0], a[1])
+            }
             Math::Powi => {
                 let name = format!("ug_powi_{}", t.tag());
                 let one = if t == Ty::F32 { "1.0f" } else { "1.0lf" };
@@ -512,6 +630,103 @@ impl Emit<'_> {
                 });
                 format!("{f}({}, {})", a[0], a[1])
             }
+        }
+    }
+
+    /// C's (and Rust's) `pow`: WGSL's is `exp2(y * log2(x))`, undefined
+    /// for x <= 0, so the signs, zeros, infinities and NaNs are decided
+    /// here and WGSL's `pow` only sees |x| > 0 finite, y finite, nonzero.
+    fn pow_helper(&mut self, t: Ty) -> String {
+        let name = format!("ug_pow_{}", t.tag());
+        let c = ty(t);
+        let (zero, one, half) = (lit_f(0.0, t), lit_f(1.0, t), lit_f(0.5, t));
+        // Integers at and above 2^24 (2^53) are even.
+        let big = lit_f(
+            if t == Ty::F64 {
+                9007199254740992.0
+            } else {
+                16777216.0
+            },
+            t,
+        );
+        let (inf, nan, neg) = if t == Ty::F64 {
+            (
+                "bitcast<f64>(0x7ff0000000000000lu)",
+                "bitcast<f64>(0x7ff8000000000000lu)",
+                "(bitcast<u64>(x) >> 63lu) == 1lu",
+            )
+        } else {
+            (
+                "bitcast<f32>(0x7f800000u)",
+                "bitcast<f32>(0x7fc00000u)",
+                "(bitcast<u32>(x) >> 31u) == 1u",
+            )
+        };
+        let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
+        self.helper(name.clone(), || {
+            format!(
+                "fn {name}(x: {c}, y: {c}) -> {c} {{
+    if (y == {zero} || x == {one}) {{ return {one}; }}
+    if ({xnan} || {ynan}) {{ return {nan}; }}
+    let ax = abs(x);
+    let ay = abs(y);
+    if (ay == {inf}) {{
+        if (ax == {one}) {{ return {one}; }}
+        if ((ax > {one}) == (y > {zero})) {{ return {inf}; }}
+        return {zero};
+    }}
+    let yint = floor(ay) == ay;
+    let odd = yint && ay < {big} && fract(ay * {half}) != {zero};
+    var m: {c};
+    if (ax == {zero}) {{ m = select({inf}, {zero}, y > {zero}); }}
+    else if (ax == {inf}) {{ m = select({zero}, {inf}, y > {zero}); }}
+    else {{ m = pow(ax, y); }}
+    if ({neg}) {{
+        if (!yint && x < {zero} && ax != {inf}) {{ return {nan}; }}
+        if (odd) {{ return -m; }}
+    }}
+    return m;
+}}
+"
+            )
+        })
+    }
+
+    /// A 16-bit element's load: half of a 32-bit word (atomicLoad where
+    /// the array is written, so declared atomic).
+    fn half_load(&mut self, name: &str, elem: Ty, writable: bool) -> String {
+        self.half(elem);
+        let t = elem.tag();
+        self.helper(format!("ug_ld_{name}"), || {
+            let word = if writable {
+                format!("atomicLoad(&p_{name}[i >> 1u])")
+            } else {
+                format!("p_{name}[i >> 1u]")
+            };
+            format!(
+                "fn ug_ld_{name}(i: u32) -> f32 {{ if (i < n_{name}) {{ return ug_{t}_in(({word} >> ((i & 1u) * 16u)) & 0xffffu); }} return 0.0f; }}\n"
+            )
+        })
+    }
+
+    /// A 16-bit element's store: its half of the word is replaced by a
+    /// compare-exchange loop, so a neighbour's store to the other half
+    /// (another invocation's) is never lost.
+    fn half_store(&mut self, name: &str, elem: Ty) -> String {
+        self.half(elem);
+        let t = elem.tag();
+        self.helper(format!("ug_st_{name}"), || {
+            format!(
+                "fn ug_st_{name}(i: u32, v: f32) {{ if (i < n_{name}) {{ let sh = (i & 1u) * 16u; let h = ug_{t}_out(v) << sh; loop {{ let old = atomicLoad(&p_{name}[i >> 1u]); let r = atomicCompareExchangeWeak(&p_{name}[i >> 1u], old, (old & ~(0xffffu << sh)) | h); if (r.exchanged) {{ break; }} }} }} }}\n"
+            )
+        })
+    }
+
+    fn half(&mut self, elem: Ty) {
+        if elem == Ty::F16 {
+            self.helper("ug_0_f16".into(), || F16.to_string());
+        } else {
+            self.helper("ug_0_bf16".into(), || BF16.to_string());
         }
     }
 
@@ -542,6 +757,15 @@ fn elem_of(p: &Param) -> Ty {
     match p.kind {
         ParamKind::Array { elem, .. } => elem,
         ParamKind::Scalar(t) => t,
+    }
+}
+
+/// A float constant of type `t`.
+fn lit_f(v: f64, t: Ty) -> String {
+    if t == Ty::F64 {
+        lit(Lit::F64(v), t)
+    } else {
+        lit(Lit::F32(v as f32), t)
     }
 }
 

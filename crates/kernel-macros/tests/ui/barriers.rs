@@ -90,6 +90,11 @@ fn shared_of_bools(out: &mut [f32]) {
 }
 
 #[kernel]
+fn shared_of_halves(out: &mut [f32]) {
+    let t = shared::<f16, 4>();
+}
+
+#[kernel]
 fn shared_with_a_type_on_the_let(out: &mut [f32]) {
     let t: f32 = shared::<f32, 4>();
 }

@@ -11,8 +11,28 @@ fn builtin_whole(out: &mut [f32]) {
 }
 
 #[kernel]
-fn fma_call(out: &mut [f32]) {
+fn fma_arity(out: &mut [f32]) {
+    out[0] = fma(out[0], out[1]);
+}
+
+#[kernel]
+fn fma_on_integers(out: &mut [i32]) {
     out[0] = fma(out[0], out[1], out[2]);
+}
+
+#[kernel]
+fn pow_mixed(out: &mut [f32]) {
+    out[0] = pow(out[0], 2.0f64);
+}
+
+#[kernel]
+fn log_without_a_base(out: &mut [f32]) {
+    out[0] = out[1].log();
+}
+
+#[kernel]
+fn round_of_an_integer(out: &mut [u32]) {
+    out[0] = out[1].round();
 }
 
 #[kernel]
@@ -41,8 +61,8 @@ fn len_args(out: &mut [f32]) {
 }
 
 #[kernel]
-fn mul_add(out: &mut [f32]) {
-    out[0] = out[1].mul_add(out[2], out[3]);
+fn mul_add_arity(out: &mut [f32]) {
+    out[0] = out[1].mul_add(out[2]);
 }
 
 #[kernel]

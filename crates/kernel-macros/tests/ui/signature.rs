@@ -37,7 +37,7 @@ fn lifetime(a: &'static [f32]) {}
 fn not_a_slice(a: &f32) {}
 
 #[kernel]
-fn half_array(a: &[f16]) {}
+fn half_scalar(a: f16) {}
 
 #[kernel]
 fn bool_array(a: &[bool]) {}
@@ -46,7 +46,7 @@ fn bool_array(a: &[bool]) {}
 fn vec_array(a: &[Vec<f32>]) {}
 
 #[kernel]
-fn bool_scalar(a: bool) {}
+fn byte_scalar(a: u8) {}
 
 #[kernel]
 fn vec_param(a: Vec<f32>) {}

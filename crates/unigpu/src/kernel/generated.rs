@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64};
 
 use rayon::prelude::*;
 
@@ -25,6 +25,13 @@ pub struct Spec {
     pub params: &'static [Param],
     pub cuda: &'static str,
     pub wgsl: &'static str,
+    /// The WGSL with f32 `fma` emulated (one rounding through f64), for
+    /// an adapter whose `fma` rounds twice; empty without f32 `fma`.
+    pub wgsl_fma: &'static str,
+    /// Whether the kernel calls `fma` in f32, in f64.
+    pub fma: [bool; 2],
+    /// Whether it uses f64, and i64/u64 (which vulkan adapters may lack).
+    pub wide: [bool; 2],
     pub cpu: fn(&CpuArgs) -> Result<()>,
 }
 
@@ -65,9 +72,25 @@ pub fn build(ctx: &Context, spec: &Spec) -> Result<Kernel> {
                     .cloned(),
             );
         }
-        Backend::Vulkan => code.push(KernelCode::Shader(ShaderKernel::wgsl(
-            spec.name, spec.wgsl,
-        )?)),
+        Backend::Vulkan => {
+            let wgsl = vulkan_wgsl(ctx, spec)?;
+            // f16/bf16 arrays are bound as u32 words (two to a word): the
+            // launch checks them against the declared element type.
+            let halves: Vec<(usize, DType)> = spec
+                .params
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| match *p {
+                    Param::Array { dtype, .. } if matches!(dtype, DType::F16 | DType::BF16) => {
+                        Some((i, dtype))
+                    }
+                    _ => None,
+                })
+                .collect();
+            code.push(KernelCode::Shader(
+                ShaderKernel::wgsl(spec.name, wgsl)?.with_word_arrays(&halves),
+            ))
+        }
         Backend::Cpu => {}
     }
     Ok(Kernel {
@@ -78,6 +101,61 @@ pub fn build(ctx: &Context, spec: &Spec) -> Result<Kernel> {
             code,
             hidden_lengths: true,
         }),
+    })
+}
+
+/// The WGSL form this vulkan adapter can run: f64 and i64/u64 need its
+/// shader-f64 / shader-int64, and `fma` must round once (the language's
+/// promise): WGSL's `fma` where the adapter's is fused (its probe, `unigpu
+/// info`: "fma f32: fused"), else for f32 an emulation through f64. What
+/// the adapter cannot do is an error naming the kernel and the adapter.
+fn vulkan_wgsl(ctx: &Context, spec: &Spec) -> Result<&'static str> {
+    if !(spec.wide[0] || spec.wide[1] || spec.fma[0] || spec.fma[1]) {
+        return Ok(spec.wgsl);
+    }
+    let info = ctx.device_info()?;
+    let detail = |k: &str| {
+        info.details
+            .iter()
+            .find_map(|(n, v)| (n == k).then_some(v.as_str()))
+    };
+    let has = |k: &str| detail(k) == Some("yes");
+    let refuse = |what: String| Error::Unsupported {
+        backend: Backend::Vulkan,
+        what: format!("kernel `{}`: {what} on adapter {}", spec.name, info.name),
+    };
+    if spec.wide[0] && !has("shader-f64") {
+        return Err(refuse("uses f64, which needs shader-f64, absent".into()));
+    }
+    if spec.wide[1] && !has("shader-int64") {
+        return Err(refuse(
+            "uses i64/u64, which need shader-int64, absent".into(),
+        ));
+    }
+    if spec.fma[1] && detail("fma f64") != Some("fused") {
+        return Err(refuse(
+            "calls fma on f64, which must round once, but the adapter's f64 fma rounds twice and there is no wider type to emulate it with".into(),
+        ));
+    }
+    if spec.fma[0] && detail("fma f32") != Some("fused") {
+        if has("shader-f64") && has("shader-int64") {
+            return Ok(spec.wgsl_fma);
+        }
+        return Err(refuse(
+            "calls fma on f32, which must round once, but the adapter's fma rounds twice and it lacks shader-f64/shader-int64 for the emulation".into(),
+        ));
+    }
+    Ok(spec.wgsl)
+}
+
+/// A `usize` argument of a generated kernel, which indexes with 32 bits.
+pub fn usize_arg(name: &str, i: usize, v: usize) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::KernelArgs {
+        kernel: name.to_string(),
+        message: format!(
+            "parameter {i} is a usize, 32-bit in kernels: {v} does not fit (at most {})",
+            u32::MAX
+        ),
     })
 }
 
@@ -148,6 +226,7 @@ macro_rules! word {
         }
     )*};
 }
+word!(AtomicU16, as_atomic_u16, half::f16, half::bf16);
 word!(AtomicU32, as_atomic_u32, f32, i32, u32);
 word!(AtomicU64, as_atomic_u64, f64, i64, u64);
 

@@ -72,6 +72,26 @@ impl ShaderKernel {
         }
     }
 
+    /// Declares the bindings at `arrays` (each bound as `array<u32>` or
+    /// `array<atomic<u32>>`) to hold 16-bit elements two to a word, so a
+    /// launch checks a `GpuArray<f16>`/`<bf16>` against them; a buffer is
+    /// padded to whole words (buffer.rs), so an odd length binds too.
+    pub(crate) fn with_word_arrays(mut self, arrays: &[(usize, DType)]) -> ShaderKernel {
+        if arrays.is_empty() {
+            return self;
+        }
+        // Just read, so not shared yet; were it shared, the bindings'
+        // own u32 would stay and the launch would refuse the array.
+        if let Some(shader) = Arc::get_mut(&mut self.0) {
+            for &(i, d) in arrays {
+                if let Some(ParamKind::Pointer { dtype, .. }) = shader.params.get_mut(i) {
+                    *dtype = Some(d);
+                }
+            }
+        }
+        self
+    }
+
     /// The parameters the bindings declare.
     pub(crate) fn params(&self) -> Option<Vec<ParamKind>> {
         Some(self.0.params.clone())

@@ -264,6 +264,13 @@ impl ShaderKernel {
         self.0
     }
 
+    pub(crate) fn with_word_arrays(
+        self,
+        _arrays: &[(usize, crate::element::DType)],
+    ) -> ShaderKernel {
+        self
+    }
+
     /// Unknown: nothing here reads shaders.
     pub(crate) fn params(&self) -> Option<Vec<crate::kernel::signature::ParamKind>> {
         None

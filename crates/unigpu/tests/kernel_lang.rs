@@ -1,0 +1,388 @@
+//! `#[unigpu::kernel]`: the language's later features (fma, pow, round,
+//! log, bool/usize parameters, f16/bf16 arrays) run on every backend, each
+//! element checked against a host reference written without the macro.
+//! (A file of its own beside kernel_macro.rs, which holds the first ones.)
+
+mod common;
+
+use common::{random_len, random_vec};
+use unigpu::{Backend, Grid, bf16, f16};
+
+/// Random f32s whose fused and unfused `a * b + c` often differ: a third
+/// of the `c`s cancel the product but for its rounding error.
+fn fma_inputs(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (mut a, mut b) = (random_vec::<f32>(n), random_vec::<f32>(n));
+    let mut c = random_vec::<f32>(n);
+    for i in (0..n).step_by(3) {
+        c[i] = -(a[i] * b[i]);
+    }
+    // Where rounding twice through f64 goes wrong: (1 + 2^-12)^2 is
+    // 1 + 2^-11 + 2^-24, half an f32 ulp above 1 + 2^-11, and a `c` far
+    // below an f64 ulp decides the f32 rounding; scaled and signed at random.
+    let r = random_vec::<u32>(n);
+    for i in (1..n).step_by(3).take(200) {
+        let (e1, e2) = ((r[i] % 40) as i32 - 20, (r[i] / 40 % 40) as i32 - 20);
+        let sign = if r[i] & (1 << 20) != 0 { -1.0 } else { 1.0 };
+        let csign = if r[i] & (1 << 21) != 0 { -1.0 } else { 1.0 };
+        a[i] = (1.0 + 2f32.powi(-12)) * 2f32.powi(e1);
+        b[i] = sign * (1.0 + 2f32.powi(-12)) * 2f32.powi(e2);
+        c[i] = csign * 2f32.powi(e1 + e2 - 60 - (r[i] >> 24) as i32 % 20);
+    }
+    (a, b, c)
+}
+
+/// `fma(a, b, c)` and `a.mul_add(b, c)` round once on every backend
+/// (vulkan: WGSL's `fma` where the adapter's is fused, else an emulation
+/// through f64 chosen when the kernel is built).
+#[unigpu::kernel]
+fn fused(a: &[f32], b: &[f32], c: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i >= a.len() {
+        return;
+    }
+    out[2 * i] = fma(a[i], b[i], c[i]);
+    out[2 * i + 1] = a[i].mul_add(-b[i], c[i]);
+}
+
+on_every_backend!(fma_rounds_once_everywhere, |ctx| {
+    let k = fused::kernel(ctx).unwrap();
+    let n = random_len(1 << 14);
+    let (ha, hb, hc) = fma_inputs(n);
+    let (a, b, c) = (
+        ctx.upload(&ha).unwrap(),
+        ctx.upload(&hb).unwrap(),
+        ctx.upload(&hc).unwrap(),
+    );
+    let mut out = ctx.zeros::<f32>(2 * n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&a, &b, &c, &mut out))
+        .unwrap();
+    let got = out.download().unwrap();
+    let mut differ = 0;
+    for i in 0..n {
+        let want = [ha[i].mul_add(hb[i], hc[i]), ha[i].mul_add(-hb[i], hc[i])];
+        differ += usize::from(want[0] != ha[i] * hb[i] + hc[i]);
+        for j in 0..2 {
+            assert_eq!(
+                got[2 * i + j].to_bits(),
+                want[j].to_bits(),
+                "fma {j} of ({}, {}, {}): {} vs {}",
+                ha[i],
+                hb[i],
+                hc[i],
+                got[2 * i + j],
+                want[j]
+            );
+        }
+    }
+    // The inputs do tell one rounding from two.
+    assert!(
+        n < 30 || differ > 0,
+        "no input where fma differs from a * b + c"
+    );
+});
+
+#[unigpu::kernel]
+fn fused64(a: &[f64], out: &mut [f64]) {
+    let i = global_id().x;
+    if i < a.len() {
+        out[i] = a[i].mul_add(a[i], -1.0);
+    }
+}
+
+on_every_backend!(
+    f64_fma_rounds_once_or_is_refused_naming_the_adapter,
+    |ctx| {
+        if ctx.backend() == Backend::Vulkan
+            && common::detail(ctx, "fma f64").is_none_or(|v| v != "fused")
+        {
+            let e = fused64::kernel(ctx).unwrap_err().to_string();
+            let name = ctx.device_info().unwrap().name;
+            assert!(
+                e.contains("fused64") && e.contains(&name) && e.contains("fma"),
+                "{e}"
+            );
+            return;
+        }
+        let k = fused64::kernel(ctx).unwrap();
+        let n = random_len(5000);
+        // 1 + small: x * x - 1 loses the low bits unless fused.
+        let hx: Vec<f64> = random_vec::<f64>(n)
+            .iter()
+            .map(|v| 1.0 + v * 1e-9)
+            .collect();
+        let x = ctx.upload(&hx).unwrap();
+        let mut out = ctx.zeros::<f64>(n).unwrap();
+        k.launch(ctx, Grid::for_elems(n), (&x, &mut out)).unwrap();
+        let got = out.download().unwrap();
+        for i in 0..n {
+            let want = hx[i].mul_add(hx[i], -1.0);
+            assert_eq!(got[i].to_bits(), want.to_bits(), "x {}", hx[i]);
+        }
+    }
+);
+
+/// `round` (half away from zero, Rust's), `powf`/`pow`, `log`/`ln` and
+/// `x.log(b)`.
+#[unigpu::kernel]
+fn more_math(x: &[f32], y: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i >= x.len() {
+        return;
+    }
+    let k = i * 5;
+    out[k] = x[i].round();
+    out[k + 1] = x[i].powf(y[i]);
+    out[k + 2] = pow(x[i], y[i]);
+    out[k + 3] = log(x[i].abs() + 0.5) + (x[i].abs() + 0.5).ln();
+    out[k + 4] = (x[i].abs() + 0.5).log(y[i].abs() + 2.0);
+}
+
+on_every_backend!(round_pow_and_log_match_the_host, |ctx| {
+    let k = more_math::kernel(ctx).unwrap();
+    let n = random_len(3000).max(40);
+    let mut hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v / 100.0).collect();
+    let mut hy: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v / 300.0).collect();
+    // Halves (ties round away from zero) and integer exponents of
+    // negative bases, then pow's special cases (C's, which Rust follows).
+    for i in 0..n / 4 {
+        hx[i] = (hx[i] * 8.0).round() / 2.0;
+        hy[i] = hy[i].round();
+    }
+    let inf = f32::INFINITY;
+    let special = [
+        (-2.0, 3.0),
+        (-2.0, 0.5),
+        (0.0, -1.0),
+        (-0.0, -1.0),
+        (-0.0, 3.0),
+        (-0.0, 0.5),
+        (-inf, 0.5),
+        (-inf, 3.0),
+        (-inf, -3.0),
+        (1.0, f32::NAN),
+        (f32::NAN, 0.0),
+        (-1.0, inf),
+        (0.5, inf),
+        (2.0, -inf),
+        (-8.0, 1.0 / 3.0),
+        (inf, -2.0),
+        (2.5, -2.0),
+        (-2.5, 2.0),
+        (f32::NAN, 2.0),
+        (-3.0, 1e30),
+        (0.5, -0.5),
+        (8388609.0, 1.0),
+    ];
+    for (j, (a, b)) in special.iter().enumerate() {
+        hx[n / 4 + j] = *a;
+        hy[n / 4 + j] = *b;
+    }
+    let (x, y) = (ctx.upload(&hx).unwrap(), ctx.upload(&hy).unwrap());
+    let mut out = ctx.zeros::<f32>(5 * n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&x, &y, &mut out))
+        .unwrap();
+    let got = out.download().unwrap();
+    let exact = ctx.backend() == Backend::Cpu;
+    for i in 0..n {
+        let (v, w) = (hx[i], hy[i]);
+        let a = v.abs() + 0.5;
+        let want = [
+            v.round(),
+            v.powf(w),
+            v.powf(w),
+            a.ln() + a.ln(),
+            a.ln() / (w.abs() + 2.0).ln(),
+        ];
+        for (j, want) in want.iter().enumerate() {
+            let g = got[5 * i + j];
+            let ok = if want.is_nan() {
+                g.is_nan()
+            } else if exact || j == 0 || want.is_infinite() || *want == 0.0 {
+                // round is exact everywhere, and so are pow's special
+                // values (zeros and infinities, with their signs).
+                g.to_bits() == want.to_bits()
+            } else {
+                (g - want).abs() <= 1e-4 * want.abs().max(1.0)
+            };
+            assert!(ok, "function {j} of ({v}, {w}): {g} vs {want}");
+        }
+    }
+});
+
+/// `bool` and `usize` values as parameters (passed as u32).
+#[unigpu::kernel(workgroup_size = 64)]
+fn flags(x: &[f32], flip: bool, offset: usize, out: &mut [f32]) {
+    let i = global_id().x;
+    if i >= out.len() {
+        return;
+    }
+    let mut v = x[(i + offset) % x.len()];
+    if flip && v > 0.0 {
+        v = -v;
+    }
+    out[i] = v;
+}
+
+on_every_backend!(bool_and_usize_parameters_match_the_host, |ctx| {
+    let k = flags::kernel(ctx).unwrap();
+    let n = random_len(4000);
+    let hx = random_vec::<f32>(n);
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    for flip in [false, true] {
+        let offset = random_len(3 * n);
+        k.launch(
+            ctx,
+            Grid::for_elems_with_block(n, 64),
+            (&x, flip, offset, &mut out),
+        )
+        .unwrap();
+        let got = out.download().unwrap();
+        for i in 0..n {
+            let mut v = hx[(i + offset) % n];
+            if flip && v > 0.0 {
+                v = -v;
+            }
+            assert_eq!(
+                got[i].to_bits(),
+                v.to_bits(),
+                "flip {flip}, offset {offset}, {i}"
+            );
+        }
+    }
+    // A usize past 32 bits is refused before anything runs.
+    let e = k
+        .launch(
+            ctx,
+            Grid::for_elems_with_block(n, 64),
+            (&x, true, 1usize << 32, &mut out),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("flags") && e.contains("4294967296"), "{e}");
+});
+
+/// Random 16-bit patterns: normals, subnormals, infinities and NaNs.
+fn random_halves(n: usize) -> Vec<u16> {
+    random_vec::<u32>(n).iter().map(|v| *v as u16).collect()
+}
+
+/// f16/bf16 arrays: loaded as f32, computed in f32, stored rounded to
+/// nearest even; neighbouring elements written by different invocations
+/// (two to a word on vulkan) all land.
+#[unigpu::kernel(workgroup_size = 64)]
+fn halves(a: &[f16], b: &[bf16], s: f32, out_h: &mut [f16], out_b: &mut [bf16], out_f: &mut [f32]) {
+    let i = global_id().x;
+    if i >= a.len() {
+        return;
+    }
+    out_f[2 * i] = a[i];
+    out_f[2 * i + 1] = b[i];
+    out_h[i] = a[i] * s;
+    out_h[i] += b[i];
+    out_b[i] = b[i] * s;
+    out_b[i] -= a[i];
+}
+
+/// The f32 bits, with every NaN alike (the backends keep no payload).
+fn bits(v: f32) -> u32 {
+    if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() }
+}
+
+on_every_backend!(f16_and_bf16_arrays_round_like_the_host, |ctx| {
+    let k = halves::kernel(ctx).unwrap();
+    // Odd lengths too: the last word of a vulkan buffer is half used.
+    let n = random_len(5000);
+    let ha: Vec<f16> = random_halves(n).into_iter().map(f16::from_bits).collect();
+    let hb: Vec<bf16> = random_halves(n).into_iter().map(bf16::from_bits).collect();
+    let s = 0.5 + random_vec::<f32>(1)[0].abs() / 300.0;
+    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let mut oh = ctx.upload(&vec![f16::from_f32(7.0); n]).unwrap();
+    let mut ob = ctx.upload(&vec![bf16::from_f32(7.0); n]).unwrap();
+    let mut of = ctx.zeros::<f32>(2 * n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 64),
+        (&a, &b, s, &mut oh, &mut ob, &mut of),
+    )
+    .unwrap();
+    let (gh, gb, gf) = (
+        oh.download().unwrap(),
+        ob.download().unwrap(),
+        of.download().unwrap(),
+    );
+    for i in 0..n {
+        let (x, y) = (ha[i].to_f32(), hb[i].to_f32());
+        assert_eq!(
+            bits(gf[2 * i]),
+            bits(x),
+            "f16 {:#06x} loaded",
+            ha[i].to_bits()
+        );
+        assert_eq!(
+            bits(gf[2 * i + 1]),
+            bits(y),
+            "bf16 {:#06x} loaded",
+            hb[i].to_bits()
+        );
+        let h = f16::from_f32(f16::from_f32(x * s).to_f32() + y);
+        let bb = bf16::from_f32(bf16::from_f32(y * s).to_f32() - x);
+        assert_eq!(
+            bits(gh[i].to_f32()),
+            bits(h.to_f32()),
+            "f16 out {i}: a {x}, b {y}, s {s}: {} vs {h}",
+            gh[i]
+        );
+        assert_eq!(
+            bits(gb[i].to_f32()),
+            bits(bb.to_f32()),
+            "bf16 out {i}: a {x}, b {y}, s {s}: {} vs {bb}",
+            gb[i]
+        );
+    }
+});
+
+/// Every emitted WGSL passes naga's validator (the vulkan backend's own
+/// check, run here without an adapter), the emulated-fma forms included.
+#[cfg(feature = "vulkan")]
+#[test]
+fn every_emitted_wgsl_validates() {
+    let wide = naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64;
+    for (name, src, caps) in [
+        (fused::NAME, fused::WGSL, naga::valid::Capabilities::empty()),
+        (fused::NAME, fused::WGSL_FMA_EMULATED, wide),
+        (fused64::NAME, fused64::WGSL, wide),
+        (
+            more_math::NAME,
+            more_math::WGSL,
+            naga::valid::Capabilities::empty(),
+        ),
+        (flags::NAME, flags::WGSL, naga::valid::Capabilities::empty()),
+        (
+            halves::NAME,
+            halves::WGSL,
+            naga::valid::Capabilities::empty(),
+        ),
+    ] {
+        let module = naga::front::wgsl::parse_str(src)
+            .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
+    }
+    assert!(fused64::WGSL_FMA_EMULATED.is_empty());
+}
+
+/// The CUDA form converts f16/bf16 without cuda_fp16.h and passes a bool
+/// as a u32.
+#[test]
+fn the_cuda_form_needs_no_fp16_header() {
+    let src = halves::CUDA;
+    assert!(!src.contains("#include"), "{src}");
+    assert!(src.contains("cvt.rn.f16.f32"), "{src}");
+    assert!(
+        flags::CUDA.contains("unsigned int p_flip, unsigned int p_offset"),
+        "{}",
+        flags::CUDA
+    );
+}
