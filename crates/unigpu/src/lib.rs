@@ -92,6 +92,36 @@ pub use unigpu_kernel_macros::__kernel_with_helpers;
 pub use unigpu_kernel_macros::device;
 /// `#[unigpu::kernel]`: one Rust function as a kernel for every backend
 /// (docs/kernels.md).
+///
+/// The typed launch takes the arrays as Rust borrows, so one array passed
+/// as a `&mut` argument and as another argument is the borrow checker's
+/// compile error, on every backend. This compiles:
+///
+/// ```
+/// #[unigpu::kernel]
+/// fn copy_into(a: &[f32], out: &mut [f32]) {
+///     let i = global_id().x;
+///     out[i] = a[i];
+/// }
+///
+/// fn copy(ctx: &unigpu::Context, x: &unigpu::GpuArray<f32>, y: &mut unigpu::GpuArray<f32>) -> unigpu::Result<()> {
+///     copy_into::kernel(ctx)?.launch(ctx, unigpu::Grid::for_elems(y.len()), (x, y))
+/// }
+/// ```
+///
+/// and the same launch with `x` as both arguments does not:
+///
+/// ```compile_fail,E0502
+/// #[unigpu::kernel]
+/// fn copy_into(a: &[f32], out: &mut [f32]) {
+///     let i = global_id().x;
+///     out[i] = a[i];
+/// }
+///
+/// fn alias(ctx: &unigpu::Context, x: &mut unigpu::GpuArray<f32>) -> unigpu::Result<()> {
+///     copy_into::kernel(ctx)?.launch(ctx, unigpu::Grid::for_elems(x.len()), (&*x, &mut *x))
+/// }
+/// ```
 pub use unigpu_kernel_macros::kernel;
 
 /// Re-exported so users need not depend on `half` to name the types.
