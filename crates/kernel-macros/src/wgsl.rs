@@ -26,50 +26,6 @@ fn ty(t: Ty) -> &'static str {
     }
 }
 
-/// f16/bf16 <-> f32 in integer arithmetic (the built-in ops' conversions,
-/// vulkan/shaders/mod.rs): exact one way, round to nearest even the
-/// other, subnormals, infinities and NaN (kept quiet) included, as the
-/// host's `half` does. WGSL's own pack2x16float need not round to nearest.
-const F16: &str = r#"fn ug_f16_in(h: u32) -> f32 {
-    let s = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0u) { return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8)); }
-    if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
-    return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
-}
-fn ug_f16_out(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    let s = (x >> 16u) & 0x8000u;
-    let a = x & 0x7fffffffu;
-    if (a > 0x7f800000u) { return s | 0x7e00u | ((a >> 13u) & 0x3ffu); }
-    if (a >= 0x477ff000u) { return s | 0x7c00u; }
-    if (a < 0x38800000u) {
-        let e = a >> 23u;
-        if (e < 102u) { return s; }
-        let m = (a & 0x7fffffu) | 0x800000u;
-        let shift = 126u - e;
-        var r = m >> shift;
-        let rest = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        if (rest > half || (rest == half && (r & 1u) == 1u)) { r = r + 1u; }
-        return s | r;
-    }
-    var r = (a >> 13u) - (112u << 10u);
-    let rest = a & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u) == 1u)) { r = r + 1u; }
-    return s | r;
-}
-"#;
-
-const BF16: &str = r#"fn ug_bf16_in(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
-fn ug_bf16_out(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) { return ((x >> 16u) | 0x40u) & 0xffffu; }
-    return ((x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u) & 0xffffu;
-}
-"#;
-
 /// `fma` in f32 rounded once where the adapter's `fma` rounds twice
 /// (lavapipe): the product is exact in f64 (24 + 24 bits), Fast2Sum gives
 /// the sum's rounding error exactly, and rounding the f64 sum to odd
@@ -724,9 +680,13 @@ impl Emit<'_> {
 
     fn half(&mut self, elem: Ty) {
         if elem == Ty::F16 {
-            self.helper("ug_0_f16".into(), || F16.to_string());
+            self.helper("ug_0_f16".into(), || {
+                unigpu_shader_text::F16_WGSL.to_string()
+            });
         } else {
-            self.helper("ug_0_bf16".into(), || BF16.to_string());
+            self.helper("ug_0_bf16".into(), || {
+                unigpu_shader_text::BF16_WGSL.to_string()
+            });
         }
     }
 
