@@ -120,18 +120,20 @@ impl<'k> Cpu<'k> {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
-                quote!(#p.set(#i, #v);)
+                quote!(#p.set(#i, #v, &__fault, #site);)
             }
             Stmt::SharedStore {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let s = format_ident!("{}", self.k.shared[*array].name);
                 let (i, v) = (self.expr(index), self.expr(value));
-                quote!(#s.set(#i, #v);)
+                quote!(#s.set(#i, #v, &__fault, #site);)
             }
             Stmt::Eval(e) => {
                 let v = self.expr(e);
@@ -348,6 +350,7 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             index,
             value,
             current,
+            site,
         } => {
             let arr = match *mem {
                 Mem::Global(a) => param(k, a),
@@ -365,12 +368,12 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
                 let __i: u32 = #i;
                 let __c: #t = #c;
                 let __v: #t = #v;
-                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c)
+                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c, &__fault, #site)
             })
         }
-        ExprKind::SharedLoad(a, index) => {
+        ExprKind::SharedLoad(a, index, site) => {
             let (s, i) = (format_ident!("{}", k.shared[*a].name), expr(cx, index));
-            quote!(#s.get(#i))
+            quote!(#s.get(#i, &__fault, #site))
         }
         ExprKind::Scalar(i) => {
             let p = param(k, *i);
@@ -380,9 +383,9 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             let p = param(k, *i);
             quote!(#p.len())
         }
-        ExprKind::Load(a, index) => {
+        ExprKind::Load(a, index, site) => {
             let (p, i) = (param(k, *a), expr(cx, index));
-            quote!(#p.get(#i))
+            quote!(#p.get(#i, &__fault, #site))
         }
         ExprKind::Bin(op, l, r) => binary(cx, *op, l, r),
         ExprKind::Neg(v) => {

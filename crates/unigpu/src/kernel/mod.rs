@@ -5,6 +5,7 @@
 //! its WGSL or SPIR-V.
 
 mod args;
+mod bounds;
 mod comments;
 mod compile;
 mod cpu_bytes;
@@ -34,6 +35,7 @@ pub use crate::backend::{CpuArgs, CpuKernelFn};
 pub(crate) use module::ModuleInner;
 pub use module::{Kernel, Module};
 pub(crate) use names::name_of;
+pub(crate) use bounds::error as out_of_bounds;
 
 /// The compiled-kernel caches' folder.
 pub mod cache {
