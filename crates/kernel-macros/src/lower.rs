@@ -344,11 +344,10 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
 }
 
 /// The body, checked against `params`.
-pub fn body(
-    params: Vec<Param>,
-    block: &syn::Block,
-    helpers: &[syn::ItemFn],
-) -> Result<(Vec<Param>, Vec<Shared>, Vec<Stmt>, Vec<Site>)> {
+/// A kernel's checked parameters, shared arrays, body and access sites.
+pub type Body = (Vec<Param>, Vec<Shared>, Vec<Stmt>, Vec<Site>);
+
+pub fn body(params: Vec<Param>, block: &syn::Block, helpers: &[syn::ItemFn]) -> Result<Body> {
     let mut sigs = Vec::new();
     for h in helpers {
         sigs.push(sig(h)?);

@@ -14,15 +14,17 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use crate::Result;
 use crate::backend::{ArgImpl, Storage, StreamImpl};
 use crate::lock::lock;
-use crate::Result;
 
 pub(crate) struct FaultWord {
     stream: StreamImpl,
     word: Mutex<Option<Storage<u32>>>,
     /// A generated kernel was launched since the last read.
     unread: AtomicBool,
+    /// A generated kernel was captured into the graph being recorded.
+    captured: AtomicBool,
 }
 
 impl std::fmt::Debug for FaultWord {
@@ -48,6 +50,7 @@ impl FaultWord {
             stream,
             word: Mutex::new(None),
             unread: AtomicBool::new(false),
+            captured: AtomicBool::new(false),
         })
     }
 
@@ -58,8 +61,22 @@ impl FaultWord {
         if word.is_none() {
             *word = Some(Storage::zeros(&self.stream, 1)?);
         }
+        if self.stream.is_capturing() {
+            self.captured.store(true, Ordering::Release);
+        }
         self.unread.store(true, Ordering::Release);
         Ok(Held(word))
+    }
+
+    /// Whether a generated kernel was captured since the last call.
+    pub(crate) fn take_captured(&self) -> bool {
+        self.captured.swap(false, Ordering::AcqRel)
+    }
+
+    /// To be read at the next check: a graph replay that holds generated
+    /// kernels may have set it.
+    pub(crate) fn mark_unread(&self) {
+        self.unread.store(true, Ordering::Release);
     }
 
     /// The fault recorded by the kernels launched before this call, as

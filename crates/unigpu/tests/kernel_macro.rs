@@ -13,7 +13,13 @@ use unigpu::{ArrayAccess, Backend, Context, Error, Grid};
 /// `r` is the out-of-bounds report of `kernel` indexing one of `arrays`
 /// (the first of several faults may be any of them) at `line` of this file.
 #[track_caller]
-fn assert_oob(r: unigpu::Result<()>, kernel: &str, arrays: &[&str], line: u32, access: ArrayAccess) {
+fn assert_oob(
+    r: unigpu::Result<()>,
+    kernel: &str,
+    arrays: &[&str],
+    line: u32,
+    access: ArrayAccess,
+) {
     match r {
         Err(Error::KernelOutOfBounds {
             kernel: k,
@@ -23,7 +29,10 @@ fn assert_oob(r: unigpu::Result<()>, kernel: &str, arrays: &[&str], line: u32, a
             access: a,
         }) => {
             assert_eq!(k, kernel);
-            assert!(arrays.contains(&array.as_str()), "array `{array}`, not one of {arrays:?}");
+            assert!(
+                arrays.contains(&array.as_str()),
+                "array `{array}`, not one of {arrays:?}"
+            );
             assert_eq!((file.as_str(), l, a), (file!(), line, access));
         }
         other => panic!("expected kernel `{kernel}`'s out-of-bounds report, got {other:?}"),
@@ -319,7 +328,13 @@ on_every_backend!(out_of_bounds_reads_zero_and_drops_writes, |ctx| {
     k.launch(ctx, grid, (&a, shift, &mut out)).unwrap();
     // Every invocation reads before it writes, so the first fault is a read.
     let r = out.download().map(drop);
-    assert_oob(r, "out_of_bounds", &["a"], OUT_OF_BOUNDS_LINE, ArrayAccess::Read);
+    assert_oob(
+        r,
+        "out_of_bounds",
+        &["a"],
+        OUT_OF_BOUNDS_LINE,
+        ArrayAccess::Read,
+    );
     // Reported once: the next download is clean.
     let got = out.download().unwrap();
     for (j, g) in got.iter().enumerate() {
@@ -407,9 +422,17 @@ on_every_backend!(a_write_past_the_end_is_reported_and_skipped, |ctx| {
     );
     // ... once.
     let got = out.download().unwrap();
-    assert_eq!(got[0].to_bits(), f32::NAN.to_bits(), "element 0 was written");
+    assert_eq!(
+        got[0].to_bits(),
+        f32::NAN.to_bits(),
+        "element 0 was written"
+    );
     for i in 1..n {
-        assert_eq!(got[i].to_bits(), (ha[i - 1] + 1.0).to_bits(), "element {i} of {n}");
+        assert_eq!(
+            got[i].to_bits(),
+            (ha[i - 1] + 1.0).to_bits(),
+            "element {i} of {n}"
+        );
     }
     assert!(before.download().unwrap().iter().all(|&v| v == -1.0));
     assert!(after.download().unwrap().iter().all(|&v| v == -2.0));
@@ -420,40 +443,95 @@ on_every_backend!(a_write_past_the_end_is_reported_and_skipped, |ctx| {
     );
 });
 
-on_every_backend!(faults_are_reported_per_stream_and_in_bounds_kernels_never_report, |ctx| {
-    let (oob, add) = (write_past_end::kernel(ctx).unwrap(), vector_add::kernel(ctx).unwrap());
+on_every_backend!(
+    faults_are_reported_per_stream_and_in_bounds_kernels_never_report,
+    |ctx| {
+        let (oob, add) = (
+            write_past_end::kernel(ctx).unwrap(),
+            vector_add::kernel(ctx).unwrap(),
+        );
+        let n = random_len(3000).max(2);
+        let (ha, hb) = (random_vec::<f32>(n), random_vec::<f32>(n));
+        let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+        let mut out = ctx.zeros::<f32>(n).unwrap();
+        let s = ctx.stream().unwrap();
+        // In bounds, many times, on both streams: every sync is clean.
+        for _ in 0..3 {
+            add.launch(ctx, Grid::for_elems(n), (&a, &b, &mut out))
+                .unwrap();
+            ctx.default_stream().sync().unwrap();
+            add.launch_on(&s, Grid::for_elems(n), (&a, &b, &mut out))
+                .unwrap();
+            s.sync().unwrap();
+            ctx.sync().unwrap();
+        }
+        let got = out.download().unwrap();
+        for i in 0..n {
+            assert_eq!(
+                got[i].to_bits(),
+                (ha[i] + hb[i]).to_bits(),
+                "element {i} of {n}"
+            );
+        }
+        // A fault on a user stream: the default stream's sync does not see it,
+        // the context's sync reports it, and the stream's own is clean after.
+        oob.launch_on(&s, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+            .unwrap();
+        ctx.default_stream().sync().unwrap();
+        assert_oob(
+            ctx.sync(),
+            "write_past_end",
+            &["out"],
+            WRITE_PAST_END_LINE,
+            ArrayAccess::Write,
+        );
+        s.sync().unwrap();
+        // Again, reported by the stream's own sync this time.
+        oob.launch_on(&s, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+            .unwrap();
+        assert_oob(
+            s.sync(),
+            "write_past_end",
+            &["out"],
+            WRITE_PAST_END_LINE,
+            ArrayAccess::Write,
+        );
+        ctx.sync().unwrap();
+        // A kernel in bounds after a fault: clean.
+        add.launch_on(&s, Grid::for_elems(n), (&a, &b, &mut out))
+            .unwrap();
+        s.sync().unwrap();
+    }
+);
+
+on_every_backend!(a_fault_in_a_graph_replay_is_reported, |ctx| {
+    let (oob, add) = (
+        write_past_end::kernel(ctx).unwrap(),
+        vector_add::kernel(ctx).unwrap(),
+    );
     let n = random_len(3000).max(2);
-    let (ha, hb) = (random_vec::<f32>(n), random_vec::<f32>(n));
-    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let a = ctx.upload(&random_vec::<f32>(n)).unwrap();
     let mut out = ctx.zeros::<f32>(n).unwrap();
     let s = ctx.stream().unwrap();
-    // In bounds, many times, on both streams: every sync is clean.
-    for _ in 0..3 {
-        add.launch(ctx, Grid::for_elems(n), (&a, &b, &mut out)).unwrap();
-        ctx.default_stream().sync().unwrap();
-        add.launch_on(&s, Grid::for_elems(n), (&a, &b, &mut out)).unwrap();
+    add.launch_on(&s, Grid::for_elems(n), (&a, &a, &mut out))
+        .unwrap();
+    s.sync().unwrap();
+    let g = s
+        .capture(|s| oob.launch_on(s, Grid::for_elems_with_block(n, 64), (&a, &mut out)))
+        .unwrap();
+    // Nothing ran yet.
+    s.sync().unwrap();
+    for _ in 0..2 {
+        g.launch(&s).unwrap();
+        assert_oob(
+            s.sync(),
+            "write_past_end",
+            &["out"],
+            WRITE_PAST_END_LINE,
+            ArrayAccess::Write,
+        );
         s.sync().unwrap();
-        ctx.sync().unwrap();
     }
-    let got = out.download().unwrap();
-    for i in 0..n {
-        assert_eq!(got[i].to_bits(), (ha[i] + hb[i]).to_bits(), "element {i} of {n}");
-    }
-    // A fault on a user stream: the default stream's sync does not see it,
-    // the context's sync reports it, and the stream's own is clean after.
-    oob.launch_on(&s, Grid::for_elems_with_block(n, 64), (&a, &mut out))
-        .unwrap();
-    ctx.default_stream().sync().unwrap();
-    assert_oob(ctx.sync(), "write_past_end", &["out"], WRITE_PAST_END_LINE, ArrayAccess::Write);
-    s.sync().unwrap();
-    // Again, reported by the stream's own sync this time.
-    oob.launch_on(&s, Grid::for_elems_with_block(n, 64), (&a, &mut out))
-        .unwrap();
-    assert_oob(s.sync(), "write_past_end", &["out"], WRITE_PAST_END_LINE, ArrayAccess::Write);
-    ctx.sync().unwrap();
-    // A kernel in bounds after a fault: clean.
-    add.launch_on(&s, Grid::for_elems(n), (&a, &b, &mut out)).unwrap();
-    s.sync().unwrap();
 });
 
 /// `launch_on` a stream of its own; an early `return` inside nested loops
@@ -701,7 +779,7 @@ on_every_backend!(
                 .unwrap();
             // The last workgroup's invocations past `n` read `x` past its end.
             let r = ctx.default_stream().sync();
-            if n % 64 == 0 {
+            if n.is_multiple_of(64) {
                 r.unwrap();
             } else {
                 assert_oob(r, "phases", &["x"], PHASES_READ_LINE, ArrayAccess::Read);
@@ -934,7 +1012,13 @@ on_every_backend!(every_integer_atomic_matches_the_host, |ctx| {
     // Two out-of-bounds atomics in one expression (evaluated in either
     // order on CUDA): either is the first fault.
     let r = ctx.sync();
-    assert_oob(r, "atomics", &["acc", "counter"], ATOMICS_OOB_LINE, ArrayAccess::Atomic);
+    assert_oob(
+        r,
+        "atomics",
+        &["acc", "counter"],
+        ATOMICS_OOB_LINE,
+        ArrayAccess::Atomic,
+    );
     let (got, ugot) = (acc.download().unwrap(), uacc.download().unwrap());
     let mut want = start_i;
     for &v in &hx {

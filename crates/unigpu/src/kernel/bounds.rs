@@ -6,33 +6,50 @@
 
 use std::sync::Mutex;
 
-use super::generated::Spec;
+use crate::error::ArrayAccess;
 use crate::lock::lock;
 use crate::{Error, Result};
+
+/// One place a kernel indexes an array (`a[i]`, `a[i] = v`,
+/// `a.atomic_add(i, v)`), named in [`Error::KernelOutOfBounds`]; the
+/// macro emits a table of them per kernel (`generated::Spec::sites`).
+#[derive(Debug, Clone, Copy)]
+pub struct Site {
+    pub array: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+    pub access: ArrayAccess,
+}
+
+/// A kernel's name and its sites.
+type Entry = (&'static str, &'static [Site]);
 
 /// Bits of a code that number the site.
 const SITE_BITS: u32 = 20;
 
 /// The registered kernels; kernel number i + 1 is entry i (0 never is
 /// one, so a recorded code is never 0).
-static KERNELS: Mutex<Vec<&'static Spec>> = Mutex::new(Vec::new());
+static KERNELS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
-/// The code base of `spec` (its number << 20), registering it on first
-/// use. A kernel is one `static` per `#[unigpu::kernel]`, so the table
-/// grows with the program's kernels, not with its launches.
-pub(crate) fn register(spec: &'static Spec) -> Result<u32> {
+/// The code base of kernel `name` with `sites` (its number << 20),
+/// registering it on first use. Each `#[unigpu::kernel]` has one `static`
+/// table, so the list grows with the program's kernels, not its launches.
+pub(crate) fn register(name: &'static str, sites: &'static [Site]) -> Result<u32> {
     let mut kernels = lock(&KERNELS);
-    let at = match kernels.iter().position(|k| std::ptr::eq(*k, spec)) {
+    let at = match kernels
+        .iter()
+        .position(|(n, s)| *n == name && std::ptr::eq(*s, sites))
+    {
         Some(i) => i,
         None => {
-            kernels.push(spec);
+            kernels.push((name, sites));
             kernels.len() - 1
         }
     };
     let number = at as u32 + 1;
     if number >= 1 << (32 - SITE_BITS) {
         return Err(Error::KernelArgs {
-            kernel: spec.name.to_string(),
+            kernel: name.to_string(),
             message: format!(
                 "more than {} kernels made by #[unigpu::kernel] in one process: out-of-bounds \
                  reports number them in {} bits",
@@ -47,12 +64,12 @@ pub(crate) fn register(spec: &'static Spec) -> Result<u32> {
 /// The error a nonzero fault word holds.
 pub(crate) fn error(code: u32) -> Error {
     let (number, site) = (code >> SITE_BITS, code & ((1 << SITE_BITS) - 1));
-    let spec = (number as usize)
+    let entry = (number as usize)
         .checked_sub(1)
         .and_then(|i| lock(&KERNELS).get(i).copied());
-    match spec.and_then(|s| s.sites.get(site as usize).map(|x| (s, x))) {
-        Some((spec, site)) => Error::KernelOutOfBounds {
-            kernel: spec.name.to_string(),
+    match entry.and_then(|(name, sites)| sites.get(site as usize).map(|x| (name, x))) {
+        Some((name, site)) => Error::KernelOutOfBounds {
+            kernel: name.to_string(),
             array: site.array.to_string(),
             file: site.file.to_string(),
             line: site.line,

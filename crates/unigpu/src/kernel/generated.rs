@@ -31,17 +31,8 @@ pub struct Spec {
     pub sites: &'static [Site],
 }
 
+pub use super::bounds::Site;
 pub use crate::error::ArrayAccess as Access;
-
-/// One place a kernel indexes an array (`a[i]`, `a[i] = v`,
-/// `a.atomic_add(i, v)`), named in [`Error::KernelOutOfBounds`].
-#[derive(Debug, Clone, Copy)]
-pub struct Site {
-    pub array: &'static str,
-    pub file: &'static str,
-    pub line: u32,
-    pub access: Access,
-}
 
 /// Where the CPU form records its first out-of-bounds access: the
 /// stream's fault word (the argument after the declared ones) and the
@@ -93,7 +84,7 @@ pub fn build(ctx: &Context, spec: &'static Spec) -> Result<Kernel> {
             Param::Scalar(d) => ParamKind::Scalar(d),
         })
         .collect();
-    let fault_code = super::bounds::register(spec)?;
+    let fault_code = super::bounds::register(spec.name, spec.sites)?;
     let mut code = vec![KernelCode::Cpu(Arc::new(spec.cpu))];
     let mut id = None;
     match ctx.backend() {

@@ -32,10 +32,10 @@ pub use scalar::Scalar;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
 
 pub use crate::backend::{CpuArgs, CpuKernelFn};
+pub(crate) use bounds::error as out_of_bounds;
 pub(crate) use module::ModuleInner;
 pub use module::{Kernel, Module};
 pub(crate) use names::name_of;
-pub(crate) use bounds::error as out_of_bounds;
 
 /// The compiled-kernel caches' folder.
 pub mod cache {
