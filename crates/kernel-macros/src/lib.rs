@@ -258,7 +258,13 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
     let workgroup = workgroup(attr)?;
     let funcs = lower::funcs(&helpers)?;
     let params = lower::params(&f.sig)?;
-    let (params, shared, body) = lower::body(params, &f.block, &helpers)?;
+    let (params, shared, body, sites) = lower::body(params, &f.block, &helpers)?;
+    if sites.len() >= 1 << 20 {
+        return Err(syn::Error::new(
+            f.sig.ident.span(),
+            "a kernel indexes arrays in at most 2^20 places (out-of-bounds reports number them in 20 bits)",
+        ));
+    }
     let k = Kernel {
         name: f.sig.ident.to_string(),
         params,
@@ -266,6 +272,7 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
         funcs,
         workgroup,
         body,
+        sites,
     };
     let cuda_src = cuda::emit(&k);
     let wgsl_src = wgsl::emit(&k, false);
@@ -397,6 +404,30 @@ fn module(
             }
         }
     });
+    // The fault word and the kernel's code follow the declared arguments
+    // (`generated::Fault`): out-of-bounds accesses record their site there.
+    let (status, code) = (k.params.len(), k.params.len() + 1);
+    let fault = quote! {
+        let mut __status_guard = __args.output::<u32>(#status)?;
+        let __status = ::unigpu::kernel::generated::Rw::<u32>::new(&mut __status_guard[..])?;
+        let __fault = ::unigpu::kernel::generated::Fault::new(&__status, __args.scalar::<u32>(#code)?)?;
+    };
+    let sites = k.sites.iter().map(|s| {
+        let array = &s.array;
+        let access = format_ident!("{}", s.access.name());
+        // `line!()` and `file!()` with the access's span name where the
+        // source indexes the array (stable Rust, no span-locations).
+        let line = quote::quote_spanned!(s.span=> line!());
+        let file = quote::quote_spanned!(s.span=> file!());
+        quote! {
+            ::unigpu::kernel::generated::Site {
+                array: #array,
+                file: #file,
+                line: #line,
+                access: ::unigpu::kernel::generated::Access::#access,
+            }
+        }
+    });
     let doc = format!("The kernel `{name}` (#[unigpu::kernel]): build it with [`kernel`].");
     let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
     let wide = [
@@ -431,6 +462,7 @@ fn module(
                 fma: [#(#fma),*],
                 wide: [#(#wide),*],
                 cpu,
+                sites: &[#(#sites),*],
             };
 
             fn host_args<'a>(args: #arg_types) -> ::unigpu::Result<#host_types> {
@@ -474,6 +506,7 @@ fn module(
             /// (split into phases at barriers).
             #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
             pub fn cpu(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
+                #fault
                 #(#unpack)*
                 #cpu_body
                 Ok(())

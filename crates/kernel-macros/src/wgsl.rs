@@ -128,6 +128,20 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
         );
         binding += 1;
     }
+    // The stream's fault word and this kernel's code (its id << 20),
+    // appended by the launch after the lengths.
+    let _ = writeln!(
+        s,
+        "@group(0) @binding({binding}) var<storage, read_write> ug_status: array<atomic<u32>>;"
+    );
+    let _ = writeln!(
+        s,
+        "@group(0) @binding({}) var<uniform> ug_kernel: u32;",
+        binding + 1
+    );
+    // The first out-of-bounds access recorded wins; the weak exchange may
+    // fail spuriously, so it is retried until the word holds a code.
+    s.push_str("fn ug_fault(site: u32) { loop { let r = atomicCompareExchangeWeak(&ug_status[0], 0u, ug_kernel | site); if (r.exchanged || r.old_value != 0u) { break; } } }\n");
     // Workgroup memory starts at zero in WGSL.
     for (i, sh) in k.shared.iter().enumerate() {
         let t = if atomics.contains(&Mem::Shared(i)) {
@@ -207,6 +221,7 @@ impl Emit<'_> {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
@@ -224,17 +239,18 @@ impl Emit<'_> {
                         format!("p_{name}[i] = v")
                     };
                     format!(
-                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < n_{name}) {{ {write}; }} }}\n",
+                        "fn ug_st_{name}(i: u32, v: {t}, site: u32) {{ if (i < n_{name}) {{ {write}; }} else {{ ug_fault(site); }} }}\n",
                         t = ty(elem)
                     )
                 });
                 let (i, v) = (self.expr(index), self.expr(value));
-                self.line(d, &format!("{st}({i}, {v});"));
+                self.line(d, &format!("{st}({i}, {v}, {site}u);"));
             }
             Stmt::SharedStore {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let sh = &self.k.shared[*array];
                 let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
@@ -246,12 +262,12 @@ impl Emit<'_> {
                         format!("{name}[i] = v")
                     };
                     format!(
-                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < {len}u) {{ {write}; }} }}\n",
+                        "fn ug_st_{name}(i: u32, v: {t}, site: u32) {{ if (i < {len}u) {{ {write}; }} else {{ ug_fault(site); }} }}\n",
                         t = ty(elem)
                     )
                 });
                 let (i, v) = (self.expr(index), self.expr(value));
-                self.line(d, &format!("{st}({i}, {v});"));
+                self.line(d, &format!("{st}({i}, {v}, {site}u);"));
             }
             // storageBarrier too: CUDA's __syncthreads() orders global
             // memory within the block, and the language promises the same.
@@ -331,6 +347,7 @@ impl Emit<'_> {
                 index,
                 value,
                 current,
+                site,
             } => {
                 let (arr, len) = self.mem(*mem);
                 let t = ty(e.ty);
@@ -341,7 +358,7 @@ impl Emit<'_> {
                     // spuriously: retry until it succeeds or sees
                     // another value, as CUDA's atomicCAS does.
                     AtomicOp::CompareExchange => format!(
-                        "fn {f}(i: u32, cur: {t}, v: {t}) -> {t} {{ if (i < {len}) {{ loop {{ let r = atomicCompareExchangeWeak(&{arr}[i], cur, v); if (r.exchanged || r.old_value != cur) {{ return r.old_value; }} }} }} return {t}(); }}\n"
+                        "fn {f}(i: u32, cur: {t}, v: {t}, site: u32) -> {t} {{ if (i < {len}) {{ loop {{ let r = atomicCompareExchangeWeak(&{arr}[i], cur, v); if (r.exchanged || r.old_value != cur) {{ return r.old_value; }} }} }} ug_fault(site); return {t}(); }}\n"
                     ),
                     _ => {
                         let w = match op {
@@ -355,7 +372,7 @@ impl Emit<'_> {
                             _ => "atomicExchange",
                         };
                         format!(
-                            "fn {f}(i: u32, v: {t}) -> {t} {{ if (i < {len}) {{ return {w}(&{arr}[i], v); }} return {t}(); }}\n"
+                            "fn {f}(i: u32, v: {t}, site: u32) -> {t} {{ if (i < {len}) {{ return {w}(&{arr}[i], v); }} ug_fault(site); return {t}(); }}\n"
                         )
                     }
                 });
@@ -365,9 +382,9 @@ impl Emit<'_> {
                     None => String::new(),
                 };
                 let v = self.expr(value);
-                format!("{f}({i}, {c}{v})")
+                format!("{f}({i}, {c}{v}, {site}u)")
             }
-            ExprKind::SharedLoad(a, index) => {
+            ExprKind::SharedLoad(a, index, site) => {
                 let sh = &self.k.shared[*a];
                 let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*a));
@@ -378,14 +395,14 @@ impl Emit<'_> {
                         format!("{name}[i]")
                     };
                     format!(
-                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < {len}u) {{ return {read}; }} return {t}(); }}\n",
+                        "fn ug_ld_{name}(i: u32, site: u32) -> {t} {{ if (i < {len}u) {{ return {read}; }} ug_fault(site); return {t}(); }}\n",
                         t = ty(elem)
                     )
                 });
                 let i = self.expr(index);
-                format!("{ld}({i})")
+                format!("{ld}({i}, {site}u)")
             }
-            ExprKind::Load(a, index) => {
+            ExprKind::Load(a, index, site) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
                 let atomic = self.atomics.contains(&Mem::Global(*a));
@@ -402,12 +419,12 @@ impl Emit<'_> {
                         format!("p_{name}[i]")
                     };
                     format!(
-                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < n_{name}) {{ return {read}; }} return {t}(); }}\n",
+                        "fn ug_ld_{name}(i: u32, site: u32) -> {t} {{ if (i < n_{name}) {{ return {read}; }} ug_fault(site); return {t}(); }}\n",
                         t = ty(elem)
                     )
                 });
                 let i = self.expr(index);
-                format!("{ld}({i})")
+                format!("{ld}({i}, {site}u)")
             }
             ExprKind::Bin(op, l, r) => self.binary(*op, l, r),
             ExprKind::Neg(v) => format!("(-{})", self.expr(v)),
