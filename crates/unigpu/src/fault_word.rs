@@ -54,13 +54,23 @@ impl FaultWord {
         })
     }
 
+    /// Makes the word (zeroed on this stream) if it is not there yet.
+    pub(crate) fn prepare(&self) -> Result<()> {
+        Self::made(&self.stream, &mut lock(&self.word))
+    }
+
+    fn made(stream: &StreamImpl, word: &mut Option<Storage<u32>>) -> Result<()> {
+        if word.is_none() {
+            *word = Some(Storage::zeros(stream, 1)?);
+        }
+        Ok(())
+    }
+
     /// The word for a launch (zeroed on this stream the first time), marked
     /// to be read at the next check.
     pub(crate) fn hold(&self) -> Result<Held<'_>> {
         let mut word = lock(&self.word);
-        if word.is_none() {
-            *word = Some(Storage::zeros(&self.stream, 1)?);
-        }
+        Self::made(&self.stream, &mut word)?;
         if self.stream.is_capturing() {
             self.captured.store(true, Ordering::Release);
         }

@@ -90,6 +90,12 @@ impl Stream {
     /// Starts recording the work enqueued on this stream (see
     /// [`Graph`]). Refused when the stream already captures.
     pub fn begin_capture(&self) -> Result<()> {
+        // The fault word a generated kernel would take is made now, not by
+        // the first such launch inside the capture: its allocation and
+        // zero-fill would be captured (or refused) with the work.
+        if !self.imp.is_capturing() {
+            self.faults.prepare()?;
+        }
         self.imp.begin_capture()
     }
 

@@ -504,18 +504,14 @@ on_every_backend!(
     }
 );
 
+// The stream's first generated kernel is the captured one: its fault word
+// is made by begin_capture, not inside the capture.
 on_every_backend!(a_fault_in_a_graph_replay_is_reported, |ctx| {
-    let (oob, add) = (
-        write_past_end::kernel(ctx).unwrap(),
-        vector_add::kernel(ctx).unwrap(),
-    );
+    let oob = write_past_end::kernel(ctx).unwrap();
     let n = random_len(3000).max(2);
     let a = ctx.upload(&random_vec::<f32>(n)).unwrap();
     let mut out = ctx.zeros::<f32>(n).unwrap();
     let s = ctx.stream().unwrap();
-    add.launch_on(&s, Grid::for_elems(n), (&a, &a, &mut out))
-        .unwrap();
-    s.sync().unwrap();
     let g = s
         .capture(|s| oob.launch_on(s, Grid::for_elems_with_block(n, 64), (&a, &mut out)))
         .unwrap();
