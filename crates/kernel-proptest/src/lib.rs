@@ -790,6 +790,21 @@ impl Gen {
         let (w, wh) = self.phase(Mode::Write, n);
         let n = 2 + self.rng.below(3);
         let (r, rh) = self.phase(Mode::Read, n);
+        // Every read phase folds a neighbour's `tile` element and one
+        // `hist` element into `mix`, which the last `ou` store carries:
+        // so a barrier that does not separate the writes from the reads
+        // (an invocation reading an element not written yet) shows.
+        let wg = self.wg;
+        let k = 1 + self.rng.below(wg - 1);
+        let j = self.rng.below(16);
+        let fold_k = format!(
+            "mix = mix ^ ((tile[((lid + {k}usize) % tile.len())]) as u32) ^ ((hist[{j}usize]) as u32);\n"
+        );
+        let fold_h = format!(
+            "mix[li] = mix[li] ^ ((tile[((lid.wrapping_add({k}u32)) % (tile.len() as u32)) as usize]) as u32) ^ ((hist[{j}usize]) as u32);\n"
+        );
+        let r = format!("{r}{fold_k}");
+        let rh = rh.replacen("h_at(li);\n", &format!("h_at(li);\n{fold_h}"), 1);
         (
             format!("{w}barrier();\n{r}barrier();\n"),
             format!("{wh}// barrier\n{rh}// barrier\n"),
@@ -840,12 +855,12 @@ impl Gen {
             self.tile = Some(tile);
             self.hist = Some(hist);
             body.push_str(&format!(
-                "let tile = shared::<{}, {wg}>();\nlet hist = shared::<{}, 16>();\n",
+                "let tile = shared::<{}, {wg}>();\nlet hist = shared::<{}, 16>();\nlet mut mix: u32 = 0u32;\n",
                 tile.k(),
                 hist.k()
             ));
             decls.push_str(&format!(
-                "let mut tile = vec![{}; {wg}];\nlet mut hist = vec![{}; 16];\n",
+                "let mut tile = vec![{}; {wg}];\nlet mut hist = vec![{}; 16];\nlet mut mix = vec![0u32; {wg}];\n",
                 tile.zero(),
                 hist.zero()
             ));
@@ -899,7 +914,11 @@ impl Gen {
             outs.push(("of", Ty::F32));
         }
         for (o, t) in outs {
-            let (a, b) = self.store_to(o, t);
+            let (mut a, mut b) = self.store_to(o, t);
+            if shared && o == "ou" {
+                a = a.replace("ou[gid] = ", "ou[gid] = mix ^ ");
+                b = b.replace("ou[gid as usize] = ", "ou[gid as usize] = mix[li] ^ ");
+            }
             k.push_str(&a);
             h.push_str(&b);
         }
