@@ -812,7 +812,7 @@ impl Gen {
     }
 
     fn kernel(&mut self, index: usize) -> (String, String, Case) {
-        let shared = index % 3 != 0;
+        let shared = !index.is_multiple_of(3);
         self.floats = self.rng.chance(50);
         self.wg = if shared {
             self.rng.pick(&[32, 64, 128, 256])

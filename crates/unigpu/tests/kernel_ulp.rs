@@ -113,8 +113,13 @@ fn unary_f64(x: &[f64], which: u32, out: &mut [f64]) {
     out[i] = r;
 }
 
-/// Samples a function is checked on.
-const SAMPLES: usize = 1 << 16;
+/// An f64 function: its `which`, name, domain, reference and bound on
+/// cuda and torch.
+type F64Case = (u32, &'static str, Domain, fn(f64) -> f64, f64);
+
+/// Samples a function is checked on (fewer under a sanitizer, where
+/// every load is checked: common::random_len says more).
+const SAMPLES: usize = if cfg!(unigpu_sanitizer) { 1 << 12 } else { 1 << 16 };
 
 /// Where a function is sampled.
 #[derive(Clone, Copy)]
@@ -505,7 +510,7 @@ on_every_backend!(math_functions_are_within_their_ulp_bounds, |ctx| {
     if !vulkan {
         let k = unary_f64::kernel(ctx).unwrap();
         // CUDA's documented f64 bounds, plus 1 for the reference's own error.
-        let cases: &[(u32, &str, Domain, fn(f64) -> f64, f64)] = &[
+        let cases: &[F64Case] = &[
             (
                 1,
                 "rsqrt",
