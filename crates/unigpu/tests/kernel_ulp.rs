@@ -69,6 +69,17 @@ fn binary_f32(x: &[f32], y: &[f32], n: &[i32], out: &mut [f32], pow: &mut [f32])
     pow[i] = x[i].powi(n[i]);
 }
 
+/// `pow` (x > 0: its special cases are kernel_lang.rs's) and `round`.
+#[unigpu::kernel]
+fn pow_round_f32(x: &[f32], y: &[f32], pow: &mut [f32], rnd: &mut [f32]) {
+    let i = global_id().x;
+    if i >= x.len() {
+        return;
+    }
+    pow[i] = x[i].powf(y[i]);
+    rnd[i] = (y[i] * 100.0).round();
+}
+
 /// `/` and `sqrt` in f64: on every backend with f64 (vulkan with
 /// shader-f64).
 #[unigpu::kernel]
@@ -119,7 +130,11 @@ type F64Case = (u32, &'static str, Domain, fn(f64) -> f64, f64);
 
 /// Samples a function is checked on (fewer under a sanitizer, where
 /// every load is checked: common::random_len says more).
-const SAMPLES: usize = if cfg!(unigpu_sanitizer) { 1 << 12 } else { 1 << 16 };
+const SAMPLES: usize = if cfg!(unigpu_sanitizer) {
+    1 << 12
+} else {
+    1 << 16
+};
 
 /// Where a function is sampled.
 #[derive(Clone, Copy)]
@@ -468,6 +483,68 @@ on_every_backend!(math_functions_are_within_their_ulp_bounds, |ctx| {
         }
     }
     eprintln!("{be} f32 powi  : max {worst} ulp (|n| <= 8)");
+
+    // pow on x in [2^-10, 2^10], y in [-10, 10] with a normal result:
+    // cpu glibc's powf (1 ulp as measured), cuda's documented 4 ulp, and on
+    // vulkan WGSL's "inherited from exp2(y * log2(x))": log2's error (3
+    // ulp, or 2^-21 absolute on [0.5, 2]) times |y|, the product's
+    // rounding, then exp2's 3 + 2|t| ulp, with t = y log2(x). And round,
+    // half away from zero: bit for bit Rust's everywhere.
+    let k = pow_round_f32::kernel(ctx).unwrap();
+    let (mut xs, mut ys) = (Vec::with_capacity(SAMPLES), Vec::with_capacity(SAMPLES));
+    while xs.len() < SAMPLES {
+        let x = rng.random_range(-10.0..10.0f64).exp2() as f32;
+        let y = rng.random_range(-10.0..10.0f64) as f32;
+        if normal32((x as f64).powf(y as f64)) {
+            xs.push(x);
+            ys.push(y);
+        }
+    }
+    let (x, y) = (ctx.upload(&xs).unwrap(), ctx.upload(&ys).unwrap());
+    let mut pow = ctx.zeros::<f32>(SAMPLES).unwrap();
+    let mut rnd = ctx.zeros::<f32>(SAMPLES).unwrap();
+    k.launch(ctx, Grid::for_elems(SAMPLES), (&x, &y, &mut pow, &mut rnd))
+        .unwrap();
+    let (p, r) = (pow.download().unwrap(), rnd.download().unwrap());
+    let mut worst = 0.0f64;
+    for i in 0..SAMPLES {
+        let (xv, yv) = (xs[i] as f64, ys[i] as f64);
+        let exact = xv.powf(yv);
+        let d = dist32(p[i], exact as f32);
+        worst = worst.max(d);
+        let bound = match ctx.backend() {
+            Backend::Cpu => 1.0,
+            Backend::Cuda | Backend::Torch => 4.0,
+            Backend::Vulkan => {
+                let l = xv.log2();
+                let log_err = if (0.5..=2.0).contains(&xv) {
+                    (-21f64).exp2()
+                } else {
+                    3.0 * l.abs().max(f64::MIN_POSITIVE) * F32_ULP1
+                };
+                let t = yv * l;
+                let dt = yv.abs() * log_err + t.abs() * F32_ULP1;
+                (dt * std::f64::consts::LN_2 / F32_ULP1 + 3.0 + 2.0 * t.abs() + 0.5).floor()
+            }
+        };
+        if d > bound {
+            failures.push(format!(
+                "powf({:e}, {:e}) = {:e}, exact {exact:e}: {d} ulp (bound {bound})",
+                xs[i], ys[i], p[i]
+            ));
+            break;
+        }
+        let want = (ys[i] * 100.0).round();
+        if r[i].to_bits() != want.to_bits() {
+            failures.push(format!(
+                "round({:e}) = {:e}, not {want:e}",
+                ys[i] * 100.0,
+                r[i]
+            ));
+            break;
+        }
+    }
+    eprintln!("{be} f32 pow   : max {worst} ulp; round: bit for bit");
 
     // f64: `/` and sqrt against the host's exact operations.
     let f64_ok = !vulkan || common::detail(ctx, "shader-f64").is_some_and(|v| v == "yes");
