@@ -1387,3 +1387,36 @@ on_every_backend!(math_functions_match_the_host, |ctx| {
         }
     }
 });
+
+/// Expressions of literals alone, whose results the language defines but
+/// WGSL's constant evaluation refuses (a shader-creation error before the
+/// emitter kept literals out of it; found by the property test).
+#[unigpu::kernel(workgroup_size = 1)]
+fn literal_edges(f: &mut [f32], u: &mut [u32], s: &mut [i32]) {
+    f[0] = (-10.0f32).sqrt();
+    f[1] = 3.0f32 / 0.0;
+    f[2] = -3.0f32 / 0.0;
+    u[0] = 255u32 << 33u32;
+    u[1] = 4294967295u32 + 2;
+    s[0] = 2147483647i32 + 1;
+    s[1] = 7i32 / 0;
+    s[2] = (-2147483647i32 - 1) / -1;
+}
+
+on_every_backend!(literal_expressions_give_the_defined_results, |ctx| {
+    let k = literal_edges::kernel(ctx).unwrap();
+    let mut f = ctx.upload(&[0.0f32; 3]).unwrap();
+    let mut u = ctx.upload(&[0u32; 2]).unwrap();
+    let mut s = ctx.upload(&[0i32; 3]).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((1, 1, 1), (1, 1, 1)),
+        (&mut f, &mut u, &mut s),
+    )
+    .unwrap();
+    let f = f.download().unwrap();
+    assert!(f[0].is_nan(), "sqrt(-10) = {}", f[0]);
+    assert_eq!((f[1], f[2]), (f32::INFINITY, f32::NEG_INFINITY));
+    assert_eq!(u.download().unwrap(), [510, 1]);
+    assert_eq!(s.download().unwrap(), [i32::MIN, 7, i32::MIN]);
+});
