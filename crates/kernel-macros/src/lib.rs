@@ -12,6 +12,7 @@
 
 mod cpu;
 mod cuda;
+mod generics;
 mod ir;
 mod lower;
 mod uniform;
@@ -255,10 +256,13 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
         let mac = helper_macro(&name, span);
         return Ok(quote! { #mac! { [#(#helpers)*] (#attr) #item } });
     }
+    if generics::is_generic(&f) {
+        return generics::expand(attr, &f, &helpers);
+    }
     let workgroup = workgroup(attr)?;
     let funcs = lower::funcs(&helpers)?;
     let params = lower::params(&f.sig)?;
-    let (params, shared, body) = lower::body(params, &f.block, &helpers)?;
+    let (params, shared, body) = lower::body(params, &[], &f.block, &helpers)?;
     let k = Kernel {
         name: f.sig.ident.to_string(),
         params,

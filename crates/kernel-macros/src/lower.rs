@@ -34,6 +34,9 @@ enum Binding {
     Param(usize),
     /// A workgroup-shared array, by position in `Cx::shared`.
     Shared(usize),
+    /// A generic kernel's `const N: usize` (its emitted name): a `usize`
+    /// value known when the kernel is instantiated (generics.rs).
+    Const(String),
 }
 
 /// At most this many bytes of shared arrays per kernel: WebGPU's default
@@ -341,6 +344,7 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
 /// The body, checked against `params`.
 pub fn body(
     params: Vec<Param>,
+    consts: &[String],
     block: &syn::Block,
     helpers: &[syn::ItemFn],
 ) -> Result<(Vec<Param>, Vec<Shared>, Vec<Stmt>)> {
@@ -351,6 +355,9 @@ pub fn body(
     let mut top = HashMap::new();
     for (i, p) in params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
+    }
+    for c in consts {
+        top.insert(c.clone(), Binding::Const(const_name(c)));
     }
     let mut cx = Cx {
         params,
@@ -365,6 +372,12 @@ pub fn body(
     let stmts = cx.block(block)?;
     crate::uniform::check(&stmts)?;
     Ok((cx.params, cx.shared, stmts))
+}
+
+/// The emitted name of a kernel's `const` parameter (the CUDA and WGSL
+/// preambles and the CPU form's `let` define it).
+pub fn const_name(rust: &str) -> String {
+    format!("c_{rust}")
 }
 
 fn lit_is_untyped(e: &syn::Expr) -> bool {
@@ -638,6 +651,12 @@ impl Cx {
                             value,
                         })
                     }
+                    Some(Binding::Const(_)) => err(
+                        p.span(),
+                        format!(
+                            "`{name}` is a const parameter of the kernel: it cannot be assigned"
+                        ),
+                    ),
                     Some(Binding::Param(_)) => err(
                         p.span(),
                         format!("kernel parameter `{name}` is immutable: copy it into a `let mut`"),
@@ -821,6 +840,10 @@ impl Cx {
                 e.span(),
                 format!("shared array `{name}` is indexed (`{name}[i]`), not used whole"),
             ),
+            Some(Binding::Const(_)) => err(
+                e.span(),
+                format!("`{name}` is a const parameter (a `usize`), not an array"),
+            ),
             None => err(e.span(), format!("cannot find `{name}` in this kernel")),
         }
     }
@@ -944,22 +967,47 @@ impl Cx {
             return not_yet(t.span(), &format!("a shared array of {}", elem.name()));
         }
         let len_arg = &generics[1];
+        // `N` parses as a type argument (`shared::<f32, N>`), `{ N }` as a
+        // const one.
+        let const_arg = match len_arg {
+            syn::GenericArgument::Type(t) => type_name(t),
+            syn::GenericArgument::Const(syn::Expr::Path(p)) => path_name(&p.path),
+            syn::GenericArgument::Const(syn::Expr::Block(b)) => match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(syn::Expr::Path(p), None)] => path_name(&p.path),
+                _ => None,
+            },
+            _ => None,
+        };
         let len = match len_arg {
             syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
                 lit: syn::Lit::Int(n),
                 ..
-            })) => n.base10_parse::<u32>()?,
-            _ => return err(len_arg.span(), "a shared array's length is a whole number"),
+            })) => Size::Lit(n.base10_parse::<u32>()?),
+            _ => match const_arg.and_then(|n| self.lookup(&n)) {
+                Some(Binding::Const(c)) => Size::Const(c),
+                _ => {
+                    return err(
+                        len_arg.span(),
+                        "a shared array's length is a whole number or one of the kernel's `const N: usize` parameters",
+                    );
+                }
+            },
         };
-        if len == 0 {
+        if len == Size::Lit(0) {
             return err(len_arg.span(), "a shared array cannot be empty");
         }
+        // Lengths given by const parameters are counted when the kernel is
+        // instantiated (generated::build_with), where their values are known.
         let bytes: u64 = self
             .shared
             .iter()
-            .map(|s| s.len as u64 * s.elem.bits() as u64 / 8)
-            .sum::<u64>()
-            + len as u64 * elem.bits() as u64 / 8;
+            .chain([&Shared {
+                name: String::new(),
+                elem,
+                len: len.clone(),
+            }])
+            .filter_map(|s| Some(s.len.lit()? as u64 * s.elem.bits() as u64 / 8))
+            .sum::<u64>();
         if bytes > SHARED_BYTES {
             return err(
                 len_arg.span(),
@@ -1073,6 +1121,10 @@ impl Cx {
                     Some(Binding::Local { emitted, ty, .. }) => Ok(Expr {
                         kind: ExprKind::Var(emitted),
                         ty,
+                    }),
+                    Some(Binding::Const(emitted)) => Ok(Expr {
+                        kind: ExprKind::Var(emitted),
+                        ty: Ty::Usize,
                     }),
                     Some(Binding::Param(i)) => match self.params[i].kind {
                         ParamKind::Scalar(ty) => Ok(Expr {
@@ -1322,8 +1374,12 @@ impl Cx {
                 if !m.args.is_empty() {
                     return err(m.span(), "`len` takes no arguments");
                 }
+                let kind = match &self.shared[array].len {
+                    Size::Lit(n) => ExprKind::Lit(Lit::Int(*n as u64)),
+                    Size::Const(c) => ExprKind::Var(c.clone()),
+                };
                 return Ok(Expr {
-                    kind: ExprKind::Lit(Lit::Int(self.shared[array].len as u64)),
+                    kind,
                     ty: Ty::Usize,
                 });
             }

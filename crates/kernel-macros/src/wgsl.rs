@@ -204,7 +204,7 @@ impl Emit<'_> {
             }
             Mem::Shared(a) => {
                 let s = &self.k.shared[a];
-                (s.name.clone(), format!("{}u", s.len))
+                (s.name.clone(), s.len.u32_expr())
             }
         }
     }
@@ -281,7 +281,7 @@ impl Emit<'_> {
                 value,
             } => {
                 let sh = &self.k.shared[*array];
-                let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
+                let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*array));
                 let st = self.helper(format!("ug_st_{name}"), || {
                     let write = if atomic {
@@ -290,7 +290,7 @@ impl Emit<'_> {
                         format!("{name}[i] = v")
                     };
                     format!(
-                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < {len}u) {{ {write}; }} }}\n",
+                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < {len}) {{ {write}; }} }}\n",
                         t = ty(elem)
                     )
                 });
@@ -413,7 +413,7 @@ impl Emit<'_> {
             }
             ExprKind::SharedLoad(a, index) => {
                 let sh = &self.k.shared[*a];
-                let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
+                let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*a));
                 let ld = self.helper(format!("ug_ld_{name}"), || {
                     let read = if atomic {
@@ -422,7 +422,7 @@ impl Emit<'_> {
                         format!("{name}[i]")
                     };
                     format!(
-                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < {len}u) {{ return {read}; }} return {t}(); }}\n",
+                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < {len}) {{ return {read}; }} return {t}(); }}\n",
                         t = ty(elem)
                     )
                 });
