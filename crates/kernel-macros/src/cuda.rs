@@ -470,6 +470,9 @@ impl Emit<'_> {
                 });
                 format!("{f}({a}, {b})")
             }
+            // C's fmod is Rust's float `%`: exact, the dividend's sign.
+            Rem if t == Ty::F32 => format!("fmodf({a}, {b})"),
+            Rem if t == Ty::F64 => format!("fmod({a}, {b})"),
             Shl | Shr => {
                 let mask = t.bits() - 1;
                 let amount = format!("((unsigned int)({b}) & {mask}u)");

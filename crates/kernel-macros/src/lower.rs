@@ -1061,12 +1061,8 @@ impl Cx {
         let t = l.ty;
         let ok = match op {
             Add | Sub | Mul | Div => t != Ty::Bool,
-            Rem => {
-                if t.is_float() {
-                    return not_yet(span, "`%` on floats");
-                }
-                t.is_int()
-            }
+            // On floats Rust's (C's fmod): exact, the sign of the dividend.
+            Rem => t.is_int() || t.is_float(),
             BitAnd | BitOr | BitXor => t.is_int() || t == Ty::Bool,
             Shl | Shr => {
                 if !t.is_int() || !r.ty.is_int() {

@@ -508,6 +508,10 @@ impl Emit<'_> {
                 });
                 format!("{f}({a}, {b})")
             }
+            Rem if t.is_float() => {
+                let f = self.fmod_helper(t);
+                format!("{f}({a}, {b})")
+            }
             Shl | Shr => {
                 let mask = t.bits() - 1;
                 format!("({a} {} (u32({b}) & {mask}u))", crate::lower::op_text(op))
@@ -631,6 +635,57 @@ impl Emit<'_> {
                 format!("{f}({}, {})", a[0], a[1])
             }
         }
+    }
+
+    /// Rust's float `%` (C's fmod): exact, with the dividend's sign; NaN
+    /// for a zero divisor, an infinite dividend or a NaN. WGSL's own `%`
+    /// is `x - y * trunc(x / y)`, which rounds. Long division instead:
+    /// each step subtracts from r = |x| the largest |y| * 2^k not above
+    /// it, so r < 2 * |y| * 2^k and the difference is exact (Sterbenz)
+    /// and below |y| * 2^k; the steps are at most the exponents'
+    /// difference plus one (about 280 for f32, 2100 for f64), each one
+    /// `frexp`, `ldexp` and a subtraction, all exact. (naga's f64 `frexp`
+    /// gives an i64 exponent, `ldexp` takes an i32.)
+    fn fmod_helper(&mut self, t: Ty) -> String {
+        let name = format!("ug_fmod_{}", t.tag());
+        let c = ty(t);
+        let zero = lit_f(0.0, t);
+        let (inf, nan, neg) = if t == Ty::F64 {
+            (
+                "bitcast<f64>(0x7ff0000000000000lu)",
+                "bitcast<f64>(0x7ff8000000000000lu)",
+                "(bitcast<u64>(x) >> 63u) == 1lu",
+            )
+        } else {
+            (
+                "bitcast<f32>(0x7f800000u)",
+                "bitcast<f32>(0x7fc00000u)",
+                "(bitcast<u32>(x) >> 31u) == 1u",
+            )
+        };
+        let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
+        self.helper(name.clone(), || {
+            format!(
+                "fn {name}(x: {c}, y: {c}) -> {c} {{
+    let ax = abs(x);
+    let ay = abs(y);
+    if ({xnan} || {ynan} || ax == {inf} || ay == {zero}) {{ return {nan}; }}
+    if (ax < ay) {{ return x; }}
+    var r = ax;
+    let ey = i32(frexp(ay).exp);
+    loop {{
+        if (r < ay) {{ break; }}
+        let k = i32(frexp(r).exp) - ey;
+        var s = ldexp(ay, k);
+        if (s > r) {{ s = ldexp(ay, k - 1); }}
+        r = r - s;
+    }}
+    if ({neg}) {{ return -r; }}
+    return r;
+}}
+"
+            )
+        })
     }
 
     /// C's (and Rust's) `pow`: WGSL's is `exp2(y * log2(x))`, undefined
