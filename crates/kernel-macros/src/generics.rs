@@ -215,7 +215,7 @@ fn options(attr: Tokens, types: &mut [TypeParam], consts: &[Ident]) -> syn::Resu
             workgroup.extend(item);
             continue;
         }
-        if consts.iter().any(|c| *c == name) {
+        if consts.contains(&name) {
             return Err(syn::Error::new(
                 name.span(),
                 format!(

@@ -367,7 +367,15 @@ fn rem_inputs<F: Copy>(n: usize, from: impl Fn(f64) -> F) -> (Vec<F>, Vec<F>) {
         let m = 1.0 + ((bits >> 8) % (1 << 40)) as f64 / (1u64 << 40) as f64;
         sign * m * 2f64.powi(e as i32 - 60)
     };
-    let special = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.5, -1.5];
+    let special = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.5,
+        -1.5,
+    ];
     let (mut xs, mut ys) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let (mut x, mut y) = (mag(r[2 * i]), mag(r[2 * i + 1]));
