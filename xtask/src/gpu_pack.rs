@@ -44,6 +44,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             // unit tests link libstd dynamically: both are CI's.
             "--exclude",
             "unigpu-kernel-macros",
+            // Text constants only: no test of its own on any GPU.
+            "--exclude",
+            "unigpu-shader-text",
             "--release",
             "--no-run",
         ],

@@ -130,21 +130,23 @@ impl<'k> Cpu<'k> {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
                 match half(self.k, *array) {
-                    Some(h) => quote!(#p.set(#i, #h::from_f32(#v));),
-                    None => quote!(#p.set(#i, #v);),
+                    Some(h) => quote!(#p.set(#i, #h::from_f32(#v), &__fault, #site);),
+                    None => quote!(#p.set(#i, #v, &__fault, #site);),
                 }
             }
             Stmt::SharedStore {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let s = format_ident!("{}", self.k.shared[*array].name);
                 let (i, v) = (self.expr(index), self.expr(value));
-                quote!(#s.set(#i, #v);)
+                quote!(#s.set(#i, #v, &__fault, #site);)
             }
             Stmt::Eval(e) => {
                 let v = self.expr(e);
@@ -361,6 +363,7 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             index,
             value,
             current,
+            site,
         } => {
             let arr = match *mem {
                 Mem::Global(a) => param(k, a),
@@ -378,12 +381,12 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
                 let __i: u32 = #i;
                 let __c: #t = #c;
                 let __v: #t = #v;
-                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c)
+                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c, &__fault, #site)
             })
         }
-        ExprKind::SharedLoad(a, index) => {
+        ExprKind::SharedLoad(a, index, site) => {
             let (s, i) = (format_ident!("{}", k.shared[*a].name), expr(cx, index));
-            quote!(#s.get(#i))
+            quote!(#s.get(#i, &__fault, #site))
         }
         ExprKind::Scalar(i) => {
             let p = param(k, *i);
@@ -393,13 +396,13 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             let p = param(k, *i);
             quote!(#p.len())
         }
-        ExprKind::Load(a, index) => {
+        ExprKind::Load(a, index, site) => {
             let (p, i) = (param(k, *a), expr(cx, index));
             if half(k, *a).is_some() {
                 // Exact: every f16 and bf16 is an f32.
-                quote!(#p.get(#i).to_f32())
+                quote!(#p.get(#i, &__fault, #site).to_f32())
             } else {
-                quote!(#p.get(#i))
+                quote!(#p.get(#i, &__fault, #site))
             }
         }
         ExprKind::Bin(op, l, r) => binary(cx, *op, l, r),

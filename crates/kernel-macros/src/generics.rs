@@ -26,7 +26,7 @@ use quote::{ToTokens, format_ident, quote};
 use syn::spanned::Spanned;
 
 use crate::ir::{Kernel, ParamKind, Size, Ty};
-use crate::{cpu, cuda, dtype, lower, rust_ty, wgsl};
+use crate::{check_sites, cpu, cpu_unpack, cuda, lower, param_specs, rust_ty, site_table, wgsl};
 
 /// At most this many combinations of listed types per kernel (each is
 /// three emitted forms, compiled into the user's crate).
@@ -154,7 +154,8 @@ pub fn expand(attr: Tokens, f: &syn::ItemFn, helpers: &[syn::ItemFn]) -> syn::Re
             let params = lower::params(&inst.sig)?;
             lower::body(params, &const_names, &inst.block, helpers)
         })();
-        let (params, shared, body) = lowered.map_err(|e| in_instance(e, &label, count))?;
+        let (params, shared, body, sites) = lowered.map_err(|e| in_instance(e, &label, count))?;
+        check_sites(f, &sites)?;
         let k = Kernel {
             name: f.sig.ident.to_string(),
             params,
@@ -162,6 +163,7 @@ pub fn expand(attr: Tokens, f: &syn::ItemFn, helpers: &[syn::ItemFn]) -> syn::Re
             funcs: funcs.clone(),
             workgroup,
             body,
+            sites,
         };
         instances.push((chosen, k));
     }
@@ -438,16 +440,22 @@ fn module(
                 const CUDA: &'static str = #cuda_src;
                 const WGSL: &'static str = #wgsl_src;
                 const WGSL_FMA_EMULATED: &'static str = #wgsl_fma;
-                fn __spec #const_decl () -> #g::Spec {
-                    #g::Spec {
-                        name: NAME,
-                        params: #m::PARAMS,
-                        cuda: Self::CUDA,
-                        wgsl: Self::WGSL,
-                        wgsl_fma: Self::WGSL_FMA_EMULATED,
-                        fma: [#(#fma),*],
-                        wide: [#(#wide),*],
-                        cpu: #m::cpu::#const_uses,
+                fn __spec #const_decl () -> &'static #g::Spec {
+                    // A constant per instance (the CPU form depends on the
+                    // const parameters): `'static`, as out-of-bounds
+                    // reports keep its sites.
+                    const {
+                        &#g::Spec {
+                            name: NAME,
+                            params: #m::PARAMS,
+                            cuda: Self::CUDA,
+                            wgsl: Self::WGSL,
+                            wgsl_fma: Self::WGSL_FMA_EMULATED,
+                            fma: [#(#fma),*],
+                            wide: [#(#wide),*],
+                            cpu: #m::cpu::#const_uses,
+                            sites: #m::SITES,
+                        }
                     }
                 }
                 fn __shared #const_decl () -> ::std::vec::Vec<(u64, u64)> {
@@ -516,7 +524,7 @@ fn module(
                 /// without f32 `fma`.
                 const WGSL_FMA_EMULATED: &'static str;
                 #[doc(hidden)]
-                fn __spec #const_decl () -> #g::Spec;
+                fn __spec #const_decl () -> &'static #g::Spec;
                 /// The shared arrays: (bytes an element, length).
                 #[doc(hidden)]
                 fn __shared #const_decl () -> ::std::vec::Vec<(u64, u64)>;
@@ -568,7 +576,7 @@ fn module(
             pub fn kernel #decl (ctx: &::unigpu::Context) -> ::unigpu::Result<Kernel #uses> where #bounds {
                 #g::build_with(
                     ctx,
-                    &<#key as Instance>::__spec::#const_uses(),
+                    <#key as Instance>::__spec::#const_uses(),
                     #const_values,
                     &<#key as Instance>::__shared::#const_uses(),
                 )
@@ -601,51 +609,13 @@ fn module(
 }
 
 /// One instance's parameter list and CPU form, generic over the const
-/// parameters (whose values it binds to their emitted names first). The
-/// arguments are unpacked as lib.rs's `module` does for a plain kernel.
+/// parameters (whose values it binds to their emitted names first), and
+/// its site table. The arguments (and the fault word and code after them)
+/// are unpacked as for a plain kernel.
 fn cpu_fn(k: &Kernel, consts: &[Ident]) -> Tokens {
-    let specs = k.params.iter().map(|p| match p.kind {
-        ParamKind::Array { elem, writable } => {
-            let d = dtype(elem);
-            quote!(::unigpu::kernel::generated::Param::Array { dtype: #d, writable: #writable })
-        }
-        ParamKind::Scalar(t) => {
-            let d = dtype(t);
-            quote!(::unigpu::kernel::generated::Param::Scalar(#d))
-        }
-    });
-    let unpack = k.params.iter().enumerate().map(|(i, p)| {
-        let var = format_ident!("p_{}", p.name);
-        let guard = format_ident!("__guard_{}", i);
-        match p.kind {
-            ParamKind::Array {
-                elem,
-                writable: false,
-            } => {
-                let t = rust_ty(elem);
-                quote! {
-                    let #guard = __args.input::<#t>(#i)?;
-                    let #var = ::unigpu::kernel::generated::Ro::<#t>::new(&#guard[..])?;
-                }
-            }
-            ParamKind::Array {
-                elem,
-                writable: true,
-            } => {
-                let t = rust_ty(elem);
-                quote! {
-                    let mut #guard = __args.output::<#t>(#i)?;
-                    let #var = ::unigpu::kernel::generated::Rw::<#t>::new(&mut #guard[..])?;
-                }
-            }
-            ParamKind::Scalar(Ty::Bool) => quote!(let #var = __args.scalar::<u32>(#i)? != 0;),
-            ParamKind::Scalar(Ty::Usize) => quote!(let #var = __args.scalar::<u32>(#i)?;),
-            ParamKind::Scalar(t) => {
-                let t = rust_ty(t);
-                quote!(let #var = __args.scalar::<#t>(#i)?;)
-            }
-        }
-    });
+    let specs = param_specs(k);
+    let unpack = cpu_unpack(k);
+    let sites = site_table(k);
     // build_with has checked that each value fits 32 bits.
     let bind = consts.iter().map(|c| {
         let n = format_ident!("{}", lower::const_name(&c.to_string()));
@@ -654,13 +624,17 @@ fn cpu_fn(k: &Kernel, consts: &[Ident]) -> Tokens {
     let body = cpu::body(k);
     quote! {
         pub static PARAMS: &[::unigpu::kernel::generated::Param] = &[#(#specs),*];
+        /// Every place the instance indexes an array (its own table: the
+        /// instances of one type combination share it whatever the const
+        /// parameters, as their sites are the same).
+        pub static SITES: &[::unigpu::kernel::generated::Site] = &[#(#sites),*];
 
         /// The CPU form: every workgroup a task, its invocations a loop
         /// (split into phases at barriers).
         #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
         pub fn cpu<#(const #consts: usize),*>(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
             #(#bind)*
-            #(#unpack)*
+            #unpack
             #body
             Ok(())
         }

@@ -190,8 +190,9 @@ pub enum ExprKind {
     Scalar(usize),
     /// An array parameter's length.
     Len(usize),
-    /// An array parameter's element; out of bounds reads give zero.
-    Load(usize, Box<Expr>),
+    /// An array parameter's element; out of bounds reads give zero and
+    /// record a fault at the access site (`Kernel::sites`, the last field).
+    Load(usize, Box<Expr>, u32),
     Bin(BinOp, Box<Expr>, Box<Expr>),
     Neg(Box<Expr>),
     /// `!`: logical on bool, bitwise on integers.
@@ -202,8 +203,9 @@ pub enum ExprKind {
     Id(Builtin, usize),
     Math(Math, Vec<Expr>),
     /// A workgroup-shared array's element (by its position in
-    /// `Kernel::shared`); out of bounds reads give zero.
-    SharedLoad(usize, Box<Expr>),
+    /// `Kernel::shared`); out of bounds reads give zero and record a
+    /// fault at the access site.
+    SharedLoad(usize, Box<Expr>, u32),
     /// An integer atomic on an element; gives the element's old value
     /// (0, and nothing done, out of bounds).
     Atomic {
@@ -213,6 +215,8 @@ pub enum ExprKind {
         value: Box<Expr>,
         /// `compare_exchange`'s expected value.
         current: Option<Box<Expr>>,
+        /// The access site (`Kernel::sites`).
+        site: u32,
     },
     /// A `#[unigpu::device]` function, by position in `Kernel::funcs`.
     Call(usize, Vec<Expr>),
@@ -289,7 +293,7 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match &self.kind {
-            ExprKind::Load(_, i) | ExprKind::SharedLoad(_, i) => i.visit(f),
+            ExprKind::Load(_, i, _) | ExprKind::SharedLoad(_, i, _) => i.visit(f),
             ExprKind::Bin(_, l, r) => {
                 l.visit(f);
                 r.visit(f);
@@ -363,17 +367,20 @@ pub enum Stmt {
         name: String,
         value: Expr,
     },
-    /// Out of bounds stores do nothing.
+    /// Out of bounds stores do nothing and record a fault at `site`.
     Store {
         array: usize,
         index: Expr,
         value: Expr,
+        site: u32,
     },
-    /// A shared array's element; out of bounds stores do nothing.
+    /// A shared array's element; out of bounds stores do nothing and
+    /// record a fault at `site`.
     SharedStore {
         array: usize,
         index: Expr,
         value: Expr,
+        site: u32,
     },
     /// `barrier()`: every invocation of the workgroup waits here, and
     /// the shared and global writes before it are seen after it.
@@ -479,6 +486,36 @@ impl quote::ToTokens for Size {
     }
 }
 
+/// How an array element is used at an access site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    Atomic,
+}
+
+impl Access {
+    /// The variant's name (`generated::Access::NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "Read",
+            Access::Write => "Write",
+            Access::Atomic => "Atomic",
+        }
+    }
+}
+
+/// One place the kernel indexes an array, numbered in `Kernel::sites`:
+/// an out-of-bounds index there is reported naming the array and the line.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// The array as the source names it.
+    pub array: String,
+    /// The indexing expression (its line is the one reported).
+    pub span: Span,
+    pub access: Access,
+}
+
 /// One kernel, checked.
 #[derive(Debug)]
 pub struct Kernel {
@@ -489,6 +526,8 @@ pub struct Kernel {
     /// Device functions (no recursion: the front end checks).
     pub funcs: Vec<Func>,
     pub body: Vec<Stmt>,
+    /// Every array access site, by the number the IR's accesses carry.
+    pub sites: Vec<Site>,
 }
 
 impl Kernel {

@@ -262,7 +262,8 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
     let workgroup = workgroup(attr)?;
     let funcs = lower::funcs(&helpers)?;
     let params = lower::params(&f.sig)?;
-    let (params, shared, body) = lower::body(params, &[], &f.block, &helpers)?;
+    let (params, shared, body, sites) = lower::body(params, &[], &f.block, &helpers)?;
+    check_sites(&f, &sites)?;
     let k = Kernel {
         name: f.sig.ident.to_string(),
         params,
@@ -270,6 +271,7 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
         funcs,
         workgroup,
         body,
+        sites,
     };
     let cuda_src = cuda::emit(&k);
     let wgsl_src = wgsl::emit(&k, false);
@@ -281,6 +283,106 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
     };
     let cpu_body = cpu::body(&k);
     Ok(module(&f, &k, &cuda_src, &wgsl_src, &wgsl_fma, cpu_body))
+}
+
+/// Out-of-bounds reports number a kernel's access sites in 20 bits.
+fn check_sites(f: &syn::ItemFn, sites: &[ir::Site]) -> syn::Result<()> {
+    if sites.len() >= 1 << 20 {
+        return Err(syn::Error::new(
+            f.sig.ident.span(),
+            "a kernel indexes arrays in at most 2^20 places (out-of-bounds reports number them in 20 bits)",
+        ));
+    }
+    Ok(())
+}
+
+/// The `Param` of each of the kernel's parameters, as `Spec::params` lists them.
+fn param_specs(k: &Kernel) -> Vec<Tokens> {
+    k.params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Array { elem, writable } => {
+                let d = dtype(elem);
+                quote!(::unigpu::kernel::generated::Param::Array { dtype: #d, writable: #writable })
+            }
+            ParamKind::Scalar(t) => {
+                let d = dtype(t);
+                quote!(::unigpu::kernel::generated::Param::Scalar(#d))
+            }
+        })
+        .collect()
+}
+
+/// The CPU form's prologue: the fault word and the kernel's code, then
+/// each declared argument as its `p_NAME`.
+fn cpu_unpack(k: &Kernel) -> Tokens {
+    let unpack = k.params.iter().enumerate().map(|(i, p)| {
+        let var = format_ident!("p_{}", p.name);
+        let guard = format_ident!("__guard_{}", i);
+        match p.kind {
+            ParamKind::Array {
+                elem,
+                writable: false,
+            } => {
+                let t = rust_ty(elem);
+                quote! {
+                    let #guard = __args.input::<#t>(#i)?;
+                    let #var = ::unigpu::kernel::generated::Ro::<#t>::new(&#guard[..])?;
+                }
+            }
+            ParamKind::Array {
+                elem,
+                writable: true,
+            } => {
+                let t = rust_ty(elem);
+                quote! {
+                    let mut #guard = __args.output::<#t>(#i)?;
+                    let #var = ::unigpu::kernel::generated::Rw::<#t>::new(&mut #guard[..])?;
+                }
+            }
+            ParamKind::Scalar(Ty::Bool) => quote!(let #var = __args.scalar::<u32>(#i)? != 0;),
+            ParamKind::Scalar(Ty::Usize) => quote!(let #var = __args.scalar::<u32>(#i)?;),
+            ParamKind::Scalar(t) => {
+                let t = rust_ty(t);
+                quote!(let #var = __args.scalar::<#t>(#i)?;)
+            }
+        }
+    });
+    // The fault word and the kernel's code follow the declared arguments
+    // (`generated::Fault`): out-of-bounds accesses record their site there.
+    let (status, code) = (k.params.len(), k.params.len() + 1);
+    let fault = quote! {
+        let mut __status_guard = __args.output::<u32>(#status)?;
+        let __status = ::unigpu::kernel::generated::Rw::<u32>::new(&mut __status_guard[..])?;
+        let __fault = ::unigpu::kernel::generated::Fault::new(&__status, __args.scalar::<u32>(#code)?)?;
+    };
+    quote! {
+        #fault
+        #(#unpack)*
+    }
+}
+
+/// The kernel's access sites, as `Spec::sites` lists them (index = site).
+fn site_table(k: &Kernel) -> Vec<Tokens> {
+    k.sites
+        .iter()
+        .map(|s| {
+            let array = &s.array;
+            let access = format_ident!("{}", s.access.name());
+            // `line!()` and `file!()` with the access's span name where the
+            // source indexes the array (stable Rust, no span-locations).
+            let line = quote::quote_spanned!(s.span=> line!());
+            let file = quote::quote_spanned!(s.span=> file!());
+            quote! {
+                ::unigpu::kernel::generated::Site {
+                    array: #array,
+                    file: #file,
+                    line: #line,
+                    access: ::unigpu::kernel::generated::Access::#access,
+                }
+            }
+        })
+        .collect()
 }
 
 /// The DType the host passes: bool and usize values travel as u32.
@@ -321,16 +423,7 @@ fn module(
     let ident = &f.sig.ident;
     let name = &k.name;
     let [x, y, z] = k.workgroup;
-    let specs = k.params.iter().map(|p| match p.kind {
-        ParamKind::Array { elem, writable } => {
-            let d = dtype(elem);
-            quote!(::unigpu::kernel::generated::Param::Array { dtype: #d, writable: #writable })
-        }
-        ParamKind::Scalar(t) => {
-            let d = dtype(t);
-            quote!(::unigpu::kernel::generated::Param::Scalar(#d))
-        }
-    });
+    let specs = param_specs(k);
     let arg_types = k.params.iter().map(|p| match p.kind {
         ParamKind::Array {
             elem,
@@ -369,38 +462,8 @@ fn module(
         }
     });
     let arg_types = quote!((#(#arg_types,)*));
-    let unpack = k.params.iter().enumerate().map(|(i, p)| {
-        let var = format_ident!("p_{}", p.name);
-        let guard = format_ident!("__guard_{}", i);
-        match p.kind {
-            ParamKind::Array {
-                elem,
-                writable: false,
-            } => {
-                let t = rust_ty(elem);
-                quote! {
-                    let #guard = __args.input::<#t>(#i)?;
-                    let #var = ::unigpu::kernel::generated::Ro::<#t>::new(&#guard[..])?;
-                }
-            }
-            ParamKind::Array {
-                elem,
-                writable: true,
-            } => {
-                let t = rust_ty(elem);
-                quote! {
-                    let mut #guard = __args.output::<#t>(#i)?;
-                    let #var = ::unigpu::kernel::generated::Rw::<#t>::new(&mut #guard[..])?;
-                }
-            }
-            ParamKind::Scalar(Ty::Bool) => quote!(let #var = __args.scalar::<u32>(#i)? != 0;),
-            ParamKind::Scalar(Ty::Usize) => quote!(let #var = __args.scalar::<u32>(#i)?;),
-            ParamKind::Scalar(t) => {
-                let t = rust_ty(t);
-                quote!(let #var = __args.scalar::<#t>(#i)?;)
-            }
-        }
-    });
+    let unpack = cpu_unpack(k);
+    let sites = site_table(k);
     let doc = format!("The kernel `{name}` (#[unigpu::kernel]): build it with [`kernel`].");
     let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
     let wide = [
@@ -435,6 +498,7 @@ fn module(
                 fma: [#(#fma),*],
                 wide: [#(#wide),*],
                 cpu,
+                sites: &[#(#sites),*],
             };
 
             fn host_args<'a>(args: #arg_types) -> ::unigpu::Result<#host_types> {
@@ -478,7 +542,7 @@ fn module(
             /// (split into phases at barriers).
             #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
             pub fn cpu(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
-                #(#unpack)*
+                #unpack
                 #cpu_body
                 Ok(())
             }

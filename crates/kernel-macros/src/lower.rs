@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::spanned::Spanned;
 
 use crate::ir::*;
@@ -55,6 +56,8 @@ struct Cx {
     device: Option<Ty>,
     /// The device functions called, with the calls' spans.
     calls: Vec<(usize, Span)>,
+    /// The array access sites so far (`Kernel::sites`).
+    sites: Vec<Site>,
 }
 
 /// A `#[unigpu::device]` function's signature.
@@ -170,6 +173,8 @@ pub fn funcs(helpers: &[syn::ItemFn]) -> Result<Vec<Func>> {
             sigs: sigs.clone(),
             device: Some(s.ret),
             calls: Vec::new(),
+            // A device function has no arrays.
+            sites: Vec::new(),
         };
         let Some((last, init)) = h.block.stmts.split_last() else {
             return err(
@@ -341,13 +346,17 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
     }
 }
 
-/// The body, checked against `params`.
+/// A kernel's checked parameters, shared arrays, body and access sites.
+pub type Body = (Vec<Param>, Vec<Shared>, Vec<Stmt>, Vec<Site>);
+
+/// The body, checked against `params` (`consts` names the kernel's `const`
+/// parameters).
 pub fn body(
     params: Vec<Param>,
     consts: &[String],
     block: &syn::Block,
     helpers: &[syn::ItemFn],
-) -> Result<(Vec<Param>, Vec<Shared>, Vec<Stmt>)> {
+) -> Result<Body> {
     let mut sigs = Vec::new();
     for h in helpers {
         sigs.push(sig(h)?);
@@ -368,10 +377,11 @@ pub fn body(
         sigs,
         device: None,
         calls: Vec::new(),
+        sites: Vec::new(),
     };
     let stmts = cx.block(block)?;
     crate::uniform::check(&stmts)?;
-    Ok((cx.params, cx.shared, stmts))
+    Ok((cx.params, cx.shared, stmts, cx.sites))
 }
 
 /// The emitted name of a kernel's `const` parameter (the CUDA and WGSL
@@ -673,8 +683,10 @@ impl Cx {
             syn::Expr::Index(ix) if self.shared_of(&ix.expr).is_some() => {
                 let (array, elem) = self.shared_of(&ix.expr).unwrap_or((0, Ty::F32));
                 let index = self.index(&ix.index)?;
+                // A compound assignment reads first: its own site.
+                let read = self.site(ix, Access::Read);
                 let current = Expr {
-                    kind: ExprKind::SharedLoad(array, Box::new(index.clone())),
+                    kind: ExprKind::SharedLoad(array, Box::new(index.clone()), read),
                     ty: elem,
                 };
                 let value = self.assigned_value(current, elem, op, right, span)?;
@@ -682,6 +694,7 @@ impl Cx {
                     array,
                     index,
                     value,
+                    site: self.site(ix, Access::Write),
                 })
             }
             syn::Expr::Index(ix) => {
@@ -694,9 +707,10 @@ impl Cx {
                     );
                 }
                 let index = self.index(&ix.index)?;
+                let read = self.site(ix, Access::Read);
                 // f16/bf16 elements are computed in f32.
                 let current = Expr {
-                    kind: ExprKind::Load(array, Box::new(index.clone())),
+                    kind: ExprKind::Load(array, Box::new(index.clone()), read),
                     ty: elem.value(),
                 };
                 let value = self.assigned_value(current, elem.value(), op, right, span)?;
@@ -704,6 +718,7 @@ impl Cx {
                     array,
                     index,
                     value,
+                    site: self.site(ix, Access::Write),
                 })
             }
             syn::Expr::Paren(p) => self.assign(&p.expr, op, right, span),
@@ -848,6 +863,25 @@ impl Cx {
         }
     }
 
+    /// Numbers the access `a[i]` (reported, when out of bounds, with the
+    /// array's name and the line of `a[i]`).
+    fn site(&mut self, ix: &syn::ExprIndex, access: Access) -> u32 {
+        self.new_site(&ix.expr, ix.span(), access)
+    }
+
+    fn new_site(&mut self, array: &syn::Expr, span: Span, access: Access) -> u32 {
+        let array = match strip(array) {
+            syn::Expr::Path(p) => path_name(&p.path).unwrap_or_default(),
+            other => other.to_token_stream().to_string(),
+        };
+        self.sites.push(Site {
+            array,
+            span,
+            access,
+        });
+        (self.sites.len() - 1) as u32
+    }
+
     /// `array.atomic_OP(index, value)` or
     /// `array.atomic_compare_exchange(index, current, new)`.
     fn atomic(&mut self, op: AtomicOp, m: &syn::ExprMethodCall) -> Result<Expr> {
@@ -899,6 +933,7 @@ impl Cx {
             ty: elem,
         }));
         let current = vals.pop().map(Box::new);
+        let site = self.new_site(&m.receiver, m.span(), Access::Atomic);
         Ok(Expr {
             kind: ExprKind::Atomic {
                 op,
@@ -906,6 +941,7 @@ impl Cx {
                 index: Box::new(index),
                 value,
                 current,
+                site,
             },
             ty: elem,
         })
@@ -1227,15 +1263,17 @@ impl Cx {
             syn::Expr::Index(ix) => {
                 if let Some((array, elem)) = self.shared_of(&ix.expr) {
                     let index = self.index(&ix.index)?;
+                    let site = self.site(ix, Access::Read);
                     return Ok(Expr {
-                        kind: ExprKind::SharedLoad(array, Box::new(index)),
+                        kind: ExprKind::SharedLoad(array, Box::new(index), site),
                         ty: elem,
                     });
                 }
                 let (array, elem, _) = self.array_of(&ix.expr)?;
                 let index = self.index(&ix.index)?;
+                let site = self.site(ix, Access::Read);
                 Ok(Expr {
-                    kind: ExprKind::Load(array, Box::new(index)),
+                    kind: ExprKind::Load(array, Box::new(index), site),
                     ty: elem.value(),
                 })
             }

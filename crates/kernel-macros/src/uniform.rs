@@ -40,7 +40,7 @@ pub fn depends(e: &Expr, dep: &HashSet<String>) -> bool {
         ExprKind::Id(b, _) => matches!(b, Builtin::Global | Builtin::Local),
         ExprKind::Var(n) => dep.contains(n),
         ExprKind::Lit(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => false,
-        ExprKind::Load(_, i) | ExprKind::SharedLoad(_, i) => depends(i, dep),
+        ExprKind::Load(_, i, _) | ExprKind::SharedLoad(_, i, _) => depends(i, dep),
         ExprKind::Bin(_, l, r) => depends(l, dep) || depends(r, dep),
         ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => depends(v, dep),
         // Device functions read no memory and no thread index.

@@ -26,50 +26,6 @@ fn ty(t: Ty) -> &'static str {
     }
 }
 
-/// f16/bf16 <-> f32 in integer arithmetic (the built-in ops' conversions,
-/// vulkan/shaders/mod.rs): exact one way, round to nearest even the
-/// other, subnormals, infinities and NaN (kept quiet) included, as the
-/// host's `half` does. WGSL's own pack2x16float need not round to nearest.
-const F16: &str = r#"fn ug_f16_in(h: u32) -> f32 {
-    let s = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0u) { return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8)); }
-    if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
-    return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
-}
-fn ug_f16_out(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    let s = (x >> 16u) & 0x8000u;
-    let a = x & 0x7fffffffu;
-    if (a > 0x7f800000u) { return s | 0x7e00u | ((a >> 13u) & 0x3ffu); }
-    if (a >= 0x477ff000u) { return s | 0x7c00u; }
-    if (a < 0x38800000u) {
-        let e = a >> 23u;
-        if (e < 102u) { return s; }
-        let m = (a & 0x7fffffu) | 0x800000u;
-        let shift = 126u - e;
-        var r = m >> shift;
-        let rest = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        if (rest > half || (rest == half && (r & 1u) == 1u)) { r = r + 1u; }
-        return s | r;
-    }
-    var r = (a >> 13u) - (112u << 10u);
-    let rest = a & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u) == 1u)) { r = r + 1u; }
-    return s | r;
-}
-"#;
-
-const BF16: &str = r#"fn ug_bf16_in(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
-fn ug_bf16_out(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) { return ((x >> 16u) | 0x40u) & 0xffffu; }
-    return ((x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u) & 0xffffu;
-}
-"#;
-
 /// `fma` in f32 rounded once where the adapter's `fma` rounds twice
 /// (lavapipe): the product is exact in f64 (24 + 24 bits), Fast2Sum gives
 /// the sum's rounding error exactly, and rounding the f64 sum to odd
@@ -172,6 +128,20 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
         );
         binding += 1;
     }
+    // The stream's fault word and this kernel's code (its id << 20),
+    // appended by the launch after the lengths.
+    let _ = writeln!(
+        s,
+        "@group(0) @binding({binding}) var<storage, read_write> ug_status: array<atomic<u32>>;"
+    );
+    let _ = writeln!(
+        s,
+        "@group(0) @binding({}) var<uniform> ug_kernel: u32;",
+        binding + 1
+    );
+    // The first out-of-bounds access recorded wins; the weak exchange may
+    // fail spuriously, so it is retried until the word holds a code.
+    s.push_str("fn ug_fault(site: u32) { loop { let r = atomicCompareExchangeWeak(&ug_status[0], 0u, ug_kernel | site); if (r.exchanged || r.old_value != 0u) { break; } } }\n");
     // Workgroup memory starts at zero in WGSL.
     for (i, sh) in k.shared.iter().enumerate() {
         let t = if atomics.contains(&Mem::Shared(i)) {
@@ -251,6 +221,7 @@ impl Emit<'_> {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
@@ -268,17 +239,18 @@ impl Emit<'_> {
                         format!("p_{name}[i] = v")
                     };
                     format!(
-                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < n_{name}) {{ {write}; }} }}\n",
+                        "fn ug_st_{name}(i: u32, v: {t}, site: u32) {{ if (i < n_{name}) {{ {write}; }} else {{ ug_fault(site); }} }}\n",
                         t = ty(elem)
                     )
                 });
                 let (i, v) = (self.expr(index), self.expr(value));
-                self.line(d, &format!("{st}({i}, {v});"));
+                self.line(d, &format!("{st}({i}, {v}, {site}u);"));
             }
             Stmt::SharedStore {
                 array,
                 index,
                 value,
+                site,
             } => {
                 let sh = &self.k.shared[*array];
                 let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
@@ -290,12 +262,12 @@ impl Emit<'_> {
                         format!("{name}[i] = v")
                     };
                     format!(
-                        "fn ug_st_{name}(i: u32, v: {t}) {{ if (i < {len}) {{ {write}; }} }}\n",
+                        "fn ug_st_{name}(i: u32, v: {t}, site: u32) {{ if (i < {len}) {{ {write}; }} else {{ ug_fault(site); }} }}\n",
                         t = ty(elem)
                     )
                 });
                 let (i, v) = (self.expr(index), self.expr(value));
-                self.line(d, &format!("{st}({i}, {v});"));
+                self.line(d, &format!("{st}({i}, {v}, {site}u);"));
             }
             // storageBarrier too: CUDA's __syncthreads() orders global
             // memory within the block, and the language promises the same.
@@ -375,6 +347,7 @@ impl Emit<'_> {
                 index,
                 value,
                 current,
+                site,
             } => {
                 let (arr, len) = self.mem(*mem);
                 let t = ty(e.ty);
@@ -385,7 +358,7 @@ impl Emit<'_> {
                     // spuriously: retry until it succeeds or sees
                     // another value, as CUDA's atomicCAS does.
                     AtomicOp::CompareExchange => format!(
-                        "fn {f}(i: u32, cur: {t}, v: {t}) -> {t} {{ if (i < {len}) {{ loop {{ let r = atomicCompareExchangeWeak(&{arr}[i], cur, v); if (r.exchanged || r.old_value != cur) {{ return r.old_value; }} }} }} return {t}(); }}\n"
+                        "fn {f}(i: u32, cur: {t}, v: {t}, site: u32) -> {t} {{ if (i < {len}) {{ loop {{ let r = atomicCompareExchangeWeak(&{arr}[i], cur, v); if (r.exchanged || r.old_value != cur) {{ return r.old_value; }} }} }} ug_fault(site); return {t}(); }}\n"
                     ),
                     _ => {
                         let w = match op {
@@ -399,7 +372,7 @@ impl Emit<'_> {
                             _ => "atomicExchange",
                         };
                         format!(
-                            "fn {f}(i: u32, v: {t}) -> {t} {{ if (i < {len}) {{ return {w}(&{arr}[i], v); }} return {t}(); }}\n"
+                            "fn {f}(i: u32, v: {t}, site: u32) -> {t} {{ if (i < {len}) {{ return {w}(&{arr}[i], v); }} ug_fault(site); return {t}(); }}\n"
                         )
                     }
                 });
@@ -409,9 +382,9 @@ impl Emit<'_> {
                     None => String::new(),
                 };
                 let v = self.expr(value);
-                format!("{f}({i}, {c}{v})")
+                format!("{f}({i}, {c}{v}, {site}u)")
             }
-            ExprKind::SharedLoad(a, index) => {
+            ExprKind::SharedLoad(a, index, site) => {
                 let sh = &self.k.shared[*a];
                 let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*a));
@@ -422,14 +395,14 @@ impl Emit<'_> {
                         format!("{name}[i]")
                     };
                     format!(
-                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < {len}) {{ return {read}; }} return {t}(); }}\n",
+                        "fn ug_ld_{name}(i: u32, site: u32) -> {t} {{ if (i < {len}) {{ return {read}; }} ug_fault(site); return {t}(); }}\n",
                         t = ty(elem)
                     )
                 });
                 let i = self.expr(index);
-                format!("{ld}({i})")
+                format!("{ld}({i}, {site}u)")
             }
-            ExprKind::Load(a, index) => {
+            ExprKind::Load(a, index, site) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
                 let atomic = self.atomics.contains(&Mem::Global(*a));
@@ -446,12 +419,12 @@ impl Emit<'_> {
                         format!("p_{name}[i]")
                     };
                     format!(
-                        "fn ug_ld_{name}(i: u32) -> {t} {{ if (i < n_{name}) {{ return {read}; }} return {t}(); }}\n",
+                        "fn ug_ld_{name}(i: u32, site: u32) -> {t} {{ if (i < n_{name}) {{ return {read}; }} ug_fault(site); return {t}(); }}\n",
                         t = ty(elem)
                     )
                 });
                 let i = self.expr(index);
-                format!("{ld}({i})")
+                format!("{ld}({i}, {site}u)")
             }
             ExprKind::Bin(op, l, r) => self.binary(*op, l, r),
             ExprKind::Neg(v) => format!("(-{})", self.expr(v)),
@@ -708,7 +681,7 @@ impl Emit<'_> {
             (
                 "bitcast<f64>(0x7ff0000000000000lu)",
                 "bitcast<f64>(0x7ff8000000000000lu)",
-                "(bitcast<u64>(x) >> 63lu) == 1lu",
+                "(bitcast<u64>(x) >> 63u) == 1lu",
             )
         } else {
             (
@@ -779,9 +752,13 @@ impl Emit<'_> {
 
     fn half(&mut self, elem: Ty) {
         if elem == Ty::F16 {
-            self.helper("ug_0_f16".into(), || F16.to_string());
+            self.helper("ug_0_f16".into(), || {
+                unigpu_shader_text::F16_WGSL.to_string()
+            });
         } else {
-            self.helper("ug_0_bf16".into(), || BF16.to_string());
+            self.helper("ug_0_bf16".into(), || {
+                unigpu_shader_text::BF16_WGSL.to_string()
+            });
         }
     }
 

@@ -84,13 +84,20 @@ impl<T: Element> GpuArray<T> {
     /// Copies the array to a new host vector, after every pending write to
     /// it (on any stream) has finished. Blocks.
     pub fn download(&self) -> Result<Vec<T>> {
-        self.storage.read_vec(&self.ctx.default_stream().imp)
+        let stream = self.ctx.default_stream();
+        let v = self.storage.read_vec(&stream.imp)?;
+        // A download waits as a sync does: it reports an out-of-bounds
+        // access of a generated kernel launched on the default stream.
+        stream.faults.check()?;
+        Ok(v)
     }
 
     /// Like [`GpuArray::download`], into a slice of the same length.
     pub fn download_into(&self, host: &mut [T]) -> Result<()> {
         check_len("GpuArray::download_into", self.len(), host.len())?;
-        self.storage.read(&self.ctx.default_stream().imp, host)
+        let stream = self.ctx.default_stream();
+        self.storage.read(&stream.imp, host)?;
+        stream.faults.check()
     }
 
     /// Overwrites the array with `host` (same length), after every pending
@@ -217,7 +224,8 @@ impl Stream {
     /// Like [`Stream::download`], into an existing slice of the same length.
     pub fn download_into<T: Element>(&self, src: &GpuArray<T>, host: &mut [T]) -> Result<()> {
         check_len("Stream::download_into", src.len(), host.len())?;
-        self.imp.download_into(&src.storage, host)
+        self.imp.download_into(&src.storage, host)?;
+        self.faults.check()
     }
 
     /// Device-to-device copy of `src` into `dst`, ordered on this stream.

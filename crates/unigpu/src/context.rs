@@ -9,6 +9,7 @@ pub(crate) use crate::backend::DeviceImpl;
 use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
+use crate::fault_word::FaultWords;
 use crate::kernel::{CompileOptions, Module};
 use crate::stream::Stream;
 use crate::{Backend, DType, Error, Result};
@@ -35,6 +36,8 @@ struct Inner {
     config: Config,
     /// Modules compiled in this context, by source and options.
     modules: Mutex<ModuleCache>,
+    /// Its streams' fault words, which `sync` reads.
+    faults: FaultWords,
 }
 
 impl Context {
@@ -122,6 +125,8 @@ impl Context {
             reason: "no backend could be opened".into(),
         })?;
         let default_stream = Stream::from_impl(device.default_stream()?);
+        let faults = FaultWords::default();
+        faults.add(&default_stream.faults);
         let ctx = Context {
             inner: Arc::new(Inner {
                 device,
@@ -130,6 +135,7 @@ impl Context {
                 chain,
                 config,
                 modules: Mutex::default(),
+                faults,
             }),
         };
         Ok(ctx)
@@ -198,7 +204,9 @@ impl Context {
 
     /// A new stream, independent of the default one.
     pub fn create_stream(&self) -> Result<Stream> {
-        Ok(Stream::from_impl(self.inner.device.new_stream()?))
+        let stream = Stream::from_impl(self.inner.device.new_stream()?);
+        self.inner.faults.add(&stream.faults);
+        Ok(stream)
     }
 
     /// Same as [`Context::create_stream`].
@@ -212,14 +220,17 @@ impl Context {
     }
 
     /// Waits for all work on every stream of this context, then returns the
-    /// first error any of it raised, including errors kept from drops.
+    /// first error any of it raised, including errors kept from drops,
+    /// then the first out-of-bounds access recorded on any of its streams
+    /// by a kernel made by `#[unigpu::kernel]` (each reported once).
     pub fn sync(&self) -> Result<()> {
         let stream = &self.inner.default_stream;
         self.inner
             .device
             .synchronize()
             .map_err(|e| stream.blame_last_kernel(e))?;
-        stream.sync()
+        stream.sync()?;
+        self.inner.faults.check_all()
     }
 
     /// Same as [`Context::sync`].

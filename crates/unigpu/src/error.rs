@@ -114,6 +114,21 @@ pub enum Error {
         name: String,
         message: String,
     },
+    /// A kernel made by `#[unigpu::kernel]` indexed an array out of bounds:
+    /// the first such access since the last report, on the stream that the
+    /// sync (or download) waited for. Nothing outside the array was read or
+    /// written (a read gave 0, a write or atomic did nothing); the kernel
+    /// ran to its end. Reported once.
+    #[error("kernel `{kernel}` indexed `{array}` out of bounds at {file}:{line} ({access}); {}", access.consequence())]
+    KernelOutOfBounds {
+        kernel: String,
+        /// The array as the kernel's source names it (an argument or a
+        /// shared array).
+        array: String,
+        file: String,
+        line: u32,
+        access: ArrayAccess,
+    },
     /// `source` happened in kernel `kernel`: a launch that failed, a fault
     /// found at the next sync (the last kernel launched on that stream),
     /// or an error or panic of a CPU implementation.
@@ -167,7 +182,9 @@ impl Error {
     /// names a kernel).
     pub(crate) fn in_kernel(self, kernel: &str) -> Error {
         match self {
-            e @ (Error::InKernel { .. } | Error::KernelArgs { .. }) => e,
+            e @ (Error::InKernel { .. }
+            | Error::KernelArgs { .. }
+            | Error::KernelOutOfBounds { .. }) => e,
             e => Error::InKernel {
                 kernel: kernel.to_string(),
                 source: Box::new(e),
@@ -199,9 +216,41 @@ impl Error {
     /// The kernel this error happened in, if it is known.
     pub fn kernel(&self) -> Option<&str> {
         match self {
-            Error::InKernel { kernel, .. } | Error::KernelArgs { kernel, .. } => Some(kernel),
+            Error::InKernel { kernel, .. }
+            | Error::KernelArgs { kernel, .. }
+            | Error::KernelOutOfBounds { kernel, .. } => Some(kernel),
             _ => None,
         }
+    }
+}
+
+/// How a kernel used an array element ([`Error::KernelOutOfBounds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayAccess {
+    Read,
+    Write,
+    /// An atomic read-modify-write (`a.atomic_add(i, v)` ...).
+    Atomic,
+}
+
+impl ArrayAccess {
+    /// What the language did instead of the access.
+    fn consequence(self) -> &'static str {
+        match self {
+            ArrayAccess::Read => "the read gave 0",
+            ArrayAccess::Write => "the write was skipped",
+            ArrayAccess::Atomic => "the atomic did nothing and gave 0",
+        }
+    }
+}
+
+impl std::fmt::Display for ArrayAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ArrayAccess::Read => "read",
+            ArrayAccess::Write => "write",
+            ArrayAccess::Atomic => "atomic",
+        })
     }
 }
 

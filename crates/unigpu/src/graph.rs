@@ -1,7 +1,10 @@
 //! Graphs: work recorded once from a stream and replayed many times, so a
 //! sequence of small kernels costs one submission instead of one each.
 
+use std::sync::Arc;
+
 use crate::backend::GraphImpl;
+use crate::fault_word::FaultWord;
 use crate::{Result, Stream};
 
 /// Kernels, built-in ops and device copies recorded from a stream by
@@ -27,13 +30,20 @@ use crate::{Result, Stream};
 #[derive(Debug)]
 pub struct Graph {
     imp: GraphImpl,
+    /// The capturing stream's fault word, where a kernel made by
+    /// `#[unigpu::kernel]` was captured: each replay may set it.
+    faults: Option<Arc<FaultWord>>,
 }
 
 impl Graph {
     /// Enqueues one replay on `stream` (a stream of the context the graph
     /// was captured in).
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        self.imp.launch(&stream.imp)
+        self.imp.launch(&stream.imp)?;
+        if let Some(w) = &self.faults {
+            w.mark_unread();
+        }
+        Ok(())
     }
 
     /// How many pieces of work a replay runs: the CUDA graph's nodes
@@ -80,14 +90,24 @@ impl Stream {
     /// Starts recording the work enqueued on this stream (see
     /// [`Graph`]). Refused when the stream already captures.
     pub fn begin_capture(&self) -> Result<()> {
+        // The fault word a generated kernel would take is made now, not by
+        // the first such launch inside the capture: its allocation and
+        // zero-fill would be captured (or refused) with the work.
+        if !self.imp.is_capturing() {
+            self.faults.prepare()?;
+        }
         self.imp.begin_capture()
     }
 
     /// Ends the capture begun by [`Stream::begin_capture`] and makes the
     /// graph.
     pub fn end_capture(&self) -> Result<Graph> {
+        // Taken whether or not the capture succeeds, so the next capture
+        // starts afresh.
+        let captured = self.faults.take_captured();
         Ok(Graph {
             imp: self.imp.end_capture()?,
+            faults: captured.then(|| self.faults.clone()),
         })
     }
 

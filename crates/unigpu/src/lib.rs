@@ -54,6 +54,7 @@ pub mod dlpack;
 mod element;
 mod error;
 mod event;
+mod fault_word;
 mod graph;
 pub mod kernel;
 mod lock;
@@ -75,7 +76,7 @@ pub use context::{hardware_here, list_devices};
 pub use device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 pub use dlpack::{DlpackSync, DlpackTensor};
 pub use element::{DType, Element};
-pub use error::{Error, Result};
+pub use error::{ArrayAccess, Error, Result};
 pub use event::Event;
 pub use graph::Graph;
 pub use kernel::{Arg, CompileOptions, CpuArgs, Grid, Kernel, Module, Scalar};
@@ -92,6 +93,36 @@ pub use unigpu_kernel_macros::__kernel_with_helpers;
 pub use unigpu_kernel_macros::device;
 /// `#[unigpu::kernel]`: one Rust function as a kernel for every backend
 /// (docs/kernels.md).
+///
+/// The typed launch takes the arrays as Rust borrows, so one array passed
+/// as a `&mut` argument and as another argument is the borrow checker's
+/// compile error, on every backend. This compiles:
+///
+/// ```
+/// #[unigpu::kernel]
+/// fn copy_into(a: &[f32], out: &mut [f32]) {
+///     let i = global_id().x;
+///     out[i] = a[i];
+/// }
+///
+/// fn copy(ctx: &unigpu::Context, x: &unigpu::GpuArray<f32>, y: &mut unigpu::GpuArray<f32>) -> unigpu::Result<()> {
+///     copy_into::kernel(ctx)?.launch(ctx, unigpu::Grid::for_elems(y.len()), (x, y))
+/// }
+/// ```
+///
+/// and the same launch with `x` as both arguments does not:
+///
+/// ```compile_fail,E0502
+/// #[unigpu::kernel]
+/// fn copy_into(a: &[f32], out: &mut [f32]) {
+///     let i = global_id().x;
+///     out[i] = a[i];
+/// }
+///
+/// fn alias(ctx: &unigpu::Context, x: &mut unigpu::GpuArray<f32>) -> unigpu::Result<()> {
+///     copy_into::kernel(ctx)?.launch(ctx, unigpu::Grid::for_elems(x.len()), (&*x, &mut *x))
+/// }
+/// ```
 pub use unigpu_kernel_macros::kernel;
 
 /// Re-exported so users need not depend on `half` to name the types.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) use crate::backend::StreamImpl;
+use crate::fault_word::FaultWord;
 use crate::{Error, Result};
 
 /// An ordered queue of work. On CUDA it is a non-blocking CUDA stream; on
@@ -21,11 +22,15 @@ pub struct Stream {
     /// Id of the last kernel launched here (0: none), named in errors
     /// found at sync time. An atomic, so launching takes no lock.
     last_kernel: Arc<AtomicUsize>,
+    /// Where the kernels made by `#[unigpu::kernel]` record an
+    /// out-of-bounds access; read at sync (fault_word.rs).
+    pub(crate) faults: Arc<FaultWord>,
 }
 
 impl Stream {
     pub(crate) fn from_impl(imp: StreamImpl) -> Stream {
         Stream {
+            faults: FaultWord::new(imp.clone()),
             imp,
             last_kernel: Arc::default(),
         }
@@ -54,7 +59,10 @@ impl Stream {
 
     /// Blocks until all work enqueued so far is done. Returns the first
     /// error any of it raised (a panicking host function, a failed launch,
-    /// a fault in a kernel, which names the last kernel launched here).
+    /// a fault in a kernel, which names the last kernel launched here),
+    /// then the first out-of-bounds access of a kernel made by
+    /// `#[unigpu::kernel]` launched here since the last report
+    /// (`Error::KernelOutOfBounds`, reported once).
     ///
     /// Refused (`Unsupported`) while the stream captures a graph: its work
     /// has not run.
@@ -67,7 +75,8 @@ impl Stream {
                     .into(),
             });
         }
-        self.imp.sync().map_err(|e| self.blame_last_kernel(e))
+        self.imp.sync().map_err(|e| self.blame_last_kernel(e))?;
+        self.faults.check()
     }
 
     /// Same as [`Stream::sync`].

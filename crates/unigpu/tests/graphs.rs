@@ -6,13 +6,23 @@
 mod common;
 
 use common::{assert_same, random_len, random_vec, saxpy};
-use unigpu::{Backend, Error, Grid};
+use unigpu::{Backend, Context, Error, GpuArray, Grid, Stream};
 
 /// Graph tests one at a time: a capture on one thread makes a device-wide
 /// sync on another fail (docs/graphs.md), and every test here syncs.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The end of a capture that filled `a` with 1.5: scale it by 2, end the
+/// capture, replay it once, and check every element is 3.
+fn scale_end_and_replay(ctx: &Context, s: &Stream, a: &mut GpuArray<f32>) {
+    ctx.ops_on(s).scale(2.0, a).unwrap();
+    let graph = s.end_capture().unwrap();
+    graph.launch(s).unwrap();
+    s.sync().unwrap();
+    assert!(a.download().unwrap().iter().all(|&v| v == 3.0));
 }
 
 /// What the captured sequence below computes, on the host.
@@ -215,11 +225,7 @@ on_every_backend!(a_capture_survives_another_thread_using_the_gpu, |ctx| {
             .join()
             .unwrap();
     });
-    ctx.ops_on(&s).scale(2.0, &mut a).unwrap();
-    let graph = s.end_capture().unwrap();
-    graph.launch(&s).unwrap();
-    s.sync().unwrap();
-    assert!(a.download().unwrap().iter().all(|&v| v == 3.0));
+    scale_end_and_replay(ctx, &s, &mut a);
 });
 
 // Found by the soak on one H100 (2026-11-27): on vulkan a context sync from
@@ -246,10 +252,6 @@ on_every_backend!(a_context_sync_beside_a_capture_waits_and_keeps_it, |ctx| {
             .join()
             .unwrap();
     });
-    ctx.ops_on(&s).scale(2.0, &mut a).unwrap();
-    let graph = s.end_capture().unwrap();
-    graph.launch(&s).unwrap();
-    s.sync().unwrap();
-    assert!(a.download().unwrap().iter().all(|&v| v == 3.0));
+    scale_end_and_replay(ctx, &s, &mut a);
     assert_same(&host, &b.download().unwrap());
 });

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Random, random_len, random_vec};
-use unigpu::{Context, Element, Error, Grid, bf16, f16};
+use unigpu::{ArrayAccess, Context, Element, Error, Grid, bf16, f16};
 
 /// Generic over one listed type: `(x - y) * s` (a difference then a
 /// product, which no backend may contract into one fma).
@@ -253,6 +253,92 @@ on_every_backend!(const_sizes_are_checked_when_the_kernel_is_built, |ctx| {
     );
 });
 
+/// With `which == 0`, the last invocation reads one element past the end
+/// of `a`; otherwise invocations 32 to 63 of a workgroup write past the
+/// end of the shared `tile` of `N` elements (a length known only when
+/// the instance is built).
+const GENERIC_READ_LINE: u32 = line!() + 8;
+const GENERIC_SHARED_LINE: u32 = line!() + 9;
+#[unigpu::kernel(T = [f32, i32], workgroup_size = 64)]
+fn past_end<T, const N: usize>(a: &[T], out: &mut [T], which: u32) {
+    let tile = shared::<T, N>();
+    let i = global_id().x;
+    if i < out.len() {
+        if which == 0u32 {
+            out[i] = a[i + 1];
+        } else {
+            tile[local_id().x + N - 32] = a[i];
+        }
+    }
+}
+
+/// `r` is `past_end`'s out-of-bounds report of `array` at `line` of this
+/// file.
+#[track_caller]
+fn assert_oob(r: unigpu::Result<()>, array: &str, line: u32, access: ArrayAccess) {
+    match r {
+        Err(Error::KernelOutOfBounds {
+            kernel,
+            array: a,
+            file,
+            line: l,
+            access: x,
+        }) => assert_eq!(
+            (kernel.as_str(), a.as_str(), file.as_str(), l, x),
+            ("past_end", array, file!(), line, access)
+        ),
+        other => panic!("expected past_end's out-of-bounds report, got {other:?}"),
+    }
+}
+
+fn past_end_case<T, const N: usize>(ctx: &Context)
+where
+    T: Random + Copy + Default + std::fmt::Debug + for<'x> unigpu::kernel::KernelArg<'x>,
+    (T,): past_end::Instance,
+{
+    let k = past_end::kernel::<T, N>(ctx).unwrap();
+    let n = random_len(5000).max(64);
+    let ha = random_vec::<T>(n);
+    let a = ctx.upload(&ha).unwrap();
+    let mut out = ctx.zeros::<T>(n).unwrap();
+    let grid = Grid::for_elems_with_block(n, 64);
+    k.launch(ctx, grid, (&a, &mut out, 0)).unwrap();
+    assert_oob(
+        ctx.default_stream().sync(),
+        "a",
+        GENERIC_READ_LINE,
+        ArrayAccess::Read,
+    );
+    // Reported once; the read gave 0 and every other element is right.
+    ctx.sync().unwrap();
+    let got = out.download().unwrap();
+    for i in 0..n {
+        let want = if i + 1 < n { ha[i + 1] } else { T::default() };
+        assert!(
+            same(&got[i], &want),
+            "{} N = {N}, element {i} of {n}",
+            T::DTYPE
+        );
+    }
+    // The shared array's bound is the instance's N.
+    k.launch(ctx, grid, (&a, &mut out, 1)).unwrap();
+    let msg = ctx.sync().unwrap_err().to_string();
+    let want = format!(
+        "kernel `past_end` indexed `tile` out of bounds at {}:{GENERIC_SHARED_LINE} (write); the write was skipped",
+        file!()
+    );
+    assert_eq!(msg, want, "{} N = {N}", T::DTYPE);
+    ctx.sync().unwrap();
+}
+
+on_every_backend!(a_generic_instance_reports_out_of_bounds_accesses, |ctx| {
+    past_end_case::<f32, 64>(ctx);
+    past_end_case::<i32, 128>(ctx);
+    // Another size of an instance already built: its own kernel, the same
+    // sites.
+    past_end_case::<f32, 256>(ctx);
+});
+
 /// Each instance's sources: the CUDA has its `#define`s, and every
 /// instance's WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter).
@@ -287,6 +373,8 @@ fn every_instance_wgsl_validates() {
         ("halve<f32>", halve::wgsl::<f32>(false)),
         ("halve<f16>", halve::wgsl::<f16>(false)),
         ("halve<bf16>", halve::wgsl::<bf16>(false)),
+        ("past_end<f32, 64>", past_end::wgsl::<f32, 64>(false)),
+        ("past_end<i32, 128>", past_end::wgsl::<i32, 128>(false)),
     ];
     for (name, src) in sources {
         assert!(!src.is_empty(), "{name}");

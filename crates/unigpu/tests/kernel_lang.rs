@@ -137,6 +137,15 @@ fn more_math(x: &[f32], y: &[f32], out: &mut [f32]) {
     out[k + 4] = (x[i].abs() + 0.5).log(y[i].abs() + 2.0);
 }
 
+/// f64 `pow` (its WGSL helper, checked by naga below).
+#[unigpu::kernel]
+fn pow64(x: &[f64], y: &[f64], out: &mut [f64]) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = x[i].powf(y[i]);
+    }
+}
+
 on_every_backend!(round_pow_and_log_match_the_host, |ctx| {
     let k = more_math::kernel(ctx).unwrap();
     let n = random_len(3000).max(40);
@@ -445,6 +454,7 @@ fn every_emitted_wgsl_validates() {
         ),
         (flags::NAME, flags::WGSL, naga::valid::Capabilities::empty()),
         (float_rem::NAME, float_rem::WGSL, wide),
+        (pow64::NAME, pow64::WGSL, wide),
         (
             halves::NAME,
             halves::WGSL,

@@ -8,7 +8,36 @@
 mod common;
 
 use common::{random_len, random_vec};
-use unigpu::{Backend, Context, Grid};
+use unigpu::{ArrayAccess, Backend, Context, Error, Grid};
+
+/// `r` is the out-of-bounds report of `kernel` indexing one of `arrays`
+/// (the first of several faults may be any of them) at `line` of this file.
+#[track_caller]
+fn assert_oob(
+    r: unigpu::Result<()>,
+    kernel: &str,
+    arrays: &[&str],
+    line: u32,
+    access: ArrayAccess,
+) {
+    match r {
+        Err(Error::KernelOutOfBounds {
+            kernel: k,
+            array,
+            file,
+            line: l,
+            access: a,
+        }) => {
+            assert_eq!(k, kernel);
+            assert!(
+                arrays.contains(&array.as_str()),
+                "array `{array}`, not one of {arrays:?}"
+            );
+            assert_eq!((file.as_str(), l, a), (file!(), line, access));
+        }
+        other => panic!("expected kernel `{kernel}`'s out-of-bounds report, got {other:?}"),
+    }
+}
 
 /// Whether `ctx` is a Vulkan adapter whose driver contracts `a * b + c`
 /// into one fused operation (NVIDIA's: `unigpu info` says "fma f32:
@@ -279,7 +308,8 @@ on_every_backend!(control_flow_and_2d_indices_match_the_host, |ctx| {
 });
 
 /// Out of bounds: a read gives zero, a write does nothing, on every
-/// backend.
+/// backend, and the first such access is reported at the next sync.
+const OUT_OF_BOUNDS_LINE: u32 = line!() + 4;
 #[unigpu::kernel(workgroup_size = 64)]
 fn out_of_bounds(a: &[u32], shift: u32, out: &mut [u32]) {
     let i = global_id().x;
@@ -296,6 +326,16 @@ on_every_backend!(out_of_bounds_reads_zero_and_drops_writes, |ctx| {
     // More invocations than elements: half of them reach past the end.
     let grid = Grid::for_elems_with_block(n + 200, 64);
     k.launch(ctx, grid, (&a, shift, &mut out)).unwrap();
+    // Every invocation reads before it writes, so the first fault is a read.
+    let r = out.download().map(drop);
+    assert_oob(
+        r,
+        "out_of_bounds",
+        &["a"],
+        OUT_OF_BOUNDS_LINE,
+        ArrayAccess::Read,
+    );
+    // Reported once: the next download is clean.
     let got = out.download().unwrap();
     for (j, g) in got.iter().enumerate() {
         let want = if j >= shift as usize {
@@ -304,6 +344,189 @@ on_every_backend!(out_of_bounds_reads_zero_and_drops_writes, |ctx| {
             7
         };
         assert_eq!(*g, want, "element {j} of {n}");
+    }
+});
+
+/// Reads one element past the end of `a` (the last invocation).
+const READ_PAST_END_LINE: u32 = line!() + 5;
+#[unigpu::kernel(workgroup_size = 64)]
+fn read_past_end(a: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = a[i + 1] * 2.0;
+    }
+}
+
+/// Writes one element past the end of `out` (the last invocation).
+const WRITE_PAST_END_LINE: u32 = line!() + 5;
+#[unigpu::kernel(workgroup_size = 64)]
+fn write_past_end(a: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < a.len() {
+        out[i + 1] = a[i] + 1.0;
+    }
+}
+
+on_every_backend!(a_read_past_the_end_is_reported_at_the_next_sync, |ctx| {
+    let k = read_past_end::kernel(ctx).unwrap();
+    let n = random_len(5000).max(2);
+    let ha = random_vec::<f32>(n);
+    let a = ctx.upload(&ha).unwrap();
+    let mut out = ctx.upload(&vec![f32::NAN; n]).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+        .unwrap();
+    assert_oob(
+        ctx.default_stream().sync(),
+        "read_past_end",
+        &["a"],
+        READ_PAST_END_LINE,
+        ArrayAccess::Read,
+    );
+    // Reported once, and the read gave 0 while every other element is right.
+    ctx.sync().unwrap();
+    let got = out.download().unwrap();
+    for i in 0..n {
+        let want = if i + 1 < n { ha[i + 1] * 2.0 } else { 0.0 };
+        assert_eq!(got[i].to_bits(), want.to_bits(), "element {i} of {n}");
+    }
+    // The message names the kernel, the argument, the line and the access.
+    k.launch(ctx, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+        .unwrap();
+    let msg = ctx.sync().unwrap_err().to_string();
+    let want = format!(
+        "kernel `read_past_end` indexed `a` out of bounds at {}:{READ_PAST_END_LINE} (read); the read gave 0",
+        file!()
+    );
+    assert_eq!(msg, want);
+});
+
+on_every_backend!(a_write_past_the_end_is_reported_and_skipped, |ctx| {
+    let k = write_past_end::kernel(ctx).unwrap();
+    let n = random_len(5000).max(2);
+    let ha = random_vec::<f32>(n);
+    let a = ctx.upload(&ha).unwrap();
+    // Arrays made around `out`, so that a write past its end would land in
+    // memory of this test (the allocators hand out neighbouring blocks).
+    let before = ctx.upload(&vec![-1.0f32; n]).unwrap();
+    let mut out = ctx.upload(&vec![f32::NAN; n]).unwrap();
+    let after = ctx.upload(&vec![-2.0f32; n]).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+        .unwrap();
+    // A download reports it (it waits as a sync does) ...
+    assert_oob(
+        out.download().map(drop),
+        "write_past_end",
+        &["out"],
+        WRITE_PAST_END_LINE,
+        ArrayAccess::Write,
+    );
+    // ... once.
+    let got = out.download().unwrap();
+    assert_eq!(
+        got[0].to_bits(),
+        f32::NAN.to_bits(),
+        "element 0 was written"
+    );
+    for i in 1..n {
+        assert_eq!(
+            got[i].to_bits(),
+            (ha[i - 1] + 1.0).to_bits(),
+            "element {i} of {n}"
+        );
+    }
+    assert!(before.download().unwrap().iter().all(|&v| v == -1.0));
+    assert!(after.download().unwrap().iter().all(|&v| v == -2.0));
+    ctx.sync().unwrap();
+    assert!(
+        write_past_end::CUDA.contains("ug_fault(") && write_past_end::WGSL.contains("ug_fault("),
+        "both GPU forms record faults"
+    );
+});
+
+on_every_backend!(
+    faults_are_reported_per_stream_and_in_bounds_kernels_never_report,
+    |ctx| {
+        let (oob, add) = (
+            write_past_end::kernel(ctx).unwrap(),
+            vector_add::kernel(ctx).unwrap(),
+        );
+        let n = random_len(3000).max(2);
+        let (ha, hb) = (random_vec::<f32>(n), random_vec::<f32>(n));
+        let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+        let mut out = ctx.zeros::<f32>(n).unwrap();
+        let s = ctx.stream().unwrap();
+        // In bounds, many times, on both streams: every sync is clean.
+        for _ in 0..3 {
+            add.launch(ctx, Grid::for_elems(n), (&a, &b, &mut out))
+                .unwrap();
+            ctx.default_stream().sync().unwrap();
+            add.launch_on(&s, Grid::for_elems(n), (&a, &b, &mut out))
+                .unwrap();
+            s.sync().unwrap();
+            ctx.sync().unwrap();
+        }
+        let got = out.download().unwrap();
+        for i in 0..n {
+            assert_eq!(
+                got[i].to_bits(),
+                (ha[i] + hb[i]).to_bits(),
+                "element {i} of {n}"
+            );
+        }
+        // A fault on a user stream: the default stream's sync does not see it,
+        // the context's sync reports it, and the stream's own is clean after.
+        oob.launch_on(&s, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+            .unwrap();
+        ctx.default_stream().sync().unwrap();
+        assert_oob(
+            ctx.sync(),
+            "write_past_end",
+            &["out"],
+            WRITE_PAST_END_LINE,
+            ArrayAccess::Write,
+        );
+        s.sync().unwrap();
+        // Again, reported by the stream's own sync this time.
+        oob.launch_on(&s, Grid::for_elems_with_block(n, 64), (&a, &mut out))
+            .unwrap();
+        assert_oob(
+            s.sync(),
+            "write_past_end",
+            &["out"],
+            WRITE_PAST_END_LINE,
+            ArrayAccess::Write,
+        );
+        ctx.sync().unwrap();
+        // A kernel in bounds after a fault: clean.
+        add.launch_on(&s, Grid::for_elems(n), (&a, &b, &mut out))
+            .unwrap();
+        s.sync().unwrap();
+    }
+);
+
+// The stream's first generated kernel is the captured one: its fault word
+// is made by begin_capture, not inside the capture.
+on_every_backend!(a_fault_in_a_graph_replay_is_reported, |ctx| {
+    let oob = write_past_end::kernel(ctx).unwrap();
+    let n = random_len(3000).max(2);
+    let a = ctx.upload(&random_vec::<f32>(n)).unwrap();
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    let s = ctx.stream().unwrap();
+    let g = s
+        .capture(|s| oob.launch_on(s, Grid::for_elems_with_block(n, 64), (&a, &mut out)))
+        .unwrap();
+    // Nothing ran yet.
+    s.sync().unwrap();
+    for _ in 0..2 {
+        g.launch(&s).unwrap();
+        assert_oob(
+            s.sync(),
+            "write_past_end",
+            &["out"],
+            WRITE_PAST_END_LINE,
+            ArrayAccess::Write,
+        );
+        s.sync().unwrap();
     }
 });
 
@@ -508,6 +731,7 @@ on_every_backend!(a_tiled_shared_memory_matmul_matches_the_host, |ctx| {
 /// a barrier under a uniform `if` on a scalar argument, a `loop` with a
 /// uniform `break` and barriers, and a thread-dependent `return` after
 /// the last barrier.
+const PHASES_READ_LINE: u32 = line!() + 5;
 #[unigpu::kernel(workgroup_size = 64)]
 fn phases(x: &[i32], mode: u32, out: &mut [i32]) {
     let buf = shared::<i32, 64>();
@@ -549,6 +773,13 @@ on_every_backend!(
             let mut out = ctx.upload(&vec![-7i32; n]).unwrap();
             k.launch(ctx, Grid::for_elems_with_block(n, 64), (&x, mode, &mut out))
                 .unwrap();
+            // The last workgroup's invocations past `n` read `x` past its end.
+            let r = ctx.default_stream().sync();
+            if n.is_multiple_of(64) {
+                r.unwrap();
+            } else {
+                assert_oob(r, "phases", &["x"], PHASES_READ_LINE, ArrayAccess::Read);
+            }
             let got = out.download().unwrap();
             for g in 0..n.div_ceil(64) {
                 let mut buf: Vec<i32> = (0..64)
@@ -743,7 +974,7 @@ fn atomics(x: &[i32], acc: &mut [i32], uacc: &mut [u32], olds: &mut [u32], swaps
         }
         counter.atomic_add(0, 1);
     }
-    // Out of bounds atomics do nothing and give 0.
+    // Out of bounds atomics do nothing and give 0 (and are reported).
     let none = acc.atomic_add(acc.len() + 3, 5) + counter.atomic_or(9, 5) as i32;
     barrier();
     if local_id().x == 0 {
@@ -753,6 +984,9 @@ fn atomics(x: &[i32], acc: &mut [i32], uacc: &mut [u32], olds: &mut [u32], swaps
         acc[8] = 1;
     }
 }
+
+/// The line of the out-of-bounds atomics above.
+const ATOMICS_OOB_LINE: u32 = line!() - 11;
 
 on_every_backend!(every_integer_atomic_matches_the_host, |ctx| {
     let k = atomics::kernel(ctx).unwrap();
@@ -771,6 +1005,16 @@ on_every_backend!(every_integer_atomic_matches_the_host, |ctx| {
         (&x, &mut acc, &mut uacc, &mut olds, &mut swaps),
     )
     .unwrap();
+    // Two out-of-bounds atomics in one expression (evaluated in either
+    // order on CUDA): either is the first fault.
+    let r = ctx.sync();
+    assert_oob(
+        r,
+        "atomics",
+        &["acc", "counter"],
+        ATOMICS_OOB_LINE,
+        ArrayAccess::Atomic,
+    );
     let (got, ugot) = (acc.download().unwrap(), uacc.download().unwrap());
     let mut want = start_i;
     for &v in &hx {
@@ -928,6 +1172,8 @@ fn every_emitted_wgsl_validates() {
         (int_ops::NAME, int_ops::WGSL),
         (control::NAME, control::WGSL),
         (out_of_bounds::NAME, out_of_bounds::WGSL),
+        (read_past_end::NAME, read_past_end::WGSL),
+        (write_past_end::NAME, write_past_end::WGSL),
         (wide::NAME, wide::WGSL),
         (math::NAME, math::WGSL),
         (first_match::NAME, first_match::WGSL),
@@ -960,7 +1206,7 @@ fn every_emitted_wgsl_validates() {
 fn the_cuda_form_declares_hidden_lengths() {
     assert!(
         vector_add::CUDA.contains(
-            "extern \"C\" __global__ void vector_add(const float* p_a, const float* p_b, float* p_out, unsigned int n_a, unsigned int n_b, unsigned int n_out)"
+            "extern \"C\" __global__ void vector_add(const float* p_a, const float* p_b, float* p_out, unsigned int n_a, unsigned int n_b, unsigned int n_out, unsigned int* ug_status, unsigned int ug_kernel)"
         ),
         "{}",
         vector_add::CUDA

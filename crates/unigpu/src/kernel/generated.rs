@@ -33,6 +33,40 @@ pub struct Spec {
     /// Whether it uses f64, and i64/u64 (which vulkan adapters may lack).
     pub wide: [bool; 2],
     pub cpu: fn(&CpuArgs) -> Result<()>,
+    /// Every place the kernel indexes an array, by the number its code
+    /// records in the fault word when the index is out of bounds.
+    pub sites: &'static [Site],
+}
+
+pub use super::bounds::Site;
+pub use crate::error::ArrayAccess as Access;
+
+/// Where the CPU form records its first out-of-bounds access: the
+/// stream's fault word (the argument after the declared ones) and the
+/// kernel's code (its id << 20, the one after), as the GPU forms do.
+#[derive(Debug)]
+pub struct Fault<'a> {
+    word: &'a AtomicU32,
+    code: u32,
+}
+
+impl<'a> Fault<'a> {
+    pub fn new(status: &'a Rw<'a, u32>, code: u32) -> Result<Self> {
+        let word = status.0.first().ok_or_else(|| Error::KernelArgs {
+            kernel: "(CPU implementation)".into(),
+            message: "no fault word after the arguments (launch it with ctx.launch)".into(),
+        })?;
+        Ok(Fault { word, code })
+    }
+
+    /// Records an out-of-bounds access at `site`, unless one is recorded
+    /// already (the first wins). Called on the out-of-bounds path only.
+    #[cold]
+    pub fn record(&self, site: u32) {
+        let _ = self
+            .word
+            .compare_exchange(0, self.code | site, Relaxed, Relaxed);
+    }
 }
 
 /// One parameter as the macro declares it.
@@ -45,7 +79,7 @@ pub enum Param {
 /// The kernel for `ctx`'s backend: the CUDA form compiled by NVRTC (with
 /// `--fmad=false`: the language promises no contraction) on cuda and
 /// torch, the WGSL form on vulkan, and the CPU form everywhere.
-pub fn build(ctx: &Context, spec: &Spec) -> Result<Kernel> {
+pub fn build(ctx: &Context, spec: &'static Spec) -> Result<Kernel> {
     build_with(ctx, spec, &[], &[])
 }
 
@@ -123,10 +157,11 @@ pub fn instance_wgsl(src: &str, consts: &[(&str, usize)]) -> String {
 /// non-empty and within the limit) and given to the CUDA and WGSL forms
 /// as a preamble, so NVRTC's caches, keyed by the source, hold each
 /// instantiation apart. (The CPU form, `spec.cpu`, is already the Rust
-/// function instantiated with them.)
+/// function instantiated with them; the macro makes each instance's
+/// `Spec` a `'static` constant, as out-of-bounds reports keep its sites.)
 pub fn build_with(
     ctx: &Context,
-    spec: &Spec,
+    spec: &'static Spec,
     const_values: &[(&str, usize)],
     shared: &[(u64, u64)],
 ) -> Result<Kernel> {
@@ -142,6 +177,7 @@ pub fn build_with(
             Param::Scalar(d) => ParamKind::Scalar(d),
         })
         .collect();
+    let fault_code = super::bounds::register(spec.name, spec.sites)?;
     let mut code = vec![KernelCode::Cpu(Arc::new(spec.cpu))];
     let mut id = None;
     match ctx.backend() {
@@ -190,6 +226,7 @@ pub fn build_with(
             params: Some(params),
             code,
             hidden_lengths: true,
+            fault_code: Some(fault_code),
         }),
     })
 }
@@ -286,8 +323,14 @@ impl<'a, T: Copy + Default> Ro<'a, T> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    pub fn get(&self, i: u32) -> T {
-        self.0.get(i as usize).copied().unwrap_or_default()
+    pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
+        match self.0.get(i as usize) {
+            Some(v) => *v,
+            None => {
+                fault.record(site);
+                T::default()
+            }
+        }
     }
 }
 
@@ -340,12 +383,19 @@ impl<'a, T: Word> Rw<'a, T> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    pub fn get(&self, i: u32) -> T {
-        self.0.get(i as usize).map(T::load).unwrap_or_default()
+    pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
+        match self.0.get(i as usize) {
+            Some(c) => T::load(c),
+            None => {
+                fault.record(site);
+                T::default()
+            }
+        }
     }
-    pub fn set(&self, i: u32, v: T) {
-        if let Some(c) = self.0.get(i as usize) {
-            T::store(c, v)
+    pub fn set(&self, i: u32, v: T, fault: &Fault<'_>, site: u32) {
+        match self.0.get(i as usize) {
+            Some(c) => T::store(c, v),
+            None => fault.record(site),
         }
     }
 }
@@ -394,8 +444,17 @@ atomic_int!(u32, i32);
 impl<T: AtomicInt> Rw<'_, T> {
     /// One atomic read-modify-write of element `i` (relaxed, as CUDA's and
     /// WGSL's are); the old value, or 0 and nothing done out of bounds.
-    pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
+    pub fn atomic(
+        &self,
+        op: AtomicOp,
+        i: u32,
+        v: T,
+        current: T,
+        fault: &Fault<'_>,
+        site: u32,
+    ) -> T {
         let Some(c) = self.0.get(i as usize) else {
+            fault.record(site);
             return T::default();
         };
         let old = c.fetch_update(Relaxed, Relaxed, |x| {
@@ -523,15 +582,19 @@ impl<T: Copy + Default> Shared<T> {
                 .collect(),
         )
     }
-    pub fn get(&self, i: u32) -> T {
-        self.0
-            .get(i as usize)
-            .map(std::cell::Cell::get)
-            .unwrap_or_default()
+    pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
+        match self.0.get(i as usize) {
+            Some(c) => c.get(),
+            None => {
+                fault.record(site);
+                T::default()
+            }
+        }
     }
-    pub fn set(&self, i: u32, v: T) {
-        if let Some(c) = self.0.get(i as usize) {
-            c.set(v)
+    pub fn set(&self, i: u32, v: T, fault: &Fault<'_>, site: u32) {
+        match self.0.get(i as usize) {
+            Some(c) => c.set(v),
+            None => fault.record(site),
         }
     }
 }
@@ -539,8 +602,17 @@ impl<T: Copy + Default> Shared<T> {
 impl<T: AtomicInt> Shared<T> {
     /// As [`Rw::atomic`]: the workgroup's invocations run in turn on one
     /// task, so a plain read-modify-write is atomic.
-    pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
+    pub fn atomic(
+        &self,
+        op: AtomicOp,
+        i: u32,
+        v: T,
+        current: T,
+        fault: &Fault<'_>,
+        site: u32,
+    ) -> T {
         let Some(c) = self.0.get(i as usize) else {
+            fault.record(site);
             return T::default();
         };
         let old = c.get();

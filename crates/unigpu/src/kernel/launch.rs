@@ -49,6 +49,12 @@ impl Stream {
                 }
             }
         }
+        // A generated kernel's fault word and code follow, on every backend
+        // (the CPU form records its faults there too).
+        let mut fault = match kernel.inner.fault_code {
+            Some(code) => Some((self.faults.hold()?, code)),
+            None => None,
+        };
         let mut args: Vec<ArgImpl<'_>> = args
             .iter_mut()
             .map(|a| match a {
@@ -58,6 +64,13 @@ impl Stream {
             })
             .collect();
         args.extend(lengths);
+        if let Some((word, code)) = &mut fault {
+            let word = word.arg().ok_or_else(|| Error::StreamWork {
+                message: "the stream's fault word was not made".into(),
+            })?;
+            args.push(word);
+            args.push(ArgImpl::Scalar(Scalar::new(*code)));
+        }
         self.note_launch(kernel.inner.id);
         self.imp.launch(kernel.code_ref(), grid, args.into_iter())
     }

@@ -5,6 +5,7 @@
 //! its WGSL or SPIR-V.
 
 mod args;
+mod bounds;
 mod comments;
 mod compile;
 mod cpu_bytes;
@@ -31,6 +32,7 @@ pub use scalar::Scalar;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
 
 pub use crate::backend::{CpuArgs, CpuKernelFn};
+pub(crate) use bounds::error as out_of_bounds;
 pub(crate) use module::ModuleInner;
 pub use module::{Kernel, Module};
 pub(crate) use names::name_of;

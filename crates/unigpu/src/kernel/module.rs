@@ -58,6 +58,7 @@ impl Module {
                 params,
                 code,
                 hidden_lengths: false,
+                fault_code: None,
             }),
         })
     }
@@ -120,6 +121,10 @@ pub(crate) struct KernelInner {
     /// Made by `#[unigpu::kernel]`: its CUDA form takes each array's
     /// length (u64) after the declared parameters, appended at launch.
     pub(crate) hidden_lengths: bool,
+    /// Made by `#[unigpu::kernel]`: its code base in fault words (see
+    /// kernel/bounds.rs); the launch appends the stream's fault word and
+    /// this after the lengths.
+    pub(crate) fault_code: Option<u32>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -156,6 +161,7 @@ impl Kernel {
                 params,
                 code: vec![KernelCode::Cpu(Arc::new(f))],
                 hidden_lengths: false,
+                fault_code: None,
             }),
         }
     }
@@ -177,6 +183,7 @@ impl Kernel {
                 params: self.inner.params.clone(),
                 code,
                 hidden_lengths: self.inner.hidden_lengths,
+                fault_code: self.inner.fault_code,
             }),
         }
     }
@@ -221,6 +228,7 @@ impl Kernel {
                 params,
                 code: Vec::new(),
                 hidden_lengths: false,
+                fault_code: None,
             }),
         }
     }
@@ -275,6 +283,7 @@ impl Kernel {
                 params,
                 code,
                 hidden_lengths: self.inner.hidden_lengths,
+                fault_code: self.inner.fault_code,
             }),
         })
     }

@@ -112,8 +112,14 @@ impl Num {
             }
         });
         match self {
-            Num::F16 => s.push_str(F16),
-            Num::Bf16 => s.push_str(BF16),
+            Num::F16 => {
+                s.push_str(unigpu_shader_text::F16_WGSL);
+                s.push_str(F16);
+            }
+            Num::Bf16 => {
+                s.push_str(unigpu_shader_text::BF16_WGSL);
+                s.push_str(BF16);
+            }
             _ => {}
         }
         if self.packed() {
@@ -234,56 +240,18 @@ fn factorial(n: u64) -> u64 {
     (1..=n).product()
 }
 
-/// f16 <-> f32 in integer arithmetic: exact one way, round to nearest even
-/// the other, subnormals, infinities and NaN included (as `half` does).
-const F16: &str = r#"
-fn cv_in(h: u32) -> f32 {
-    let s = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0u) {
-        // Zero or subnormal: m * 2^-24, a normal f32.
-        return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8));
-    }
-    if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
-    return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
-}
-fn cv_out(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    let s = (x >> 16u) & 0x8000u;
-    let a = x & 0x7fffffffu;
-    if (a > 0x7f800000u) { return s | 0x7e00u | ((a >> 13u) & 0x3ffu); }
-    // 65520 and up (inf too) round to inf.
-    if (a >= 0x477ff000u) { return s | 0x7c00u; }
-    if (a < 0x38800000u) {
-        // Below 2^-14: an f16 subnormal (or zero) counts units of 2^-24.
-        let e = a >> 23u;
-        if (e < 102u) { return s; }
-        let m = (a & 0x7fffffu) | 0x800000u;
-        let shift = 126u - e;
-        var r = m >> shift;
-        let rest = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        if (rest > half || (rest == half && (r & 1u) == 1u)) { r = r + 1u; }
-        return s | r;
-    }
-    var r = (a >> 13u) - (112u << 10u);
-    let rest = a & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u) == 1u)) { r = r + 1u; }
-    return s | r;
-}
-"#;
+/// The shaders convert with `cv_in`/`cv_out`, whichever the element type;
+/// the conversions themselves are unigpu-shader-text's, shared with the
+/// kernels `#[unigpu::kernel]` writes.
+const F16: &str = "
+fn cv_in(h: u32) -> f32 { return ug_f16_in(h); }
+fn cv_out(f: f32) -> u32 { return ug_f16_out(f); }
+";
 
-/// bf16 <-> f32: bf16 is the top half of an f32; round to nearest even,
-/// NaN kept quiet (as `half` does).
-const BF16: &str = r#"
-fn cv_in(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
-fn cv_out(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) { return ((x >> 16u) | 0x40u) & 0xffffu; }
-    return ((x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u) & 0xffffu;
-}
-"#;
+const BF16: &str = "
+fn cv_in(h: u32) -> f32 { return ug_bf16_in(h); }
+fn cv_out(f: f32) -> u32 { return ug_bf16_out(f); }
+";
 
 /// The immediate data (push constants) of one dispatch, laid out as the
 /// shaders' `struct P` declares it.

@@ -1,0 +1,144 @@
+//! A stream's fault word: one u32 in the stream's device memory that the
+//! kernels made by `#[unigpu::kernel]` launched on it take as a hidden
+//! argument, and set (compare-and-swap from 0: the first fault wins) when
+//! they index an array out of bounds. The stream reads it at the syncs
+//! that report faults (docs/kernels.md, "Defined results") and clears it.
+//!
+//! It is an ordinary buffer of the backend, so every backend orders its
+//! uses like any array's: the read waits for the kernels launched before
+//! it, and nothing in the backends is special to it. It is made on the
+//! first such launch and read only when such a launch happened since the
+//! last read, so streams that run no generated kernel pay nothing, and a
+//! sync after one pays a 4-byte read.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::Result;
+use crate::backend::{ArgImpl, Storage, StreamImpl};
+use crate::lock::lock;
+
+pub(crate) struct FaultWord {
+    stream: StreamImpl,
+    word: Mutex<Option<Storage<u32>>>,
+    /// A generated kernel was launched since the last read.
+    unread: AtomicBool,
+    /// A generated kernel was captured into the graph being recorded.
+    captured: AtomicBool,
+}
+
+impl std::fmt::Debug for FaultWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultWord")
+            .field("unread", &self.unread)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The word, held for one launch's arguments.
+pub(crate) struct Held<'a>(MutexGuard<'a, Option<Storage<u32>>>);
+
+impl Held<'_> {
+    pub(crate) fn arg(&mut self) -> Option<ArgImpl<'_>> {
+        self.0.as_mut().map(Storage::arg_mut)
+    }
+}
+
+impl FaultWord {
+    pub(crate) fn new(stream: StreamImpl) -> Arc<FaultWord> {
+        Arc::new(FaultWord {
+            stream,
+            word: Mutex::new(None),
+            unread: AtomicBool::new(false),
+            captured: AtomicBool::new(false),
+        })
+    }
+
+    /// Makes the word (zeroed on this stream) if it is not there yet.
+    pub(crate) fn prepare(&self) -> Result<()> {
+        Self::made(&self.stream, &mut lock(&self.word))
+    }
+
+    fn made(stream: &StreamImpl, word: &mut Option<Storage<u32>>) -> Result<()> {
+        if word.is_none() {
+            *word = Some(Storage::zeros(stream, 1)?);
+        }
+        Ok(())
+    }
+
+    /// The word for a launch (zeroed on this stream the first time), marked
+    /// to be read at the next check.
+    pub(crate) fn hold(&self) -> Result<Held<'_>> {
+        let mut word = lock(&self.word);
+        Self::made(&self.stream, &mut word)?;
+        if self.stream.is_capturing() {
+            self.captured.store(true, Ordering::Release);
+        }
+        self.unread.store(true, Ordering::Release);
+        Ok(Held(word))
+    }
+
+    /// Whether a generated kernel was captured since the last call.
+    pub(crate) fn take_captured(&self) -> bool {
+        self.captured.swap(false, Ordering::AcqRel)
+    }
+
+    /// To be read at the next check: a graph replay that holds generated
+    /// kernels may have set it.
+    pub(crate) fn mark_unread(&self) {
+        self.unread.store(true, Ordering::Release);
+    }
+
+    /// The fault recorded by the kernels launched before this call, as
+    /// `Error::KernelOutOfBounds` (once: the word is cleared), after
+    /// waiting for them. Nothing to read (no generated kernel launched
+    /// since the last check), or a stream that captures a graph (its
+    /// work has not run): `Ok` at once.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.stream.is_capturing() || !self.unread.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut guard = lock(&self.word);
+        let Some(word) = guard.as_mut() else {
+            return Ok(());
+        };
+        let mut code = [0u32];
+        if let Err(e) = word.read(&self.stream, &mut code) {
+            // Read again at the next check.
+            self.unread.store(true, Ordering::Release);
+            return Err(e);
+        }
+        if code[0] == 0 {
+            return Ok(());
+        }
+        // Cleared after the read and before any later launch (which
+        // waits for the lock), so the next sync starts clean.
+        word.write(&self.stream, &[0])?;
+        Err(crate::kernel::out_of_bounds(code[0]))
+    }
+}
+
+/// The fault words of a context's streams, for `Context::sync`.
+#[derive(Debug, Default)]
+pub(crate) struct FaultWords(Mutex<Vec<Weak<FaultWord>>>);
+
+impl FaultWords {
+    pub(crate) fn add(&self, w: &Arc<FaultWord>) {
+        let mut words = lock(&self.0);
+        words.retain(|w| w.strong_count() > 0);
+        words.push(Arc::downgrade(w));
+    }
+
+    /// Checks every live stream's word; the first fault found.
+    pub(crate) fn check_all(&self) -> Result<()> {
+        let words: Vec<Arc<FaultWord>> = lock(&self.0).iter().filter_map(Weak::upgrade).collect();
+        let mut first = Ok(());
+        for w in words {
+            let r = w.check();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
