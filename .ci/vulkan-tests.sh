@@ -6,7 +6,8 @@
 # are #[ignore]d in plain `cargo test` because they need an adapter. Fails
 # unless every listed vulkan test ran and passed, on lavapipe; then the
 # fallback chain must pass lavapipe over for the CPU (a software adapter)
-# and name it, and example 11 must run on it.
+# and name it, and example 11 must run on it; then the kernel macro's WGSL
+# mutations must each be caught.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -74,4 +75,8 @@ cargo run -q -p unigpu --example 11_vulkan
 saxpy=$(UNIGPU_BACKEND=vulkan cargo run -q -p unigpu --example 05_saxpy)
 printf '%s\n' "$saxpy"
 grep -q '^saxpy on vulkan:' <<<"$saxpy"
+step "the WGSL emitter's mutations (kernel macro), against kernel_macro.rs on lavapipe"
+# About 40 s on the 2-core machine: the baseline and two mutations, each a
+# rebuild of the macro and one test binary (docs/testing.md).
+cargo xtask mutants --vulkan --only "wgsl emitter"
 echo "vulkan: $passed tests passed on lavapipe"

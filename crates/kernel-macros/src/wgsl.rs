@@ -334,7 +334,20 @@ impl Emit<'_> {
 
     fn expr(&mut self, e: &Expr) -> String {
         match &e.kind {
-            ExprKind::Lit(l) => lit(*l, e.ty),
+            ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
+            // A literal goes through an identity function: WGSL evaluates an
+            // expression of literals when the shader is created, and refuses
+            // the ones whose value the language defines but WGSL's constant
+            // rules do not (`sqrt(-10.0)`, `3.0 / 0.0`, a shift past the
+            // width, an i32 overflow). A call is never a constant
+            // expression; drivers inline it.
+            ExprKind::Lit(l) => {
+                let t = ty(e.ty);
+                let f = self.helper(format!("ug_v_{t}"), || {
+                    format!("fn ug_v_{t}(x: {t}) -> {t} {{ return x; }}\n")
+                });
+                format!("{f}({})", lit(*l, e.ty))
+            }
             ExprKind::Var(n) => n.clone(),
             ExprKind::Scalar(i) if e.ty == Ty::Bool => {
                 format!("(p_{} != 0u)", self.k.params[*i].name)

@@ -57,7 +57,9 @@ struct Mutation {
     /// it, rather than running them all, keeps each CPU mutation to one
     /// rebuild of the facade and one link (about half of CI's mutation
     /// step was linking and running binaries that could not catch it).
-    /// The vulkan mutations leave it empty: they run every `::vulkan` test.
+    /// A vulkan mutation that leaves it empty runs every `::vulkan` test
+    /// and tests/vulkan.rs; one that names binaries runs their `::vulkan`
+    /// variants only.
     tests: &'static [&'static str],
 }
 
@@ -150,6 +152,46 @@ const MUTATIONS: &[Mutation] = &[
         original: "            (stop - start).as_secs_f64() * 1e3\n",
         mutated: "            (stop - start).as_secs_f64() * 1e6\n",
         tests: &["streams"],
+    },
+    // ---- the kernel macro's CPU form (crates/kernel-macros/src/cpu.rs),
+    // against the kernel tests' `::cpu` variants: an operator mapped
+    // wrongly, a wrapping or shift rule broken, a barrier that does not
+    // split its phase. The anchors are single match arms or lines, so
+    // edits elsewhere in the emitter do not move them.
+    Mutation {
+        name: "kernel macro, cpu emitter: `<=` printed as `<`",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "        Le => quote!((#a <= #b)),\n",
+        mutated: "        Le => quote!((#a < #b)),\n",
+        tests: &["kernel_macro", "kernel_prop"],
+    },
+    Mutation {
+        name: "kernel macro, cpu emitter: integer `+` saturates instead of wrapping",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "        Add if t.is_int() => quote!((#a).wrapping_add(#b)),\n",
+        mutated: "        Add if t.is_int() => quote!((#a).saturating_add(#b)),\n",
+        tests: &["kernel_macro", "kernel_prop"],
+    },
+    Mutation {
+        name: "kernel macro, cpu emitter: `>>` takes its amount modulo 16, not the width",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "        Shr => quote!((#a).wrapping_shr((#b) as u32)),\n",
+        mutated: "        Shr => quote!((#a).wrapping_shr(((#b) as u32) & 15)),\n",
+        tests: &["kernel_macro", "kernel_prop"],
+    },
+    // The phase splitter given a bare `barrier();` as an ordinary
+    // statement: the phase runs on through it, so an invocation reads
+    // shared memory the later invocations have not written yet.
+    Mutation {
+        name: "kernel macro, cpu phases: a barrier that does not split its phase",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "        if !s.has_barrier() {\n            run.push(s);\n",
+        mutated: "        if !s.has_barrier() || matches!(s, Stmt::Barrier(_)) {\n            run.push(s);\n",
+        tests: &["kernel_macro", "kernel_prop"],
     },
     // ---- the CUDA backend (GPU machine)
     Mutation {
@@ -255,6 +297,26 @@ const MUTATIONS: &[Mutation] = &[
         original: "    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {\n        self.uses.synchronize().call(\"cuStreamSynchronize\")?;\n",
         mutated: "    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {\n",
         tests: &["pinned"],
+    },
+    // The kernel macro's CUDA form (crates/kernel-macros/src/cuda.rs),
+    // against the kernel tests' `::cuda` variants.
+    Mutation {
+        name: "kernel macro, cuda emitter: float `min` printed as fmax",
+        target: Target::Cuda,
+        file: "crates/kernel-macros/src/cuda.rs",
+        original: "            Math::Min => format!(\"fmin{s}({}, {})\", a[0], a[1]),\n",
+        mutated: "            Math::Min => format!(\"fmax{s}({}, {})\", a[0], a[1]),\n",
+        tests: &["kernel_macro", "kernel_prop"],
+    },
+    // Unmasked, a PTX shift by 32 or more gives 0 (or the sign), where
+    // the language takes the amount modulo the width.
+    Mutation {
+        name: "kernel macro, cuda emitter: shift amounts not taken modulo the width",
+        target: Target::Cuda,
+        file: "crates/kernel-macros/src/cuda.rs",
+        original: "                let amount = format!(\"((unsigned int)({b}) & {mask}u)\");\n",
+        mutated: "                let amount = format!(\"((unsigned int)({b}))\");\n                let _ = mask;\n",
+        tests: &["kernel_macro", "kernel_prop"],
     },
     // ---- the torch backend (GPU machine); the spec's C++ is regenerated
     Mutation {
@@ -386,7 +448,9 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "an f32 -> f16 conversion that truncates instead of rounding",
         target: Target::Vulkan,
-        file: "crates/unigpu/src/backend/vulkan/shaders/mod.rs",
+        // One copy of the conversion serves the vulkan shaders and the
+        // kernel macro (crates/shader-text, since 163513d).
+        file: "crates/shader-text/src/lib.rs",
         original: "    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u) == 1u)) { r = r + 1u; }\n",
         mutated: "",
         tests: &[],
@@ -406,6 +470,25 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         original: "        let size = from.size().min(to.size());\n",
         mutated: "        let size = from.size().min(to.size()) - 4;\n",
         tests: &[],
+    },
+    // The kernel macro's WGSL form (crates/kernel-macros/src/wgsl.rs),
+    // against kernel_macro.rs's `::vulkan` variants only (`tests`), which
+    // is minutes on lavapipe rather than the quarter hour of them all.
+    Mutation {
+        name: "kernel macro, wgsl emitter: exp2 printed as exp",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/wgsl.rs",
+        original: "            Math::Exp2 => format!(\"exp2({})\", a[0]),\n",
+        mutated: "            Math::Exp2 => format!(\"exp({})\", a[0]),\n",
+        tests: &["kernel_macro"],
+    },
+    Mutation {
+        name: "kernel macro, wgsl emitter: unsigned x / 0 gives 0, not x",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/wgsl.rs",
+        original: "(Div, false) => format!(\"if (b == {zero}) {{ return a; }} return a / b;\"),",
+        mutated: "(Div, false) => format!(\"if (b == {zero}) {{ return {zero}; }} return a / b;\"),",
+        tests: &["kernel_macro"],
     },
 ];
 
@@ -483,8 +566,20 @@ fn run_vulkan(only: Option<&str>) -> anyhow::Result<()> {
             only.unwrap_or("")
         );
     }
+    // The baseline runs what the chosen mutations run: every vulkan test,
+    // unless each of them names its binaries.
+    let mut named: Vec<&str> = Vec::new();
+    if chosen.iter().all(|m| !m.tests.is_empty()) {
+        for m in &chosen {
+            for t in m.tests {
+                if !named.contains(t) {
+                    named.push(t);
+                }
+            }
+        }
+    }
     println!("baseline (no mutation)");
-    let failed = failing_vulkan_tests(&root)?;
+    let failed = failing_vulkan_tests(&root, &named)?;
     if !failed.is_empty() {
         bail!(
             "the unmutated vulkan tests fail ({}); is there a Vulkan adapter?",
@@ -494,7 +589,7 @@ fn run_vulkan(only: Option<&str>) -> anyhow::Result<()> {
     let mut survivors = Vec::new();
     for m in &chosen {
         println!("mutation: {}", m.name);
-        let failed = with_mutation(&root, m, || failing_vulkan_tests(&root))?;
+        let failed = with_mutation(&root, m, || failing_vulkan_tests(&root, m.tests))?;
         if failed.is_empty() {
             println!("  SURVIVED: no test failed");
             survivors.push(m.name);
@@ -559,9 +654,21 @@ fn failing_tests(root: &Path, tests: &[&str]) -> anyhow::Result<Vec<String>> {
     failures_of(cmd)
 }
 
-fn failing_vulkan_tests(root: &Path) -> anyhow::Result<Vec<String>> {
+/// The `::vulkan` tests that fail: of the binaries in `tests`, or where it
+/// is empty, of every binary, and all of tests/vulkan.rs.
+fn failing_vulkan_tests(root: &Path, tests: &[&str]) -> anyhow::Result<Vec<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut failed = Vec::new();
+    if !tests.is_empty() {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root)
+            .args(["test", "-q", "-p", "unigpu", "--no-fail-fast"]);
+        for t in tests {
+            cmd.args(["--test", t]);
+        }
+        cmd.args(["--", "--ignored", "::vulkan"]);
+        return failures_of(cmd);
+    }
     for args in [
         &["--tests", "--", "--ignored", "::vulkan"][..],
         &["--test", "vulkan", "--", "--include-ignored"][..],
