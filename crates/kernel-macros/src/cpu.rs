@@ -232,7 +232,7 @@ fn phased(k: &Kernel) -> TokenStream {
         quote!(let mut #n: ::std::vec::Vec<#t> = ::std::vec![<#t as ::core::default::Default>::default(); __n];)
     });
     let shared = k.shared.iter().map(|s| {
-        let (n, t, len) = (format_ident!("{}", s.name), ty(s.elem), s.len);
+        let (n, t, len) = (format_ident!("{}", s.name), ty(s.elem), &s.len);
         quote!(let #n = #g::Shared::<#t>::new(#len);)
     });
     quote! {

@@ -101,12 +101,13 @@ pub fn emit(k: &Kernel) -> String {
             "const unsigned int ug_threads = blockDim.x * blockDim.y * blockDim.z;",
         );
         for sh in &k.shared {
-            let (c, name, len) = (ty(sh.elem), &sh.name, sh.len);
+            let (c, name, len) = (ty(sh.elem), &sh.name, &sh.len);
             e.line(1, &format!("__shared__ {c} {name}[{len}];"));
             e.line(
                 1,
                 &format!(
-                    "for (unsigned int i = ug_tid; i < {len}u; i += ug_threads) {name}[i] = ({c})0;"
+                    "for (unsigned int i = ug_tid; i < {}; i += ug_threads) {name}[i] = ({c})0;",
+                    len.u32_expr()
                 ),
             );
         }
@@ -286,11 +287,11 @@ impl Emit<'_> {
                 site,
             } => {
                 let sh = &self.k.shared[*array];
-                let (name, len) = (sh.name.clone(), sh.len);
+                let (name, len) = (sh.name.clone(), sh.len.u32_expr());
                 let st = self.st_helper(sh.elem);
                 let (i, v) = (self.expr(index), self.expr(value));
                 let f = fault(*site);
-                self.line(d, &format!("{st}({name}, {len}u, {i}, {v}, {f});"));
+                self.line(d, &format!("{st}({name}, {len}, {i}, {v}, {f});"));
             }
             Stmt::Barrier(_) => self.line(d, "__syncthreads();"),
             Stmt::Eval(e) => {
@@ -389,7 +390,7 @@ impl Emit<'_> {
                     }
                     Mem::Shared(a) => {
                         let s = &self.k.shared[a];
-                        (s.name.clone(), format!("{}u", s.len))
+                        (s.name.clone(), s.len.u32_expr())
                     }
                 };
                 let f = self.atomic_helper(*op, e.ty);
@@ -403,10 +404,10 @@ impl Emit<'_> {
             }
             ExprKind::SharedLoad(a, index, site) => {
                 let sh = &self.k.shared[*a];
-                let (name, len) = (sh.name.clone(), sh.len);
+                let (name, len) = (sh.name.clone(), sh.len.u32_expr());
                 let ld = self.ld_helper(sh.elem, self.atomics.contains(&Mem::Shared(*a)));
                 let i = self.expr(index);
-                format!("{ld}({name}, {len}u, {i}, {})", fault(*site))
+                format!("{ld}({name}, {len}, {i}, {})", fault(*site))
             }
             ExprKind::Bin(op, l, r) => self.binary(*op, l, r),
             ExprKind::Neg(v) => {
@@ -481,6 +482,9 @@ impl Emit<'_> {
                 });
                 format!("{f}({a}, {b})")
             }
+            // C's fmod is Rust's float `%`: exact, the dividend's sign.
+            Rem if t == Ty::F32 => format!("fmodf({a}, {b})"),
+            Rem if t == Ty::F64 => format!("fmod({a}, {b})"),
             Shl | Shr => {
                 let mask = t.bits() - 1;
                 let amount = format!("((unsigned int)({b}) & {mask}u)");

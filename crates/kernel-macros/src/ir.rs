@@ -435,7 +435,55 @@ pub struct Shared {
     /// The emitted name.
     pub name: String,
     pub elem: Ty,
-    pub len: u32,
+    pub len: Size,
+}
+
+/// A shared array's length: a literal, or a kernel's `const N: usize`
+/// parameter (its emitted name), whose value the CUDA and WGSL forms get
+/// from a preamble and the CPU form from a `let` when the kernel is
+/// instantiated (generics.rs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Size {
+    Lit(u32),
+    Const(String),
+}
+
+impl Size {
+    /// The length as a u32 expression in CUDA or WGSL (`256u`, `c_N`).
+    pub fn u32_expr(&self) -> String {
+        match self {
+            Size::Lit(n) => format!("{n}u"),
+            Size::Const(c) => c.clone(),
+        }
+    }
+
+    /// The literal length, if it is one.
+    pub fn lit(&self) -> Option<u32> {
+        match self {
+            Size::Lit(n) => Some(*n),
+            Size::Const(_) => None,
+        }
+    }
+}
+
+/// As an array size in CUDA or WGSL (`256`, `c_N`).
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Size::Lit(n) => write!(f, "{n}"),
+            Size::Const(c) => f.write_str(c),
+        }
+    }
+}
+
+/// As a u32 in the CPU form (`256u32`, `c_N`).
+impl quote::ToTokens for Size {
+    fn to_tokens(&self, out: &mut proc_macro2::TokenStream) {
+        match self {
+            Size::Lit(n) => n.to_tokens(out),
+            Size::Const(c) => quote::format_ident!("{}", c).to_tokens(out),
+        }
+    }
 }
 
 /// How an array element is used at an access site.

@@ -12,6 +12,7 @@
 
 mod cpu;
 mod cuda;
+mod generics;
 mod ir;
 mod lower;
 mod uniform;
@@ -255,16 +256,14 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
         let mac = helper_macro(&name, span);
         return Ok(quote! { #mac! { [#(#helpers)*] (#attr) #item } });
     }
+    if generics::is_generic(&f) {
+        return generics::expand(attr, &f, &helpers);
+    }
     let workgroup = workgroup(attr)?;
     let funcs = lower::funcs(&helpers)?;
     let params = lower::params(&f.sig)?;
-    let (params, shared, body, sites) = lower::body(params, &f.block, &helpers)?;
-    if sites.len() >= 1 << 20 {
-        return Err(syn::Error::new(
-            f.sig.ident.span(),
-            "a kernel indexes arrays in at most 2^20 places (out-of-bounds reports number them in 20 bits)",
-        ));
-    }
+    let (params, shared, body, sites) = lower::body(params, &[], &f.block, &helpers)?;
+    check_sites(&f, &sites)?;
     let k = Kernel {
         name: f.sig.ident.to_string(),
         params,
@@ -286,92 +285,37 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
     Ok(module(&f, &k, &cuda_src, &wgsl_src, &wgsl_fma, cpu_body))
 }
 
-/// The DType the host passes: bool and usize values travel as u32.
-fn dtype(t: Ty) -> Tokens {
-    let d = match t {
-        Ty::Bool | Ty::Usize => format_ident!("U32"),
-        t => format_ident!("{}", t.name().to_uppercase()),
-    };
-    quote!(::unigpu::DType::#d)
-}
-
-/// The Rust type of an element or value, as the user's crate names it.
-fn rust_ty(t: Ty) -> Tokens {
-    match t {
-        Ty::F16 => quote!(::unigpu::f16),
-        Ty::Bf16 => quote!(::unigpu::bf16),
-        t => {
-            let i = format_ident!("{}", t.name());
-            quote!(#i)
-        }
+/// Out-of-bounds reports number a kernel's access sites in 20 bits.
+fn check_sites(f: &syn::ItemFn, sites: &[ir::Site]) -> syn::Result<()> {
+    if sites.len() >= 1 << 20 {
+        return Err(syn::Error::new(
+            f.sig.ident.span(),
+            "a kernel indexes arrays in at most 2^20 places (out-of-bounds reports number them in 20 bits)",
+        ));
     }
+    Ok(())
 }
 
-fn module(
-    f: &syn::ItemFn,
-    k: &Kernel,
-    cuda_src: &str,
-    wgsl_src: &str,
-    wgsl_fma: &str,
-    cpu_body: Tokens,
-) -> Tokens {
-    let vis = &f.vis;
-    let attrs: Vec<_> = f
-        .attrs
+/// The `Param` of each of the kernel's parameters, as `Spec::params` lists them.
+fn param_specs(k: &Kernel) -> Vec<Tokens> {
+    k.params
         .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
-    let ident = &f.sig.ident;
-    let name = &k.name;
-    let [x, y, z] = k.workgroup;
-    let specs = k.params.iter().map(|p| match p.kind {
-        ParamKind::Array { elem, writable } => {
-            let d = dtype(elem);
-            quote!(::unigpu::kernel::generated::Param::Array { dtype: #d, writable: #writable })
-        }
-        ParamKind::Scalar(t) => {
-            let d = dtype(t);
-            quote!(::unigpu::kernel::generated::Param::Scalar(#d))
-        }
-    });
-    let arg_types = k.params.iter().map(|p| match p.kind {
-        ParamKind::Array {
-            elem,
-            writable: false,
-        } => {
-            let t = rust_ty(elem);
-            quote!(&'a ::unigpu::GpuArray<#t>)
-        }
-        ParamKind::Array {
-            elem,
-            writable: true,
-        } => {
-            let t = rust_ty(elem);
-            quote!(&'a mut ::unigpu::GpuArray<#t>)
-        }
-        ParamKind::Scalar(t) => rust_ty(t),
-    });
-    let arg_types: Vec<Tokens> = arg_types.collect();
-    // What the launch passes on: bool and usize values as u32.
-    let host_types = k.params.iter().zip(&arg_types).map(|(p, t)| match p.kind {
-        ParamKind::Scalar(Ty::Bool | Ty::Usize) => quote!(u32),
-        _ => t.clone(),
-    });
-    let host_types = quote!((#(#host_types,)*));
-    let arg_names: Vec<_> = (0..k.params.len())
-        .map(|i| format_ident!("__a{}", i))
-        .collect();
-    let host_values = k.params.iter().enumerate().map(|(i, p)| {
-        let a = &arg_names[i];
-        match p.kind {
-            ParamKind::Scalar(Ty::Bool) => quote!(u32::from(#a)),
-            ParamKind::Scalar(Ty::Usize) => {
-                quote!(::unigpu::kernel::generated::usize_arg(NAME, #i, #a)?)
+        .map(|p| match p.kind {
+            ParamKind::Array { elem, writable } => {
+                let d = dtype(elem);
+                quote!(::unigpu::kernel::generated::Param::Array { dtype: #d, writable: #writable })
             }
-            _ => quote!(#a),
-        }
-    });
-    let arg_types = quote!((#(#arg_types,)*));
+            ParamKind::Scalar(t) => {
+                let d = dtype(t);
+                quote!(::unigpu::kernel::generated::Param::Scalar(#d))
+            }
+        })
+        .collect()
+}
+
+/// The CPU form's prologue: the fault word and the kernel's code, then
+/// each declared argument as its `p_NAME`.
+fn cpu_unpack(k: &Kernel) -> Tokens {
     let unpack = k.params.iter().enumerate().map(|(i, p)| {
         let var = format_ident!("p_{}", p.name);
         let guard = format_ident!("__guard_{}", i);
@@ -412,22 +356,114 @@ fn module(
         let __status = ::unigpu::kernel::generated::Rw::<u32>::new(&mut __status_guard[..])?;
         let __fault = ::unigpu::kernel::generated::Fault::new(&__status, __args.scalar::<u32>(#code)?)?;
     };
-    let sites = k.sites.iter().map(|s| {
-        let array = &s.array;
-        let access = format_ident!("{}", s.access.name());
-        // `line!()` and `file!()` with the access's span name where the
-        // source indexes the array (stable Rust, no span-locations).
-        let line = quote::quote_spanned!(s.span=> line!());
-        let file = quote::quote_spanned!(s.span=> file!());
-        quote! {
-            ::unigpu::kernel::generated::Site {
-                array: #array,
-                file: #file,
-                line: #line,
-                access: ::unigpu::kernel::generated::Access::#access,
+    quote! {
+        #fault
+        #(#unpack)*
+    }
+}
+
+/// The kernel's access sites, as `Spec::sites` lists them (index = site).
+fn site_table(k: &Kernel) -> Vec<Tokens> {
+    k.sites
+        .iter()
+        .map(|s| {
+            let array = &s.array;
+            let access = format_ident!("{}", s.access.name());
+            // `line!()` and `file!()` with the access's span name where the
+            // source indexes the array (stable Rust, no span-locations).
+            let line = quote::quote_spanned!(s.span=> line!());
+            let file = quote::quote_spanned!(s.span=> file!());
+            quote! {
+                ::unigpu::kernel::generated::Site {
+                    array: #array,
+                    file: #file,
+                    line: #line,
+                    access: ::unigpu::kernel::generated::Access::#access,
+                }
             }
+        })
+        .collect()
+}
+
+/// The DType the host passes: bool and usize values travel as u32.
+fn dtype(t: Ty) -> Tokens {
+    let d = match t {
+        Ty::Bool | Ty::Usize => format_ident!("U32"),
+        t => format_ident!("{}", t.name().to_uppercase()),
+    };
+    quote!(::unigpu::DType::#d)
+}
+
+/// The Rust type of an element or value, as the user's crate names it.
+fn rust_ty(t: Ty) -> Tokens {
+    match t {
+        Ty::F16 => quote!(::unigpu::f16),
+        Ty::Bf16 => quote!(::unigpu::bf16),
+        t => {
+            let i = format_ident!("{}", t.name());
+            quote!(#i)
+        }
+    }
+}
+
+fn module(
+    f: &syn::ItemFn,
+    k: &Kernel,
+    cuda_src: &str,
+    wgsl_src: &str,
+    wgsl_fma: &str,
+    cpu_body: Tokens,
+) -> Tokens {
+    let vis = &f.vis;
+    let attrs: Vec<_> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let ident = &f.sig.ident;
+    let name = &k.name;
+    let [x, y, z] = k.workgroup;
+    let specs = param_specs(k);
+    let arg_types = k.params.iter().map(|p| match p.kind {
+        ParamKind::Array {
+            elem,
+            writable: false,
+        } => {
+            let t = rust_ty(elem);
+            quote!(&'a ::unigpu::GpuArray<#t>)
+        }
+        ParamKind::Array {
+            elem,
+            writable: true,
+        } => {
+            let t = rust_ty(elem);
+            quote!(&'a mut ::unigpu::GpuArray<#t>)
+        }
+        ParamKind::Scalar(t) => rust_ty(t),
+    });
+    let arg_types: Vec<Tokens> = arg_types.collect();
+    // What the launch passes on: bool and usize values as u32.
+    let host_types = k.params.iter().zip(&arg_types).map(|(p, t)| match p.kind {
+        ParamKind::Scalar(Ty::Bool | Ty::Usize) => quote!(u32),
+        _ => t.clone(),
+    });
+    let host_types = quote!((#(#host_types,)*));
+    let arg_names: Vec<_> = (0..k.params.len())
+        .map(|i| format_ident!("__a{}", i))
+        .collect();
+    let host_values = k.params.iter().enumerate().map(|(i, p)| {
+        let a = &arg_names[i];
+        match p.kind {
+            ParamKind::Scalar(Ty::Bool) => quote!(u32::from(#a)),
+            ParamKind::Scalar(Ty::Usize) => {
+                quote!(::unigpu::kernel::generated::usize_arg(NAME, #i, #a)?)
+            }
+            _ => quote!(#a),
         }
     });
+    let arg_types = quote!((#(#arg_types,)*));
+    let unpack = cpu_unpack(k);
+    let sites = site_table(k);
     let doc = format!("The kernel `{name}` (#[unigpu::kernel]): build it with [`kernel`].");
     let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
     let wide = [
@@ -506,8 +542,7 @@ fn module(
             /// (split into phases at barriers).
             #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
             pub fn cpu(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
-                #fault
-                #(#unpack)*
+                #unpack
                 #cpu_body
                 Ok(())
             }

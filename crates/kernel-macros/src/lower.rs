@@ -35,6 +35,9 @@ enum Binding {
     Param(usize),
     /// A workgroup-shared array, by position in `Cx::shared`.
     Shared(usize),
+    /// A generic kernel's `const N: usize` (its emitted name): a `usize`
+    /// value known when the kernel is instantiated (generics.rs).
+    Const(String),
 }
 
 /// At most this many bytes of shared arrays per kernel: WebGPU's default
@@ -343,11 +346,17 @@ fn scalar_param(t: &syn::Type) -> Result<Ty> {
     }
 }
 
-/// The body, checked against `params`.
 /// A kernel's checked parameters, shared arrays, body and access sites.
 pub type Body = (Vec<Param>, Vec<Shared>, Vec<Stmt>, Vec<Site>);
 
-pub fn body(params: Vec<Param>, block: &syn::Block, helpers: &[syn::ItemFn]) -> Result<Body> {
+/// The body, checked against `params` (`consts` names the kernel's `const`
+/// parameters).
+pub fn body(
+    params: Vec<Param>,
+    consts: &[String],
+    block: &syn::Block,
+    helpers: &[syn::ItemFn],
+) -> Result<Body> {
     let mut sigs = Vec::new();
     for h in helpers {
         sigs.push(sig(h)?);
@@ -355,6 +364,9 @@ pub fn body(params: Vec<Param>, block: &syn::Block, helpers: &[syn::ItemFn]) -> 
     let mut top = HashMap::new();
     for (i, p) in params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
+    }
+    for c in consts {
+        top.insert(c.clone(), Binding::Const(const_name(c)));
     }
     let mut cx = Cx {
         params,
@@ -370,6 +382,12 @@ pub fn body(params: Vec<Param>, block: &syn::Block, helpers: &[syn::ItemFn]) -> 
     let stmts = cx.block(block)?;
     crate::uniform::check(&stmts)?;
     Ok((cx.params, cx.shared, stmts, cx.sites))
+}
+
+/// The emitted name of a kernel's `const` parameter (the CUDA and WGSL
+/// preambles and the CPU form's `let` define it).
+pub fn const_name(rust: &str) -> String {
+    format!("c_{rust}")
 }
 
 fn lit_is_untyped(e: &syn::Expr) -> bool {
@@ -643,6 +661,12 @@ impl Cx {
                             value,
                         })
                     }
+                    Some(Binding::Const(_)) => err(
+                        p.span(),
+                        format!(
+                            "`{name}` is a const parameter of the kernel: it cannot be assigned"
+                        ),
+                    ),
                     Some(Binding::Param(_)) => err(
                         p.span(),
                         format!("kernel parameter `{name}` is immutable: copy it into a `let mut`"),
@@ -831,6 +855,10 @@ impl Cx {
                 e.span(),
                 format!("shared array `{name}` is indexed (`{name}[i]`), not used whole"),
             ),
+            Some(Binding::Const(_)) => err(
+                e.span(),
+                format!("`{name}` is a const parameter (a `usize`), not an array"),
+            ),
             None => err(e.span(), format!("cannot find `{name}` in this kernel")),
         }
     }
@@ -975,22 +1003,47 @@ impl Cx {
             return not_yet(t.span(), &format!("a shared array of {}", elem.name()));
         }
         let len_arg = &generics[1];
+        // `N` parses as a type argument (`shared::<f32, N>`), `{ N }` as a
+        // const one.
+        let const_arg = match len_arg {
+            syn::GenericArgument::Type(t) => type_name(t),
+            syn::GenericArgument::Const(syn::Expr::Path(p)) => path_name(&p.path),
+            syn::GenericArgument::Const(syn::Expr::Block(b)) => match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(syn::Expr::Path(p), None)] => path_name(&p.path),
+                _ => None,
+            },
+            _ => None,
+        };
         let len = match len_arg {
             syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
                 lit: syn::Lit::Int(n),
                 ..
-            })) => n.base10_parse::<u32>()?,
-            _ => return err(len_arg.span(), "a shared array's length is a whole number"),
+            })) => Size::Lit(n.base10_parse::<u32>()?),
+            _ => match const_arg.and_then(|n| self.lookup(&n)) {
+                Some(Binding::Const(c)) => Size::Const(c),
+                _ => {
+                    return err(
+                        len_arg.span(),
+                        "a shared array's length is a whole number or one of the kernel's `const N: usize` parameters",
+                    );
+                }
+            },
         };
-        if len == 0 {
+        if len == Size::Lit(0) {
             return err(len_arg.span(), "a shared array cannot be empty");
         }
+        // Lengths given by const parameters are counted when the kernel is
+        // instantiated (generated::build_with), where their values are known.
         let bytes: u64 = self
             .shared
             .iter()
-            .map(|s| s.len as u64 * s.elem.bits() as u64 / 8)
-            .sum::<u64>()
-            + len as u64 * elem.bits() as u64 / 8;
+            .chain([&Shared {
+                name: String::new(),
+                elem,
+                len: len.clone(),
+            }])
+            .filter_map(|s| Some(s.len.lit()? as u64 * s.elem.bits() as u64 / 8))
+            .sum::<u64>();
         if bytes > SHARED_BYTES {
             return err(
                 len_arg.span(),
@@ -1044,12 +1097,8 @@ impl Cx {
         let t = l.ty;
         let ok = match op {
             Add | Sub | Mul | Div => t != Ty::Bool,
-            Rem => {
-                if t.is_float() {
-                    return not_yet(span, "`%` on floats");
-                }
-                t.is_int()
-            }
+            // On floats Rust's (C's fmod): exact, the sign of the dividend.
+            Rem => t.is_int() || t.is_float(),
             BitAnd | BitOr | BitXor => t.is_int() || t == Ty::Bool,
             Shl | Shr => {
                 if !t.is_int() || !r.ty.is_int() {
@@ -1104,6 +1153,10 @@ impl Cx {
                     Some(Binding::Local { emitted, ty, .. }) => Ok(Expr {
                         kind: ExprKind::Var(emitted),
                         ty,
+                    }),
+                    Some(Binding::Const(emitted)) => Ok(Expr {
+                        kind: ExprKind::Var(emitted),
+                        ty: Ty::Usize,
                     }),
                     Some(Binding::Param(i)) => match self.params[i].kind {
                         ParamKind::Scalar(ty) => Ok(Expr {
@@ -1355,8 +1408,12 @@ impl Cx {
                 if !m.args.is_empty() {
                     return err(m.span(), "`len` takes no arguments");
                 }
+                let kind = match &self.shared[array].len {
+                    Size::Lit(n) => ExprKind::Lit(Lit::Int(*n as u64)),
+                    Size::Const(c) => ExprKind::Var(c.clone()),
+                };
                 return Ok(Expr {
-                    kind: ExprKind::Lit(Lit::Int(self.shared[array].len as u64)),
+                    kind,
                     ty: Ty::Usize,
                 });
             }

@@ -174,7 +174,7 @@ impl Emit<'_> {
             }
             Mem::Shared(a) => {
                 let s = &self.k.shared[a];
-                (s.name.clone(), format!("{}u", s.len))
+                (s.name.clone(), s.len.u32_expr())
             }
         }
     }
@@ -253,7 +253,7 @@ impl Emit<'_> {
                 site,
             } => {
                 let sh = &self.k.shared[*array];
-                let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
+                let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*array));
                 let st = self.helper(format!("ug_st_{name}"), || {
                     let write = if atomic {
@@ -262,7 +262,7 @@ impl Emit<'_> {
                         format!("{name}[i] = v")
                     };
                     format!(
-                        "fn ug_st_{name}(i: u32, v: {t}, site: u32) {{ if (i < {len}u) {{ {write}; }} else {{ ug_fault(site); }} }}\n",
+                        "fn ug_st_{name}(i: u32, v: {t}, site: u32) {{ if (i < {len}) {{ {write}; }} else {{ ug_fault(site); }} }}\n",
                         t = ty(elem)
                     )
                 });
@@ -399,7 +399,7 @@ impl Emit<'_> {
             }
             ExprKind::SharedLoad(a, index, site) => {
                 let sh = &self.k.shared[*a];
-                let (name, len, elem) = (sh.name.clone(), sh.len, sh.elem);
+                let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*a));
                 let ld = self.helper(format!("ug_ld_{name}"), || {
                     let read = if atomic {
@@ -408,7 +408,7 @@ impl Emit<'_> {
                         format!("{name}[i]")
                     };
                     format!(
-                        "fn ug_ld_{name}(i: u32, site: u32) -> {t} {{ if (i < {len}u) {{ return {read}; }} ug_fault(site); return {t}(); }}\n",
+                        "fn ug_ld_{name}(i: u32, site: u32) -> {t} {{ if (i < {len}) {{ return {read}; }} ug_fault(site); return {t}(); }}\n",
                         t = ty(elem)
                     )
                 });
@@ -492,6 +492,10 @@ impl Emit<'_> {
                 let f = self.helper(name.clone(), || {
                     format!("fn {name}(a: {c}, b: {c}) -> {c} {{ {body} }}\n")
                 });
+                format!("{f}({a}, {b})")
+            }
+            Rem if t.is_float() => {
+                let f = self.fmod_helper(t);
                 format!("{f}({a}, {b})")
             }
             Shl | Shr => {
@@ -619,6 +623,57 @@ impl Emit<'_> {
         }
     }
 
+    /// Rust's float `%` (C's fmod): exact, with the dividend's sign; NaN
+    /// for a zero divisor, an infinite dividend or a NaN. WGSL's own `%`
+    /// is `x - y * trunc(x / y)`, which rounds. Long division instead:
+    /// each step subtracts from r = |x| the largest |y| * 2^k not above
+    /// it, so r < 2 * |y| * 2^k and the difference is exact (Sterbenz)
+    /// and below |y| * 2^k; the steps are at most the exponents'
+    /// difference plus one (about 280 for f32, 2100 for f64), each one
+    /// `frexp`, `ldexp` and a subtraction, all exact. (naga's f64 `frexp`
+    /// gives an i64 exponent, `ldexp` takes an i32.)
+    fn fmod_helper(&mut self, t: Ty) -> String {
+        let name = format!("ug_fmod_{}", t.tag());
+        let c = ty(t);
+        let zero = lit_f(0.0, t);
+        let (inf, nan, neg) = if t == Ty::F64 {
+            (
+                "bitcast<f64>(0x7ff0000000000000lu)",
+                "bitcast<f64>(0x7ff8000000000000lu)",
+                "(bitcast<u64>(x) >> 63u) == 1lu",
+            )
+        } else {
+            (
+                "bitcast<f32>(0x7f800000u)",
+                "bitcast<f32>(0x7fc00000u)",
+                "(bitcast<u32>(x) >> 31u) == 1u",
+            )
+        };
+        let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
+        self.helper(name.clone(), || {
+            format!(
+                "fn {name}(x: {c}, y: {c}) -> {c} {{
+    let ax = abs(x);
+    let ay = abs(y);
+    if ({xnan} || {ynan} || ax == {inf} || ay == {zero}) {{ return {nan}; }}
+    if (ax < ay) {{ return x; }}
+    var r = ax;
+    let ey = i32(frexp(ay).exp);
+    loop {{
+        if (r < ay) {{ break; }}
+        let k = i32(frexp(r).exp) - ey;
+        var s = ldexp(ay, k);
+        if (s > r) {{ s = ldexp(ay, k - 1); }}
+        r = r - s;
+    }}
+    if ({neg}) {{ return -r; }}
+    return r;
+}}
+"
+            )
+        })
+    }
+
     /// C's (and Rust's) `pow`: WGSL's is `exp2(y * log2(x))`, undefined
     /// for x <= 0, so the signs, zeros, infinities and NaNs are decided
     /// here and WGSL's `pow` only sees |x| > 0 finite, y finite, nonzero.
@@ -639,7 +694,7 @@ impl Emit<'_> {
             (
                 "bitcast<f64>(0x7ff0000000000000lu)",
                 "bitcast<f64>(0x7ff8000000000000lu)",
-                "(bitcast<u64>(x) >> 63lu) == 1lu",
+                "(bitcast<u64>(x) >> 63u) == 1lu",
             )
         } else {
             (

@@ -137,6 +137,15 @@ fn more_math(x: &[f32], y: &[f32], out: &mut [f32]) {
     out[k + 4] = (x[i].abs() + 0.5).log(y[i].abs() + 2.0);
 }
 
+/// f64 `pow` (its WGSL helper, checked by naga below).
+#[unigpu::kernel]
+fn pow64(x: &[f64], y: &[f64], out: &mut [f64]) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = x[i].powf(y[i]);
+    }
+}
+
 on_every_backend!(round_pow_and_log_match_the_host, |ctx| {
     let k = more_math::kernel(ctx).unwrap();
     let n = random_len(3000).max(40);
@@ -342,6 +351,92 @@ on_every_backend!(f16_and_bf16_arrays_round_like_the_host, |ctx| {
     }
 });
 
+/// Float `%` is Rust's (C's fmod): exact, with the dividend's sign.
+#[unigpu::kernel]
+fn float_rem(x: &[f32], y: &[f32], out: &mut [f32], xd: &[f64], yd: &[f64], outd: &mut [f64]) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = x[i] % y[i];
+        let mut r = xd[i];
+        r %= yd[i];
+        outd[i] = r;
+    }
+}
+
+/// Dividends and divisors of random signs and magnitudes 2^-60 .. 2^60
+/// (quotients up to 2^120), and the special cases: zero divisors (NaN),
+/// infinite dividends (NaN), infinite divisors (the dividend), zeros of
+/// either sign, NaN, equal magnitudes (a zero with the dividend's sign).
+/// No subnormals: WGSL lets a Vulkan driver flush them.
+fn rem_inputs<F: Copy>(n: usize, from: impl Fn(f64) -> F) -> (Vec<F>, Vec<F>) {
+    let r = random_vec::<u64>(2 * n);
+    let mag = |bits: u64| -> f64 {
+        let sign = if bits & 1 == 1 { -1.0 } else { 1.0 };
+        let e = (bits >> 1) % 121;
+        let m = 1.0 + ((bits >> 8) % (1 << 40)) as f64 / (1u64 << 40) as f64;
+        sign * m * 2f64.powi(e as i32 - 60)
+    };
+    let special = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.5,
+        -1.5,
+    ];
+    let (mut xs, mut ys) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let (mut x, mut y) = (mag(r[2 * i]), mag(r[2 * i + 1]));
+        match r[2 * i] >> 60 {
+            0 => y = special[(r[2 * i + 1] % 7) as usize],
+            1 => x = special[(r[2 * i + 1] % 7) as usize],
+            2 => y = -x,
+            _ => {}
+        }
+        xs.push(from(x));
+        ys.push(from(y));
+    }
+    (xs, ys)
+}
+
+on_every_backend!(float_rem_is_exact_fmod_everywhere, |ctx| {
+    let k = float_rem::kernel(ctx).unwrap();
+    let n = random_len(1 << 13).max(64);
+    let (hx, hy) = rem_inputs(n, |v| v as f32);
+    let (hxd, hyd) = rem_inputs(n, |v| v);
+    let (x, y) = (ctx.upload(&hx).unwrap(), ctx.upload(&hy).unwrap());
+    let (xd, yd) = (ctx.upload(&hxd).unwrap(), ctx.upload(&hyd).unwrap());
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    let mut outd = ctx.zeros::<f64>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems(n),
+        (&x, &y, &mut out, &xd, &yd, &mut outd),
+    )
+    .unwrap();
+    let (got, gotd) = (out.download().unwrap(), outd.download().unwrap());
+    for i in 0..n {
+        // Rust's `%` (its NaN payload is not promised: any NaN).
+        let want = hx[i] % hy[i];
+        assert!(
+            got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
+            "f32 {} % {}: {} vs {want}",
+            hx[i],
+            hy[i],
+            got[i]
+        );
+        let want = hxd[i] % hyd[i];
+        assert!(
+            gotd[i].to_bits() == want.to_bits() || (gotd[i].is_nan() && want.is_nan()),
+            "f64 {} % {}: {} vs {want}",
+            hxd[i],
+            hyd[i],
+            gotd[i]
+        );
+    }
+});
+
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), the emulated-fma forms included.
 #[cfg(feature = "vulkan")]
@@ -358,6 +453,8 @@ fn every_emitted_wgsl_validates() {
             naga::valid::Capabilities::empty(),
         ),
         (flags::NAME, flags::WGSL, naga::valid::Capabilities::empty()),
+        (float_rem::NAME, float_rem::WGSL, wide),
+        (pow64::NAME, pow64::WGSL, wide),
         (
             halves::NAME,
             halves::WGSL,

@@ -28,8 +28,8 @@ fn index_type(out: &mut [f32]) {
 }
 
 #[kernel]
-fn float_rem(out: &mut [f32]) {
-    out[0] = out[1] % 2.0;
+fn bool_rem(out: &mut [u32], a: bool, b: bool) {
+    let c = a % b;
 }
 
 #[kernel]

@@ -80,6 +80,92 @@ pub enum Param {
 /// `--fmad=false`: the language promises no contraction) on cuda and
 /// torch, the WGSL form on vulkan, and the CPU form everywhere.
 pub fn build(ctx: &Context, spec: &'static Spec) -> Result<Kernel> {
+    build_with(ctx, spec, &[], &[])
+}
+
+/// At most this many bytes of shared arrays per kernel (WebGPU's default
+/// `maxComputeWorkgroupStorageSize`); the macro checks literal lengths.
+const SHARED_BYTES: u64 = 16384;
+
+/// The checks and preambles of an instantiation of a kernel generic over
+/// `const` sizes: `consts` are the emitted names and values of its const
+/// parameters, `shared` its shared arrays as (bytes an element, length).
+struct Consts {
+    cuda: String,
+    wgsl: String,
+}
+
+fn consts(spec: &Spec, consts: &[(&str, usize)], shared: &[(u64, u64)]) -> Result<Consts> {
+    let refuse = |message: String| Error::KernelArgs {
+        kernel: spec.name.to_string(),
+        message,
+    };
+    for &(name, v) in consts {
+        // `usize` is 32-bit in kernels.
+        u32::try_from(v).map_err(|_| {
+            refuse(format!(
+                "const parameter {} = {v}: kernels compute sizes in 32 bits (at most {})",
+                name.trim_start_matches("c_"),
+                u32::MAX
+            ))
+        })?;
+    }
+    if shared.iter().any(|&(_, len)| len == 0) {
+        return Err(refuse(
+            "a shared array of length 0 (from a const parameter): shared arrays cannot be empty"
+                .into(),
+        ));
+    }
+    let bytes = shared
+        .iter()
+        .fold(0u64, |a, &(b, len)| a.saturating_add(b.saturating_mul(len)));
+    if bytes > SHARED_BYTES {
+        return Err(refuse(format!(
+            "{bytes} bytes of shared arrays with these const parameters: at most {SHARED_BYTES} run on every backend"
+        )));
+    }
+    Ok(Consts {
+        cuda: instance_cuda("", consts),
+        wgsl: instance_wgsl("", consts),
+    })
+}
+
+/// The CUDA C++ of one instantiation of a kernel generic over `const`
+/// sizes: `src` after `#define`s of their values.
+pub fn instance_cuda(src: &str, consts: &[(&str, usize)]) -> String {
+    let mut out: String = consts
+        .iter()
+        .map(|(n, v)| format!("#define {n} {v}u\n"))
+        .collect();
+    out.push_str(src);
+    out
+}
+
+/// The WGSL of one instantiation: `src` after `const` declarations of
+/// the values (module-scope constants, usable in array sizes).
+pub fn instance_wgsl(src: &str, consts: &[(&str, usize)]) -> String {
+    let mut out: String = consts
+        .iter()
+        .map(|(n, v)| format!("const {n}: u32 = {v}u;\n"))
+        .collect();
+    out.push_str(src);
+    out
+}
+
+/// [`build`] for one instantiation of a kernel generic over `const`
+/// sizes: their values are checked (32 bits; the shared arrays they size
+/// non-empty and within the limit) and given to the CUDA and WGSL forms
+/// as a preamble, so NVRTC's caches, keyed by the source, hold each
+/// instantiation apart. (The CPU form, `spec.cpu`, is already the Rust
+/// function instantiated with them; the macro makes each instance's
+/// `Spec` a `'static` constant, as out-of-bounds reports keep its sites.)
+pub fn build_with(
+    ctx: &Context,
+    spec: &'static Spec,
+    const_values: &[(&str, usize)],
+    shared: &[(u64, u64)],
+) -> Result<Kernel> {
+    let pre = consts(spec, const_values, shared)?;
     let params: Vec<ParamKind> = spec
         .params
         .iter()
@@ -97,7 +183,12 @@ pub fn build(ctx: &Context, spec: &'static Spec) -> Result<Kernel> {
     match ctx.backend() {
         Backend::Cuda | Backend::Torch => {
             let options = CompileOptions::default().option("--fmad=false");
-            let k = ctx.compile_with(spec.cuda, &options)?.kernel(spec.name)?;
+            let src = if pre.cuda.is_empty() {
+                spec.cuda.to_string()
+            } else {
+                pre.cuda + spec.cuda
+            };
+            let k = ctx.compile_with(&src, &options)?.kernel(spec.name)?;
             id = Some(k.inner.id);
             code.extend(
                 k.inner
@@ -108,7 +199,7 @@ pub fn build(ctx: &Context, spec: &'static Spec) -> Result<Kernel> {
             );
         }
         Backend::Vulkan => {
-            let wgsl = vulkan_wgsl(ctx, spec)?;
+            let wgsl = pre.wgsl + vulkan_wgsl(ctx, spec)?;
             // f16/bf16 arrays are bound as u32 words (two to a word): the
             // launch checks them against the declared element type.
             let halves: Vec<(usize, DType)> = spec
@@ -123,7 +214,7 @@ pub fn build(ctx: &Context, spec: &'static Spec) -> Result<Kernel> {
                 })
                 .collect();
             code.push(KernelCode::Shader(
-                ShaderKernel::wgsl(spec.name, wgsl)?.with_word_arrays(&halves),
+                ShaderKernel::wgsl(spec.name, &wgsl)?.with_word_arrays(&halves),
             ))
         }
         Backend::Cpu => {}
