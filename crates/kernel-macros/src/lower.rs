@@ -287,6 +287,12 @@ pub fn params(sig: &syn::Signature) -> Result<Vec<Param>> {
                 format!("parameter `{name}` is declared twice"),
             );
         }
+        if let Some(dyn_ty) = trait_object(&pt.ty) {
+            return err(
+                dyn_ty.span(),
+                "trait objects are not supported in a kernel (a GPU calls no vtables): pass arrays and values, and call #[unigpu::device] functions",
+            );
+        }
         let kind = match &*pt.ty {
             syn::Type::Reference(r) => {
                 if let Some(l) = &r.lifetime {
@@ -332,6 +338,23 @@ fn element(t: &syn::Type) -> Result<Ty> {
             t.span(),
             "an array's element type is one of f32, f64, i32, u32, i64, u64, f16, bf16",
         ),
+    }
+}
+
+/// A `dyn Trait` anywhere in a parameter's type (`&dyn Fn`, `Box<dyn Fn>`).
+fn trait_object(t: &syn::Type) -> Option<&syn::Type> {
+    match t {
+        syn::Type::TraitObject(_) => Some(t),
+        syn::Type::Reference(r) => trait_object(&r.elem),
+        syn::Type::Paren(p) => trait_object(&p.elem),
+        syn::Type::Path(p) => p.path.segments.iter().find_map(|s| match &s.arguments {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+                syn::GenericArgument::Type(t) => trait_object(t),
+                _ => None,
+            }),
+            _ => None,
+        }),
+        _ => None,
     }
 }
 

@@ -51,4 +51,10 @@ fn byte_scalar(a: u8) {}
 #[kernel]
 fn vec_param(a: Vec<f32>) {}
 
+#[unigpu_kernel_macros::kernel]
+fn trait_object(a: &dyn Fn(f32) -> f32, out: &mut [f32]) {}
+
+#[unigpu_kernel_macros::kernel]
+fn boxed(a: Box<dyn Fn(f32) -> f32>) {}
+
 fn main() {}
