@@ -3,6 +3,11 @@
 //! (bounds-checked array views, the workgroup loop, the arithmetic whose
 //! result the kernel language defines). Not meant to be called by hand;
 //! its items may change with the macro.
+//!
+//! The small functions the generated code calls per element are
+//! `#[inline]`: the generated code lives in the user's crate, and without
+//! it every array access was a call across crates (saxpy on the 2-core
+//! CPU backend: 3.1 → 22 GB/s, the tree sum 368 → 30 ms).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -112,12 +117,15 @@ impl<'a, T: Copy + Default> Ro<'a, T> {
         u32::try_from(s.len()).map_err(|_| too_long(s.len()))?;
         Ok(Ro(s))
     }
+    #[inline]
     pub fn len(&self) -> u32 {
         self.0.len() as u32
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    #[inline]
     pub fn get(&self, i: u32) -> T {
         self.0.get(i as usize).copied().unwrap_or_default()
     }
@@ -139,9 +147,11 @@ macro_rules! word {
             fn cells(s: &mut [Self]) -> Option<&[$cell]> {
                 unigpu_cuda_safe::cells::$view(s)
             }
+            #[inline]
             fn load(c: &$cell) -> Self {
                 bytemuck::cast(c.load(Relaxed))
             }
+            #[inline]
             fn store(c: &$cell, v: Self) {
                 c.store(bytemuck::cast(v), Relaxed)
             }
@@ -152,9 +162,19 @@ word!(AtomicU32, as_atomic_u32, f32, i32, u32);
 word!(AtomicU64, as_atomic_u64, f64, i64, u64);
 
 /// An array the kernel writes (and may read); out of bounds reads give
-/// zero and out of bounds writes do nothing.
+/// zero and out of bounds writes do nothing. `Copy` (a shared view of
+/// atomic cells), so the CPU form's closure is too: [`run`] copies it into
+/// each task, where the views' pointers stay in registers.
 #[derive(Debug)]
 pub struct Rw<'a, T: Word>(&'a [T::Cell]);
+
+// By hand: a derive would ask for `T::Cell: Clone`, which atomics are not.
+impl<T: Word> Clone for Rw<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Word> Copy for Rw<'_, T> {}
 
 impl<'a, T: Word> Rw<'a, T> {
     pub fn new(s: &'a mut [T]) -> Result<Self> {
@@ -165,15 +185,19 @@ impl<'a, T: Word> Rw<'a, T> {
             message: "an array not aligned for its element type's atomic cells".into(),
         })
     }
+    #[inline]
     pub fn len(&self) -> u32 {
         self.0.len() as u32
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    #[inline]
     pub fn get(&self, i: u32) -> T {
         self.0.get(i as usize).map(T::load).unwrap_or_default()
     }
+    #[inline]
     pub fn set(&self, i: u32, v: T) {
         if let Some(c) = self.0.get(i as usize) {
             T::store(c, v)
@@ -204,6 +228,7 @@ pub trait AtomicInt: Word<Cell = AtomicU32> {
 macro_rules! atomic_int {
     ($($t:ty),*) => {$(
         impl AtomicInt for $t {
+            #[inline]
             fn apply(op: AtomicOp, old: Self, v: Self, current: Self) -> Self {
                 match op {
                     AtomicOp::Add => old.wrapping_add(v),
@@ -225,6 +250,7 @@ atomic_int!(u32, i32);
 impl<T: AtomicInt> Rw<'_, T> {
     /// One atomic read-modify-write of element `i` (relaxed, as CUDA's and
     /// WGSL's are); the old value, or 0 and nothing done out of bounds.
+    #[inline]
     pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
         let Some(c) = self.0.get(i as usize) else {
             return T::default();
@@ -249,7 +275,14 @@ pub struct Ids {
 /// Runs `body` once per invocation of `grid`: each workgroup is one task
 /// on rayon's pool and its invocations run as a loop, x fastest (no
 /// thread per invocation, so any workgroup size runs on any core count).
-pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync) {
+///
+/// `body` is cloned into each task (the generated one is a `move` closure
+/// of array views and scalars, a few words): called through a shared
+/// reference, its captured pointers were loaded again after every store,
+/// since an atomic store may alias them; a local copy whose address never
+/// escapes keeps them in registers (saxpy on the 2-core CPU backend:
+/// 22.5 → 28 GB/s).
+pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
     let g = [grid.grid.0, grid.grid.1, grid.grid.2];
     let b = [grid.block.0, grid.block.1, grid.block.2];
     let groups = g.iter().map(|&d| d as u64).product::<u64>();
@@ -260,6 +293,7 @@ pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync) {
         .into_par_iter()
         .with_min_len(min_len)
         .for_each(|w| {
+            let body = body.clone();
             let w = w as u64;
             let group = [
                 (w % g[0] as u64) as u32,
@@ -295,6 +329,7 @@ pub struct Group {
 
 impl Group {
     /// The number of invocations.
+    #[inline]
     pub fn len(&self) -> usize {
         self.size.iter().map(|&d| d as usize).product()
     }
@@ -302,10 +337,20 @@ impl Group {
         self.len() == 0
     }
     /// The indices of invocation `li` (x fastest, as the GPUs number them).
+    #[inline]
     pub fn ids(&self, li: usize) -> Ids {
         let b = self.size;
         let li = li as u32;
-        let local = [li % b[0], li / b[0] % b[1], li / (b[0] * b[1])];
+        // Called once per invocation per phase. A 1-D workgroup needs no
+        // division; otherwise `max(1)` (sizes are never 0) drops the
+        // division-by-zero panic, so LLVM may skip the divisions whose
+        // index the kernel never reads.
+        let local = if b[1] == 1 && b[2] == 1 {
+            [li, 0, 0]
+        } else {
+            let (bx, by) = (b[0].max(1), b[1].max(1));
+            [li % bx, li / bx % by, li / (bx * by)]
+        };
         Ids {
             global: [0, 1, 2].map(|d| self.group[d].wrapping_mul(b[d]).wrapping_add(local[d])),
             local,
@@ -354,12 +399,14 @@ impl<T: Copy + Default> Shared<T> {
                 .collect(),
         )
     }
+    #[inline]
     pub fn get(&self, i: u32) -> T {
         self.0
             .get(i as usize)
             .map(std::cell::Cell::get)
             .unwrap_or_default()
     }
+    #[inline]
     pub fn set(&self, i: u32, v: T) {
         if let Some(c) = self.0.get(i as usize) {
             c.set(v)
@@ -370,6 +417,7 @@ impl<T: Copy + Default> Shared<T> {
 impl<T: AtomicInt> Shared<T> {
     /// As [`Rw::atomic`]: the workgroup's invocations run in turn on one
     /// task, so a plain read-modify-write is atomic.
+    #[inline]
     pub fn atomic(&self, op: AtomicOp, i: u32, v: T, current: T) -> T {
         let Some(c) = self.0.get(i as usize) else {
             return T::default();
@@ -392,9 +440,11 @@ pub trait IntDiv: Sized {
 macro_rules! int_div {
     ($($t:ty),*) => {$(
         impl IntDiv for $t {
+            #[inline]
             fn div(self, rhs: Self) -> Self {
                 if rhs == 0 { self } else { self.wrapping_div(rhs) }
             }
+            #[inline]
             fn rem(self, rhs: Self) -> Self {
                 if rhs == 0 { 0 } else { self.wrapping_rem(rhs) }
             }
@@ -406,6 +456,7 @@ int_div!(i32, u32, i64, u64);
 /// `x.powi(n)` as every form computes it: square-and-multiply over `|n|`
 /// from the low bit, then one reciprocal for a negative `n` (Rust's own
 /// `powi` leaves the order of its products unspecified).
+#[inline]
 pub fn powi_f32(x: f32, n: i32) -> f32 {
     let (mut r, mut b, mut m) = (1.0f32, x, n.unsigned_abs());
     while m > 0 {
@@ -419,6 +470,7 @@ pub fn powi_f32(x: f32, n: i32) -> f32 {
 }
 
 /// As [`powi_f32`], in f64.
+#[inline]
 pub fn powi_f64(x: f64, n: i32) -> f64 {
     let (mut r, mut b, mut m) = (1.0f64, x, n.unsigned_abs());
     while m > 0 {
