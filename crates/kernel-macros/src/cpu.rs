@@ -53,7 +53,7 @@ pub fn body(k: &Kernel) -> TokenStream {
         let b = Cpu::new(k).block(&k.body);
         return quote! {
             #funcs
-            #g::run(__args.grid(), |__ids: &#g::Ids| { #b });
+            #g::run(__args.grid(), move |__ids: &#g::Ids| { #b });
         };
     }
     let p = phased(k);

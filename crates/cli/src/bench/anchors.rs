@@ -50,6 +50,9 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     ("unigpu_compile_cached_ms_median", "cupy_compile_cached_ms_median", "CuPy cached compile", Side::Gpu),
     ("unigpu_compile_new_source_ms_median", "cupy_nvrtc_compile_load_ms_median", "CuPy new-source compile + load", Side::Gpu),
     ("disk_compile_first_ms", "unigpu_compile_first_ms", "our cold first compile", Side::Any),
+    // The issue-26 goal: a macro kernel's first launch in a new process, as
+    // fast as a hand-written source's (both from the disk cache).
+    ("disk_macro_first_launch_ms", "disk_compile_first_launch_ms", "hand-written CUDA source, first compile + launch in a new process (disk cache)", Side::Any),
     // transfer.rs (pageable host memory on both sides)
     ("unigpu_h2d_pageable_64MiB_GBps", "torch_h2d_pageable_64MiB_GBps", "torch pageable copy_", Side::Gpu),
     ("unigpu_h2d_pageable_256MiB_GBps", "torch_h2d_pageable_256MiB_GBps", "torch pageable copy_", Side::Gpu),
@@ -62,6 +65,12 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     ("unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "torch y.add_(x, alpha=2)", Side::Gpu),
     ("unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "torch matmul", Side::Gpu),
     ("unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "torch matmul", Side::Gpu),
+    // kernels.rs: #[unigpu::kernel] kernels beside the built-in op or the
+    // same algorithm hand-written, timed in alternating rounds in one case.
+    ("unigpu_kernel_saxpy_f32_GBps", "unigpu_kernel_axpy_f32_GBps", "built-in axpy, alternating rounds", Side::Any),
+    ("unigpu_kernel_sum_f32_ms", "unigpu_kernel_builtin_sum_f32_ms", "built-in sum, alternating rounds", Side::Any),
+    ("unigpu_kernel_matmul_f32_TFLOPs", "unigpu_hand_tiled_matmul_f32_TFLOPs", "same algorithm hand-written (CUDA C++ / WGSL)", Side::Any),
+    ("unigpu_kernel_matmul_f32_TFLOPs", "unigpu_hand_tiled_matmul_nofma_f32_TFLOPs", "same, CUDA C++ with --fmad=false", Side::Gpu),
     // ops_cpu.rs
     ("unigpu_cpu_relu_4Mi_ms", "numpy_cpu_relu_4Mi_ms", "numpy maximum(x, 0)", Side::Cpu),
     ("unigpu_cpu_add_4Mi_ms", "numpy_cpu_add_4Mi_ms", "numpy add", Side::Cpu),

@@ -1,11 +1,15 @@
 //! Compiling a kernel: the first compile, the in-process cache, a new
-//! source with NVRTC loaded, and the disk cache from a new process.
+//! source with NVRTC loaded, and the disk cache from a new process; and
+//! the first launch of a `#[unigpu::kernel]` kernel in a new process (its
+//! CUDA form from the same disk cache) beside a hand-written source's.
 
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context as _, ensure};
+use unigpu::{Context, GpuArray, Grid};
 
+use super::kernel_defs::bench_saxpy;
 use super::{Better, Case, Env, Out, gpu_only, median};
 
 pub const CASE: Case = Case {
@@ -24,6 +28,27 @@ pub const DISK_CASE: Case = Case {
     run: compile_disk,
 };
 
+/// The first build and launch of a `#[unigpu::kernel]` kernel in the
+/// process (what `compile_macro_disk` runs in a new one).
+pub const MACRO_CASE: Case = Case {
+    name: "compile_macro",
+    group: "compile",
+    skip: gpu_only,
+    run: compile_macro,
+};
+
+/// `unigpu bench --only compile_macro` in new processes with the same
+/// cache directory, beside `compile_disk`'s first launch.
+pub const MACRO_DISK_CASE: Case = Case {
+    name: "compile_macro_disk",
+    group: "compile",
+    skip: gpu_only,
+    run: compile_macro_disk,
+};
+
+/// New processes each disk case starts; the median is reported.
+const CHILDREN: usize = 3;
+
 /// A fixed source, so a second process finds it in the disk cache.
 const COMPILE_SRC: &str = r#"
 extern "C" __global__ void bench_saxpy(float a, const float* x, float* y, unsigned int n) {
@@ -32,16 +57,41 @@ extern "C" __global__ void bench_saxpy(float a, const float* x, float* y, unsign
 }
 "#;
 
+/// Arrays for one saxpy launch, made before a first-launch timer starts.
+fn saxpy_args(ctx: &Context) -> anyhow::Result<(GpuArray<f32>, GpuArray<f32>)> {
+    const N: usize = 1 << 16;
+    Ok((ctx.upload(&vec![1.0f32; N])?, ctx.zeros::<f32>(N)?))
+}
+
 fn compile(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let ctx = &env.ctx;
+    let (x, mut y) = saxpy_args(ctx)?;
     let t = Instant::now();
     let m = ctx.compile(COMPILE_SRC)?;
+    let compiled = t.elapsed();
+    // The same kernel launched once and waited for: what a program's first
+    // call of a hand-written kernel costs.
+    let k = m.kernel("bench_saxpy")?;
+    ctx.launch(
+        &k,
+        Grid::for_elems(x.len()),
+        (2.0f32, &x, &mut y, x.len() as u32),
+    )?;
+    ctx.sync()?;
+    let launched = t.elapsed();
     out.figure(
         "unigpu_compile_first_ms",
         "first compile in the process",
         "ms",
         Better::Lower,
-        t.elapsed().as_secs_f64() * 1e3,
+        compiled.as_secs_f64() * 1e3,
+    );
+    out.figure(
+        "unigpu_compile_first_launch_ms",
+        "first compile + launch + sync in the process",
+        "ms",
+        Better::Lower,
+        launched.as_secs_f64() * 1e3,
     );
     out.info("unigpu_compile_first_origin", format!("{:?}", m.origin()));
     let mut times = Vec::with_capacity(1000);
@@ -78,31 +128,33 @@ fn compile(env: &Env, out: &mut Out) -> anyhow::Result<()> {
 }
 
 fn compile_disk(env: &Env, out: &mut Out) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("finding this binary to start it again")?;
-    let mut cmd = Command::new(&exe);
-    cmd.args(["bench", "--compile-only", "--lines", "--quiet"]);
-    if let Some(b) = env.backend_arg {
-        cmd.args(["--backend", b.name()]);
+    // In the disk cache even when this case runs alone (`--only compile_disk`).
+    env.ctx.compile(COMPILE_SRC)?;
+    let (mut compile, mut launch, mut origin) = (Vec::new(), Vec::new(), None);
+    for _ in 0..CHILDREN {
+        let lines = child(env, &["--compile-only"])?;
+        let ms = value(&lines, "unigpu_compile_first_ms")
+            .with_context(|| format!("no unigpu_compile_first_ms line in:\n{lines}"))?;
+        compile.push(ms);
+        launch.push(
+            value(&lines, "unigpu_compile_first_launch_ms")
+                .with_context(|| format!("no unigpu_compile_first_launch_ms line in:\n{lines}"))?,
+        );
+        origin = origin.or_else(|| text(&lines, "unigpu_compile_first_origin"));
     }
-    let child = cmd
-        .output()
-        .with_context(|| format!("running {} bench --compile-only", exe.display()))?;
-    let stdout = String::from_utf8_lossy(&child.stdout);
-    ensure!(
-        child.status.success(),
-        "{} bench --compile-only failed ({}): {}",
-        exe.display(),
-        child.status,
-        String::from_utf8_lossy(&child.stderr).trim()
-    );
-    let (ms, origin) = first_compile(&stdout)
-        .with_context(|| format!("no unigpu_compile_first_ms line in:\n{stdout}"))?;
     out.figure(
         "disk_compile_first_ms",
         "first compile in a new process (disk cache)",
         "ms",
         Better::Lower,
-        ms,
+        median(compile),
+    );
+    out.figure(
+        "disk_compile_first_launch_ms",
+        "first compile + launch + sync in a new process (disk cache)",
+        "ms",
+        Better::Lower,
+        median(launch),
     );
     if let Some(origin) = origin {
         out.info("disk_compile_first_origin", origin);
@@ -110,29 +162,97 @@ fn compile_disk(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The first-compile time and origin from `--compile-only --lines` output.
-fn first_compile(lines: &str) -> Option<(f64, Option<String>)> {
-    let value = |key: &str| {
-        lines
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ').map(str::trim))
-    };
-    let ms = value("unigpu_compile_first_ms")?.parse().ok()?;
-    Some((ms, value("unigpu_compile_first_origin").map(str::to_string)))
+fn compile_macro(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = &env.ctx;
+    let (x, mut y) = saxpy_args(ctx)?;
+    let t = Instant::now();
+    let k = bench_saxpy::kernel(ctx)?;
+    k.launch(ctx, Grid::for_elems(x.len()), (2.0, &x, &mut y))?;
+    ctx.sync()?;
+    out.figure(
+        "unigpu_macro_first_launch_ms",
+        "first #[kernel] build + launch + sync in the process",
+        "ms",
+        Better::Lower,
+        t.elapsed().as_secs_f64() * 1e3,
+    );
+    Ok(())
+}
+
+fn compile_macro_disk(env: &Env, out: &mut Out) -> anyhow::Result<()> {
+    // In the disk cache even when this case runs alone.
+    bench_saxpy::kernel(&env.ctx)?;
+    let mut launch = Vec::new();
+    for _ in 0..CHILDREN {
+        let lines = child(env, &["--only", MACRO_CASE.name])?;
+        launch.push(
+            value(&lines, "unigpu_macro_first_launch_ms")
+                .with_context(|| format!("no unigpu_macro_first_launch_ms line in:\n{lines}"))?,
+        );
+    }
+    out.figure(
+        "disk_macro_first_launch_ms",
+        "first #[kernel] build + launch + sync in a new process (disk cache)",
+        "ms",
+        Better::Lower,
+        median(launch),
+    );
+    Ok(())
+}
+
+/// This binary's `bench ARGS --lines --quiet` in a new process (same
+/// backend, same environment, so the same cache directory); its stdout.
+fn child(env: &Env, args: &[&str]) -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("finding this binary to start it again")?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg("bench").args(args).args(["--lines", "--quiet"]);
+    if let Some(b) = env.backend_arg {
+        cmd.args(["--backend", b.name()]);
+    }
+    let child = cmd
+        .output()
+        .with_context(|| format!("running {} bench {}", exe.display(), args.join(" ")))?;
+    ensure!(
+        child.status.success(),
+        "{} bench {} failed ({}): {}",
+        exe.display(),
+        args.join(" "),
+        child.status,
+        String::from_utf8_lossy(&child.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&child.stdout).into_owned())
+}
+
+/// The value of `key`'s `key value` line.
+fn text(lines: &str, key: &str) -> Option<String> {
+    lines
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ').map(str::trim))
+        .map(str::to_string)
+}
+
+/// The numeric value of `key`'s line.
+fn value(lines: &str, key: &str) -> Option<f64> {
+    text(lines, key)?.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::first_compile;
+    use super::{text, value};
 
     #[test]
-    fn the_new_process_first_compile_is_read_from_its_lines() {
+    fn the_new_process_figures_are_read_from_its_lines() {
         let lines = "unigpu_backend cuda\nunigpu_compile_first_ms 5.480\n\
+                     unigpu_compile_first_launch_ms 5.9\n\
                      unigpu_compile_first_origin DiskCache\nunigpu_compile_cached_ms_median 0.0005\n";
+        assert_eq!(value(lines, "unigpu_compile_first_ms"), Some(5.48));
+        // A key that is a prefix of another is not confused with it.
+        assert_eq!(value(lines, "unigpu_compile_first_launch_ms"), Some(5.9));
         assert_eq!(
-            first_compile(lines),
-            Some((5.48, Some("DiskCache".to_string())))
+            text(lines, "unigpu_compile_first_origin").as_deref(),
+            Some("DiskCache")
         );
-        assert_eq!(first_compile("unigpu_backend cuda\n"), None);
+        assert_eq!(value(lines, "unigpu_macro_first_launch_ms"), None);
+        assert_eq!(value(lines, "unigpu_compile_first_origin"), None);
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Every figure comes from a [`Case`] in [`CASES`]; a case is one function
 //! in one group's file (launch.rs, compile.rs, transfer.rs, axpy.rs,
-//! matmul.rs, pipeline.rs, ops_cpu.rs, vulkan.rs) plus one line in [`CASES`]. The anchor each
+//! matmul.rs, kernels.rs, pipeline.rs, ops_cpu.rs, vulkan.rs) plus one line
+//! in [`CASES`]. The anchor each
 //! figure is compared with is one line in [`anchors::ANCHORS`].
 //! report.rs renders the figures as a markdown table (stdout by default),
 //! JSON (`--json`), an SVG plot (`--plot`) or the `key value` lines that
@@ -14,6 +15,8 @@ mod axpy;
 mod compile;
 mod figure;
 mod graph;
+mod kernel_defs;
+mod kernels;
 mod launch;
 mod matmul;
 mod memory;
@@ -132,10 +135,15 @@ pub const CASES: &[Case] = &[
     memory::EVENT_CASE,
     compile::CASE,
     compile::DISK_CASE,
+    compile::MACRO_CASE,
+    compile::MACRO_DISK_CASE,
     transfer::CASE,
     axpy::CASE,
     matmul::F32_CASE,
     matmul::BF16_CASE,
+    kernels::SAXPY,
+    kernels::SUM,
+    kernels::MATMUL,
     pipeline::CASE,
     ops_cpu::RELU,
     ops_cpu::ADD,

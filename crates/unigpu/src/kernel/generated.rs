@@ -3,6 +3,12 @@
 //! (bounds-checked array views, the workgroup loop, the arithmetic whose
 //! result the kernel language defines). Not meant to be called by hand;
 //! its items may change with the macro.
+//!
+//! The small functions the generated code calls per element are
+//! `#[inline]`: the generated code lives in the user's crate, and without
+//! it every array access was a call across crates (on the 2-core CPU
+//! backend saxpy went from 0.17× to 0.53× the built-in axpy, the tree sum
+//! from 368 to 30 ms).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -44,7 +50,8 @@ pub use crate::error::ArrayAccess as Access;
 /// Where the CPU form records its first out-of-bounds access: the
 /// stream's fault word (the argument after the declared ones) and the
 /// kernel's code (its id << 20, the one after), as the GPU forms do.
-#[derive(Debug)]
+/// `Copy`, as the array views are: each workgroup task takes its own.
+#[derive(Debug, Clone, Copy)]
 pub struct Fault<'a> {
     word: &'a AtomicU32,
     code: u32,
@@ -317,12 +324,15 @@ impl<'a, T: Copy + Default> Ro<'a, T> {
         u32::try_from(s.len()).map_err(|_| too_long(s.len()))?;
         Ok(Ro(s))
     }
+    #[inline]
     pub fn len(&self) -> u32 {
         self.0.len() as u32
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    #[inline]
     pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
         match self.0.get(i as usize) {
             Some(v) => *v,
@@ -350,9 +360,11 @@ macro_rules! word {
             fn cells(s: &mut [Self]) -> Option<&[$cell]> {
                 unigpu_cuda_safe::cells::$view(s)
             }
+            #[inline]
             fn load(c: &$cell) -> Self {
                 bytemuck::cast(c.load(Relaxed))
             }
+            #[inline]
             fn store(c: &$cell, v: Self) {
                 c.store(bytemuck::cast(v), Relaxed)
             }
@@ -364,9 +376,19 @@ word!(AtomicU32, as_atomic_u32, f32, i32, u32);
 word!(AtomicU64, as_atomic_u64, f64, i64, u64);
 
 /// An array the kernel writes (and may read); out of bounds reads give
-/// zero and out of bounds writes do nothing.
+/// zero and out of bounds writes do nothing. `Copy` (a shared view of
+/// atomic cells), so the CPU form's closure is too: [`run`] copies it into
+/// each task, where the views' pointers stay in registers.
 #[derive(Debug)]
 pub struct Rw<'a, T: Word>(&'a [T::Cell]);
+
+// By hand: a derive would ask for `T::Cell: Clone`, which atomics are not.
+impl<T: Word> Clone for Rw<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Word> Copy for Rw<'_, T> {}
 
 impl<'a, T: Word> Rw<'a, T> {
     pub fn new(s: &'a mut [T]) -> Result<Self> {
@@ -377,12 +399,15 @@ impl<'a, T: Word> Rw<'a, T> {
             message: "an array not aligned for its element type's atomic cells".into(),
         })
     }
+    #[inline]
     pub fn len(&self) -> u32 {
         self.0.len() as u32
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    #[inline]
     pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
         match self.0.get(i as usize) {
             Some(c) => T::load(c),
@@ -392,6 +417,7 @@ impl<'a, T: Word> Rw<'a, T> {
             }
         }
     }
+    #[inline]
     pub fn set(&self, i: u32, v: T, fault: &Fault<'_>, site: u32) {
         match self.0.get(i as usize) {
             Some(c) => T::store(c, v),
@@ -423,6 +449,7 @@ pub trait AtomicInt: Word<Cell = AtomicU32> {
 macro_rules! atomic_int {
     ($($t:ty),*) => {$(
         impl AtomicInt for $t {
+            #[inline]
             fn apply(op: AtomicOp, old: Self, v: Self, current: Self) -> Self {
                 match op {
                     AtomicOp::Add => old.wrapping_add(v),
@@ -444,6 +471,7 @@ atomic_int!(u32, i32);
 impl<T: AtomicInt> Rw<'_, T> {
     /// One atomic read-modify-write of element `i` (relaxed, as CUDA's and
     /// WGSL's are); the old value, or 0 and nothing done out of bounds.
+    #[inline]
     pub fn atomic(
         &self,
         op: AtomicOp,
@@ -477,7 +505,14 @@ pub struct Ids {
 /// Runs `body` once per invocation of `grid`: each workgroup is one task
 /// on rayon's pool and its invocations run as a loop, x fastest (no
 /// thread per invocation, so any workgroup size runs on any core count).
-pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync) {
+///
+/// `body` is cloned into each task (the generated one is a `move` closure
+/// of array views and scalars, a few words): called through a shared
+/// reference, its captured pointers were loaded again after every store,
+/// since an atomic store may alias them; a local copy whose address never
+/// escapes keeps them in registers (saxpy on the 2-core CPU backend:
+/// 0.53× → 0.63× the built-in axpy).
+pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
     let g = [grid.grid.0, grid.grid.1, grid.grid.2];
     let b = [grid.block.0, grid.block.1, grid.block.2];
     let groups = g.iter().map(|&d| d as u64).product::<u64>();
@@ -488,6 +523,7 @@ pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync) {
         .into_par_iter()
         .with_min_len(min_len)
         .for_each(|w| {
+            let body = body.clone();
             let w = w as u64;
             let group = [
                 (w % g[0] as u64) as u32,
@@ -523,6 +559,7 @@ pub struct Group {
 
 impl Group {
     /// The number of invocations.
+    #[inline]
     pub fn len(&self) -> usize {
         self.size.iter().map(|&d| d as usize).product()
     }
@@ -530,10 +567,20 @@ impl Group {
         self.len() == 0
     }
     /// The indices of invocation `li` (x fastest, as the GPUs number them).
+    #[inline]
     pub fn ids(&self, li: usize) -> Ids {
         let b = self.size;
         let li = li as u32;
-        let local = [li % b[0], li / b[0] % b[1], li / (b[0] * b[1])];
+        // Called once per invocation per phase. A 1-D workgroup needs no
+        // division; otherwise `max(1)` (sizes are never 0) drops the
+        // division-by-zero panic, so LLVM may skip the divisions whose
+        // index the kernel never reads.
+        let local = if b[1] == 1 && b[2] == 1 {
+            [li, 0, 0]
+        } else {
+            let (bx, by) = (b[0].max(1), b[1].max(1));
+            [li % bx, li / bx % by, li / (bx * by)]
+        };
         Ids {
             global: [0, 1, 2].map(|d| self.group[d].wrapping_mul(b[d]).wrapping_add(local[d])),
             local,
@@ -582,6 +629,7 @@ impl<T: Copy + Default> Shared<T> {
                 .collect(),
         )
     }
+    #[inline]
     pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
         match self.0.get(i as usize) {
             Some(c) => c.get(),
@@ -591,6 +639,7 @@ impl<T: Copy + Default> Shared<T> {
             }
         }
     }
+    #[inline]
     pub fn set(&self, i: u32, v: T, fault: &Fault<'_>, site: u32) {
         match self.0.get(i as usize) {
             Some(c) => c.set(v),
@@ -602,6 +651,7 @@ impl<T: Copy + Default> Shared<T> {
 impl<T: AtomicInt> Shared<T> {
     /// As [`Rw::atomic`]: the workgroup's invocations run in turn on one
     /// task, so a plain read-modify-write is atomic.
+    #[inline]
     pub fn atomic(
         &self,
         op: AtomicOp,
@@ -633,9 +683,11 @@ pub trait IntDiv: Sized {
 macro_rules! int_div {
     ($($t:ty),*) => {$(
         impl IntDiv for $t {
+            #[inline]
             fn div(self, rhs: Self) -> Self {
                 if rhs == 0 { self } else { self.wrapping_div(rhs) }
             }
+            #[inline]
             fn rem(self, rhs: Self) -> Self {
                 if rhs == 0 { 0 } else { self.wrapping_rem(rhs) }
             }
@@ -647,6 +699,7 @@ int_div!(i32, u32, i64, u64);
 /// `x.powi(n)` as every form computes it: square-and-multiply over `|n|`
 /// from the low bit, then one reciprocal for a negative `n` (Rust's own
 /// `powi` leaves the order of its products unspecified).
+#[inline]
 pub fn powi_f32(x: f32, n: i32) -> f32 {
     let (mut r, mut b, mut m) = (1.0f32, x, n.unsigned_abs());
     while m > 0 {
@@ -660,6 +713,7 @@ pub fn powi_f32(x: f32, n: i32) -> f32 {
 }
 
 /// As [`powi_f32`], in f64.
+#[inline]
 pub fn powi_f64(x: f64, n: i32) -> f64 {
     let (mut r, mut b, mut m) = (1.0f64, x, n.unsigned_abs());
     while m > 0 {
