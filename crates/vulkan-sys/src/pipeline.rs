@@ -217,10 +217,27 @@ pub fn translate(
             *min_binding_size = NonZeroU64::new(u64::from(size));
         }
     }
+    // wgpu-hal numbers a layout's Vulkan bindings by the entries' order
+    // (its `create_bind_group_layout`, `next_binding`) and writes each
+    // module with that map; the entries here are bindings 0, 1, ... in
+    // order, so binding i of group 0 is Vulkan binding i of set 0.
+    let mut options = options(features, downlevel);
+    options.binding_map = (0..entries.len() as u32)
+        .map(|binding| {
+            (
+                naga::ResourceBinding { group: 0, binding },
+                spv::BindingInfo {
+                    descriptor_set: 0,
+                    binding,
+                    binding_array_size: None,
+                },
+            )
+        })
+        .collect();
     let words = spv::write_vec(
         &module,
         &info,
-        &options(features, downlevel),
+        &options,
         Some(&spv::PipelineOptions {
             shader_stage: stage,
             entry_point: shader.entry.to_string(),
@@ -261,7 +278,9 @@ pub fn compute_pipeline(
     // pipeline below names; `forbid_contraction` only adds `OpDecorate`
     // instructions of an existing decoration (NoContraction, valid on any
     // of the arithmetic results it names) to the annotations section,
-    // where SPIR-V's layout puts them, and makes no id. The module is used
+    // where SPIR-V's layout puts them, and makes no id. Its descriptor
+    // numbers are those wgpu-hal gives the layout below (`translate`'s
+    // binding map). The module is used
     // only with the layout made below from the same `entries` that
     // `translate` checked every binding and the immediates against, so
     // the descriptors the shader reads are those the layout declares.
