@@ -1461,7 +1461,10 @@ on_every_backend!(mul_add_rounds_twice, |ctx| {
     let differ = (0..n)
         .filter(|&i| fused(a[i], b[i], c[i]).to_bits() != (a[i] * b[i] + c[i]).to_bits())
         .count();
-    assert!(differ > n / 4, "only {differ} of {n} inputs tell fused from unfused");
+    assert!(
+        differ > n / 4,
+        "only {differ} of {n} inputs tell fused from unfused"
+    );
     let k = mul_add::kernel(ctx).unwrap();
     let (da, db, dc) = (
         ctx.upload(&a).unwrap(),
@@ -1478,7 +1481,9 @@ on_every_backend!(mul_add_rounds_twice, |ctx| {
     .unwrap();
     let (sum, diff) = (sum.download().unwrap(), diff.download().unwrap());
     if contracts(ctx, "f32") {
-        eprintln!("mul_add_rounds_twice: this adapter contracts and the backend cannot forbid it; not checked");
+        eprintln!(
+            "mul_add_rounds_twice: this adapter contracts and the backend cannot forbid it; not checked"
+        );
         return;
     }
     for i in 0..n {

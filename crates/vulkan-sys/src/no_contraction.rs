@@ -75,7 +75,9 @@ pub fn forbid_contraction(words: &[u32]) -> Result<Vec<u32>, Malformed> {
         let count = (words[at] >> 16) as usize;
         let opcode = words[at] & 0xffff;
         if count == 0 || at + count > words.len() {
-            return Err(Malformed(format!("an instruction of {count} words at word {at}")));
+            return Err(Malformed(format!(
+                "an instruction of {count} words at word {at}"
+            )));
         }
         if insert_at.is_none() && !before_types(opcode) {
             insert_at = Some(at);

@@ -43,7 +43,9 @@ pub struct Built {
 /// was opened with `Features::PASSTHROUGH_SHADERS`, and is Vulkan).
 pub fn available(device: &wgpu::Device, adapter: &wgpu::AdapterInfo) -> bool {
     adapter.backend == wgpu::Backend::Vulkan
-        && device.features().contains(wgpu::Features::PASSTHROUGH_SHADERS)
+        && device
+            .features()
+            .contains(wgpu::Features::PASSTHROUGH_SHADERS)
 }
 
 /// The SPIR-V options wgpu-hal 30's Vulkan backend uses (its
@@ -197,7 +199,9 @@ pub fn translate(
             min_binding_size,
         } = &mut entry.ty
         else {
-            return Err(format!("`{name}`: the layout's binding is not a plain buffer"));
+            return Err(format!(
+                "`{name}`: the layout's binding is not a plain buffer"
+            ));
         };
         let fits = match (var.space, *ty) {
             (naga::AddressSpace::Uniform, wgpu::BufferBindingType::Uniform) => true,

@@ -349,8 +349,11 @@ impl VkDevice {
                 bindings,
                 immediate_size,
             };
-            let built =
-                unigpu_vulkan_sys::pipeline::compute_pipeline(&self.device, self.downlevel, &shader);
+            let built = unigpu_vulkan_sys::pipeline::compute_pipeline(
+                &self.device,
+                self.downlevel,
+                &shader,
+            );
             let refused = catch.close();
             return match (built, refused) {
                 (Ok(b), None) => Ok(Pipeline {
