@@ -66,11 +66,14 @@ pub struct Device {
 }
 
 /// Whether `ctx` is a Vulkan adapter that contracts `a * b + c` into one
-/// fma (NVIDIA's; WGSL cannot forbid it): there a float kernel has no
-/// one answer, and only the integer kernels are checked.
+/// fma (NVIDIA's) where the backend cannot forbid it (no SPIR-V
+/// passthrough: `unigpu info` says "float contraction: possible"): there
+/// a float kernel has no one answer, and only the integer kernels are
+/// checked. With passthrough every `+`, `-`, `*` is `NoContraction`.
 fn contracts(ctx: &Context) -> bool {
     ctx.backend() == unigpu::Backend::Vulkan
         && common::detail(ctx, "fma f32").is_some_and(|v| v == "fused")
+        && !common::detail(ctx, "float contraction").is_some_and(|v| v.starts_with("forbidden"))
 }
 
 fn edge_i32(rng: &mut StdRng) -> i32 {

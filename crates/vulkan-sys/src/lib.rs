@@ -9,10 +9,17 @@
 //! kept for the process: its memory queries are cheap, its creation is not.
 //!
 //! Also here: [`exit_skipping_teardown`], for programs that must not run
-//! the Vulkan driver's teardown at exit (exit.rs says why).
+//! the Vulkan driver's teardown at exit (exit.rs says why); and
+//! [`pipeline::compute_pipeline`], WGSL made into a pipeline in which the
+//! driver may not contract `a * b + c` into one fma (SPIR-V's
+//! `NoContraction`, which WGSL cannot say), through wgpu's `unsafe`
+//! passthrough of SPIR-V.
 
 mod exit;
 pub use exit::exit_skipping_teardown;
+
+pub mod no_contraction;
+pub mod pipeline;
 
 use std::ffi::CStr;
 use std::sync::OnceLock;

@@ -41,6 +41,13 @@ pub(crate) struct VkDevice {
     pub(crate) features: wgpu::Features,
     /// Whether `fma` rounds once in f32 and in f64 (fma_probe.rs).
     pub(crate) fused_fma: (bool, bool),
+    /// The adapter's downlevel flags (wgpu's validator for a WGSL module
+    /// depends on them, as on the features).
+    downlevel: wgpu::DownlevelFlags,
+    /// Whether WGSL is built with contraction forbidden (SPIR-V's
+    /// `NoContraction` through wgpu's passthrough; unigpu-vulkan-sys's
+    /// pipeline.rs): where the adapter offers passthrough.
+    pub(crate) no_contraction: bool,
     pub(crate) poller: Arc<Poller>,
     /// The first error wgpu reported outside any catch (catch.rs; or the
     /// device's loss); returned, once, by the next sync.
@@ -82,15 +89,18 @@ fn fused(yes: bool) -> &'static str {
 }
 
 /// The features the backend uses where the adapter has them: 16-, 64-bit
-/// types in shaders and timestamps for events. Push constants (immediates)
-/// are required: every Vulkan device has 128 bytes of them.
+/// types in shaders, timestamps for events, and SPIR-V passthrough (so
+/// WGSL is built with float contraction forbidden, see `build_pipeline`).
+/// Push constants (immediates) are required: every Vulkan device has 128
+/// bytes of them.
 fn wanted(adapter: &wgpu::Adapter) -> wgpu::Features {
     adapter.features()
         & (wgpu::Features::IMMEDIATES
             | wgpu::Features::SHADER_F16
             | wgpu::Features::SHADER_F64
             | wgpu::Features::SHADER_INT64
-            | wgpu::Features::TIMESTAMP_QUERY)
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::PASSTHROUGH_SHADERS)
 }
 
 impl VkDevice {
@@ -149,6 +159,8 @@ impl VkDevice {
             &queue,
             features.contains(wgpu::Features::SHADER_F64),
         )?;
+        let no_contraction = unigpu_vulkan_sys::pipeline::available(&device, &info);
+        let downlevel = adapter.get_downlevel_capabilities().flags;
         let poller = Poller::start(device.clone())
             .map_err(|e| unavailable(format!("cannot start the device's poll thread: {e}")))?;
         Ok(VkDevice {
@@ -159,6 +171,8 @@ impl VkDevice {
             limits,
             features,
             fused_fma,
+            downlevel,
+            no_contraction,
             poller,
             errors,
             pipelines: Mutex::default(),
@@ -258,6 +272,15 @@ impl VkDevice {
                 }
                 .into(),
             ),
+            (
+                "float contraction".into(),
+                if self.no_contraction {
+                    "forbidden (SPIR-V NoContraction)"
+                } else {
+                    "possible (no SPIR-V passthrough)"
+                }
+                .into(),
+            ),
             ("axpy in one rounding".into(), self.axpy_once()),
             ("max buffer".into(), format!("{} bytes", l.max_buffer_size)),
             (
@@ -305,7 +328,10 @@ impl VkDevice {
 
     /// Compiles `source` and makes a pipeline of entry point `entry`, whose
     /// one bind group holds `bindings`; a shader the device refuses is a
-    /// compile error with wgpu's message.
+    /// compile error with wgpu's message. WGSL is built with float
+    /// contraction forbidden where the device can (`no_contraction`): each
+    /// `+`, `-` and `*` then rounds once, as on the other backends, where a
+    /// driver would otherwise fuse `a * b + c` into one fma.
     pub(crate) fn build_pipeline(
         &self,
         label: &str,
@@ -315,6 +341,33 @@ impl VkDevice {
         immediate_size: u32,
     ) -> Result<Pipeline> {
         let catch = Catch::open(self.ordinal, wgpu::ErrorFilter::Validation);
+        if let (true, wgpu::ShaderSource::Wgsl(wgsl)) = (self.no_contraction, &source) {
+            let shader = unigpu_vulkan_sys::pipeline::ComputeShader {
+                label,
+                wgsl,
+                entry,
+                bindings,
+                immediate_size,
+            };
+            let built = unigpu_vulkan_sys::pipeline::compute_pipeline(
+                &self.device,
+                self.downlevel,
+                &shader,
+            );
+            let refused = catch.close();
+            return match (built, refused) {
+                (Ok(b), None) => Ok(Pipeline {
+                    pipeline: b.pipeline,
+                    layout: b.layout,
+                }),
+                (Err(e), _) => Err(Error::Compile {
+                    log: format!("{label}: {e}"),
+                }),
+                (_, Some(e)) => Err(Error::Compile {
+                    log: format!("{label}: {e}"),
+                }),
+            };
+        }
         let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
