@@ -275,7 +275,7 @@ impl VkDevice {
             (
                 "float contraction".into(),
                 if self.no_contraction {
-                    "forbidden (SPIR-V NoContraction)"
+                    "forbidden in kernels (SPIR-V NoContraction; built-in ops keep fma)"
                 } else {
                     "possible (no SPIR-V passthrough)"
                 }
@@ -328,10 +328,13 @@ impl VkDevice {
 
     /// Compiles `source` and makes a pipeline of entry point `entry`, whose
     /// one bind group holds `bindings`; a shader the device refuses is a
-    /// compile error with wgpu's message. WGSL is built with float
-    /// contraction forbidden where the device can (`no_contraction`): each
-    /// `+`, `-` and `*` then rounds once, as on the other backends, where a
-    /// driver would otherwise fuse `a * b + c` into one fma.
+    /// compile error with wgpu's message. A kernel's WGSL (`one_rounding`)
+    /// is built with float contraction forbidden where the device can
+    /// (`no_contraction`): each `+`, `-` and `*` then rounds once, as on
+    /// the other backends, where a driver would otherwise fuse `a * b + c`
+    /// into one fma. The built-in ops' shaders promise results within a
+    /// bound, not bits, so they keep the driver's fma (matmul's inner loop
+    /// would otherwise take two instructions for one).
     pub(crate) fn build_pipeline(
         &self,
         label: &str,
@@ -339,9 +342,12 @@ impl VkDevice {
         entry: &str,
         bindings: &[wgpu::BindingType],
         immediate_size: u32,
+        one_rounding: bool,
     ) -> Result<Pipeline> {
         let catch = Catch::open(self.ordinal, wgpu::ErrorFilter::Validation);
-        if let (true, wgpu::ShaderSource::Wgsl(wgsl)) = (self.no_contraction, &source) {
+        if let (true, wgpu::ShaderSource::Wgsl(wgsl)) =
+            (self.no_contraction && one_rounding, &source)
+        {
             let shader = unigpu_vulkan_sys::pipeline::ComputeShader {
                 label,
                 wgsl,

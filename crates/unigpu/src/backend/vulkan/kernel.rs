@@ -57,7 +57,7 @@ fn compiled(device: &VkDevice, shader: &Shader) -> Result<Arc<Pipeline>> {
             Code::Wgsl(s) => wgpu::ShaderSource::Wgsl(Cow::Borrowed(s)),
             Code::SpirV(w) => wgpu::ShaderSource::SpirV(Cow::Borrowed(w)),
         };
-        device.build_pipeline(&shader.entry, source, &shader.entry, &types, 0)
+        device.build_pipeline(&shader.entry, source, &shader.entry, &types, 0, true)
     })
 }
 

@@ -50,6 +50,7 @@ fn pipeline(
             "main",
             &types,
             IMMEDIATE_BYTES,
+            false,
         )
     })
 }
