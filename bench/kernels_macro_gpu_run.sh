@@ -7,6 +7,8 @@
 #   bash bench/kernels_macro_gpu_run.sh --pack     # .gpu-pack/km.tar.gz
 # then run(command="bash bench/kernels_macro_gpu_run.sh",
 #          carry=[".gpu-pack/km.tar.gz", ".gl"])   # .gl: docs/vulkan.md
+# or, after `cargo xtask gpu-pack` and its run.sh on the same call:
+#   UNIGPU_BIN=.gpu-pack/bin/unigpu bash bench/kernels_macro_gpu_run.sh
 # Tables land in $OUT/kernels-{cuda,vulkan,torch}.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +20,10 @@ if [ "${1:-}" = --pack ]; then
   exit 0
 fi
 out=${OUT:-/tmp}
-mkdir -p /tmp/km && tar xzf .gpu-pack/km.tar.gz -C /tmp
+# UNIGPU_BIN: a unigpu binary already on the machine (the GPU pack's
+# .gpu-pack/bin/unigpu, unpacked by its run.sh); else km.tar.gz's.
+bin=${UNIGPU_BIN:-/tmp/km/unigpu}
+[ -n "${UNIGPU_BIN:-}" ] || { mkdir -p /tmp/km && tar xzf .gpu-pack/km.tar.gz -C /tmp; }
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig 2>/dev/null || true
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
@@ -35,7 +40,7 @@ for b in cuda vulkan torch; do
   only=$kernels
   [ "$b" = cuda ] && only=compile,compile_disk,compile_macro,compile_macro_disk,$kernels
   echo "== unigpu bench --backend $b --only $only"
-  if /tmp/km/unigpu bench --backend "$b" --only "$only" --quiet \
+  if "$bin" bench --backend "$b" --only "$only" --quiet \
       --md "$out/kernels-$b.md" >/dev/null 2>"$out/kernels-$b.err"; then
     cat "$out/kernels-$b.md"
   else
