@@ -125,6 +125,13 @@ impl Context {
             reason: "no backend could be opened".into(),
         })?;
         let default_stream = Stream::from_impl(device.default_stream()?);
+        // The default stream's fault word (fault_word.rs) is made with the
+        // context, not by its first generated kernel: memory the context
+        // holds from its start to its end, not a rise in the allocator's
+        // figures halfway through a program (which a leak check would
+        // count). Created streams make theirs at their first such launch
+        // and free it with the stream.
+        default_stream.faults.prepare()?;
         let faults = FaultWords::default();
         faults.add(&default_stream.faults);
         let ctx = Context {

@@ -6,8 +6,9 @@
 //!
 //! It is an ordinary buffer of the backend, so every backend orders its
 //! uses like any array's: the read waits for the kernels launched before
-//! it, and nothing in the backends is special to it. It is made on the
-//! first such launch and read only when such a launch happened since the
+//! it, and nothing in the backends is special to it. A context's default
+//! stream makes it with the context; another stream at its first such
+//! launch (or `begin_capture`). It is read only when such a launch happened since the
 //! last read, so streams that run no generated kernel pay nothing, and a
 //! sync after one pays a 4-byte read.
 
