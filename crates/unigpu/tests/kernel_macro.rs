@@ -57,8 +57,35 @@ fn contracts(ctx: &Context, ty: &str) -> bool {
 /// `got` is `want` to the bit, or where `ctx` contracts, within a few
 /// roundings of `scale` (the largest magnitude the sum went through).
 fn assert_same_or_contracted(ctx: &Context, got: f64, want: f64, eps: f64, scale: f64, what: &str) {
+    same_or_within(ctx, got, want, eps, scale, what, false);
+}
+
+/// As [`assert_same_or_contracted`], for a result that went through `/`
+/// or `sqrt`, which WGSL lets any Vulkan driver round within 2.5 and 1
+/// ulp (NVIDIA's does: docs/kernels.md's ulp table): on vulkan it is
+/// judged by the bound.
+fn assert_same_or_wgsl_rounded(
+    ctx: &Context,
+    got: f64,
+    want: f64,
+    eps: f64,
+    scale: f64,
+    what: &str,
+) {
+    same_or_within(ctx, got, want, eps, scale, what, true);
+}
+
+fn same_or_within(
+    ctx: &Context,
+    got: f64,
+    want: f64,
+    eps: f64,
+    scale: f64,
+    what: &str,
+    divides: bool,
+) {
     let ty = if eps < 1e-10 { "f64" } else { "f32" };
-    if contracts(ctx, ty) {
+    if contracts(ctx, ty) || (divides && ctx.backend() == Backend::Vulkan) {
         let bound = 4.0 * eps * scale.max(want.abs());
         assert!(
             (got - want).abs() <= bound,
@@ -288,7 +315,7 @@ on_every_backend!(control_flow_and_2d_indices_match_the_host, |ctx| {
                 + 3.0
                 + steps
                 + hx[at].abs().max(2.0);
-            assert_same_or_contracted(
+            assert_same_or_wgsl_rounded(
                 ctx,
                 f64::from(got[at]),
                 f64::from(want),
@@ -1147,7 +1174,7 @@ on_every_backend!(device_functions_match_the_host, |ctx| {
             1
         };
         let want = t * t * (3.0 - 2.0 * t) + sign as f32;
-        assert_same_or_contracted(
+        assert_same_or_wgsl_rounded(
             ctx,
             f64::from(got[i]),
             f64::from(want),

@@ -229,9 +229,26 @@ on_every_backend!(random_kernels_match_the_generators_reference, |ctx| {
         );
         return;
     }
+    // WGSL lets a Vulkan driver round `/` within 2.5 ulp and `sqrt` within
+    // 1 (NVIDIA's does: docs/kernels.md's ulp table), and `powi` of a
+    // negative power ends in a division: a float kernel using them has no
+    // one answer there, so on vulkan only the float kernels without them
+    // are checked (bit for bit: + - * round once each, contraction
+    // forbidden).
+    let wgsl_rounded = |case: &Case| {
+        ctx.backend() == unigpu::Backend::Vulkan
+            && case.floats
+            && [" / ", "sqrt", "powi"]
+                .iter()
+                .any(|op| case.source.contains(op))
+    };
     let mut failures = Vec::new();
-    let (mut ran, mut elements) = (0, 0);
+    let (mut ran, mut elements, mut rounded) = (0, 0, 0);
     for (i, case) in generated::CASES.iter().enumerate() {
+        if wgsl_rounded(case) {
+            rounded += 1;
+            continue;
+        }
         if skip_floats && case.floats
             || only
                 .as_ref()
@@ -255,9 +272,13 @@ on_every_backend!(random_kernels_match_the_generators_reference, |ctx| {
         ctx.backend(),
         generated::CASES.len(),
         if skip_floats {
-            " (the f32 ones left out: this adapter contracts a * b + c)"
+            " (the f32 ones left out: this adapter contracts a * b + c)".to_string()
+        } else if rounded > 0 {
+            format!(
+                " ({rounded} f32 ones with /, sqrt or powi left out: WGSL rounds them within a bound)"
+            )
         } else {
-            ""
+            String::new()
         },
         SEED,
     );
