@@ -4,22 +4,31 @@
 //! matmul hand-written in CUDA C++ and in WGSL, line for line, so the ratio
 //! measures what the macro's code costs and nothing else.
 
+/// Grid-stride: a Vulkan grid has at most 65535 workgroups a dimension
+/// (2^26 elements are 262144 of 256), so the launch caps the grid
+/// ([`groups`]) and each invocation takes every `stride`-th element.
 #[unigpu::kernel]
 pub fn bench_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-    let i = global_id().x;
-    if i < y.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < y.len() {
         y[i] = a * x[i] + y[i];
+        i += stride;
     }
 }
 
+/// Each invocation first adds its grid-stride share, then the workgroup
+/// adds its 256 in a shared tree: one partial a workgroup.
 #[unigpu::kernel(workgroup_size = 256)]
 pub fn bench_tree_sum(x: &[f32], partial: &mut [f32]) {
     let tile = shared::<f32, 256>();
     let l = local_id().x;
-    let i = global_id().x;
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
     let mut v = 0.0f32;
-    if i < x.len() {
-        v = x[i];
+    while i < x.len() {
+        v += x[i];
+        i += stride;
     }
     tile[l] = v;
     barrier();
@@ -34,6 +43,12 @@ pub fn bench_tree_sum(x: &[f32], partial: &mut [f32]) {
     if l == 0 {
         partial[workgroup_id().x] = tile[0];
     }
+}
+
+/// The workgroups a grid-stride kernel above is launched with for `n`
+/// elements: one an element's 256, at most `cap`.
+pub fn groups(n: usize, cap: usize) -> u32 {
+    n.div_ceil(256).clamp(1, cap) as u32
 }
 
 /// The tile's side; the kernels below spell it out as 16.

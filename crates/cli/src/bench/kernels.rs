@@ -13,6 +13,7 @@ use unigpu::{Backend, CompileOptions, Context, GpuArray, Grid, Kernel};
 
 use super::kernel_defs::{
     HAND_MATMUL_CUDA, HAND_MATMUL_WGSL, TILE, bench_saxpy, bench_tiled_matmul, bench_tree_sum,
+    groups,
 };
 use super::{Better, Case, Env, Out, any_backend, median};
 
@@ -93,7 +94,7 @@ fn saxpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let x = ctx.upload(&hx)?;
     let (mut y_ours, mut y_builtin) = (ctx.zeros::<f32>(n)?, ctx.zeros::<f32>(n)?);
     let k = bench_saxpy::kernel(ctx)?;
-    let grid = Grid::for_elems(n);
+    let grid = Grid::new((groups(n, 65535), 1, 1), (256, 1, 1));
     let ops = ctx.ops();
     // One call each from zero: 2·x is exact, with or without an FMA.
     k.launch(ctx, grid, (2.0, &x, &mut y_ours))?;
@@ -137,11 +138,15 @@ struct TreeSum {
 }
 
 impl TreeSum {
+    /// Workgroups of the first level: enough to fill a GPU, each adding
+    /// its grid-stride share; the second level adds their partials in one.
+    const FIRST: usize = 1024;
+
     fn new(ctx: &Context, n: usize) -> anyhow::Result<Self> {
         let mut levels = Vec::new();
         let mut len = n;
         while len > 1 {
-            len = len.div_ceil(256);
+            len = groups(len, Self::FIRST) as usize;
             levels.push(ctx.zeros::<f32>(len)?);
         }
         Ok(TreeSum {
@@ -154,7 +159,7 @@ impl TreeSum {
         let Some((first, rest)) = self.levels.split_first_mut() else {
             return Ok(x.download()?.first().copied().unwrap_or(0.0));
         };
-        let grid = |len: usize| Grid::for_elems_with_block(len, 256);
+        let grid = |len: usize| Grid::new((groups(len, Self::FIRST), 1, 1), (256, 1, 1));
         self.k.launch(ctx, grid(x.len()), (x, first))?;
         let mut prev = first;
         for next in rest {
