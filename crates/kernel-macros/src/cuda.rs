@@ -172,7 +172,7 @@ impl Emit<'_> {
             let name = format!("ug_ld_{}", elem.tag());
             return self.helper(name.clone(), || {
                 format!(
-                    "static __device__ __forceinline__ float {name}(const unsigned short* p, unsigned int n, unsigned int i) {{ return i < n ? ug_{t}_in(p[i]) : 0.0f; }}\n",
+                    "static __device__ __forceinline__ float {name}(const unsigned short* p, unsigned int n, unsigned int i, unsigned int* st, unsigned int code) {{ if (__builtin_expect(i < n, 1)) return ug_{t}_in(p[i]); ug_fault(st, code); return 0.0f; }}\n",
                     t = elem.tag()
                 )
             });
@@ -184,7 +184,7 @@ impl Emit<'_> {
         };
         self.helper(name.clone(), || {
             format!(
-                "static __device__ __forceinline__ {c} {name}({q} {c}* p, unsigned int n, unsigned int i, unsigned int* st, unsigned int code) {{ if (i < n) return p[i]; ug_fault(st, code); return ({c})0; }}\n",
+                "static __device__ __forceinline__ {c} {name}({q} {c}* p, unsigned int n, unsigned int i, unsigned int* st, unsigned int code) {{ if (__builtin_expect(i < n, 1)) return p[i]; ug_fault(st, code); return ({c})0; }}\n",
                 c = ty(elem)
             )
         })
@@ -212,7 +212,7 @@ impl Emit<'_> {
                 }
             };
             format!(
-                "static __device__ __forceinline__ {c} {name}({c}* p, unsigned int n, unsigned int i, unsigned int* st, unsigned int code, {params}) {{ if (i < n) return {call}; ug_fault(st, code); return ({c})0; }}\n"
+                "static __device__ __forceinline__ {c} {name}({c}* p, unsigned int n, unsigned int i, unsigned int* st, unsigned int code, {params}) {{ if (__builtin_expect(i < n, 1)) return {call}; ug_fault(st, code); return ({c})0; }}\n"
             )
         })
     }
@@ -227,14 +227,14 @@ impl Emit<'_> {
             self.half();
             return self.helper(format!("ug_st_{}", elem.tag()), || {
                 format!(
-                    "static __device__ __forceinline__ void ug_st_{t}(unsigned short* p, unsigned int n, unsigned int i, float v) {{ if (i < n) p[i] = ug_{t}_out(v); }}\n",
+                    "static __device__ __forceinline__ void ug_st_{t}(unsigned short* p, unsigned int n, unsigned int i, float v, unsigned int* st, unsigned int code) {{ if (__builtin_expect(i < n, 1)) p[i] = ug_{t}_out(v); else ug_fault(st, code); }}\n",
                     t = elem.tag()
                 )
             });
         }
         self.helper(format!("ug_st_{}", elem.tag()), || {
             format!(
-                "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v, unsigned int* st, unsigned int code) {{ if (i < n) p[i] = v; else ug_fault(st, code); }}\n",
+                "static __device__ __forceinline__ void ug_st_{t}({c}* p, unsigned int n, unsigned int i, {c} v, unsigned int* st, unsigned int code) {{ if (__builtin_expect(i < n, 1)) p[i] = v; else ug_fault(st, code); }}\n",
                 t = elem.tag(),
                 c = ty(elem)
             )
