@@ -650,6 +650,7 @@ impl Emit<'_> {
             )
         };
         let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
+        let cap = if t == Ty::F64 { 2200 } else { 300 };
         self.helper(name.clone(), || {
             format!(
                 "fn {name}(x: {c}, y: {c}) -> {c} {{
@@ -659,11 +660,16 @@ impl Emit<'_> {
     if (ax < ay) {{ return x; }}
     var r = ax;
     let ey = i32(frexp(ay).exp);
-    loop {{
+    // Each step clears r's leading bit: at most the exponent range plus
+    // the mantissa's bits. The cap (and the stop on a zero step, where a
+    // driver flushes a subnormal) keeps a driver's rounding from ever
+    // turning this into an endless loop on the GPU.
+    for (var n = 0; n < {cap}; n++) {{
         if (r < ay) {{ break; }}
         let k = i32(frexp(r).exp) - ey;
         var s = ldexp(ay, k);
         if (s > r) {{ s = ldexp(ay, k - 1); }}
+        if (s == {zero}) {{ break; }}
         r = r - s;
     }}
     if ({neg}) {{ return -r; }}
@@ -704,6 +710,7 @@ impl Emit<'_> {
             )
         };
         let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
+        let cap = if t == Ty::F64 { 2200 } else { 300 };
         self.helper(name.clone(), || {
             format!(
                 "fn {name}(x: {c}, y: {c}) -> {c} {{

@@ -121,7 +121,13 @@ on_every_gpu_backend!(
         }
         let stats = ctx.memory_stats().unwrap();
         assert!(stats.oom_retries >= 2);
-        assert_eq!(stats.cached, 0, "the failed allocation emptied the cache");
+        // Emptied but for what shares a segment with a live block: the
+        // context's fault word (one small block, made with the context)
+        // keeps its 2 MiB segment.
+        assert!(
+            stats.reserved <= stats.in_use.max(1).next_multiple_of(2 << 20),
+            "the failed allocation emptied the cache: {stats:?}"
+        );
         // And the context goes on working.
         let host = random_vec::<f32>(1 << 20);
         assert_same(&host, &ctx.upload(&host).unwrap().download().unwrap());
