@@ -710,7 +710,6 @@ impl Emit<'_> {
             )
         };
         let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
-        let cap = if t == Ty::F64 { 2200 } else { 300 };
         self.helper(name.clone(), || {
             format!(
                 "fn {name}(x: {c}, y: {c}) -> {c} {{
