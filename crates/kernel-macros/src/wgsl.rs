@@ -651,6 +651,25 @@ impl Emit<'_> {
         };
         let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
         let cap = if t == Ty::F64 { 2200 } else { 300 };
+        // The exponent of a normal number, and y·2^k for a normal y and a
+        // normal result. f64 takes them from the bits: NVIDIA's Vulkan
+        // driver lost the device on f64 `frexp`/`ldexp` (an H100,
+        // 2026-11-27), where the f32 forms ran exactly.
+        let (exp_of, scaled, scaled_less) = if t == Ty::F64 {
+            (
+                (|v: &str| format!("i32((bitcast<u64>({v}) >> 52u) & 0x7fflu)"))
+                    as fn(&str) -> String,
+                "bitcast<f64>(bitcast<u64>(ay) + (u64(k) << 52u))",
+                "bitcast<f64>(bitcast<u64>(ay) + (u64(k - 1) << 52u))",
+            )
+        } else {
+            (
+                (|v: &str| format!("i32(frexp({v}).exp)")) as fn(&str) -> String,
+                "ldexp(ay, k)",
+                "ldexp(ay, k - 1)",
+            )
+        };
+        let (exp_ay, exp_r) = (exp_of("ay"), exp_of("r"));
         self.helper(name.clone(), || {
             format!(
                 "fn {name}(x: {c}, y: {c}) -> {c} {{
@@ -659,16 +678,16 @@ impl Emit<'_> {
     if ({xnan} || {ynan} || ax == {inf} || ay == {zero}) {{ return {nan}; }}
     if (ax < ay) {{ return x; }}
     var r = ax;
-    let ey = i32(frexp(ay).exp);
+    let ey = {exp_ay};
     // Each step clears r's leading bit: at most the exponent range plus
     // the mantissa's bits. The cap (and the stop on a zero step, where a
     // driver flushes a subnormal) keeps a driver's rounding from ever
     // turning this into an endless loop on the GPU.
     for (var n = 0; n < {cap}; n++) {{
         if (r < ay) {{ break; }}
-        let k = i32(frexp(r).exp) - ey;
-        var s = ldexp(ay, k);
-        if (s > r) {{ s = ldexp(ay, k - 1); }}
+        let k = {exp_r} - ey;
+        var s = {scaled};
+        if (s > r) {{ s = {scaled_less}; }}
         if (s == {zero}) {{ break; }}
         r = r - s;
     }}

@@ -437,6 +437,37 @@ on_every_backend!(float_rem_is_exact_fmod_everywhere, |ctx| {
     }
 });
 
+/// f32 `%` alone, apart from the f64 one above (on an H100 the kernel that
+/// holds both lost NVIDIA's Vulkan device: this tells the two apart).
+#[unigpu::kernel]
+fn float_rem32(x: &[f32], y: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = x[i] % y[i];
+    }
+}
+
+on_every_backend!(f32_rem_alone_is_exact_fmod, |ctx| {
+    let k = float_rem32::kernel(ctx).unwrap();
+    let n = random_len(1 << 13).max(64);
+    let (hx, hy) = rem_inputs(n, |v| v as f32);
+    let (x, y) = (ctx.upload(&hx).unwrap(), ctx.upload(&hy).unwrap());
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&x, &y, &mut out))
+        .unwrap();
+    let got = out.download().unwrap();
+    for i in 0..n {
+        let want = hx[i] % hy[i];
+        assert!(
+            got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
+            "f32 {} % {}: {} vs {want}",
+            hx[i],
+            hy[i],
+            got[i]
+        );
+    }
+});
+
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), the emulated-fma forms included.
 #[cfg(feature = "vulkan")]
