@@ -636,19 +636,7 @@ impl Emit<'_> {
         let name = format!("ug_fmod_{}", t.tag());
         let c = ty(t);
         let zero = lit_f(0.0, t);
-        let (inf, nan, neg) = if t == Ty::F64 {
-            (
-                "bitcast<f64>(0x7ff0000000000000lu)",
-                "bitcast<f64>(0x7ff8000000000000lu)",
-                "(bitcast<u64>(x) >> 63u) == 1lu",
-            )
-        } else {
-            (
-                "bitcast<f32>(0x7f800000u)",
-                "bitcast<f32>(0x7fc00000u)",
-                "(bitcast<u32>(x) >> 31u) == 1u",
-            )
-        };
+        let (inf, nan, neg) = specials(t);
         let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
         let cap = if t == Ty::F64 { 2200 } else { 300 };
         // The exponent of a normal number, and y·2^k for a normal y and a
@@ -715,19 +703,7 @@ impl Emit<'_> {
             },
             t,
         );
-        let (inf, nan, neg) = if t == Ty::F64 {
-            (
-                "bitcast<f64>(0x7ff0000000000000lu)",
-                "bitcast<f64>(0x7ff8000000000000lu)",
-                "(bitcast<u64>(x) >> 63u) == 1lu",
-            )
-        } else {
-            (
-                "bitcast<f32>(0x7f800000u)",
-                "bitcast<f32>(0x7fc00000u)",
-                "(bitcast<u32>(x) >> 31u) == 1u",
-            )
-        };
+        let (inf, nan, neg) = specials(t);
         let (xnan, ynan) = (is_nan("x", t), is_nan("y", t));
         self.helper(name.clone(), || {
             format!(
@@ -815,6 +791,26 @@ impl Emit<'_> {
 
 /// Whether `x` is NaN, from its bits: drivers may compile `x != x` as an
 /// ordered compare (false for NaN), as lavapipe does.
+/// WGSL text for `t`'s +infinity, a quiet NaN, and whether `x` is negative
+/// (its sign bit), for the float helpers (fmod, pow): written as bits, since
+/// WGSL has no literal for either and a constant expression must not hold
+/// one.
+fn specials(t: Ty) -> (&'static str, &'static str, &'static str) {
+    if t == Ty::F64 {
+        (
+            "bitcast<f64>(0x7ff0000000000000lu)",
+            "bitcast<f64>(0x7ff8000000000000lu)",
+            "(bitcast<u64>(x) >> 63u) == 1lu",
+        )
+    } else {
+        (
+            "bitcast<f32>(0x7f800000u)",
+            "bitcast<f32>(0x7fc00000u)",
+            "(bitcast<u32>(x) >> 31u) == 1u",
+        )
+    }
+}
+
 fn is_nan(x: &str, t: Ty) -> String {
     if t == Ty::F64 {
         format!("((bitcast<u64>({x}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)")

@@ -416,16 +416,8 @@ on_every_backend!(float_rem_is_exact_fmod_everywhere, |ctx| {
     )
     .unwrap();
     let (got, gotd) = (out.download().unwrap(), outd.download().unwrap());
+    assert_f32_rem(&hx, &hy, &got);
     for i in 0..n {
-        // Rust's `%` (its NaN payload is not promised: any NaN).
-        let want = hx[i] % hy[i];
-        assert!(
-            got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
-            "f32 {} % {}: {} vs {want}",
-            hx[i],
-            hy[i],
-            got[i]
-        );
         let want = hxd[i] % hyd[i];
         assert!(
             gotd[i].to_bits() == want.to_bits() || (gotd[i].is_nan() && want.is_nan()),
@@ -455,8 +447,13 @@ on_every_backend!(f32_rem_alone_is_exact_fmod, |ctx| {
     let mut out = ctx.zeros::<f32>(n).unwrap();
     k.launch(ctx, Grid::for_elems(n), (&x, &y, &mut out))
         .unwrap();
-    let got = out.download().unwrap();
-    for i in 0..n {
+    assert_f32_rem(&hx, &hy, &out.download().unwrap());
+});
+
+/// Every element is Rust's `x % y` to the bit (its NaN payload is not
+/// promised: any NaN).
+fn assert_f32_rem(hx: &[f32], hy: &[f32], got: &[f32]) {
+    for i in 0..got.len() {
         let want = hx[i] % hy[i];
         assert!(
             got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
@@ -466,7 +463,7 @@ on_every_backend!(f32_rem_alone_is_exact_fmod, |ctx| {
             got[i]
         );
     }
-});
+}
 
 /// Every emitted WGSL passes naga's validator (the vulkan backend's own
 /// check, run here without an adapter), the emulated-fma forms included.
