@@ -232,18 +232,11 @@ impl Context {
     /// by a kernel made by `#[unigpu::kernel]` (each reported once).
     pub fn sync(&self) -> Result<()> {
         let stream = &self.inner.default_stream;
-        match self.inner.device.synchronize() {
-            // CUDA cannot synchronize a device while one of its streams
-            // captures a graph (cuda-safe's graph.rs refuses rather than
-            // let the driver invalidate the capture). A capture enqueues
-            // nothing, so waiting for each of this context's other streams
-            // is the same wait: do that instead (vulkan and the CPU wait
-            // that way themselves).
-            Err(Error::Unsupported { what, .. }) if what.contains("capture a graph") => {
-                self.inner.faults.sync_streams_not_capturing()?;
-            }
-            r => r.map_err(|e| stream.blame_last_kernel(e))?,
-        }
+        let streams = self.inner.faults.streams();
+        self.inner
+            .device
+            .synchronize_beside_captures(&streams)
+            .map_err(|e| stream.blame_last_kernel(e))?;
         if !stream.is_capturing() {
             stream.sync()?;
         }

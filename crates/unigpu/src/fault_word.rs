@@ -131,18 +131,13 @@ impl FaultWords {
     }
 
     /// Checks every live stream's word; the first fault found.
-    /// Synchronizes each of the context's streams that is not capturing
-    /// a graph (every stream registers its word here); the first error.
-    pub(crate) fn sync_streams_not_capturing(&self) -> Result<()> {
-        let words: Vec<Arc<FaultWord>> = lock(&self.0).iter().filter_map(Weak::upgrade).collect();
-        let mut first = Ok(());
-        for w in words.iter().filter(|w| !w.stream.is_capturing()) {
-            let r = w.stream.sync();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+    /// The context's streams (every stream registers its word here).
+    pub(crate) fn streams(&self) -> Vec<StreamImpl> {
+        lock(&self.0)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|w| w.stream.clone())
+            .collect()
     }
 
     pub(crate) fn check_all(&self) -> Result<()> {

@@ -250,6 +250,28 @@ impl DeviceImpl {
         on_backend!(DeviceImpl, self, A, d => A::synchronize(d))
     }
 
+    /// A context's sync: the device's, or where the backend refuses a
+    /// device-wide sync while a stream captures a graph (CUDA: cuda-safe's
+    /// graph.rs, rather than let the driver invalidate the capture), a
+    /// wait for each of `streams` that does not capture: a capture
+    /// enqueues nothing, so it is the same wait (vulkan and the CPU wait
+    /// that way themselves).
+    pub(crate) fn synchronize_beside_captures(&self, streams: &[StreamImpl]) -> Result<()> {
+        match self.synchronize() {
+            Err(Error::Unsupported { what, .. }) if what.contains("capture a graph") => {
+                let mut first = Ok(());
+                for s in streams.iter().filter(|s| !s.is_capturing()) {
+                    let r = s.sync();
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+                first
+            }
+            r => r,
+        }
+    }
+
     pub(crate) fn default_stream(&self) -> Result<StreamImpl> {
         Ok(match self {
             DeviceImpl::Cpu(d) => StreamImpl::Cpu(Cpu::default_stream(d)?),
