@@ -51,6 +51,8 @@ struct Emit<'k> {
     k: &'k Kernel,
     /// Arrays some atomic uses.
     atomics: std::collections::BTreeSet<Mem>,
+    /// Access sites indexed without a check (inbounds.rs proved them).
+    proven: std::collections::BTreeSet<u32>,
     helpers: BTreeMap<String, String>,
     out: String,
 }
@@ -59,6 +61,7 @@ pub fn emit(k: &Kernel) -> String {
     let mut e = Emit {
         k,
         atomics: k.atomics(),
+        proven: crate::inbounds::proven(k),
         helpers: BTreeMap::new(),
         out: String::new(),
     };
@@ -145,9 +148,11 @@ pub fn emit(k: &Kernel) -> String {
         s.push_str(h);
     }
     s.push_str(&funcs);
+    let [x, y, z] = k.workgroup;
     let _ = write!(
         s,
-        "extern \"C\" __global__ void {}({}) {{\n{}}}\n",
+        "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
+        x * y * z,
         k.name,
         params.join(", "),
         e.out
@@ -275,6 +280,11 @@ impl Emit<'_> {
             } => {
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
+                if self.proven.contains(site) {
+                    let (i, v) = (self.expr(index), self.expr(value));
+                    self.line(d, &format!("p_{name}[{i}] = {v};"));
+                    return;
+                }
                 let st = self.st_helper(elem);
                 let (i, v) = (self.expr(index), self.expr(value));
                 let f = fault(*site);
@@ -288,6 +298,11 @@ impl Emit<'_> {
             } => {
                 let sh = &self.k.shared[*array];
                 let (name, len) = (sh.name.clone(), sh.len.u32_expr());
+                if self.proven.contains(site) {
+                    let (i, v) = (self.expr(index), self.expr(value));
+                    self.line(d, &format!("{name}[{i}] = {v};"));
+                    return;
+                }
                 let st = self.st_helper(sh.elem);
                 let (i, v) = (self.expr(index), self.expr(value));
                 let f = fault(*site);
@@ -371,6 +386,9 @@ impl Emit<'_> {
             ExprKind::Load(a, index, site) => {
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
+                if self.proven.contains(site) {
+                    return format!("p_{name}[{}]", self.expr(index));
+                }
                 let ld = self.ld_helper(elem, self.atomics.contains(&Mem::Global(*a)));
                 let i = self.expr(index);
                 format!("{ld}(p_{name}, n_{name}, {i}, {})", fault(*site))
@@ -405,6 +423,9 @@ impl Emit<'_> {
             ExprKind::SharedLoad(a, index, site) => {
                 let sh = &self.k.shared[*a];
                 let (name, len) = (sh.name.clone(), sh.len.u32_expr());
+                if self.proven.contains(site) {
+                    return format!("{name}[{}]", self.expr(index));
+                }
                 let ld = self.ld_helper(sh.elem, self.atomics.contains(&Mem::Shared(*a)));
                 let i = self.expr(index);
                 format!("{ld}({name}, {len}, {i}, {})", fault(*site))
@@ -434,11 +455,14 @@ impl Emit<'_> {
             ExprKind::Cast(v) => self.cast(v, e.ty),
             ExprKind::Id(b, axis) => {
                 let c = ["x", "y", "z"][*axis];
+                // Every launch's block is the declared workgroup size
+                // (`Stream::launch` refuses another), so it is a constant.
+                let size = self.k.workgroup[*axis];
                 match b {
-                    Builtin::Global => format!("(blockIdx.{c} * blockDim.{c} + threadIdx.{c})"),
+                    Builtin::Global => format!("(blockIdx.{c} * {size}u + threadIdx.{c})"),
                     Builtin::Local => format!("threadIdx.{c}"),
                     Builtin::Group => format!("blockIdx.{c}"),
-                    Builtin::Size => format!("blockDim.{c}"),
+                    Builtin::Size => format!("{size}u"),
                     Builtin::Groups => format!("gridDim.{c}"),
                 }
             }

@@ -455,6 +455,7 @@ fn module(
                             wide: [#(#wide),*],
                             cpu: #m::cpu::#const_uses,
                             sites: #m::SITES,
+                            workgroup: WORKGROUP_SIZE,
                         }
                     }
                 }

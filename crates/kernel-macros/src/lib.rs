@@ -10,9 +10,11 @@
 //! (no other generated code), so the compile-fail tests need only this
 //! crate.
 
+mod barrier_scope;
 mod cpu;
 mod cuda;
 mod generics;
+mod inbounds;
 mod ir;
 mod lower;
 mod uniform;
@@ -499,6 +501,7 @@ fn module(
                 wide: [#(#wide),*],
                 cpu,
                 sites: &[#(#sites),*],
+                workgroup: WORKGROUP_SIZE,
             };
 
             fn host_args<'a>(args: #arg_types) -> ::unigpu::Result<#host_types> {

@@ -58,6 +58,12 @@ struct Emit<'k> {
     /// Arrays some atomic uses: declared `atomic<T>`, so every access to
     /// them goes through atomicLoad/atomicStore/atomicOP.
     atomics: std::collections::BTreeSet<Mem>,
+    /// Access sites indexed without a check (inbounds.rs proved them).
+    proven: std::collections::BTreeSet<u32>,
+    /// Per `barrier()` in walking order: whether it needs `storageBarrier`
+    /// (barrier_scope.rs); `next_barrier` counts them.
+    storage_barriers: Vec<bool>,
+    next_barrier: usize,
     helpers: BTreeMap<String, String>,
     out: String,
 }
@@ -69,6 +75,9 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
         k,
         emulate_fma,
         atomics: k.atomics(),
+        proven: crate::inbounds::proven(k),
+        storage_barriers: crate::barrier_scope::storage_barriers(k),
+        next_barrier: 0,
         helpers: BTreeMap::new(),
         out: String::new(),
     };
@@ -232,6 +241,11 @@ impl Emit<'_> {
                     self.line(d, &format!("{st}({i}, {v});"));
                     return;
                 }
+                if self.proven.contains(site) && !atomic {
+                    let (i, v) = (self.expr(index), self.expr(value));
+                    self.line(d, &format!("p_{name}[{i}] = {v};"));
+                    return;
+                }
                 let st = self.helper(format!("ug_st_{name}"), || {
                     let write = if atomic {
                         format!("atomicStore(&p_{name}[i], v)")
@@ -255,6 +269,11 @@ impl Emit<'_> {
                 let sh = &self.k.shared[*array];
                 let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*array));
+                if self.proven.contains(site) && !atomic {
+                    let (i, v) = (self.expr(index), self.expr(value));
+                    self.line(d, &format!("{name}[{i}] = {v};"));
+                    return;
+                }
                 let st = self.helper(format!("ug_st_{name}"), || {
                     let write = if atomic {
                         format!("atomicStore(&{name}[i], v)")
@@ -269,9 +288,18 @@ impl Emit<'_> {
                 let (i, v) = (self.expr(index), self.expr(value));
                 self.line(d, &format!("{st}({i}, {v}, {site}u);"));
             }
-            // storageBarrier too: CUDA's __syncthreads() orders global
-            // memory within the block, and the language promises the same.
-            Stmt::Barrier(_) => self.line(d, "storageBarrier(); workgroupBarrier();"),
+            // storageBarrier too where a global write can come before it:
+            // CUDA's __syncthreads() orders global memory within the block,
+            // and the language promises the same (barrier_scope.rs).
+            Stmt::Barrier(_) => {
+                let storage = self.storage_barriers.get(self.next_barrier) != Some(&false);
+                self.next_barrier += 1;
+                if storage {
+                    self.line(d, "storageBarrier(); workgroupBarrier();");
+                } else {
+                    self.line(d, "workgroupBarrier();");
+                }
+            }
             Stmt::Eval(e) => {
                 let v = self.expr(e);
                 self.line(d, &format!("_ = {v};"));
@@ -401,6 +429,9 @@ impl Emit<'_> {
                 let sh = &self.k.shared[*a];
                 let (name, len, elem) = (sh.name.clone(), sh.len.u32_expr(), sh.elem);
                 let atomic = self.atomics.contains(&Mem::Shared(*a));
+                if self.proven.contains(site) && !atomic {
+                    return format!("{name}[{}]", self.expr(index));
+                }
                 let ld = self.helper(format!("ug_ld_{name}"), || {
                     let read = if atomic {
                         format!("atomicLoad(&{name}[i])")
@@ -424,6 +455,9 @@ impl Emit<'_> {
                     let ld = self.half_load(&name, elem, writable);
                     let i = self.expr(index);
                     return format!("{ld}({i})");
+                }
+                if self.proven.contains(site) && !atomic {
+                    return format!("p_{name}[{}]", self.expr(index));
                 }
                 let ld = self.helper(format!("ug_ld_{name}"), || {
                     let read = if atomic {

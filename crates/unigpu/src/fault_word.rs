@@ -10,18 +10,20 @@
 //! stream makes it with the context; another stream at its first such
 //! launch (or `begin_capture`). It is read only when such a launch happened since the
 //! last read, so streams that run no generated kernel pay nothing, and a
-//! sync after one pays a 4-byte read.
+//! sync after one pays a 4-byte read: a copy into a pinned word made with
+//! the word, so it needs no staging and one wait (a read into ordinary
+//! memory waits twice and goes through the driver's staging).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::Result;
-use crate::backend::{ArgImpl, Storage, StreamImpl};
+use crate::backend::{ArgImpl, PinnedImpl, Storage, StreamImpl};
 use crate::lock::lock;
 
 pub(crate) struct FaultWord {
     stream: StreamImpl,
-    word: Mutex<Option<Storage<u32>>>,
+    word: Mutex<Option<Slot>>,
     /// A generated kernel was launched since the last read.
     unread: AtomicBool,
     /// A generated kernel was captured into the graph being recorded.
@@ -36,12 +38,18 @@ impl std::fmt::Debug for FaultWord {
     }
 }
 
+/// The word on the device and the host memory it is read into.
+struct Slot {
+    word: Storage<u32>,
+    host: PinnedImpl<u32>,
+}
+
 /// The word, held for one launch's arguments.
-pub(crate) struct Held<'a>(MutexGuard<'a, Option<Storage<u32>>>);
+pub(crate) struct Held<'a>(MutexGuard<'a, Option<Slot>>);
 
 impl Held<'_> {
     pub(crate) fn arg(&mut self) -> Option<ArgImpl<'_>> {
-        self.0.as_mut().map(Storage::arg_mut)
+        self.0.as_mut().map(|s| s.word.arg_mut())
     }
 }
 
@@ -60,9 +68,12 @@ impl FaultWord {
         Self::made(&self.stream, &mut lock(&self.word))
     }
 
-    fn made(stream: &StreamImpl, word: &mut Option<Storage<u32>>) -> Result<()> {
-        if word.is_none() {
-            *word = Some(Storage::zeros(stream, 1)?);
+    fn made(stream: &StreamImpl, slot: &mut Option<Slot>) -> Result<()> {
+        if slot.is_none() {
+            *slot = Some(Slot {
+                word: Storage::zeros(stream, 1)?,
+                host: PinnedImpl::new(stream, 1)?,
+            });
         }
         Ok(())
     }
@@ -100,22 +111,28 @@ impl FaultWord {
             return Ok(());
         }
         let mut guard = lock(&self.word);
-        let Some(word) = guard.as_mut() else {
+        let Some(slot) = guard.as_mut() else {
             return Ok(());
         };
-        let mut code = [0u32];
-        if let Err(e) = word.read(&self.stream, &mut code) {
-            // Read again at the next check.
-            self.unread.store(true, Ordering::Release);
-            return Err(e);
-        }
-        if code[0] == 0 {
+        let read = self
+            .stream
+            .download_pinned(&slot.word, &mut slot.host)
+            .and_then(|()| slot.host.slice().map(|s| s[0]));
+        let code = match read {
+            Ok(code) => code,
+            Err(e) => {
+                // Read again at the next check.
+                self.unread.store(true, Ordering::Release);
+                return Err(e);
+            }
+        };
+        if code == 0 {
             return Ok(());
         }
         // Cleared after the read and before any later launch (which
         // waits for the lock), so the next sync starts clean.
-        word.write(&self.stream, &[0])?;
-        Err(crate::kernel::out_of_bounds(code[0]))
+        slot.word.write(&self.stream, &[0])?;
+        Err(crate::kernel::out_of_bounds(code))
     }
 }
 

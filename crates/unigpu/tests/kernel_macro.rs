@@ -1230,13 +1230,13 @@ fn every_emitted_wgsl_validates() {
 }
 
 /// The CUDA form asks for each array's length after the declared
-/// parameters and never leans on C++'s undefined cases (the cuda variants
-/// above compile and run it).
+/// parameters, is compiled for its one block size, and never leans on
+/// C++'s undefined cases (the cuda variants above compile and run it).
 #[test]
 fn the_cuda_form_declares_hidden_lengths() {
     assert!(
         vector_add::CUDA.contains(
-            "extern \"C\" __global__ void vector_add(const float* p_a, const float* p_b, float* p_out, unsigned int n_a, unsigned int n_b, unsigned int n_out, unsigned int* ug_status, unsigned int ug_kernel)"
+            "extern \"C\" __global__ void __launch_bounds__(256) vector_add(const float* p_a, const float* p_b, float* p_out, unsigned int n_a, unsigned int n_b, unsigned int n_out, unsigned int* ug_status, unsigned int ug_kernel)"
         ),
         "{}",
         vector_add::CUDA

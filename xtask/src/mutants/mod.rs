@@ -318,6 +318,17 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "                let amount = format!(\"((unsigned int)({b}))\");\n                let _ = mask;\n",
         tests: &["kernel_macro", "kernel_prop"],
     },
+    // The in-bounds proof (crates/kernel-macros/src/inbounds.rs) made too
+    // generous: a `for` variable's range one short, so `0..17` looks like
+    // `0..16` and an access one past a shared array loses its check.
+    Mutation {
+        name: "kernel macro, cuda emitter (in-bounds proof): a `for` range one short",
+        target: Target::Cuda,
+        file: "crates/kernel-macros/src/inbounds.rs",
+        original: "                                hi: e.hi - 1,\n",
+        mutated: "                                hi: e.hi.saturating_sub(2),\n",
+        tests: &["kernel_inbounds"],
+    },
     // ---- the torch backend (GPU machine); the spec's C++ is regenerated
     Mutation {
         name: "a reduction that drops its last block",
@@ -489,6 +500,25 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         original: "(Div, false) => format!(\"if (b == {zero}) {{ return a; }} return a / b;\"),",
         mutated: "(Div, false) => format!(\"if (b == {zero}) {{ return {zero}; }} return a / b;\"),",
         tests: &["kernel_macro"],
+    },
+    // The in-bounds proof (inbounds.rs) made too generous, against the
+    // near misses of kernel_inbounds.rs (naga clamps an unchecked index,
+    // so a lost check shows as a fault never reported).
+    Mutation {
+        name: "kernel macro, wgsl emitter (in-bounds proof): a `for` range one short",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/inbounds.rs",
+        original: "                                hi: e.hi - 1,\n",
+        mutated: "                                hi: e.hi.saturating_sub(2),\n",
+        tests: &["kernel_inbounds"],
+    },
+    Mutation {
+        name: "kernel macro, wgsl emitter (in-bounds proof): a fact kept after its variable changes",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/inbounds.rs",
+        original: "            facts.retain(|(v, _)| !assigns(s, v));\n",
+        mutated: "            facts.retain(|(v, _)| !v.is_empty());\n",
+        tests: &["kernel_inbounds"],
     },
 ];
 

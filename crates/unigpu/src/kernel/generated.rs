@@ -42,6 +42,9 @@ pub struct Spec {
     /// Every place the kernel indexes an array, by the number its code
     /// records in the fault word when the index is out of bounds.
     pub sites: &'static [Site],
+    /// The declared workgroup size: every launch's block must be it (the
+    /// CUDA form takes it as a constant and proves indices with it).
+    pub workgroup: (u32, u32, u32),
 }
 
 pub use super::bounds::Site;
@@ -234,6 +237,7 @@ pub fn build_with(
             code,
             hidden_lengths: true,
             fault_code: Some(fault_code),
+            workgroup: Some(spec.workgroup),
         }),
     })
 }

@@ -23,6 +23,9 @@ impl Stream {
     pub fn launch<'a>(&self, kernel: &Kernel, grid: Grid, args: impl KernelArgs<'a>) -> Result<()> {
         let mut args = args.into_args();
         check_args(kernel, &args)?;
+        if let Some(size) = kernel.inner.workgroup {
+            super::generated::check_block(kernel.name(), &grid, size)?;
+        }
         // A generated kernel's CUDA and WGSL forms read their arrays'
         // lengths from extra u32 parameters after the declared ones (the
         // CPU form has the slices; a vulkan buffer is padded, so its

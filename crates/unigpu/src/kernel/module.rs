@@ -59,6 +59,7 @@ impl Module {
                 code,
                 hidden_lengths: false,
                 fault_code: None,
+                workgroup: None,
             }),
         })
     }
@@ -125,6 +126,9 @@ pub(crate) struct KernelInner {
     /// kernel/bounds.rs); the launch appends the stream's fault word and
     /// this after the lengths.
     pub(crate) fault_code: Option<u32>,
+    /// Made by `#[unigpu::kernel]`: the only block a launch may use (its
+    /// CUDA form is compiled for it).
+    pub(crate) workgroup: Option<(u32, u32, u32)>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -162,6 +166,7 @@ impl Kernel {
                 code: vec![KernelCode::Cpu(Arc::new(f))],
                 hidden_lengths: false,
                 fault_code: None,
+                workgroup: None,
             }),
         }
     }
@@ -184,6 +189,7 @@ impl Kernel {
                 code,
                 hidden_lengths: self.inner.hidden_lengths,
                 fault_code: self.inner.fault_code,
+                workgroup: self.inner.workgroup,
             }),
         }
     }
@@ -229,6 +235,7 @@ impl Kernel {
                 code: Vec::new(),
                 hidden_lengths: false,
                 fault_code: None,
+                workgroup: None,
             }),
         }
     }
@@ -284,6 +291,7 @@ impl Kernel {
                 code,
                 hidden_lengths: self.inner.hidden_lengths,
                 fault_code: self.inner.fault_code,
+                workgroup: self.inner.workgroup,
             }),
         })
     }
