@@ -359,11 +359,11 @@ impl Prove<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The kernel `f` lowered with workgroup size `wg`.
-    fn kernel(f: syn::ItemFn, wg: [u32; 3]) -> Kernel {
+    pub(crate) fn kernel(f: syn::ItemFn, wg: [u32; 3]) -> Kernel {
         let params = crate::lower::params(&f.sig).unwrap();
         let (params, shared, body, sites) = crate::lower::body(params, &[], &f.block, &[]).unwrap();
         Kernel {

@@ -1,6 +1,7 @@
 //! A stream's fault word: one u32 in the stream's device memory that the
 //! kernels made by `#[unigpu::kernel]` launched on it take as a hidden
-//! argument, and set (compare-and-swap from 0: the first fault wins) when
+//! argument, and set (from 0: the first fault wins; on CUDA, faults at the
+//! same moment may race and one of them is kept) when
 //! they index an array out of bounds. The stream reads it at the syncs
 //! that report faults (docs/kernels.md, "Defined results") and clears it.
 //!

@@ -131,28 +131,32 @@ on_every_backend!(one_past_a_proven_range_is_still_reported, |ctx| {
 });
 
 /// `i < y.len()` proves `y[i]` until `i` changes: the store after the
-/// step is checked, and the last invocation's reaches past the end.
-const AFTER_STEP_LINE: u32 = line!() + 8;
+/// step is checked, and the last invocation's reaches past the end. (Its
+/// only unproven access: the WGSL form indexes parameter arrays directly
+/// only when all their accesses are proven, so a proof kept too long would
+/// show there too.)
+const AFTER_STEP_LINE: u32 = line!() + 7;
 #[unigpu::kernel(workgroup_size = 64)]
-fn after_step(x: &[u32], y: &mut [u32]) {
+fn after_step(y: &mut [u32]) {
     let mut i = global_id().x;
     if i < y.len() {
-        y[i] = x[i] + 1;
+        y[i] = y[i] + 1;
         i += 1;
-        let v = x[i - 1] * 2;
-        y[i] = v;
+        y[i] = 7;
     }
 }
 
 on_every_backend!(a_store_after_its_variable_changed_is_still_checked, |ctx| {
     let k = after_step::kernel(ctx).unwrap();
     let n = random_len(3000).max(2);
-    let hx = random_vec::<u32>(n);
-    let x = ctx.upload(&hx).unwrap();
-    let mut y = ctx.zeros::<u32>(n).unwrap();
+    let hy: Vec<u32> = random_vec::<u32>(n)
+        .iter()
+        .map(|v| v % 1000 + 100)
+        .collect();
+    let mut y = ctx.upload(&hy).unwrap();
     // One invocation per element, so exactly one store lands past the end.
     let grid = Grid::for_elems_with_block(n, 64);
-    k.launch(ctx, grid, (&x, &mut y)).unwrap();
+    k.launch(ctx, grid, (&mut y,)).unwrap();
     assert_oob(
         ctx.sync(),
         "after_step",
@@ -160,15 +164,15 @@ on_every_backend!(a_store_after_its_variable_changed_is_still_checked, |ctx| {
         AFTER_STEP_LINE,
         ArrayAccess::Write,
     );
-    // Element i is written twice (by i: x[i] + 1, by i - 1: 2 x[i - 1]) in
-    // an order no backend promises; each value is one of the two.
+    // Element i > 0 is written by i (its value + 1, read before or after
+    // i - 1 wrote 7) and by i - 1 (7), in an order no backend promises.
     let got = y.download().unwrap();
-    assert_eq!(got[0], hx[0].wrapping_add(1));
+    assert_eq!(got[0], hy[0] + 1);
     for i in 1..n {
-        let (a, b) = (hx[i].wrapping_add(1), hx[i - 1].wrapping_mul(2));
+        let ok = [hy[i] + 1, 7, 8];
         assert!(
-            got[i] == a || got[i] == b,
-            "element {i}: {} not {a} or {b}",
+            ok.contains(&got[i]),
+            "element {i}: {} not one of {ok:?}",
             got[i]
         );
     }
