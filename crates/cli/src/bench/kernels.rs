@@ -139,14 +139,19 @@ struct TreeSum {
 
 impl TreeSum {
     /// Workgroups of the first level: enough to fill a GPU, each adding
-    /// its grid-stride share; the second level adds their partials in one.
+    /// its grid-stride share; the second level adds their partials in one
+    /// workgroup (grid-stride too), so two launches whatever the length.
     const FIRST: usize = 1024;
 
     fn new(ctx: &Context, n: usize) -> anyhow::Result<Self> {
         let mut levels = Vec::new();
         let mut len = n;
         while len > 1 {
-            len = groups(len, Self::FIRST) as usize;
+            len = if levels.is_empty() {
+                groups(len, Self::FIRST) as usize
+            } else {
+                1
+            };
             levels.push(ctx.zeros::<f32>(len)?);
         }
         Ok(TreeSum {
@@ -159,11 +164,12 @@ impl TreeSum {
         let Some((first, rest)) = self.levels.split_first_mut() else {
             return Ok(x.download()?.first().copied().unwrap_or(0.0));
         };
-        let grid = |len: usize| Grid::new((groups(len, Self::FIRST), 1, 1), (256, 1, 1));
-        self.k.launch(ctx, grid(x.len()), (x, first))?;
+        let grid = |groups: u32| Grid::new((groups, 1, 1), (256, 1, 1));
+        self.k
+            .launch(ctx, grid(first.len() as u32), (x, &mut *first))?;
         let mut prev = first;
         for next in rest {
-            self.k.launch(ctx, grid(prev.len()), (&*prev, &mut *next))?;
+            self.k.launch(ctx, grid(1), (&*prev, &mut *next))?;
             prev = next;
         }
         Ok(prev.download()?[0])
