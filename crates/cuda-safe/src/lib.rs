@@ -46,9 +46,7 @@
 mod alloc;
 mod blas;
 mod buffer;
-pub mod cells;
 mod device;
-pub mod dlpack;
 mod error;
 mod event;
 mod event_pool;
@@ -69,14 +67,14 @@ mod uses;
 
 pub use alloc::AllocatorStats;
 pub use blas::{BlasHandle, GemmElement};
-pub use buffer::{DeviceBuffer, Element, ManagedLocation};
+pub use buffer::{DeviceBuffer, ManagedLocation};
 pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use foreign::ForeignStream;
 pub use graph::{CudaGraphHandle, ForeignGraph};
 pub use kernel::{
-    BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
+    BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch, launch_dims,
 };
 pub use launch_limits::LaunchLimits;
 pub use peer::{PeerPath, can_access_peer};
@@ -84,6 +82,15 @@ pub use pinned::PinnedBuffer;
 pub use stream::CudaStreamHandle;
 #[doc(hidden)]
 pub use uses::UseEnd;
+
+/// The element types a [`DeviceBuffer`] holds: `unigpu-core`'s, which
+/// every backend shares (this layer adds its CUDA-side traits for them:
+/// [`KernelParam`] from a [`unigpu_core::Scalar`], [`GemmElement`], the
+/// NCCL data types).
+pub use unigpu_core::Element;
+/// DLPack lives in `unigpu-core`; this layer imports device tensors
+/// (`DeviceBuffer::from_dlpack`) and exports its buffers through it.
+pub(crate) use unigpu_core::dlpack;
 
 /// The probe of the layer below, re-exported so the facade needs no direct
 /// dependency on the -sys crate.

@@ -257,6 +257,13 @@ impl std::fmt::Display for ArrayAccess {
 /// Result with the facade's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A refused DLPack tensor (`unigpu-core`'s validation).
+impl From<unigpu_core::dlpack::DlpackError> for Error {
+    fn from(e: unigpu_core::dlpack::DlpackError) -> Self {
+        Error::Dlpack { message: e.message }
+    }
+}
+
 impl From<unigpu_cuda_safe::SafeError> for Error {
     fn from(e: unigpu_cuda_safe::SafeError) -> Self {
         use unigpu_cuda_safe::SafeError as S;

@@ -15,7 +15,11 @@
 //!
 //! # Rules of this layer
 //! - Safe Rust only (`#![forbid(unsafe_code)]`): everything unsafe lives in
-//!   `unigpu-cuda-safe` and the -sys crates below it.
+//!   `unigpu-core` (DLPack, host arrays), `unigpu-cuda-safe` and the -sys
+//!   crates below them.
+//! - The vocabulary every backend shares (element types, scalars, grids,
+//!   host arrays, DLPack) is `unigpu-core`'s, re-exported here
+//!   ([`Element`], [`DType`], [`Scalar`], [`Grid`]).
 //! - Every backend offers the same operations with the same ordering
 //!   semantics; a backend that cannot do something returns an error that
 //!   says so, never a panic.

@@ -8,7 +8,12 @@
 //! child-module path, see graph.rs), reports every import cycle with an
 //! example path through it, then every broken rule of the table in
 //! rules.rs, and fails if there is any.
+//!
+//! It also checks the crate-level rules of crates.rs on the workspace's
+//! resolved dependency graph (`cargo metadata`): the core crate
+//! (`unigpu-core`) depends on no backend, directly or not.
 
+mod crates;
 mod cycles;
 mod graph;
 mod rules;
@@ -49,14 +54,29 @@ pub fn run(args: &[String]) -> Result<()> {
         print!("{}", report.edges());
     }
     print!("{}", report.problems());
-    if !report.passed() {
+    let graph = crates::resolve(&crate::generator::repo_root())?;
+    let crate_violations = crates::check(&graph, crates::CRATE_RULES);
+    for violation in &crate_violations {
+        println!("{violation}");
+    }
+    if !report.passed() || !crate_violations.is_empty() {
         bail!(
-            "layers: {} import cycle(s), {} rule violation(s)",
+            "layers: {} import cycle(s), {} rule violation(s), {} crate rule violation(s)",
             report.cycles.len(),
-            report.violations.len()
+            report.violations.len(),
+            crate_violations.len()
         );
     }
     println!("{}", report.summary());
+    println!(
+        "layers: {} crate rule(s) hold ({})",
+        crates::CRATE_RULES.len(),
+        crates::CRATE_RULES
+            .iter()
+            .map(|r| r.name)
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
     Ok(())
 }
 
