@@ -9,6 +9,11 @@
 //!   ([`dlpack::TensorView`]), and host memory that is a `Vec` or borrowed
 //!   from a DLPack producer ([`dlpack::HostArray`], the CPU backend's
 //!   storage).
+//! - [`image`]: the formats of precompiled CUDA code (PTX, CUBIN, fatbin)
+//!   and their checks, made without a driver, so that any build can carry
+//!   precompiled kernels and a backend that loads them trusts checked
+//!   bytes only.
+//! - [`ReduceOp`]: how a collective combines the ranks' elements.
 //! - [`cells`]: a written host slice seen as relaxed atomic cells, for
 //!   kernels the CPU backend runs in parallel.
 //!
@@ -23,10 +28,13 @@ pub mod cells;
 pub mod dlpack;
 mod element;
 mod grid;
+pub mod image;
+mod reduce;
 mod scalar;
 
 pub use element::{DType, Element, PerDtype};
 pub use grid::Grid;
+pub use reduce::ReduceOp;
 pub use scalar::Scalar;
 
 /// Re-exported for [`with_dtype!`], which names `half::f16` and

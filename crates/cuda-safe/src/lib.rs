@@ -30,7 +30,7 @@
 //!   page-locked host memory. `nccl/` holds NCCL communicators and
 //!   collectives, whose every wait has a deadline, and whose `Drop` never
 //!   panics (libnccl is loaded by `unigpu-cuda-sys`, never by cudarc).
-//! - `image` checks precompiled code (PTX, a CUBIN, a fatbin) before
+//! - `unigpu-core`'s `image` checks precompiled code (PTX, a CUBIN, a fatbin) before
 //!   `cuModuleLoadData` reads it ([`CudaModuleHandle::load_image`]): the
 //!   driver trusts an image's own headers and reads what it does not
 //!   recognise as PTX up to a NUL byte.
@@ -54,7 +54,6 @@ pub mod floor;
 mod foreign;
 mod graph;
 mod host_memory;
-pub mod image;
 mod kernel;
 mod launch_limits;
 pub mod nccl;
@@ -91,6 +90,9 @@ pub use unigpu_core::Element;
 /// DLPack lives in `unigpu-core`; this layer imports device tensors
 /// (`DeviceBuffer::from_dlpack`) and exports its buffers through it.
 pub(crate) use unigpu_core::dlpack;
+/// The formats of precompiled code, checked without a driver in
+/// `unigpu-core`; [`CudaModuleHandle::load_image`] checks before loading.
+pub(crate) use unigpu_core::image;
 
 /// The probe of the layer below, re-exported so the facade needs no direct
 /// dependency on the -sys crate.

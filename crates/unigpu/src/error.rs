@@ -29,7 +29,7 @@ pub enum Error {
     /// which, with the device's architecture.
     #[error("{format} image: {message}")]
     Image {
-        format: unigpu_cuda_safe::image::ImageFormat,
+        format: unigpu_core::image::ImageFormat,
         message: String,
     },
     /// Launch arguments that do not fit the kernel's declaration.

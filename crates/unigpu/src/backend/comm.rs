@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use unigpu_cuda_safe::nccl::{NcclComm, P2p, Part, ReduceOp};
+use unigpu_core::ReduceOp;
+use unigpu_cuda_safe::nccl::{NcclComm, P2p, Part};
 
 use super::cuda::comm as cuda;
 use super::{Backend, DeviceImpl, Storage, StreamImpl};
