@@ -264,6 +264,7 @@ impl From<unigpu_core::dlpack::DlpackError> for Error {
     }
 }
 
+#[cfg(feature = "cuda")]
 impl From<unigpu_cuda_safe::SafeError> for Error {
     fn from(e: unigpu_cuda_safe::SafeError) -> Self {
         use unigpu_cuda_safe::SafeError as S;
@@ -334,6 +335,7 @@ mod tests {
 
     use super::*;
 
+    #[cfg(feature = "cuda")]
     fn driver() -> Error {
         Error::from(unigpu_cuda_safe::SafeError::Driver {
             call: "cuStreamSynchronize",
@@ -343,6 +345,7 @@ mod tests {
         })
     }
 
+    #[cfg(feature = "cuda")]
     #[test]
     fn driver_errors_say_their_backend() {
         let e = driver();
@@ -364,6 +367,7 @@ mod tests {
         assert!(e.to_string().contains("torch backend"), "{e}");
     }
 
+    #[cfg(feature = "cuda")]
     #[test]
     fn the_kernel_is_a_field_and_the_cause_the_source() {
         let e = driver().in_kernel("saxpy");

@@ -133,9 +133,13 @@ pub use unigpu_kernel_macros::kernel;
 pub use half::{bf16, f16};
 
 /// What the CUDA probe found: whether libcuda and libnvrtc load, the
-/// driver version and the device count, or why not. Never panics.
+/// driver version and the device count, or why not. Never panics. (With
+/// the `cuda` feature, on by default; without it the fallback chain says
+/// the cuda backend is not in this build.)
+#[cfg(feature = "cuda")]
 pub fn cuda_probe() -> &'static unigpu_cuda_safe::Probe {
     unigpu_cuda_safe::probe()
 }
 
+#[cfg(feature = "cuda")]
 pub use unigpu_cuda_safe::{LibraryStatus, Probe};

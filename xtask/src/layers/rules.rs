@@ -71,6 +71,23 @@ pub const RULES: &[Rule] = &[
         ],
     },
     Rule::TextOnlyIn {
+        name: "the cuda feature is named only by the backend list and the CUDA-only items",
+        text: "feature = \"cuda\"",
+        only_in: &[
+            "backend/mod.rs",
+            // `KernelRef::cuda`, which only the cuda and torch backends call.
+            "backend/code.rs",
+            "backend/cuda/**",
+            "backend/cuda_missing/**",
+            // `cuda_probe`, `Probe`; the kernel cache folder (NVRTC's).
+            "lib.rs",
+            "kernel/mod.rs",
+            // `From<SafeError>`; the stand-in `ForeignStream`.
+            "error.rs",
+            "dlpack/sync.rs",
+        ],
+    },
+    Rule::TextOnlyIn {
         name: "the vulkan feature is named only by the backend list",
         text: "feature = \"vulkan\"",
         only_in: &[

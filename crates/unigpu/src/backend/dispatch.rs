@@ -365,7 +365,7 @@ impl StreamImpl {
     pub(crate) fn copy<T: Element>(&self, src: &Storage<T>, dst: &mut Storage<T>) -> Result<()> {
         match (self, src, dst) {
             (StreamImpl::Cpu(s), Storage::Cpu(a), Storage::Cpu(b)) => Cpu::copy(s, a, b),
-            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Cuda::copy(s, a, b),
+            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Cuda::copy::<T>(s, a, b),
             (StreamImpl::Torch(s), Storage::Torch(a), Storage::Torch(b)) => {
                 Torch::copy::<T>(s, a, b)
             }
@@ -628,7 +628,7 @@ impl<T: Element> Storage<T> {
                 Cpu::copy_between_devices(s, a, t, b)
             }
             (Storage::Cuda(a), StreamImpl::Cuda(s), Storage::Cuda(b), StreamImpl::Cuda(t)) => {
-                Cuda::copy_between_devices(s, a, t, b)
+                Cuda::copy_between_devices::<T>(s, a, t, b)
             }
             (Storage::Torch(a), StreamImpl::Torch(s), Storage::Torch(b), StreamImpl::Torch(t)) => {
                 Torch::copy_between_devices::<T>(s, a, t, b)

@@ -12,7 +12,7 @@
 /// A consumer's CUDA stream by handle, for [`DlpackSync::Stream`] (made
 /// with the `unsafe` `ForeignStream::from_raw`, whose caller vouches for the
 /// handle).
-pub use unigpu_cuda_safe::ForeignStream;
+pub use sync::ForeignStream;
 pub(crate) mod sync;
 
 pub use sync::DlpackSync;

@@ -34,8 +34,10 @@ pub(crate) use module::ModuleInner;
 pub use module::{Kernel, Module};
 pub(crate) use names::name_of;
 
-/// The compiled-kernel caches' folder.
+/// The compiled-kernel caches' folder (CUDA kernels: the `cuda` feature).
+#[cfg(feature = "cuda")]
 pub mod cache {
     pub use crate::backend::{CACHE_DIR_ENV, disk_dir};
 }
+#[cfg(feature = "cuda")]
 pub use cache::{CACHE_DIR_ENV, disk_dir};
