@@ -1,7 +1,8 @@
 //! The crate-level rules of `cargo xtask layers`: which workspace crates
 //! may depend on which, read from `cargo metadata`'s resolved graph (every
 //! dependency kind, direct or not, so a backend reached through another
-//! crate counts too).
+//! crate counts too); and which crates a package built with given
+//! features may compile, read from `cargo tree`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -46,6 +47,84 @@ pub const CRATE_RULES: &[CrateRule] = &[CrateRule {
     package: "unigpu-core",
     forbid: BACKEND_CRATES,
 }];
+
+/// The CUDA crates: the CUDA layers and what drives CUDA devices beside
+/// them (the torch bridge and libtorch).
+pub const CUDA_CRATES: &[&str] = &[
+    "unigpu-cuda-sys",
+    "unigpu-cuda-safe",
+    "unigpu-cuda-rt",
+    "unigpu-torch-sys",
+    "unigpu-torch-bridge",
+    "cudarc",
+    "tch",
+    "torch-sys",
+];
+
+/// A package built with `args` (cargo's feature flags) may not compile
+/// any of `forbid`.
+#[derive(Debug)]
+pub struct FeatureRule {
+    pub name: &'static str,
+    pub package: &'static str,
+    pub args: &'static [&'static str],
+    pub forbid: &'static [&'static str],
+}
+
+pub const FEATURE_RULES: &[FeatureRule] = &[FeatureRule {
+    name: "the facade without its default features (cuda among them) compiles no CUDA crate",
+    package: "unigpu",
+    args: &["--no-default-features"],
+    forbid: CUDA_CRATES,
+}];
+
+/// The packages `cargo tree` says `rule.package` compiles (normal and
+/// build dependencies) when built alone with `rule.args`: feature
+/// unification across the workspace, which the build environment may turn
+/// on, is turned off here, or other members' features would count.
+pub fn built(repo: &Path, rule: &FeatureRule) -> Result<BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "-p", rule.package])
+        .args(rule.args)
+        .arg("--manifest-path")
+        .arg(repo.join("Cargo.toml"))
+        .env("CARGO_RESOLVER_FEATURE_UNIFICATION", "selected")
+        .output()
+        .context("running cargo tree")?;
+    if !out.status.success() {
+        bail!(
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Every crate of `rule.forbid` in `built` (from [`built`]).
+pub fn check_built(built: &BTreeSet<String>, rule: &FeatureRule) -> Vec<Violation> {
+    rule.forbid
+        .iter()
+        .filter(|c| built.contains(**c))
+        .map(|c| Violation {
+            file: format!("{} {}", rule.package, rule.args.join(" ")),
+            rule: rule.name,
+            what: format!("compiles {c}"),
+        })
+        .collect()
+}
 
 /// Every package's dependencies (names, every kind), as `cargo metadata`
 /// resolves the workspace at `repo`.

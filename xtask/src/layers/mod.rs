@@ -11,7 +11,9 @@
 //!
 //! It also checks the crate-level rules of crates.rs on the workspace's
 //! resolved dependency graph (`cargo metadata`): the core crate
-//! (`unigpu-core`) depends on no backend, directly or not.
+//! (`unigpu-core`) depends on no backend, directly or not; and, from
+//! `cargo tree`, that the facade without its default features compiles no
+//! CUDA crate.
 
 mod crates;
 mod cycles;
@@ -54,8 +56,12 @@ pub fn run(args: &[String]) -> Result<()> {
         print!("{}", report.edges());
     }
     print!("{}", report.problems());
-    let graph = crates::resolve(&crate::generator::repo_root())?;
-    let crate_violations = crates::check(&graph, crates::CRATE_RULES);
+    let repo = crate::generator::repo_root();
+    let graph = crates::resolve(&repo)?;
+    let mut crate_violations = crates::check(&graph, crates::CRATE_RULES);
+    for rule in crates::FEATURE_RULES {
+        crate_violations.extend(crates::check_built(&crates::built(&repo, rule)?, rule));
+    }
     for violation in &crate_violations {
         println!("{violation}");
     }
@@ -70,10 +76,11 @@ pub fn run(args: &[String]) -> Result<()> {
     println!("{}", report.summary());
     println!(
         "layers: {} crate rule(s) hold ({})",
-        crates::CRATE_RULES.len(),
+        crates::CRATE_RULES.len() + crates::FEATURE_RULES.len(),
         crates::CRATE_RULES
             .iter()
             .map(|r| r.name)
+            .chain(crates::FEATURE_RULES.iter().map(|r| r.name))
             .collect::<Vec<_>>()
             .join("; ")
     );

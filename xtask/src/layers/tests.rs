@@ -496,3 +496,27 @@ fn the_core_crate_may_not_reach_a_backend_even_through_another_crate() {
     let missing = crate_graph(&[("other", &[])]);
     assert_eq!(check(&missing, CRATE_RULES).len(), 1);
 }
+
+#[test]
+fn a_cuda_crate_in_the_build_without_cuda_is_reported() {
+    use super::crates::{FEATURE_RULES, check_built};
+    let rule = &FEATURE_RULES[0];
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    let clean = names(&["unigpu", "unigpu-core", "half", "wgpu"]);
+    assert_eq!(check_built(&clean, rule), Vec::new());
+    let v = check_built(&names(&["unigpu", "unigpu-cuda-safe", "cudarc"]), rule);
+    let lines: Vec<String> = v.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "unigpu --no-default-features: {}: compiles unigpu-cuda-safe",
+                rule.name
+            ),
+            format!(
+                "unigpu --no-default-features: {}: compiles cudarc",
+                rule.name
+            ),
+        ]
+    );
+}
