@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use unigpu_capi::*;
-use unigpu_cuda_safe::dlpack::ffi::DLManagedTensorVersioned;
+use unigpu_core::dlpack::ffi::DLManagedTensorVersioned;
 
 // ---------------------------------------------------------------------------
 // Argument vocabulary.

@@ -1,7 +1,7 @@
 //! DLPack import of arbitrary tensor descriptors on the CPU backend:
 //! `DlpackTensor::from_raw_versioned` / `from_raw_legacy` and then
 //! `Context::from_dlpack` (crates/unigpu/src/dlpack, the CPU backend's
-//! import and the descriptor checks in unigpu-cuda-safe).
+//! import and the descriptor checks in unigpu-core).
 //!
 //! Each input describes a `DLManagedTensorVersioned` (or a legacy
 //! `DLManagedTensor`): version, flags, device, ndim, shape, strides, dtype
@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use unigpu::{Backend, Context, DType, DlpackTensor};
-use unigpu_cuda_safe::dlpack::ffi::{
+use unigpu_core::dlpack::ffi::{
     self, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
 };
 

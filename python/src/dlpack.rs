@@ -24,7 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use unigpu::dlpack::DlpackTensor;
 use unigpu::{AnyArray, Backend, Context, DlpackSync};
-use unigpu_cuda_safe::dlpack::ffi::{self, DLManagedTensor, DLManagedTensorVersioned};
+use unigpu_core::dlpack::ffi::{self, DLManagedTensor, DLManagedTensorVersioned};
 use unigpu_cuda_safe::{CudaDevice, ForeignStream};
 
 use crate::array::PyArray;

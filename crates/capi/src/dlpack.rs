@@ -5,7 +5,7 @@
 use facade::DlpackSync;
 use facade::dlpack::DlpackTensor;
 use unigpu_capi_runtime::{self as runtime, Failure};
-use unigpu_cuda_safe::dlpack::ffi::{DLManagedTensor, DLManagedTensorVersioned};
+use unigpu_core::dlpack::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use unigpu_cuda_safe::{CudaDevice, ForeignStream};
 
 use crate::array::ug_array;
@@ -143,7 +143,7 @@ unsafe fn import(
     ctx: *const ug_context,
     out: *mut *mut ug_array,
     tensor_is_null: bool,
-    take: impl FnOnce() -> unigpu_cuda_safe::Result<DlpackTensor>,
+    take: impl FnOnce() -> unigpu_core::dlpack::Result<DlpackTensor>,
 ) -> ug_status {
     runtime::guard(|| {
         if tensor_is_null {

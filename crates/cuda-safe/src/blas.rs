@@ -1,5 +1,6 @@
 //! cuBLAS matrix products, row-major.
 
+use std::any::Any;
 use std::sync::Mutex;
 
 use cudarc::cublas::CudaBlas;
@@ -8,6 +9,7 @@ use cudarc::cublas::sys::{self as cublas_sys, cublasOperation_t};
 
 use crate::error::{Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
+use unigpu_core::DType;
 
 mod sealed {
     pub trait Sealed {}
@@ -142,9 +144,61 @@ impl BlasHandle {
         })
     }
 
-    /// `c = a · b` with row-major `a` (m×k), `b` (k×n), `c` (m×n), on `stream`.
+    /// `c = a · b` with row-major `a` (m×k), `b` (k×n), `c` (m×n), on
+    /// `stream`, for any element type (so that callers generic over
+    /// `unigpu-core`'s elements need no cuBLAS bound): the ones cuBLAS
+    /// multiplies ([`GemmElement`]: f32, f64, f16, bf16) run, the integer
+    /// ones are `Unsupported`.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_row_major<T: GemmElement>(
+    pub fn gemm_row_major<T: Element>(
+        &self,
+        stream: &CudaStreamHandle,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &DeviceBuffer<T>,
+        b: &DeviceBuffer<T>,
+        c: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let typed = match T::DTYPE {
+            DType::F32 => self.gemm_as::<f32, T>(stream, m, n, k, a, b, c),
+            DType::F64 => self.gemm_as::<f64, T>(stream, m, n, k, a, b, c),
+            DType::F16 => self.gemm_as::<half::f16, T>(stream, m, n, k, a, b, c),
+            DType::BF16 => self.gemm_as::<half::bf16, T>(stream, m, n, k, a, b, c),
+            DType::I32 | DType::U32 | DType::I64 | DType::U64 | DType::U8 => None,
+        };
+        typed.unwrap_or_else(|| {
+            Err(SafeError::Unsupported {
+                what: format!(
+                    "matmul of {} (cuBLAS multiplies f32, f64, f16 and bf16)",
+                    T::DTYPE
+                ),
+            })
+        })
+    }
+
+    /// [`Self::gemm`] on buffers of `T` seen as buffers of `G`; `None`
+    /// unless `T` is `G`.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_as<G: GemmElement, T: Element>(
+        &self,
+        stream: &CudaStreamHandle,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &DeviceBuffer<T>,
+        b: &DeviceBuffer<T>,
+        c: &mut DeviceBuffer<T>,
+    ) -> Option<Result<()>> {
+        let a = (a as &dyn Any).downcast_ref::<DeviceBuffer<G>>()?;
+        let b = (b as &dyn Any).downcast_ref::<DeviceBuffer<G>>()?;
+        let c = (c as &mut dyn Any).downcast_mut::<DeviceBuffer<G>>()?;
+        Some(self.gemm(stream, m, n, k, a, b, c))
+    }
+
+    /// [`Self::gemm_row_major`] for one type cuBLAS multiplies.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm<T: GemmElement>(
         &self,
         stream: &CudaStreamHandle,
         m: usize,

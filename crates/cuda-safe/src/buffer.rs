@@ -5,49 +5,17 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{DeviceRepr, ValidAsZeroBits, result, sys};
+use cudarc::driver::{result, sys};
 
 use crate::dlpack::{self, ManagedTensor};
 use crate::error::{Context as _, Result, SafeError};
 use crate::host_memory::is_page_locked;
 use crate::staging::MIN_STAGED;
 use crate::uses::{UseEnd, Uses};
-use crate::{CudaDevice, CudaStreamHandle};
+use crate::{CudaDevice, CudaStreamHandle, Element};
 
 mod managed;
 pub use managed::ManagedLocation;
-
-mod sealed {
-    pub trait Sealed {
-        /// The element's DLPack dtype.
-        const DLPACK: crate::dlpack::ffi::DLDataType;
-    }
-}
-
-/// The element types a [`DeviceBuffer`] may hold: plain numbers for which
-/// every bit pattern is a valid value, so reading device memory back can
-/// never produce an invalid Rust value.
-pub trait Element:
-    DeviceRepr + ValidAsZeroBits + bytemuck::Pod + Default + Debug + Send + Sync + sealed::Sealed
-{
-}
-
-macro_rules! elements {
-    ($($t:ty => $code:ident),*) => {$(
-        impl sealed::Sealed for $t {
-            const DLPACK: crate::dlpack::ffi::DLDataType = crate::dlpack::ffi::DLDataType {
-                code: crate::dlpack::ffi::$code,
-                bits: (8 * std::mem::size_of::<$t>()) as u8,
-                lanes: 1,
-            };
-        }
-        impl Element for $t {}
-    )*};
-}
-elements!(
-    f32 => kDLFloat, f64 => kDLFloat, half::f16 => kDLFloat, half::bf16 => kDLBfloat,
-    i32 => kDLInt, u32 => kDLUInt, i64 => kDLInt, u64 => kDLUInt, u8 => kDLUInt
-);
 
 /// `len` elements of `T` in device memory from the device's caching
 /// allocator, handed back to it on `Drop` (or managed memory from

@@ -2,6 +2,7 @@
 
 use cudarc::driver::DriverError;
 use cudarc::driver::sys::CUresult;
+use unigpu_core::dlpack::DlpackError;
 
 /// What went wrong in a CUDA call, in terms the facade can map to its own
 /// error without parsing strings.
@@ -117,5 +118,12 @@ pub(crate) trait Context<T> {
 impl<T> Context<T> for std::result::Result<T, DriverError> {
     fn call(self, call: &'static str) -> Result<T> {
         self.map_err(|e| SafeError::driver(call, e))
+    }
+}
+
+/// A refused DLPack tensor, as this layer's error (same message).
+impl From<DlpackError> for SafeError {
+    fn from(e: DlpackError) -> Self {
+        SafeError::Dlpack { message: e.message }
     }
 }

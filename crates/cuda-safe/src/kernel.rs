@@ -10,6 +10,7 @@ use crate::image::{self, ImageFormat};
 use crate::launch_limits::LaunchLimits;
 use crate::uses::UseEnd;
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
+use unigpu_core::{DType, Grid, Scalar};
 
 /// A module loaded on one device. Unloaded when the last function from it
 /// and the handle itself are gone. Send + Sync: modules are read-only.
@@ -280,8 +281,34 @@ impl std::fmt::Debug for dyn BufferArg + '_ {
     }
 }
 
+/// A kernel's plain value argument, from the scalar every backend shares.
+impl From<Scalar> for KernelParam<'_> {
+    fn from(s: Scalar) -> Self {
+        match s.dtype() {
+            DType::F32 => KernelParam::F32(s.get().unwrap_or_default()),
+            DType::F64 => KernelParam::F64(s.get().unwrap_or_default()),
+            DType::I32 => KernelParam::I32(s.get().unwrap_or_default()),
+            DType::U32 => KernelParam::U32(s.get().unwrap_or_default()),
+            DType::I64 => KernelParam::I64(s.get().unwrap_or_default()),
+            DType::U64 => KernelParam::U64(s.get().unwrap_or_default()),
+            DType::U8 => KernelParam::U8(s.get().unwrap_or_default()),
+            DType::F16 => KernelParam::F16(s.get().unwrap_or_default()),
+            DType::BF16 => KernelParam::BF16(s.get().unwrap_or_default()),
+        }
+    }
+}
+
 /// Grid, block and dynamic shared memory of one launch.
 pub type LaunchDims = LaunchConfig;
+
+/// The launch dims of a grid every backend shares.
+pub fn launch_dims(grid: Grid) -> LaunchDims {
+    LaunchDims {
+        grid_dim: grid.grid,
+        block_dim: grid.block,
+        shared_mem_bytes: grid.shared_mem_bytes,
+    }
+}
 
 /// Enqueues `func` on `stream`. Buffers are ordered against their other
 /// uses on any stream (see `uses.rs`).

@@ -30,7 +30,7 @@
 //!   page-locked host memory. `nccl/` holds NCCL communicators and
 //!   collectives, whose every wait has a deadline, and whose `Drop` never
 //!   panics (libnccl is loaded by `unigpu-cuda-sys`, never by cudarc).
-//! - `image` checks precompiled code (PTX, a CUBIN, a fatbin) before
+//! - `unigpu-core`'s `image` checks precompiled code (PTX, a CUBIN, a fatbin) before
 //!   `cuModuleLoadData` reads it ([`CudaModuleHandle::load_image`]): the
 //!   driver trusts an image's own headers and reads what it does not
 //!   recognise as PTX up to a NUL byte.
@@ -46,9 +46,7 @@
 mod alloc;
 mod blas;
 mod buffer;
-pub mod cells;
 mod device;
-pub mod dlpack;
 mod error;
 mod event;
 mod event_pool;
@@ -56,7 +54,6 @@ pub mod floor;
 mod foreign;
 mod graph;
 mod host_memory;
-pub mod image;
 mod kernel;
 mod launch_limits;
 pub mod nccl;
@@ -69,14 +66,14 @@ mod uses;
 
 pub use alloc::AllocatorStats;
 pub use blas::{BlasHandle, GemmElement};
-pub use buffer::{DeviceBuffer, Element, ManagedLocation};
+pub use buffer::{DeviceBuffer, ManagedLocation};
 pub use device::{CudaDevice, DeviceProperties, device_count};
 pub use error::{Result, SafeError};
 pub use event::CudaEventHandle;
 pub use foreign::ForeignStream;
 pub use graph::{CudaGraphHandle, ForeignGraph};
 pub use kernel::{
-    BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch,
+    BufferArg, CudaFunctionHandle, CudaModuleHandle, KernelParam, LaunchDims, launch, launch_dims,
 };
 pub use launch_limits::LaunchLimits;
 pub use peer::{PeerPath, can_access_peer};
@@ -84,6 +81,18 @@ pub use pinned::PinnedBuffer;
 pub use stream::CudaStreamHandle;
 #[doc(hidden)]
 pub use uses::UseEnd;
+
+/// The element types a [`DeviceBuffer`] holds: `unigpu-core`'s, which
+/// every backend shares (this layer adds its CUDA-side traits for them:
+/// [`KernelParam`] from a [`unigpu_core::Scalar`], [`GemmElement`], the
+/// NCCL data types).
+pub use unigpu_core::Element;
+/// DLPack lives in `unigpu-core`; this layer imports device tensors
+/// (`DeviceBuffer::from_dlpack`) and exports its buffers through it.
+pub(crate) use unigpu_core::dlpack;
+/// The formats of precompiled code, checked without a driver in
+/// `unigpu-core`; [`CudaModuleHandle::load_image`] checks before loading.
+pub(crate) use unigpu_core::image;
 
 /// The probe of the layer below, re-exported so the facade needs no direct
 /// dependency on the -sys crate.

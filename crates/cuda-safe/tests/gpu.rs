@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use rand::Rng;
-use unigpu_cuda_safe::dlpack::ffi::*;
-use unigpu_cuda_safe::dlpack::{ManagedTensor, dtype_of};
+use unigpu_core::dlpack::ffi::*;
+use unigpu_core::dlpack::{ManagedTensor, dtype_of};
 use unigpu_cuda_safe::{
     CudaDevice, CudaEventHandle, CudaModuleHandle, CudaStreamHandle, DeviceBuffer, ForeignStream,
     KernelParam, LaunchDims, ManagedLocation, SafeError, launch, nvrtc,

@@ -22,6 +22,13 @@ pub enum InteropError {
     Mismatch(String),
 }
 
+/// A refused DLPack tensor, as the CUDA layer reports it (same message).
+impl From<unigpu_core::dlpack::DlpackError> for InteropError {
+    fn from(e: unigpu_core::dlpack::DlpackError) -> Self {
+        InteropError::Cuda(e.into())
+    }
+}
+
 /// The element type code `tensor_empty` and `Tensor::dtype_code` use for `T`
 /// (the facade's DType order).
 pub fn dtype_code<T: Element + 'static>() -> i32 {

@@ -1,12 +1,12 @@
-//! DLPack for torch tensors through unigpu-cuda-safe's [`ManagedTensor`], so a
+//! DLPack for torch tensors through unigpu-core's [`ManagedTensor`], so a
 //! torch tensor and a unigpu buffer of any backend can share memory.
 //! Hand-written over the spec's `Tensor::share` and `unsafe`
 //! `dlpack_from_raw`.
 
 use std::any::Any;
 
-use unigpu_cuda_safe::Element;
-use unigpu_cuda_safe::dlpack::{self, Export, ManagedTensor, ffi};
+use unigpu_core::Element;
+use unigpu_core::dlpack::{self, Export, ManagedTensor, ffi};
 
 use crate::cuda_interop::{InteropError, dtype_code};
 use crate::generated::safe::{Tensor, dlpack_from_raw, tensor_from_dlpack};

@@ -20,7 +20,7 @@
 //!   and GPU-to-GPU copies between tensors and unigpu-cuda-safe buffers ordered
 //!   on both sides' streams by events.
 //! - `Tensor::to_managed` / `Tensor::from_managed` (hand-written): torch
-//!   tensors as unigpu-cuda-safe DLPack tensors, sharing memory both ways.
+//!   tensors as unigpu-core DLPack tensors, sharing memory both ways.
 
 #[cfg(feature = "torch")]
 pub mod cuda_interop;

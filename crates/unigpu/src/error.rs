@@ -29,7 +29,7 @@ pub enum Error {
     /// which, with the device's architecture.
     #[error("{format} image: {message}")]
     Image {
-        format: unigpu_cuda_safe::image::ImageFormat,
+        format: unigpu_core::image::ImageFormat,
         message: String,
     },
     /// Launch arguments that do not fit the kernel's declaration.
@@ -257,6 +257,14 @@ impl std::fmt::Display for ArrayAccess {
 /// Result with the facade's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A refused DLPack tensor (`unigpu-core`'s validation).
+impl From<unigpu_core::dlpack::DlpackError> for Error {
+    fn from(e: unigpu_core::dlpack::DlpackError) -> Self {
+        Error::Dlpack { message: e.message }
+    }
+}
+
+#[cfg(feature = "cuda")]
 impl From<unigpu_cuda_safe::SafeError> for Error {
     fn from(e: unigpu_cuda_safe::SafeError) -> Self {
         use unigpu_cuda_safe::SafeError as S;
@@ -327,6 +335,7 @@ mod tests {
 
     use super::*;
 
+    #[cfg(feature = "cuda")]
     fn driver() -> Error {
         Error::from(unigpu_cuda_safe::SafeError::Driver {
             call: "cuStreamSynchronize",
@@ -336,6 +345,7 @@ mod tests {
         })
     }
 
+    #[cfg(feature = "cuda")]
     #[test]
     fn driver_errors_say_their_backend() {
         let e = driver();
@@ -357,6 +367,7 @@ mod tests {
         assert!(e.to_string().contains("torch backend"), "{e}");
     }
 
+    #[cfg(feature = "cuda")]
     #[test]
     fn the_kernel_is_a_field_and_the_cause_the_source() {
         let e = driver().in_kernel("saxpy");

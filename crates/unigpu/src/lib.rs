@@ -15,7 +15,11 @@
 //!
 //! # Rules of this layer
 //! - Safe Rust only (`#![forbid(unsafe_code)]`): everything unsafe lives in
-//!   `unigpu-cuda-safe` and the -sys crates below it.
+//!   `unigpu-core` (DLPack, host arrays), `unigpu-cuda-safe` and the -sys
+//!   crates below them.
+//! - The vocabulary every backend shares (element types, scalars, grids,
+//!   host arrays, DLPack) is `unigpu-core`'s, re-exported here
+//!   ([`Element`], [`DType`], [`Scalar`], [`Grid`]).
 //! - Every backend offers the same operations with the same ordering
 //!   semantics; a backend that cannot do something returns an error that
 //!   says so, never a panic.
@@ -129,9 +133,13 @@ pub use unigpu_kernel_macros::kernel;
 pub use half::{bf16, f16};
 
 /// What the CUDA probe found: whether libcuda and libnvrtc load, the
-/// driver version and the device count, or why not. Never panics.
+/// driver version and the device count, or why not. Never panics. (With
+/// the `cuda` feature, on by default; without it the fallback chain says
+/// the cuda backend is not in this build.)
+#[cfg(feature = "cuda")]
 pub fn cuda_probe() -> &'static unigpu_cuda_safe::Probe {
     unigpu_cuda_safe::probe()
 }
 
+#[cfg(feature = "cuda")]
 pub use unigpu_cuda_safe::{LibraryStatus, Probe};

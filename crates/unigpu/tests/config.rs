@@ -250,7 +250,7 @@ fn backend_cpu_in_a_config_selects_the_cpu_and_records_why() {
 #[test]
 fn a_named_backend_that_is_missing_is_an_error_not_a_fallback() {
     let result = Context::from_config(parse("backend = \"cuda\"").unwrap());
-    if unigpu::cuda_probe().cuda_usable() {
+    if common::cuda_usable() {
         // A GPU machine: the named backend opens, and it is that backend,
         // not torch or the CPU, whatever else is built in.
         let ctx = result.expect("the probe found a usable GPU, so cuda must open");

@@ -43,7 +43,7 @@ fn handles_are_unwind_safe() {
 #[test]
 fn hardware_here_follows_the_probe_and_the_adapters() {
     assert_eq!(unigpu::hardware_here(Backend::Cpu), None);
-    let cuda = unigpu::cuda_probe().cuda_usable();
+    let cuda = common::cuda_usable();
     assert_eq!(unigpu::hardware_here(Backend::Cuda).is_some(), cuda);
     assert_eq!(
         unigpu::hardware_here(Backend::Torch).is_some(),
@@ -188,6 +188,29 @@ fn torch_without_the_feature_is_unavailable_with_a_reason() {
     }
 }
 
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_without_the_feature_is_unavailable_with_a_reason_and_the_chain_goes_on() {
+    match Context::new(Backend::Cuda, 0) {
+        Err(Error::BackendUnavailable { backend, reason }) => {
+            assert_eq!(backend, Backend::Cuda);
+            assert!(reason.contains("`cuda` feature"), "{reason}");
+        }
+        other => panic!("expected BackendUnavailable, got {other:?}"),
+    }
+    let ctx = Context::from_config(unigpu::Config::default()).unwrap();
+    let cuda = ctx
+        .fallback_chain()
+        .iter()
+        .find(|a| a.backend == Backend::Cuda)
+        .expect("cuda is in the chain")
+        .clone();
+    assert!(
+        format!("{:?}", cuda.outcome).contains("`cuda` feature"),
+        "{cuda:?}"
+    );
+}
+
 /// The backend `Context::default()` must pick when CUDA works.
 const GPU_DEFAULT: Backend = if cfg!(feature = "torch") {
     Backend::Torch
@@ -203,7 +226,7 @@ fn the_default_context_records_why_each_backend_was_skipped() {
         chain.iter().map(|a| a.backend).collect::<Vec<_>>(),
         Backend::ALL.to_vec()
     );
-    let gpu = unigpu::cuda_probe().cuda_usable();
+    let gpu = common::cuda_usable();
     // A Vulkan adapter that is not software (an AMD or Intel GPU, or an
     // NVIDIA one without CUDA) comes before the CPU.
     let vulkan_gpu = unigpu::list_devices(Backend::Vulkan).is_ok_and(|list| {

@@ -1,6 +1,9 @@
 //! A machine without libcuda: the probe's test-only override points the
 //! loader at a file that does not exist. The override is read once per
 //! process, so the test re-runs itself in a child process with it set.
+//! Needs the `cuda` feature: without it there is no probe to point.
+
+#![cfg(feature = "cuda")]
 
 use std::process::Command;
 

@@ -2,6 +2,9 @@
 //! file that does not exist. Every entry point says why collectives are
 //! unavailable, naming the path, and nothing panics. The variable is read
 //! once per process, so the test re-runs itself in a child process.
+//! Needs the `cuda` feature: without it there is no NCCL to look for.
+
+#![cfg(feature = "cuda")]
 
 use std::process::Command;
 

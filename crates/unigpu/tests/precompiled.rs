@@ -2,7 +2,11 @@
 //! back from random ones, format checks on every backend, the errors of
 //! backends that run no CUDA code, declarations checked against the code,
 //! and, on a GPU, PTX, CUBIN and fatbin kernels launched and checked
-//! element by element against the host.
+//! element by element against the host. The PTX and CUBINs the GPU tests
+//! load come from NVRTC through the CUDA layer, so the file needs the
+//! `cuda` feature.
+
+#![cfg(feature = "cuda")]
 
 mod common;
 

@@ -12,7 +12,7 @@ use unigpu::{Backend, Context, Error, bf16, f16};
 
 #[test]
 fn without_a_gpu_torch_is_unavailable_with_torchs_reason() {
-    let gpu = unigpu::cuda_probe().cuda_usable();
+    let gpu = common::cuda_usable();
     match (Context::new(Backend::Torch, 0), gpu) {
         (Ok(ctx), true) => assert_eq!(ctx.backend(), Backend::Torch),
         (Err(Error::BackendUnavailable { backend, reason }), false) => {

@@ -143,7 +143,7 @@ fn adapters_are_named_vulkan_n_and_software_ones_are_skipped_by_default() {
     // Adapter 0 is software only when every adapter is (hardware first).
     if software(&ctx.device_info().unwrap()) {
         assert!(devices.iter().all(software));
-        if !unigpu::cuda_probe().cuda_usable() {
+        if !common::cuda_usable() {
             let reason = vulkan_skip_reason();
             assert!(
                 reason.contains("software adapter") && reason.contains(&devices[0].name),

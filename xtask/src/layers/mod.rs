@@ -8,7 +8,14 @@
 //! child-module path, see graph.rs), reports every import cycle with an
 //! example path through it, then every broken rule of the table in
 //! rules.rs, and fails if there is any.
+//!
+//! It also checks the crate-level rules of crates.rs on the workspace's
+//! resolved dependency graph (`cargo metadata`): the core crate
+//! (`unigpu-core`) depends on no backend, directly or not; and, from
+//! `cargo tree`, that the facade without its default features compiles no
+//! CUDA crate.
 
+mod crates;
 mod cycles;
 mod graph;
 mod rules;
@@ -49,14 +56,34 @@ pub fn run(args: &[String]) -> Result<()> {
         print!("{}", report.edges());
     }
     print!("{}", report.problems());
-    if !report.passed() {
+    let repo = crate::generator::repo_root();
+    let graph = crates::resolve(&repo)?;
+    let mut crate_violations = crates::check(&graph, crates::CRATE_RULES);
+    for rule in crates::FEATURE_RULES {
+        crate_violations.extend(crates::check_built(&crates::built(&repo, rule)?, rule));
+    }
+    for violation in &crate_violations {
+        println!("{violation}");
+    }
+    if !report.passed() || !crate_violations.is_empty() {
         bail!(
-            "layers: {} import cycle(s), {} rule violation(s)",
+            "layers: {} import cycle(s), {} rule violation(s), {} crate rule violation(s)",
             report.cycles.len(),
-            report.violations.len()
+            report.violations.len(),
+            crate_violations.len()
         );
     }
     println!("{}", report.summary());
+    println!(
+        "layers: {} crate rule(s) hold ({})",
+        crates::CRATE_RULES.len() + crates::FEATURE_RULES.len(),
+        crates::CRATE_RULES
+            .iter()
+            .map(|r| r.name)
+            .chain(crates::FEATURE_RULES.iter().map(|r| r.name))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
     Ok(())
 }
 

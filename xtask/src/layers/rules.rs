@@ -53,9 +53,7 @@ pub const RULES: &[Rule] = &[
             "dlpack/sync.rs",
             "element.rs",
             "error.rs",
-            "kernel/grid.rs",
             "kernel/options.rs",
-            "kernel/scalar.rs",
             "kernel/signature.rs",
             "lock.rs",
             "ops/kinds.rs",
@@ -70,6 +68,23 @@ pub const RULES: &[Rule] = &[
             "lib.rs",
             "backend/torch/**",
             "backend/torch_missing/**",
+        ],
+    },
+    Rule::TextOnlyIn {
+        name: "the cuda feature is named only by the backend list and the CUDA-only items",
+        text: "feature = \"cuda\"",
+        only_in: &[
+            "backend/mod.rs",
+            // `KernelRef::cuda`, which only the cuda and torch backends call.
+            "backend/code.rs",
+            "backend/cuda/**",
+            "backend/cuda_missing/**",
+            // `cuda_probe`, `Probe`; the kernel cache folder (NVRTC's).
+            "lib.rs",
+            "kernel/mod.rs",
+            // `From<SafeError>`; the stand-in `ForeignStream`.
+            "error.rs",
+            "dlpack/sync.rs",
         ],
     },
     Rule::TextOnlyIn {

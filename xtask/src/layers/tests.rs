@@ -70,23 +70,23 @@ const CLEAN: &[(&str, &str)] = &[
     ),
     (
         "kernel/mod.rs",
-        "pub mod grid;\npub use grid::Grid;\npub fn f() -> crate::error::Error { crate::error::Error }",
+        "pub mod signature;\npub use signature::KernelDecl;\npub fn f() -> crate::error::Error { crate::error::Error }",
     ),
-    ("kernel/grid.rs", "pub struct Grid;"),
+    ("kernel/signature.rs", "pub struct KernelDecl;"),
     (
         "backend/mod.rs",
         "mod contract; pub mod cpu; pub mod cuda;\npub use self::contract::Api;",
     ),
     (
         "backend/contract.rs",
-        "pub trait Api { fn grid(&self) -> crate::kernel::grid::Grid; }",
+        "pub trait Api { fn grid(&self) -> crate::kernel::signature::KernelDecl; }",
     ),
     ("backend/cpu/mod.rs", "mod api;\npub use api::Cpu;"),
     (
         "backend/cpu/api.rs",
         "use super::super::contract::Api;\n\
          pub struct Cpu;\n\
-         impl Api for Cpu { fn grid(&self) -> crate::kernel::grid::Grid { Grid::ONE } }",
+         impl Api for Cpu { fn grid(&self) -> crate::kernel::signature::KernelDecl { KernelDecl::ONE } }",
     ),
     (
         "backend/cuda/mod.rs",
@@ -111,16 +111,16 @@ fn layered_tree_passes_with_every_edge_found() {
     assert_eq!(
         edges(&report),
         [
-            "backend/contract.rs -> kernel/grid.rs (crate::kernel::grid::Grid)",
+            "backend/contract.rs -> kernel/signature.rs (crate::kernel::signature::KernelDecl)",
             "backend/cpu/api.rs -> backend/contract.rs (super::super::contract::Api)",
-            "backend/cpu/api.rs -> kernel/grid.rs (crate::kernel::grid::Grid)",
+            "backend/cpu/api.rs -> kernel/signature.rs (crate::kernel::signature::KernelDecl)",
             "backend/cpu/mod.rs -> backend/cpu/api.rs (api::Cpu)",
             "backend/cuda/mod.rs -> error.rs (crate::error::Error)",
             "backend/mod.rs -> backend/contract.rs (self::contract::Api)",
             "context.rs -> backend/contract.rs (crate::backend::Api)",
             "context.rs -> backend/cpu/api.rs (crate::backend::cpu::Cpu)",
             "kernel/mod.rs -> error.rs (crate::error::Error)",
-            "kernel/mod.rs -> kernel/grid.rs (grid::Grid)",
+            "kernel/mod.rs -> kernel/signature.rs (signature::KernelDecl)",
             "lib.rs -> context.rs (context::Context)",
             "lib.rs -> error.rs (error::Error)",
         ]
@@ -197,7 +197,7 @@ fn backend_using_a_sibling_or_a_public_type_is_reported() {
         &[
             (
                 "backend/cuda/mod.rs",
-                "use crate::backend::cpu::Cpu;\nuse crate::kernel::grid::Grid;",
+                "use crate::backend::cpu::Cpu;\nuse crate::kernel::signature::KernelDecl;",
             ),
             (
                 "backend/cpu/mod.rs",
@@ -448,5 +448,75 @@ fn backends_may_use_the_driver_and_the_allowed_files_only() {
     assert!(
         edges(&report)
             .contains(&"backend/dispatch.rs -> backend/cpu/mod.rs (super::cpu::Cpu)".to_owned())
+    );
+}
+
+/// A dependency graph from `(package, [deps])` pairs.
+fn crate_graph(
+    pairs: &[(&str, &[&str])],
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    pairs
+        .iter()
+        .map(|(p, deps)| (p.to_string(), deps.iter().map(|d| d.to_string()).collect()))
+        .collect()
+}
+
+#[test]
+fn the_core_crate_may_not_reach_a_backend_even_through_another_crate() {
+    use super::crates::{CRATE_RULES, check};
+    let clean = crate_graph(&[
+        ("unigpu-core", &["half", "bytemuck"]),
+        ("half", &["bytemuck"]),
+        ("bytemuck", &[]),
+        ("unigpu-cuda-safe", &["unigpu-core", "cudarc"]),
+    ]);
+    assert_eq!(check(&clean, CRATE_RULES), Vec::new());
+
+    let direct = crate_graph(&[
+        ("unigpu-core", &["unigpu-cuda-safe"]),
+        ("unigpu-cuda-safe", &[]),
+    ]);
+    let v = check(&direct, CRATE_RULES);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].file, "unigpu-core");
+    assert_eq!(
+        v[0].what,
+        "depends on unigpu-cuda-safe (unigpu-core → unigpu-cuda-safe)"
+    );
+
+    let indirect = crate_graph(&[
+        ("unigpu-core", &["helper"]),
+        ("helper", &["wgpu"]),
+        ("wgpu", &[]),
+    ]);
+    let v = check(&indirect, CRATE_RULES);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].what, "depends on wgpu (unigpu-core → helper → wgpu)");
+
+    let missing = crate_graph(&[("other", &[])]);
+    assert_eq!(check(&missing, CRATE_RULES).len(), 1);
+}
+
+#[test]
+fn a_cuda_crate_in_the_build_without_cuda_is_reported() {
+    use super::crates::{FEATURE_RULES, check_built};
+    let rule = &FEATURE_RULES[0];
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    let clean = names(&["unigpu", "unigpu-core", "half", "wgpu"]);
+    assert_eq!(check_built(&clean, rule), Vec::new());
+    let v = check_built(&names(&["unigpu", "unigpu-cuda-safe", "cudarc"]), rule);
+    let lines: Vec<String> = v.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "unigpu --no-default-features: {}: compiles unigpu-cuda-safe",
+                rule.name
+            ),
+            format!(
+                "unigpu --no-default-features: {}: compiles cudarc",
+                rule.name
+            ),
+        ]
     );
 }

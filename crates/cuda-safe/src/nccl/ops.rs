@@ -11,27 +11,16 @@ use super::{check, data_type};
 use crate::error::{Context as _, Result, SafeError};
 use crate::uses::UseEnd;
 use crate::{CudaStreamHandle, DeviceBuffer, Element};
+pub use unigpu_core::ReduceOp;
 
-/// How a reduction combines the ranks' elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    Sum,
-    Max,
-    Min,
-    /// The sum divided by the number of ranks (integer types divide the
-    /// integer sum, as NCCL does).
-    Avg,
-}
-
-impl ReduceOp {
-    fn raw(self) -> c_int {
-        (match self {
-            ReduceOp::Sum => ncclRedOp_t::ncclSum,
-            ReduceOp::Max => ncclRedOp_t::ncclMax,
-            ReduceOp::Min => ncclRedOp_t::ncclMin,
-            ReduceOp::Avg => ncclRedOp_t::ncclAvg,
-        }) as c_int
-    }
+/// NCCL's number for a reduction (`unigpu-core`'s [`ReduceOp`]).
+fn raw_op(op: ReduceOp) -> c_int {
+    (match op {
+        ReduceOp::Sum => ncclRedOp_t::ncclSum,
+        ReduceOp::Max => ncclRedOp_t::ncclMax,
+        ReduceOp::Min => ncclRedOp_t::ncclMin,
+        ReduceOp::Avg => ncclRedOp_t::ncclAvg,
+    }) as c_int
 }
 
 /// One local rank's share of a collective: its stream, what it sends
@@ -78,7 +67,7 @@ impl NcclComm {
     /// Every part has the same length (send and receive alike).
     pub fn all_reduce<T: Element>(&self, parts: &mut [Part<'_, T>], op: ReduceOp) -> Result<()> {
         let count = self.common_len(parts, "all_reduce", |recv| recv)?;
-        let (dt, op) = (data_type::<T>(), op.raw());
+        let (dt, op) = (data_type::<T>(), raw_op(op));
         self.collective(parts, "ncclAllReduce", count, |api, c, comm| {
             // SAFETY: `c` holds the rank's buffers of `count` elements,
             // ordered on its stream (`collective`).
@@ -162,7 +151,7 @@ impl NcclComm {
             count,
             |p| (p.send.map_or(0, DeviceBuffer::len) / world, p.recv.len()),
         )?;
-        let (dt, op) = (data_type::<T>(), op.raw());
+        let (dt, op) = (data_type::<T>(), raw_op(op));
         self.collective(parts, "ncclReduceScatter", count, |api, c, comm| {
             // SAFETY: as in `all_reduce`; `send` holds `count × world`.
             unsafe {

@@ -5,10 +5,8 @@
 //! vulkan backend runs a shader, WGSL or SPIR-V), so the same `launch` call
 //! picks the code that fits the context.
 
-use unigpu_cuda_safe::CudaFunctionHandle;
-
 use super::cpu::CpuKernelFn;
-use super::driver::{CudaProgram, LoadedModule};
+use super::cuda::code::{self as cuda, Function, Module};
 use super::vulkan::ShaderKernel;
 use crate::error::Result;
 use crate::kernel::options::Origin;
@@ -22,12 +20,13 @@ pub(crate) struct Program {
     pub(crate) code: ModuleCode,
 }
 
-impl From<CudaProgram> for Program {
-    fn from(p: CudaProgram) -> Program {
+impl From<cuda::Program> for Program {
+    fn from(p: cuda::Program) -> Program {
+        let (origin, log, module) = cuda::parts(p);
         Program {
-            origin: p.origin,
-            log: p.log,
-            code: ModuleCode::Cuda(p.module),
+            origin,
+            log,
+            code: ModuleCode::Cuda(module),
         }
     }
 }
@@ -38,7 +37,7 @@ pub(crate) enum ModuleCode {
     /// Nothing was compiled (the CPU backend runs a kernel's host code).
     Host,
     /// A CUDA module loaded on a device.
-    Cuda(LoadedModule),
+    Cuda(Module),
 }
 
 impl ModuleCode {
@@ -46,7 +45,7 @@ impl ModuleCode {
     pub(crate) fn kernel(&self, name: &str) -> Result<Lookup> {
         Ok(match self {
             ModuleCode::Host => Lookup::NoCode,
-            ModuleCode::Cuda(m) => match m.function(name)? {
+            ModuleCode::Cuda(m) => match cuda::function(m, name)? {
                 Some(f) => Lookup::Found(KernelCode::Cuda(f)),
                 None => Lookup::Missing,
             },
@@ -67,7 +66,7 @@ pub(crate) enum Lookup {
 #[derive(Clone)]
 pub(crate) enum KernelCode {
     /// A CUDA function loaded in a device's primary context.
-    Cuda(CudaFunctionHandle),
+    Cuda(Function),
     /// A Rust (or, through the C API, C) implementation over host slices.
     Cpu(CpuKernelFn),
     /// A compute shader, WGSL or SPIR-V, read and checked.
@@ -80,11 +79,7 @@ impl KernelCode {
     /// that can list them); `None` where it does not.
     pub(crate) fn param_sizes(&self) -> Result<Option<Vec<usize>>> {
         match self {
-            KernelCode::Cuda(f) => match f.param_layout() {
-                Ok(layout) => Ok(Some(layout.into_iter().map(|(_, size)| size).collect())),
-                Err(unigpu_cuda_safe::SafeError::Unsupported { .. }) => Ok(None),
-                Err(e) => Err(e.into()),
-            },
+            KernelCode::Cuda(f) => cuda::param_sizes(f),
             KernelCode::Cpu(_) | KernelCode::Shader(_) => Ok(None),
         }
     }
@@ -108,8 +103,10 @@ pub(crate) struct KernelRef<'a> {
 }
 
 impl KernelRef<'_> {
-    /// The kernel's CUDA function, if it has one.
-    pub(crate) fn cuda(&self) -> Option<&CudaFunctionHandle> {
+    /// The kernel's CUDA function, if it has one (only the cuda and torch
+    /// backends, built with the `cuda` feature, run one).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda(&self) -> Option<&Function> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Cuda(f) => Some(f),
             _ => None,

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use unigpu_cuda_safe::nccl::{NcclComm, P2p, Part, ReduceOp};
+use unigpu_core::ReduceOp;
 
-use super::cuda::comm as cuda;
+use super::cuda::comm::{self as cuda, Comm, Part};
 use super::{Backend, DeviceImpl, Storage, StreamImpl};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// A communicator of any backend that has one.
 #[derive(Debug)]
 pub(crate) enum CommImpl {
-    Cuda(NcclComm),
+    Cuda(Comm),
 }
 
 /// One local rank's share of a collective: its stream, what it sends
@@ -144,23 +144,13 @@ impl CommImpl {
                     stream: StreamImpl::Cuda(s),
                     array: Storage::Cuda(b),
                     peer,
-                } => P2p::Send {
-                    local: *local,
-                    stream: &s.handle,
-                    buffer: b,
-                    peer: *peer,
-                },
+                } => cuda::send::<T>(*local, s, b, *peer),
                 P2pImpl::Recv {
                     local,
                     stream: StreamImpl::Cuda(s),
                     array: Storage::Cuda(b),
                     peer,
-                } => P2p::Recv {
-                    local: *local,
-                    stream: &s.handle,
-                    buffer: b,
-                    peer: *peer,
-                },
+                } => cuda::recv::<T>(*local, s, b, *peer),
                 _ => return Err(mismatch()),
             });
         }
@@ -194,11 +184,7 @@ fn cuda_parts<'a, T: Element>(parts: &'a mut [PartImpl<'_, T>]) -> Result<Vec<Pa
         let Storage::Cuda(recv) = &mut *p.recv else {
             return Err(mismatch());
         };
-        out.push(Part {
-            stream: &stream.handle,
-            send,
-            recv,
-        });
+        out.push(cuda::part::<T>(stream, send, recv));
     }
     Ok(out)
 }

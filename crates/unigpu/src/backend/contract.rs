@@ -12,12 +12,12 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::Result;
-use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, ImageFormat};
-use crate::kernel::scalar::Scalar;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::Grid;
+use unigpu_core::Scalar;
+use unigpu_core::dlpack::ManagedTensor;
 
 /// One backend: its handle types and every operation on them. Static
 /// dispatch: `dispatch.rs` holds one enum variant per backend.

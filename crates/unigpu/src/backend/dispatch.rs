@@ -15,12 +15,12 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, ImageFormat};
-use crate::kernel::scalar::Scalar;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::Grid;
+use unigpu_core::Scalar;
+use unigpu_core::dlpack::ManagedTensor;
 
 /// A stream of any backend.
 #[derive(Debug, Clone)]
@@ -365,7 +365,7 @@ impl StreamImpl {
     pub(crate) fn copy<T: Element>(&self, src: &Storage<T>, dst: &mut Storage<T>) -> Result<()> {
         match (self, src, dst) {
             (StreamImpl::Cpu(s), Storage::Cpu(a), Storage::Cpu(b)) => Cpu::copy(s, a, b),
-            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Cuda::copy(s, a, b),
+            (StreamImpl::Cuda(s), Storage::Cuda(a), Storage::Cuda(b)) => Cuda::copy::<T>(s, a, b),
             (StreamImpl::Torch(s), Storage::Torch(a), Storage::Torch(b)) => {
                 Torch::copy::<T>(s, a, b)
             }
@@ -628,7 +628,7 @@ impl<T: Element> Storage<T> {
                 Cpu::copy_between_devices(s, a, t, b)
             }
             (Storage::Cuda(a), StreamImpl::Cuda(s), Storage::Cuda(b), StreamImpl::Cuda(t)) => {
-                Cuda::copy_between_devices(s, a, t, b)
+                Cuda::copy_between_devices::<T>(s, a, t, b)
             }
             (Storage::Torch(a), StreamImpl::Torch(s), Storage::Torch(b), StreamImpl::Torch(t)) => {
                 Torch::copy_between_devices::<T>(s, a, t, b)

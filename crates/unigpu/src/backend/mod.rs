@@ -7,11 +7,11 @@
 //!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
 //!   only file naming the variants.
 //! - `cpu/`, `cuda/`, `torch/`, `vulkan/`: one backend each, with its own
-//!   buffers, streams, events, ops, launch and DLPack. Without the `torch`
-//!   (`vulkan`) feature `torch_missing/` (`vulkan_missing/`) stands in, so
-//!   the dispatch needs no `cfg`.
+//!   buffers, streams, events, ops, launch and DLPack. Without the `cuda`
+//!   (`torch`, `vulkan`) feature `cuda_missing/` (`torch_missing/`,
+//!   `vulkan_missing/`) stands in, so the dispatch needs no `cfg`.
 //! - `driver/`: what cuda and torch share (device info, NVRTC and its
-//!   caches); not a backend.
+//!   caches); not a backend. Built with the `cuda` feature only.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
 //!   memory of their own (cpu, torch); not a backend.
 //! - `host_memory.rs`: host memory accounting (requests checked against the
@@ -30,8 +30,13 @@ mod code;
 mod comm;
 mod contract;
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_missing/mod.rs"]
 pub(crate) mod cuda;
 mod dispatch;
+#[cfg(feature = "cuda")]
 mod driver;
 mod host_memory;
 mod host_pinned;
@@ -58,6 +63,7 @@ pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
     StreamImpl, can_access_peer,
 };
+#[cfg(feature = "cuda")]
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
 pub(crate) use vulkan::ShaderKernel;

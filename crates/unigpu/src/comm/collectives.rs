@@ -6,7 +6,7 @@ use crate::array::Storage;
 use crate::backend::{P2pImpl, PartImpl};
 use crate::{Context, Element, Error, GpuArray, Result};
 
-pub use unigpu_cuda_safe::nccl::ReduceOp;
+pub use unigpu_core::ReduceOp;
 
 impl Communicator {
     /// In place: every array becomes the element-wise reduction (`op`) of

@@ -12,12 +12,12 @@
 /// A consumer's CUDA stream by handle, for [`DlpackSync::Stream`] (made
 /// with the `unsafe` `ForeignStream::from_raw`, whose caller vouches for the
 /// handle).
-pub use unigpu_cuda_safe::ForeignStream;
+pub use sync::ForeignStream;
 pub(crate) mod sync;
 
 pub use sync::DlpackSync;
-use unigpu_cuda_safe::dlpack::ffi;
-pub use unigpu_cuda_safe::dlpack::{ManagedTensor as DlpackTensor, TensorView};
+use unigpu_core::dlpack::ffi;
+pub use unigpu_core::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
 use crate::backend::Storage;
 use crate::element::with_dtype;
@@ -36,13 +36,10 @@ pub fn dlpack_device(backend: Backend, device_id: usize) -> (i32, i32) {
 /// The element type of a DLPack dtype, or an error naming it.
 pub fn dtype_of(view: &TensorView) -> Result<DType> {
     let d = view.dtype;
-    DType::ALL
-        .into_iter()
-        .find(|t| with_dtype!(*t, T => unigpu_cuda_safe::dlpack::dtype_of::<T>() == d))
-        .ok_or_else(|| Error::Dlpack {
+    DType::from_dlpack(d).ok_or_else(|| Error::Dlpack {
             message: format!(
                 "dtype {} has no unigpu element type (f32 f64 f16 bf16 i32 u32 i64 u64 u8 are supported)",
-                unigpu_cuda_safe::dlpack::dtype_name(d)
+                unigpu_core::dlpack::dtype_name(d)
             ),
         })
 }

@@ -1,7 +1,16 @@
 //! How a DLPack export is ordered before its consumer: a plain value that
 //! the public `to_dlpack` and every backend's export share.
 
-use unigpu_cuda_safe::ForeignStream;
+/// A CUDA stream another library owns, by handle (`unsafe`
+/// `ForeignStream::from_raw`, whose caller vouches for the handle).
+#[cfg(feature = "cuda")]
+pub use unigpu_cuda_safe::ForeignStream;
+
+/// A CUDA stream another library owns: there are none in a build without
+/// the `cuda` feature, so [`DlpackSync::Stream`] cannot be made.
+#[cfg(not(feature = "cuda"))]
+#[derive(Debug)]
+pub enum ForeignStream {}
 
 /// How an export is ordered before the consumer's first use, as the
 /// `stream` argument of `__dlpack__` asks.

@@ -1,8 +1,8 @@
 //! Typed kernel arguments: scalars, `&GpuArray` (read) and `&mut GpuArray`
 //! (written), packed from a tuple.
 
-use super::scalar::Scalar;
 use crate::{DType, Element, GpuArray};
+use unigpu_core::Scalar;
 
 /// An array of any element type, as a kernel argument. Implemented by
 /// `GpuArray<T>` only (sealed).

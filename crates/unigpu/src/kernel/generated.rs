@@ -362,7 +362,7 @@ macro_rules! word {
         impl Word for $t {
             type Cell = $cell;
             fn cells(s: &mut [Self]) -> Option<&[$cell]> {
-                unigpu_cuda_safe::cells::$view(s)
+                unigpu_core::cells::$view(s)
             }
             #[inline]
             fn load(c: &$cell) -> Self {

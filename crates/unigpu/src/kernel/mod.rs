@@ -11,7 +11,6 @@ mod compile;
 mod cpu_bytes;
 #[doc(hidden)]
 pub mod generated;
-pub(crate) mod grid;
 mod launch;
 mod module;
 mod names;
@@ -19,17 +18,15 @@ pub(crate) mod options;
 mod precompiled;
 mod precompiled_params;
 mod ptx;
-pub(crate) mod scalar;
 pub(crate) mod signature;
 
 pub use args::{Arg, ArrayArg, KernelArg, KernelArgs};
 pub use cpu_bytes::{CpuArgKind, CpuBytes, CpuBytesMut};
-pub use grid::Grid;
 pub use options::{CompileOptions, ImageFormat, Origin};
 pub use precompiled::CudaImage;
 pub use ptx::parse_ptx;
-pub use scalar::Scalar;
 pub use signature::{KernelDecl, ParamKind, parse_kernels};
+pub use unigpu_core::{Grid, Scalar};
 
 pub use crate::backend::{CpuArgs, CpuKernelFn};
 pub(crate) use bounds::error as out_of_bounds;
@@ -37,8 +34,10 @@ pub(crate) use module::ModuleInner;
 pub use module::{Kernel, Module};
 pub(crate) use names::name_of;
 
-/// The compiled-kernel caches' folder.
+/// The compiled-kernel caches' folder (CUDA kernels: the `cuda` feature).
+#[cfg(feature = "cuda")]
 pub mod cache {
     pub use crate::backend::{CACHE_DIR_ENV, disk_dir};
 }
+#[cfg(feature = "cuda")]
 pub use cache::{CACHE_DIR_ENV, disk_dir};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use unigpu_cuda_safe::image::ImageFormat;
+pub use unigpu_core::image::ImageFormat;
 
 /// Options for [`crate::Context::compile_with`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -131,7 +131,7 @@ impl Context {
     /// kernel instead.
     pub fn load_module(&self, image: &CudaImage) -> Result<Module> {
         let format = image.format;
-        unigpu_cuda_safe::image::check(format, &image.bytes)
+        unigpu_core::image::check(format, &image.bytes)
             .map_err(|message| Error::Image { format, message })?;
         let decls = match format {
             ImageFormat::Ptx => with_declared(

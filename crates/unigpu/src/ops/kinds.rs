@@ -12,7 +12,7 @@ mod sealed {
 
 /// Floating-point element types the arithmetic ops take: f32, f64, f16 and
 /// bf16. f16/bf16 are computed in f32 and rounded once per result.
-pub trait Float: Element + unigpu_cuda_safe::GemmElement + sealed::Sealed {
+pub trait Float: Element + sealed::Sealed {
     /// The type arithmetic is done in: f32, or f64 for f64.
     type Acc: Element + NumFloat + Into<f64> + Send + Sync;
     #[doc(hidden)]

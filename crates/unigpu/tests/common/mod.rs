@@ -71,6 +71,15 @@ use std::time::Duration;
 use rand::Rng;
 use unigpu::{Backend, Context, CpuArgs, Element, Error, Kernel, Stream, bf16, f16};
 
+/// Whether the CUDA driver loads and counts a device: never in a build
+/// without the `cuda` feature, which has no cuda backend.
+pub fn cuda_usable() -> bool {
+    #[cfg(feature = "cuda")]
+    return unigpu::cuda_probe().cuda_usable();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
 pub fn cpu_ctx() -> Context {
     Context::new(Backend::Cpu, 0).expect("the CPU backend is always available")
 }

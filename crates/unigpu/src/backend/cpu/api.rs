@@ -13,12 +13,12 @@ use crate::backend::unified::not_unified;
 use crate::backend::{Api, Backend};
 use crate::device::Location;
 use crate::dlpack::sync::DlpackSync;
-use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
 use crate::lock::lock;
 use crate::{DeviceInfo, Element, Error, MemoryInfo, MemoryStats, Result};
-use unigpu_cuda_safe::dlpack::{HostExport, HostMem, HostRead, HostWrite, ManagedTensor};
+use unigpu_core::Grid;
+use unigpu_core::dlpack::{HostExport, HostMem, HostRead, HostWrite, ManagedTensor};
 
 /// The CPU backend: host memory, one worker thread per stream.
 #[derive(Debug)]

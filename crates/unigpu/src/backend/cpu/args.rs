@@ -4,13 +4,13 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
+use unigpu_core::dlpack::{HostArray, HostRead, HostWrite};
 
 use super::{CpuBuffer, Tracker};
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
-use crate::kernel::scalar::Scalar;
+use unigpu_core::Grid;
+use unigpu_core::Scalar;
 
 /// An array as a CPU launch argument.
 pub(crate) struct CpuArg {

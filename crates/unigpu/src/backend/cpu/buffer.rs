@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use unigpu_cuda_safe::dlpack::{HostArray, HostMem};
+use unigpu_core::dlpack::{HostArray, HostMem};
 
 use super::fence::Fence;
 use super::memory::try_alloc_vec;

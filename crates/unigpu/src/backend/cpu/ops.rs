@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use unigpu_cuda_safe::dlpack::{HostArray, HostRead, HostWrite};
+use unigpu_core::dlpack::{HostArray, HostRead, HostWrite};
 
 use num_traits::{Float as _, One, Zero};
 use rayon::prelude::*;

@@ -15,10 +15,10 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::Grid;
+use unigpu_core::dlpack::ManagedTensor;
 
 /// The CUDA backend: the driver API through `unigpu-cuda-safe`.
 #[derive(Debug)]
@@ -365,13 +365,18 @@ impl Api for Cuda {
         let mut params = args
             .map(|a| {
                 a.map(|a| match a {
-                    LaunchArg::Scalar(s) => s.to_param(),
+                    LaunchArg::Scalar(s) => KernelParam::from(s),
                     LaunchArg::Buffer(p) => p,
                 })
             })
             .collect::<Result<Vec<KernelParam<'_>>>>()?;
-        unigpu_cuda_safe::launch(&stream.handle, f, grid.to_dims(), &mut params)
-            .map_err(|e| Error::from(e).for_kernel(kernel.name))
+        unigpu_cuda_safe::launch(
+            &stream.handle,
+            f,
+            unigpu_cuda_safe::launch_dims(grid),
+            &mut params,
+        )
+        .map_err(|e| Error::from(e).for_kernel(kernel.name))
     }
 }
 

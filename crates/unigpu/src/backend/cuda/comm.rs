@@ -5,11 +5,57 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use unigpu_cuda_safe::CudaDevice;
-use unigpu_cuda_safe::nccl::{self, NcclComm, NcclId};
+use unigpu_cuda_safe::nccl::{self, NcclId};
+use unigpu_cuda_safe::{CudaDevice, DeviceBuffer};
 
-use super::device::Device;
+use super::device::{Device, Stream};
+use crate::element::Element;
 use crate::error::Result;
+
+pub(crate) use unigpu_cuda_safe::nccl::{NcclComm as Comm, P2p, Part};
+
+/// One local rank's share of a collective, in NCCL's terms.
+pub(crate) fn part<'a, T: Element>(
+    stream: &'a Stream,
+    send: Option<&'a DeviceBuffer<T>>,
+    recv: &'a mut DeviceBuffer<T>,
+) -> Part<'a, T> {
+    Part {
+        stream: &stream.handle,
+        send,
+        recv,
+    }
+}
+
+/// Local rank `local` sends `buffer` to rank `peer`.
+pub(crate) fn send<'a, T: Element>(
+    local: usize,
+    stream: &'a Stream,
+    buffer: &'a DeviceBuffer<T>,
+    peer: usize,
+) -> P2p<'a, T> {
+    P2p::Send {
+        local,
+        stream: &stream.handle,
+        buffer,
+        peer,
+    }
+}
+
+/// Local rank `local` receives `buffer` from rank `peer`.
+pub(crate) fn recv<'a, T: Element>(
+    local: usize,
+    stream: &'a Stream,
+    buffer: &'a mut DeviceBuffer<T>,
+    peer: usize,
+) -> P2p<'a, T> {
+    P2p::Recv {
+        local,
+        stream: &stream.handle,
+        buffer,
+        peer,
+    }
+}
 
 /// Which NCCL is loaded, or why none is.
 pub(crate) fn library() -> Result<String> {
@@ -28,9 +74,9 @@ pub(crate) fn init(
     world: usize,
     first_rank: usize,
     timeout: Duration,
-) -> Result<NcclComm> {
+) -> Result<Comm> {
     let drivers: Vec<CudaDevice> = devices.iter().map(|d| d.driver.clone()).collect();
-    Ok(NcclComm::init(
+    Ok(Comm::init(
         &drivers,
         &NcclId(*id),
         world,

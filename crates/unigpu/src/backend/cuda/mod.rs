@@ -2,6 +2,7 @@
 //! kernels, cuBLAS for matmul, NCCL for collectives (`comm.rs`).
 
 mod api;
+pub(crate) mod code;
 pub(crate) mod comm;
 pub(crate) mod device;
 pub(crate) mod ops;

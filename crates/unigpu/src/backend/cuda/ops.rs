@@ -8,9 +8,9 @@ use super::device::Stream;
 use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::Result;
-use crate::kernel::grid::Grid;
-use crate::kernel::scalar::Scalar;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::Grid;
+use unigpu_core::Scalar;
 
 /// Most blocks of a grid-stride loop; past this, threads loop.
 const MAX_BLOCKS: usize = 1 << 20;
@@ -36,12 +36,12 @@ fn launch(
     params: &mut [KernelParam<'_>],
 ) -> Result<()> {
     let f = stream.device.builtin(name)?;
-    let dims = grid(n, max_blocks).to_dims();
+    let dims = unigpu_cuda_safe::launch_dims(grid(n, max_blocks));
     Ok(unigpu_cuda_safe::launch(&stream.handle, &f, dims, params)?)
 }
 
 fn param<'a, T: Element>(v: T) -> KernelParam<'a> {
-    Scalar::new(v).to_param()
+    KernelParam::from(Scalar::new(v))
 }
 
 /// The name of the element-wise kernel `ug_{op}_{T}`.

@@ -13,10 +13,10 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::Grid;
+use unigpu_core::dlpack::ManagedTensor;
 
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
@@ -364,7 +364,7 @@ impl Api for Torch {
         let mut params = Vec::with_capacity(args.len());
         for a in args {
             match a {
-                LaunchArg::Scalar(v) => params.push(v.to_param()),
+                LaunchArg::Scalar(v) => params.push(KernelParam::from(v)),
                 LaunchArg::Buffer((buffer, write)) => {
                     buffer.order(stream, write)?;
                     params.push(KernelParam::U64(buffer.tensor.data_address()?));
@@ -373,7 +373,7 @@ impl Api for Torch {
         }
         stream
             .foreign
-            .launch(f, grid.to_dims(), &params)
+            .launch(f, unigpu_cuda_safe::launch_dims(grid), &params)
             .map_err(|e| driver_error(e).for_kernel(kernel.name))
     }
 }

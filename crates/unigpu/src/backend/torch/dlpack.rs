@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use unigpu_core::dlpack::{ManagedTensor, ffi};
 use unigpu_cuda_safe::CudaEventHandle;
-use unigpu_cuda_safe::dlpack::{ManagedTensor, ffi};
 use unigpu_torch_bridge as bridge;
 
 use super::buffer::Shared;

@@ -5,7 +5,7 @@
 //! enum), as candle's dummy backends do it. The dispatch names `Torch`
 //! either way and needs no `cfg`.
 
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::dlpack::ManagedTensor;
 
 use super::code::{KernelRef, Program};
 use super::contract::{BuiltinOps, LaunchArg};
@@ -14,10 +14,10 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::Grid;
 
 /// The torch backend, absent from this build.
 #[derive(Debug)]

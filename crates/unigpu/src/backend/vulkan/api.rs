@@ -18,10 +18,10 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
 use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::Grid;
+use unigpu_core::dlpack::ManagedTensor;
 
 /// The Vulkan backend: wgpu devices, worker-thread streams, WGSL ops.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use super::stream::VkStream;
 use super::tracker::Tracker;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
-use crate::kernel::scalar::Scalar;
 use crate::kernel::signature::ParamKind;
+use unigpu_core::Grid;
+use unigpu_core::Scalar;
 
 /// One launch argument: a value, or an array.
 #[derive(Debug)]

@@ -5,7 +5,7 @@
 //! construction. Kernels may still carry WGSL or SPIR-V: it is kept, never
 //! run (no backend of this build runs shaders).
 
-use unigpu_cuda_safe::dlpack::ManagedTensor;
+use unigpu_core::dlpack::ManagedTensor;
 
 use super::code::{KernelRef, Program};
 use super::contract::{BuiltinOps, LaunchArg};
@@ -14,10 +14,10 @@ use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernel::grid::Grid;
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::Grid;
 
 /// The vulkan backend, absent from this build.
 #[derive(Debug)]

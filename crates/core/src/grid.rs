@@ -1,6 +1,8 @@
 //! Launch geometry.
 
 /// Grid and block dimensions plus dynamic shared memory for one launch.
+/// Plain numbers: each backend turns them into its own launch call (the
+/// CUDA layer into its launch dims, the CPU backend into workgroup loops).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grid {
     pub grid: (u32, u32, u32),
@@ -52,13 +54,5 @@ impl Grid {
             .iter()
             .map(|&d| d as u64)
             .product()
-    }
-
-    pub(crate) fn to_dims(self) -> unigpu_cuda_safe::LaunchDims {
-        unigpu_cuda_safe::LaunchDims {
-            grid_dim: self.grid,
-            block_dim: self.block,
-            shared_mem_bytes: self.shared_mem_bytes,
-        }
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::Rng;
-use unigpu_cuda_safe::dlpack::ffi::*;
-use unigpu_cuda_safe::dlpack::{HostArray, HostMem, ManagedTensor, dtype_of};
+use unigpu_core::dlpack::ffi::*;
+use unigpu_core::dlpack::{HostArray, HostMem, ManagedTensor, dtype_of};
 
 /// What a fake producer's tensor owns; freed by its deleter.
 struct Producer {

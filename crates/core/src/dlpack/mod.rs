@@ -10,9 +10,10 @@
 //! taken with the `unsafe` `from_raw_*` constructors, whose caller vouches
 //! for the producer.
 //!
-//! [`TensorView::of`] validates a tensor's descriptor once (device, dtype,
-//! contiguity, alignment, sizes) so that the typed views built from it —
-//! [`HostMem`] here and `DeviceBuffer::from_dlpack` — rely on checked
+//! [`ManagedTensor::view`] validates a tensor's descriptor once (device,
+//! dtype, contiguity, alignment, sizes) into a [`TensorView`], so that the
+//! typed views built from it — [`HostMem`] here and the backends' imports
+//! (the CUDA layer's `DeviceBuffer::from_dlpack`) — rely on checked
 //! numbers only.
 
 pub mod ffi;
@@ -28,7 +29,18 @@ use ffi::{
 };
 pub use host::{HostArray, HostExport, HostMem, HostRead, HostWrite};
 
-use crate::{Element, Result, SafeError};
+use crate::Element;
+
+/// Why a DLPack tensor was refused (the message says what to change), or
+/// could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("DLPack: {message}")]
+pub struct DlpackError {
+    pub message: String,
+}
+
+/// The result of a DLPack call.
+pub type Result<T, E = DlpackError> = std::result::Result<T, E>;
 
 /// A DLPack device: `(device_type, device_id)` as DLPack numbers them.
 pub type Device = DLDevice;
@@ -38,8 +50,8 @@ pub fn dtype_of<T: Element>() -> DLDataType {
     T::DLPACK
 }
 
-fn rejected(message: impl Into<String>) -> SafeError {
-    SafeError::Dlpack {
+fn rejected(message: impl Into<String>) -> DlpackError {
+    DlpackError {
         message: message.into(),
     }
 }

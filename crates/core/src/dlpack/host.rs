@@ -6,8 +6,8 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::{Export, ManagedTensor, ffi, rejected};
-use crate::{Element, Result};
+use super::{Export, ManagedTensor, Result, ffi, rejected};
+use crate::Element;
 
 /// `len` elements of host memory: a `Vec<T>`, or a CPU tensor imported
 /// through DLPack (kept alive until this value drops). Never resized, so a

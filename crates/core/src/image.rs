@@ -201,7 +201,7 @@ fn trim_nul(bytes: &[u8]) -> &[u8] {
 /// A copy of `bytes` with a NUL byte after them: PTX must end with one
 /// (and its own NULs at the end are dropped first), and the driver,
 /// reading a CUBIN or fatbin by its headers, ignores it.
-pub(crate) fn terminated(format: ImageFormat, bytes: &[u8]) -> Vec<u8> {
+pub fn terminated(format: ImageFormat, bytes: &[u8]) -> Vec<u8> {
     let bytes = match format {
         ImageFormat::Ptx => trim_nul(bytes),
         ImageFormat::Cubin | ImageFormat::Fatbin => bytes,

@@ -1,10 +1,9 @@
-//! `Scalar`: a plain value passed to a kernel, with its element type.
-
-use unigpu_cuda_safe::KernelParam;
+//! [`Scalar`]: a plain value passed to a kernel, with its element type.
 
 use crate::element::{DType, Element};
 
-/// A plain value passed to a kernel.
+/// A plain value passed to a kernel. Each backend passes it its own way
+/// (the CUDA layer as a `KernelParam`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scalar {
     dtype: DType,
@@ -43,33 +42,19 @@ impl Scalar {
     /// `value` converted to `dtype` as `as` would (saturating for integers,
     /// rounding to nearest for floats).
     pub fn from_f64(dtype: DType, value: f64) -> Self {
-        crate::element::with_dtype!(dtype, T => Scalar::new(<T as num_traits::NumCast>::from(value).unwrap_or_else(|| saturate::<T>(value))))
+        crate::with_dtype!(dtype, T => Scalar::new(<T as num_traits::NumCast>::from(value).unwrap_or_else(|| saturate::<T>(value))))
     }
 
     /// The value as an f64 (exact for every dtype but the 64-bit integers
     /// past 2^53).
     pub fn to_f64(&self) -> f64 {
-        crate::element::with_dtype!(self.dtype, T => self.get::<T>().and_then(|v| num_traits::ToPrimitive::to_f64(&v)).unwrap_or(f64::NAN))
+        crate::with_dtype!(self.dtype, T => self.get::<T>().and_then(|v| num_traits::ToPrimitive::to_f64(&v)).unwrap_or(f64::NAN))
     }
 
     /// The value, if it is a `T`.
     pub fn get<T: Element>(&self) -> Option<T> {
         (self.dtype == T::DTYPE)
             .then(|| bytemuck::pod_read_unaligned(&self.bits[..std::mem::size_of::<T>()]))
-    }
-
-    pub(crate) fn to_param<'p>(self) -> KernelParam<'p> {
-        match self.dtype {
-            DType::F32 => KernelParam::F32(self.get().unwrap_or_default()),
-            DType::F64 => KernelParam::F64(self.get().unwrap_or_default()),
-            DType::I32 => KernelParam::I32(self.get().unwrap_or_default()),
-            DType::U32 => KernelParam::U32(self.get().unwrap_or_default()),
-            DType::I64 => KernelParam::I64(self.get().unwrap_or_default()),
-            DType::U64 => KernelParam::U64(self.get().unwrap_or_default()),
-            DType::U8 => KernelParam::U8(self.get().unwrap_or_default()),
-            DType::F16 => KernelParam::F16(self.get().unwrap_or_default()),
-            DType::BF16 => KernelParam::BF16(self.get().unwrap_or_default()),
-        }
     }
 }
 
