@@ -10,52 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Builds the staticlib and returns its path (from cargo's JSON messages).
-fn staticlib() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root()).args([
-        "build",
-        "--quiet",
-        "-p",
-        "unigpu-clib",
-        "--lib",
-        "--message-format=json",
-    ]);
-    if !cfg!(debug_assertions) {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().expect("run cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let ours = msg["package_id"]
-            .as_str()
-            .is_some_and(|id| id.contains("unigpu-clib"));
-        if msg["reason"] == "compiler-artifact" && ours {
-            if let Some(files) = msg["filenames"].as_array() {
-                if let Some(a) = files
-                    .iter()
-                    .filter_map(|f| f.as_str())
-                    .find(|f| f.ends_with(".a"))
-                {
-                    return PathBuf::from(a);
-                }
-            }
-        }
-    }
-    panic!("cargo reported no staticlib for unigpu-clib");
-}
+use unigpu_test_support::c_program::{repo_root as root, staticlib, temp_dir, valgrind};
 
 /// Compiles tests/c/capi_test.c (as C++ when `cpp`) against `lib`.
 fn compile(lib: &Path, cpp: bool, dir: &Path) -> PathBuf {
@@ -129,13 +84,8 @@ fn run(exe: &Path, wrapper: &[&str]) -> String {
 
 #[test]
 fn c_and_cpp_programs_on_the_staticlib() {
-    let lib = staticlib();
-    let dir = std::env::temp_dir().join(format!(
-        "unigpu-capi-c-{}-{}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let lib = staticlib("unigpu-clib", "unigpu");
+    let dir = temp_dir("capi-c");
     let c = compile(&lib, false, &dir);
     let cpp = compile(&lib, true, &dir);
     for _ in 0..3 {
@@ -143,28 +93,9 @@ fn c_and_cpp_programs_on_the_staticlib() {
     }
     run(&cpp, &[]);
 
-    let valgrind = Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if valgrind {
-        run(
-            &c,
-            &[
-                "valgrind",
-                "--error-exitcode=97",
-                "--leak-check=full",
-                "--errors-for-leak-kinds=definite,indirect",
-                "--quiet",
-            ],
-        );
+    if let Some(valgrind) = valgrind() {
+        run(&c, &valgrind);
         eprintln!("valgrind: no memory errors, no leaks");
-    } else {
-        assert!(
-            std::env::var("UNIGPU_REQUIRE_VALGRIND").is_err(),
-            "UNIGPU_REQUIRE_VALGRIND is set but valgrind is not installed"
-        );
-        eprintln!("valgrind not installed: skipped the memory check");
     }
     std::fs::remove_dir_all(&dir).ok();
 }

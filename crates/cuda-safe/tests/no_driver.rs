@@ -4,8 +4,6 @@
 //! override is read once per process, so the test re-runs itself in a
 //! child process with it set.
 
-use std::process::Command;
-
 use unigpu_cuda_safe::{CudaDevice, SafeError, device_count, probe};
 
 const OVERRIDE: &str = "UNIGPU_TEST_CUDA_DRIVER_LIB";
@@ -20,18 +18,8 @@ fn without_libcuda_every_entry_point_says_unavailable() {
         println!("{CHILD_MARKER}");
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env(OVERRIDE, MISSING)
-        .output()
-        .expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains(CHILD_MARKER),
-        "the child did not run the checks:\n{stdout}\n{stderr}"
-    );
+    // An abort would show as a signal, not a failed exit status.
+    unigpu_test_support::child::rerun(NAME, &[(OVERRIDE, MISSING)]).assert_ran(&[CHILD_MARKER]);
 }
 
 fn checks() {

@@ -3,8 +3,6 @@
 //! say "unsupported" with the reason, never panic. The variable is read
 //! once per process, so the test re-runs itself in a child process.
 
-use std::process::Command;
-
 use unigpu_cuda_safe::SafeError;
 use unigpu_cuda_safe::nccl::{NcclId, library};
 
@@ -28,16 +26,6 @@ fn without_libnccl_every_entry_point_says_why() {
         println!("{CHILD_MARKER}");
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env(OVERRIDE, MISSING)
-        .output()
-        .expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains(CHILD_MARKER),
-        "the child did not run the checks:\n{stdout}\n{stderr}"
-    );
+    // An abort would show as a signal, not a failed exit status.
+    unigpu_test_support::child::rerun(NAME, &[(OVERRIDE, MISSING)]).assert_ran(&[CHILD_MARKER]);
 }

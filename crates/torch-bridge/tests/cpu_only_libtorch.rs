@@ -7,8 +7,6 @@
 //! GPU machine too: a GPU does not help without libtorch_cuda.
 #![cfg(feature = "torch")]
 
-use std::process::Command;
-
 use unigpu_torch_bridge as c10;
 
 const OVERRIDE: &str = "UNIGPU_TEST_TORCH_CUDA_LIB";
@@ -22,28 +20,12 @@ fn without_libtorch_cuda_every_cuda_call_is_an_error_not_an_abort() {
         println!("{CHILD_MARKER}");
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "without_libtorch_cuda_every_cuda_call_is_an_error_not_an_abort",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(OVERRIDE, MISSING)
-        .output()
-        .expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     // An abort would show as a signal, not a failed exit status.
-    assert!(
-        out.status.success(),
-        "child failed: {:?}\n{stdout}\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains(CHILD_MARKER),
-        "the child did not run the checks:\n{stdout}"
-    );
+    unigpu_test_support::child::rerun(
+        "without_libtorch_cuda_every_cuda_call_is_an_error_not_an_abort",
+        &[(OVERRIDE, MISSING)],
+    )
+    .assert_ran(&[CHILD_MARKER]);
 }
 
 /// Every CUDA entry point fails with the reason; CPU work still runs.

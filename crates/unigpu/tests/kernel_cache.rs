@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use unigpu::kernel::Origin;
 
 const CHILD: &str = "UNIGPU_TEST_CACHE_CHILD";
@@ -34,28 +32,16 @@ fn child() {
 }
 
 fn run_child(backend: &str, dir: &std::path::Path, tag: &str) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            &format!("disk_cache_serves_new_processes_{backend}"),
-            "--include-ignored",
-            "--nocapture",
-        ])
-        .env("UNIGPU_CACHE_DIR", dir)
-        .env(CHILD, tag)
-        .env(CHILD_BACKEND, backend)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "child failed:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let dir = dir.to_str().expect("a UTF-8 temp dir");
+    let run = unigpu_test_support::child::rerun(
+        &format!("disk_cache_serves_new_processes_{backend}"),
+        &[
+            ("UNIGPU_CACHE_DIR", dir),
+            (CHILD, tag),
+            (CHILD_BACKEND, backend),
+        ],
     );
-    text.lines()
-        .find_map(|l| l.strip_prefix("origin="))
-        .unwrap_or_else(|| panic!("no origin line in:\n{text}"))
-        .to_string()
+    run.assert_success().value("origin=").to_string()
 }
 
 fn disk_cache_serves_new_processes(backend: &str) {

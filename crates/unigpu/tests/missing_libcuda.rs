@@ -5,8 +5,6 @@
 
 #![cfg(feature = "cuda")]
 
-use std::process::Command;
-
 use unigpu::{Backend, Context, Error, Outcome};
 
 const OVERRIDE: &str = "UNIGPU_TEST_CUDA_DRIVER_LIB";
@@ -19,23 +17,11 @@ fn without_libcuda_everything_falls_back_without_panicking() {
         run_checks_in_child();
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "without_libcuda_everything_falls_back_without_panicking",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(OVERRIDE, MISSING)
-        .output()
-        .expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains(CHILD_MARKER),
-        "the child did not run the checks:\n{stdout}"
-    );
+    unigpu_test_support::child::rerun(
+        "without_libcuda_everything_falls_back_without_panicking",
+        &[(OVERRIDE, MISSING)],
+    )
+    .assert_ran(&[CHILD_MARKER]);
 }
 
 fn run_checks_in_child() {

@@ -6,8 +6,6 @@
 
 #![cfg(feature = "cuda")]
 
-use std::process::Command;
-
 use unigpu::{Backend, Communicator, Context, Error, Rendezvous};
 
 const OVERRIDE: &str = "UNIGPU_NCCL_LIB";
@@ -22,18 +20,7 @@ fn without_libnccl_collectives_are_an_error_not_a_panic() {
         println!("{CHILD_MARKER}");
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env(OVERRIDE, MISSING)
-        .output()
-        .expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains(CHILD_MARKER),
-        "the child did not run the checks:\n{stdout}"
-    );
+    unigpu_test_support::child::rerun(NAME, &[(OVERRIDE, MISSING)]).assert_ran(&[CHILD_MARKER]);
 }
 
 fn checks() {

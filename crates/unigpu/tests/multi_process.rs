@@ -8,8 +8,10 @@
 //! (.ci/gpu-tests-fail-without-gpu.sh checks). The children inherit the
 //! environment: run with `NCCL_NVLS_ENABLE=0` (bench/run_multi_gpu.sh).
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+
 use std::time::{Duration, Instant};
+use unigpu_test_support::child::{ChildRun, test_command};
 
 use unigpu::{Backend, Communicator, Context, Error, ReduceOp, Rendezvous};
 
@@ -52,8 +54,7 @@ fn spawn_ranks(
 ) -> Vec<std::process::Child> {
     (0..world)
         .map(|rank| {
-            Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", test, "--include-ignored", "--nocapture"])
+            test_command(test)
                 .env(ROLE, role)
                 .env("UNIGPU_RANK", rank.to_string())
                 .env("UNIGPU_WORLD_SIZE", world.to_string())
@@ -209,23 +210,10 @@ fn two_gpus_a_rank_that_never_arrives_is_a_timeout() {
         ("UNIGPU_RENDEZVOUS", format!("tcp://{}", free_addr())),
         ("UNIGPU_COMM_TIMEOUT_SECS", "3".to_string()),
     ];
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "two_gpus_a_rank_that_never_arrives_is_a_timeout",
-            "--include-ignored",
-            "--nocapture",
-        ])
-        .env(ROLE, "alone")
+    let mut cmd = test_command("two_gpus_a_rank_that_never_arrives_is_a_timeout");
+    cmd.env(ROLE, "alone")
         .env("UNIGPU_RANK", "0")
         .env("UNIGPU_WORLD_SIZE", world.to_string())
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("rank 0 timed out"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    ChildRun::of(&mut cmd).assert_ran(&["rank 0 timed out"]);
 }

@@ -4,7 +4,6 @@
 //! peers that disagree are told why. No GPU and no NCCL involved.
 
 use std::net::TcpListener;
-use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -230,29 +229,19 @@ fn the_environment_names_the_meeting() {
         println!("rendezvous-env-checked");
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "the_environment_names_the_meeting",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env_remove("UNIGPU_RENDEZVOUS")
-        .env_remove("UNIGPU_WORLD_SIZE")
-        .env_remove("UNIGPU_RANK")
-        .env("MASTER_ADDR", "127.0.0.1")
-        .env("MASTER_PORT", "29511")
-        .env("WORLD_SIZE", "4")
-        .env("RANK", "3")
-        .env("UNIGPU_COMM_TIMEOUT_SECS", "7")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("rendezvous-env-checked"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let run = unigpu_test_support::child::ChildRun::of(
+        unigpu_test_support::child::test_command("the_environment_names_the_meeting")
+            .env(CHILD, "1")
+            .env_remove("UNIGPU_RENDEZVOUS")
+            .env_remove("UNIGPU_WORLD_SIZE")
+            .env_remove("UNIGPU_RANK")
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", "29511")
+            .env("WORLD_SIZE", "4")
+            .env("RANK", "3")
+            .env("UNIGPU_COMM_TIMEOUT_SECS", "7"),
     );
+    run.assert_ran(&["rendezvous-env-checked"]);
 }
 
 /// Two processes (this test binary again), rank 0 and rank 1, meet over
@@ -272,20 +261,17 @@ fn two_processes_meet_over_tcp_and_through_a_file() {
     for meeting in [format!("tcp://{}", free_addr()), file] {
         let children: Vec<_> = (0..2)
             .map(|rank| {
-                Command::new(std::env::current_exe().unwrap())
-                    .args([
-                        "--exact",
-                        "two_processes_meet_over_tcp_and_through_a_file",
-                        "--nocapture",
-                    ])
-                    .env(ROLE, rank.to_string())
-                    .env("UNIGPU_RENDEZVOUS", &meeting)
-                    .env("UNIGPU_WORLD_SIZE", "2")
-                    .env("UNIGPU_RANK", rank.to_string())
-                    .env("UNIGPU_COMM_TIMEOUT_SECS", "30")
-                    .stdout(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
+                unigpu_test_support::child::test_command(
+                    "two_processes_meet_over_tcp_and_through_a_file",
+                )
+                .env(ROLE, rank.to_string())
+                .env("UNIGPU_RENDEZVOUS", &meeting)
+                .env("UNIGPU_WORLD_SIZE", "2")
+                .env("UNIGPU_RANK", rank.to_string())
+                .env("UNIGPU_COMM_TIMEOUT_SECS", "30")
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
             })
             .collect();
         for (rank, child) in children.into_iter().enumerate() {

@@ -233,25 +233,9 @@ fn with_a_cpu_only_libtorch_the_default_context_falls_back() {
         println!("cpu-only-libtorch-facade-checks-ran");
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "with_a_cpu_only_libtorch_the_default_context_falls_back",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(TORCH_CUDA_OVERRIDE, MISSING_TORCH_CUDA)
-        .output()
-        .expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("cpu-only-libtorch-facade-checks-ran"),
-        "{stdout}"
-    );
+    unigpu_test_support::child::rerun(
+        "with_a_cpu_only_libtorch_the_default_context_falls_back",
+        &[(TORCH_CUDA_OVERRIDE, MISSING_TORCH_CUDA)],
+    )
+    .assert_ran(&["cpu-only-libtorch-facade-checks-ran"]);
 }

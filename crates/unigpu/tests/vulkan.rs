@@ -10,8 +10,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::{assert_same, random_len, random_vec, vulkan_ctx};
 use unigpu::kernel::ParamKind;
 use unigpu::{Backend, Config, Context, DType, Error, Grid, Kernel, Outcome};
@@ -21,26 +19,17 @@ const CHILD_MARKER: &str = "vulkan-child-checks-ran";
 /// Re-runs test `name` in a child process with `env` set, and requires
 /// that the child ran its checks and passed.
 fn in_child(name: &str, env: &[(&str, &str)]) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"]);
-    cmd.env("UNIGPU_TEST_VULKAN_CHILD", "1");
     // No CUDA in the child either (the probe's test override), so the
     // chain reaches vulkan on a GPU machine too.
-    cmd.env(
-        "UNIGPU_TEST_CUDA_DRIVER_LIB",
-        "/nonexistent/unigpu-test/libcuda.so.1",
-    );
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("re-running the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains(CHILD_MARKER),
-        "the child did not run the checks:\n{stdout}"
-    );
+    let mut all = vec![
+        ("UNIGPU_TEST_VULKAN_CHILD", "1"),
+        (
+            "UNIGPU_TEST_CUDA_DRIVER_LIB",
+            "/nonexistent/unigpu-test/libcuda.so.1",
+        ),
+    ];
+    all.extend_from_slice(env);
+    unigpu_test_support::child::rerun(name, &all).assert_ran(&[CHILD_MARKER]);
 }
 
 fn is_child() -> bool {
