@@ -51,6 +51,17 @@ pub fn body(k: &Kernel) -> TokenStream {
     let funcs = quote!(#(#funcs)*);
     if !k.phased() {
         let b = Cpu::new(k).block(&k.body);
+        if let Some(s) = crate::stride::analyse(k) {
+            let fast = grid_stride(k, &s);
+            return quote! {
+                #funcs
+                let __grid = __args.grid();
+                #fast
+                else {
+                    #g::run(__grid, move |__ids: &#g::Ids| { #b });
+                }
+            };
+        }
         return quote! {
             #funcs
             #g::run(__args.grid(), move |__ids: &#g::Ids| { #b });
@@ -58,6 +69,108 @@ pub fn body(k: &Kernel) -> TokenStream {
     }
     let p = phased(k);
     quote!(#funcs #p)
+}
+
+/// The fast path of an independent grid-stride kernel (stride.rs): an
+/// `if` that, in a 1-D launch whose indices cannot wrap and where every
+/// sliced array holds `end` elements, runs the iterations `0..end` in
+/// contiguous chunks on rayon's pool, the sliced arrays as plain slices
+/// (the written ones split with `split_at_mut`, so each chunk owns its
+/// part); the caller appends the `else` (the general form).
+fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
+    let g = quote!(::unigpu::kernel::generated);
+    let mut cx = Cpu::new(k);
+    cx.fast = Some(Fast {
+        var: s.var.clone(),
+        sliced: s.sliced.clone(),
+    });
+    let lens = k.arrays().map(|(i, _)| {
+        let (l, p) = (format_ident!("__len_{}", i), param(k, i));
+        quote!(let #l: u32 = #p.len();)
+    });
+    let lets: Vec<TokenStream> = s.lets.iter().map(|st| cx.stmt(st)).collect();
+    let end = cx.expr(s.end);
+    let body = cx.block(s.body);
+    let fits = s.sliced.iter().map(|&a| {
+        let l = format_ident!("__len_{}", a);
+        quote!(&& #l >= __end)
+    });
+    let parts = s.sliced.iter().map(|&a| {
+        let (pv, guard) = (
+            format_ident!("__parts_{}", a),
+            format_ident!("__guard_{}", a),
+        );
+        match k.params[a].kind {
+            ParamKind::Array { writable: true, .. } => {
+                quote!(let #pv = #g::chunks_mut(&mut #guard[..__end as usize], __chunk);)
+            }
+            _ => quote!(let #pv = #g::chunks(&#guard[..__end as usize], __chunk);),
+        }
+    });
+    let pvs: Vec<_> = s
+        .sliced
+        .iter()
+        .map(|&a| format_ident!("__parts_{}", a))
+        .collect();
+    let svs: Vec<_> = s
+        .sliced
+        .iter()
+        .map(|&a| format_ident!("__s_{}", a))
+        .collect();
+    let (first, rest) = (&pvs[0], &pvs[1..]);
+    // ((a, b), c) from the zips, as one flat tuple.
+    let (s0, srest) = (&svs[0], &svs[1..]);
+    let mut pat = quote!(#s0);
+    for v in srest {
+        pat = quote!((#pat, #v));
+    }
+    // Every part as long as the first (the chunks are cut alike), so
+    // LLVM drops the bounds checks of the loop over `0..__n`.
+    let recut = srest
+        .iter()
+        .zip(&s.sliced[1..])
+        .map(|(v, &a)| match k.params[a].kind {
+            ParamKind::Array { writable: true, .. } => quote!(let #v = &mut #v[..__n];),
+            _ => quote!(let #v = &#v[..__n];),
+        });
+    let var = format_ident!("{}", s.var);
+    quote! {
+        let __ids = &#g::Ids::of_grid(&__grid);
+        #(#lens)*
+        #(#lets)*
+        let __end: u32 = #end;
+        if #g::grid_stride_fits(&__grid, __end) #(#fits)* {
+            let __chunk = #g::chunk_len(__end);
+            #(#parts)*
+            let __all: ::std::vec::Vec<_> = #first.into_iter()
+                #(.zip(#rest))*
+                .map(|#pat| (#(#svs,)*))
+                .collect();
+            #g::run_chunks(__all, __chunk, move |__lo: u32, (#(#svs,)*)| {
+                let __n = #s0.len();
+                #(#recut)*
+                for __j in 0..__n {
+                    let #var: u32 = __lo.wrapping_add(__j as u32);
+                    #body
+                }
+            });
+        }
+    }
+}
+
+/// The grid-stride fast path's view of the kernel: the loop variable and
+/// the arrays indexed only at it, which are plain slices `__s_N` indexed
+/// at the chunk's position `__j`.
+struct Fast {
+    var: String,
+    sliced: Vec<usize>,
+}
+
+impl Fast {
+    fn slice(&self, a: usize, index: &Expr) -> Option<proc_macro2::Ident> {
+        let at_var = matches!(&index.kind, ExprKind::Var(n) if *n == self.var);
+        (at_var && self.sliced.contains(&a)).then(|| format_ident!("__s_{}", a))
+    }
 }
 
 /// Emits expressions and statements; in the phased form, `lifted` names
@@ -69,6 +182,8 @@ struct Cpu<'k> {
     /// Loops opened inside the current work-item loop: a `break` or
     /// `continue` at depth 0 leaves a workgroup-level loop.
     depth: usize,
+    /// In the grid-stride fast path: the sliced arrays.
+    fast: Option<Fast>,
 }
 
 impl<'k> Cpu<'k> {
@@ -78,6 +193,7 @@ impl<'k> Cpu<'k> {
             lifted: HashSet::new(),
             phased: false,
             depth: 0,
+            fast: None,
         }
     }
 
@@ -132,6 +248,10 @@ impl<'k> Cpu<'k> {
                 value,
                 site,
             } => {
+                if let Some(s) = self.fast.as_ref().and_then(|f| f.slice(*array, index)) {
+                    let v = self.expr(value);
+                    return quote!(#s[__j] = #v;);
+                }
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
                 match half(self.k, *array) {
                     Some(h) => quote!(#p.set(#i, #h::from_f32(#v), &__fault, #site);),
@@ -392,9 +512,19 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             let p = param(k, *i);
             quote!(#p)
         }
+        ExprKind::Len(i) if cx.fast.is_some() => {
+            let l = format_ident!("__len_{}", i);
+            quote!(#l)
+        }
         ExprKind::Len(i) => {
             let p = param(k, *i);
             quote!(#p.len())
+        }
+        ExprKind::Load(a, index, _)
+            if cx.fast.as_ref().and_then(|f| f.slice(*a, index)).is_some() =>
+        {
+            let s = format_ident!("__s_{}", a);
+            quote!(#s[__j])
         }
         ExprKind::Load(a, index, site) => {
             let (p, i) = (param(k, *a), expr(cx, index));

@@ -15,6 +15,7 @@ mod cuda;
 mod generics;
 mod ir;
 mod lower;
+mod stride;
 mod uniform;
 mod wgsl;
 
@@ -424,6 +425,7 @@ fn module(
     let name = &k.name;
     let [x, y, z] = k.workgroup;
     let specs = param_specs(k);
+    let grid_stride = stride::analyse(k).is_some();
     let arg_types = k.params.iter().map(|p| match p.kind {
         ParamKind::Array {
             elem,
@@ -486,6 +488,11 @@ fn module(
             /// f64), for an adapter whose `fma` rounds twice; empty for a
             /// kernel without f32 `fma`.
             pub const WGSL_FMA_EMULATED: &str = #wgsl_fma;
+            /// Whether the CPU form has the grid-stride fast path: the
+            /// kernel is an independent grid-stride loop (docs/kernels.md,
+            /// "Speed"), run in a 1-D launch as chunks of its index range
+            /// with plain slices for the arrays it writes.
+            pub const CPU_GRID_STRIDE: bool = #grid_stride;
             /// The workgroup size every launch must use.
             pub const WORKGROUP_SIZE: (u32, u32, u32) = (#x, #y, #z);
 

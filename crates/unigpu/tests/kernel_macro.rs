@@ -1527,3 +1527,194 @@ on_every_backend!(mul_add_rounds_twice, |ctx| {
         );
     }
 });
+
+// ---- The CPU form's grid-stride fast path (docs/kernels.md, "Speed"):
+// an independent grid-stride loop runs as chunks of its index range with
+// plain slices. One kernel it takes and two it must not, each checked
+// element by element against the host, in grids of one workgroup, a few,
+// and more invocations than elements.
+
+/// Taken: `x`, `y` and `z` are indexed only at `i`; `w` elsewhere (a
+/// view); `z` may be longer than the loop's end (its tail untouched).
+#[unigpu::kernel]
+fn gs_axpy(a: f32, x: &[f32], w: &[f32], y: &mut [f32], z: &mut [u32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let n = y.len();
+    let mut i = global_id().x;
+    while i < n {
+        let mut t = a * x[i] + y[i];
+        if i > 0 {
+            t += w[i - 1];
+        }
+        y[i] = t;
+        z[i] = (i as u32) * 3 + 1;
+        i += stride;
+    }
+}
+const GS_AXPY_X_LINE: u32 = line!() - 9;
+
+/// Not taken: a `break` of the loop itself ends one invocation's
+/// sequence, which no chunking of the index range can reproduce.
+#[unigpu::kernel]
+fn gs_until_negative(x: &[f32], y: &mut [f32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < x.len() {
+        if x[i] < 0.0 {
+            break;
+        }
+        y[i] = x[i];
+        i += stride;
+    }
+}
+
+/// Not taken: `last` is written at `i % stride`, where each invocation's
+/// last iteration must win.
+#[unigpu::kernel]
+fn gs_last(x: &[f32], last: &mut [f32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < x.len() {
+        last[i % stride] = x[i];
+        i += stride;
+    }
+}
+
+/// The grids the grid-stride tests launch for `n` elements: one
+/// workgroup, three, and more invocations than elements.
+fn gs_grids(n: usize) -> [u32; 3] {
+    [1, 3, (n / 256 + 3) as u32]
+}
+
+// Constants, asserted in a test so the report names what changed.
+#[allow(clippy::assertions_on_constants)]
+#[test]
+fn grid_stride_fast_path_takes_only_independent_loops() {
+    assert!(gs_axpy::CPU_GRID_STRIDE);
+    assert!(!gs_until_negative::CPU_GRID_STRIDE);
+    assert!(!gs_last::CPU_GRID_STRIDE);
+    // Barriers, shared arrays and atomics are never taken.
+    assert!(!vector_add::CPU_GRID_STRIDE);
+}
+
+on_every_backend!(grid_stride_axpy_matches_the_host, |ctx| {
+    let k = gs_axpy::kernel(ctx).unwrap();
+    for groups in gs_grids(random_len(70_000)) {
+        let n = random_len(70_000);
+        let (hx, hw, hy) = (
+            random_vec::<f32>(n),
+            random_vec::<f32>(n),
+            random_vec::<f32>(n),
+        );
+        let tail = random_len(300);
+        let a = 1.5f32;
+        let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+        let mut y = ctx.upload(&hy).unwrap();
+        let mut z = ctx.upload(&vec![7u32; n + tail]).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups, 1, 1), (256, 1, 1)),
+            (a, &x, &w, &mut y, &mut z),
+        )
+        .unwrap();
+        let (gy, gz) = (y.download().unwrap(), z.download().unwrap());
+        for i in 0..n {
+            let mut t = a * hx[i] + hy[i];
+            if i > 0 {
+                t += hw[i - 1];
+            }
+            let what = format!("y[{i}] of {n}, {groups} workgroups");
+            assert_same_or_contracted(ctx, gy[i] as f64, t as f64, 1e-6, 2e3, &what);
+            assert_eq!(
+                gz[i],
+                i as u32 * 3 + 1,
+                "z[{i}] of {n}, {groups} workgroups"
+            );
+        }
+        assert!(gz[n..].iter().all(|&v| v == 7), "z past the loop's end");
+    }
+});
+
+// A read past `x`'s end: the launch takes the general path, which reads 0
+// there and reports the first fault.
+on_every_backend!(grid_stride_axpy_short_input_reports, |ctx| {
+    let k = gs_axpy::kernel(ctx).unwrap();
+    let n = 1000 + random_len(5000);
+    let short = random_len(n - 1);
+    let (hx, hw, hy) = (
+        random_vec::<f32>(short),
+        random_vec::<f32>(n),
+        random_vec::<f32>(n),
+    );
+    let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+    let mut y = ctx.upload(&hy).unwrap();
+    let mut z = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((2, 1, 1), (256, 1, 1)),
+        (0.5, &x, &w, &mut y, &mut z),
+    )
+    .unwrap();
+    assert_oob(
+        ctx.default_stream().sync(),
+        "gs_axpy",
+        &["x"],
+        GS_AXPY_X_LINE,
+        ArrayAccess::Read,
+    );
+    let got = y.download().unwrap();
+    for i in 0..n {
+        let xi = hx.get(i).copied().unwrap_or(0.0);
+        let mut t = 0.5 * xi + hy[i];
+        if i > 0 {
+            t += hw[i - 1];
+        }
+        assert_same_or_contracted(ctx, got[i] as f64, t as f64, 1e-6, 2e3, &format!("y[{i}]"));
+    }
+});
+
+on_every_backend!(grid_stride_break_and_strided_writes_match_the_host, |ctx| {
+    let (until, last) = (
+        gs_until_negative::kernel(ctx).unwrap(),
+        gs_last::kernel(ctx).unwrap(),
+    );
+    for groups in gs_grids(random_len(40_000)) {
+        let n = random_len(40_000);
+        let stride = groups as usize * 256;
+        // Mostly positive, so sequences run a while before a negative.
+        let hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v + 900.0).collect();
+        let x = ctx.upload(&hx).unwrap();
+        let mut y = ctx.upload(&vec![-1.0f32; n]).unwrap();
+        until
+            .launch(ctx, Grid::new((groups, 1, 1), (256, 1, 1)), (&x, &mut y))
+            .unwrap();
+        let mut want = vec![-1.0f32; n];
+        for g in 0..stride {
+            let mut i = g;
+            while i < n && hx[i] >= 0.0 {
+                want[i] = hx[i];
+                i += stride;
+            }
+        }
+        let got = y.download().unwrap();
+        for i in 0..n {
+            assert_eq!(
+                got[i].to_bits(),
+                want[i].to_bits(),
+                "y[{i}] of {n}, {groups} workgroups"
+            );
+        }
+        let mut l = ctx.upload(&vec![-1.0f32; stride]).unwrap();
+        last.launch(ctx, Grid::new((groups, 1, 1), (256, 1, 1)), (&x, &mut l))
+            .unwrap();
+        let mut want = vec![-1.0f32; stride];
+        for i in 0..n {
+            want[i % stride] = hx[i];
+        }
+        assert_eq!(
+            l.download().unwrap(),
+            want,
+            "{n} elements, {groups} workgroups"
+        );
+    }
+});

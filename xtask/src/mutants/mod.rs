@@ -193,6 +193,17 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "        if !s.has_barrier() || matches!(s, Stmt::Barrier(_)) {\n            run.push(s);\n",
         tests: &["kernel_macro", "kernel_prop"],
     },
+    // The grid-stride analysis (stride.rs) taking a loop that a `break`
+    // leaves: the fast path's chunks then stop at the wrong elements
+    // (`grid_stride_break_and_strided_writes_match_the_host`).
+    Mutation {
+        name: "kernel macro, cpu grid-stride analysis: a `break` of the loop itself taken",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/stride.rs",
+        original: "            Stmt::Break(_) | Stmt::Continue(_) => depth > 0,\n",
+        mutated: "            Stmt::Break(_) | Stmt::Continue(_) => true,\n",
+        tests: &["kernel_macro"],
+    },
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",

@@ -549,6 +549,59 @@ pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
         });
 }
 
+impl Ids {
+    /// The indices every invocation of `grid` shares (its sizes; the
+    /// others 0): what the uniform values of a grid-stride kernel read.
+    pub fn of_grid(grid: &Grid) -> Ids {
+        Ids {
+            global: [0; 3],
+            local: [0; 3],
+            group: [0; 3],
+            size: [grid.block.0, grid.block.1, grid.block.2],
+            groups: [grid.grid.0, grid.grid.1, grid.grid.2],
+        }
+    }
+}
+
+/// Whether the grid-stride fast path runs a launch of `grid` whose loop
+/// ends at `end`: a 1-D grid (every global x id once), of
+/// `S = num_workgroups().x * workgroup_size().x` invocations with `S` in
+/// 32 bits (the kernel computes it so) and `end + S` within 2^32, so the
+/// loop's `i += S` never wraps. Then the launch runs the iteration for
+/// each of `0..end` exactly once (docs/kernels.md, "Speed").
+pub fn grid_stride_fits(grid: &Grid, end: u32) -> bool {
+    let ((gx, gy, gz), (bx, by, bz)) = (grid.grid, grid.block);
+    let s = gx as u64 * bx as u64;
+    gy == 1 && gz == 1 && by == 1 && bz == 1 && s > 0 && end as u64 + s <= 1 << 32
+}
+
+/// The chunk the grid-stride fast path gives a task: about 8 a thread,
+/// at least 4096 iterations.
+pub fn chunk_len(end: u32) -> usize {
+    let tasks = rayon::current_num_threads().max(1) * 8;
+    (end as usize).div_ceil(tasks).max(4096)
+}
+
+/// `s` cut into parts of `chunk` elements (the last shorter), each a
+/// `&mut` of its own: what makes plain writes from parallel tasks safe.
+pub fn chunks_mut<T>(s: &mut [T], chunk: usize) -> Vec<&mut [T]> {
+    s.chunks_mut(chunk.max(1)).collect()
+}
+
+/// As [`chunks_mut`], for an array the kernel only reads.
+pub fn chunks<T>(s: &[T], chunk: usize) -> Vec<&[T]> {
+    s.chunks(chunk.max(1)).collect()
+}
+
+/// Runs `body(first index, parts)` for every chunk on rayon's pool;
+/// chunk `c` starts at index `c * chunk`.
+pub fn run_chunks<P: Send>(parts: Vec<P>, chunk: usize, body: impl Fn(u32, P) + Sync + Send) {
+    parts
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(c, p)| body((c * chunk) as u32, p));
+}
+
 /// One workgroup of a phased kernel (one with barriers or shared arrays).
 #[derive(Debug, Clone, Copy)]
 pub struct Group {
