@@ -184,6 +184,14 @@ struct Cpu<'k> {
     depth: usize,
     /// In the grid-stride fast path: the sliced arrays.
     fast: Option<Fast>,
+    /// The phase being emitted (`usize::MAX` in a uniform condition),
+    /// and the phases each variable is named in: a variable named in one
+    /// phase only needs no per-invocation array.
+    phase: std::cell::Cell<usize>,
+    uses: std::cell::RefCell<std::collections::HashMap<String, HashSet<usize>>>,
+    /// Whether the kernel has a `return` (else no invocation is ever done
+    /// early, and the phases skip the `__done` checks).
+    returns: bool,
 }
 
 impl<'k> Cpu<'k> {
@@ -194,6 +202,9 @@ impl<'k> Cpu<'k> {
             phased: false,
             depth: 0,
             fast: None,
+            phase: std::cell::Cell::new(0),
+            uses: Default::default(),
+            returns: true,
         }
     }
 
@@ -203,6 +214,11 @@ impl<'k> Cpu<'k> {
     }
 
     fn var(&self, name: &str) -> TokenStream {
+        self.uses
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_default()
+            .insert(self.phase.get());
         let n = format_ident!("{}", name);
         if self.lifted.contains(name) {
             quote!(#n[__li])
@@ -227,6 +243,10 @@ impl<'k> Cpu<'k> {
                 init,
             } => {
                 let v = self.expr(init);
+                if self.phased {
+                    // Recorded for the lifted-or-not choice.
+                    let _ = self.var(name);
+                }
                 if self.lifted.contains(name) {
                     let n = self.var(name);
                     return quote!(#n = #v;);
@@ -317,7 +337,9 @@ impl<'k> Cpu<'k> {
             }
             Stmt::Break(_) => quote!(break;),
             Stmt::Continue(_) => quote!(continue;),
-            Stmt::Return(_) if self.phased => quote! { __done[__li] = true; continue '__items; },
+            Stmt::Return(_) if self.phased => {
+                quote! { __done[__li] = true; __ndone += 1; continue '__items; }
+            }
             Stmt::Return(_) => quote!(return;),
             Stmt::ReturnValue(v) => {
                 let v = self.expr(v);
@@ -343,8 +365,23 @@ fn phased(k: &Kernel) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
     let mut lifted = Vec::new();
     lift(&k.body, &mut lifted);
+    let returns = has_return(&k.body);
+    // First with every candidate lifted, to see which phases name each;
+    // then with only those named in more than one phase (or in a uniform
+    // condition) lifted: the others are locals of their phase's loop.
+    let mut first = Cpu::new(k);
+    first.phased = true;
+    first.returns = returns;
+    first.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
+    let _ = region(&mut first, &k.body, false);
+    let uses = first.uses.into_inner();
+    lifted.retain(|(n, _)| {
+        uses.get(n)
+            .is_some_and(|p| p.len() > 1 || p.contains(&usize::MAX))
+    });
     let mut cx = Cpu::new(k);
     cx.phased = true;
+    cx.returns = returns;
     cx.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
     let region = region(&mut cx, &k.body, false);
     let decls = lifted.iter().map(|(n, t)| {
@@ -359,6 +396,7 @@ fn phased(k: &Kernel) -> TokenStream {
         #g::run_groups(__args.grid(), |__g: &#g::Group| {
             let __n = __g.len();
             let mut __done = ::std::vec![false; __n];
+            let mut __ndone = 0usize;
             let mut __brk = false;
             let mut __cont = false;
             #(#shared)*
@@ -366,6 +404,17 @@ fn phased(k: &Kernel) -> TokenStream {
             #region
         });
     }
+}
+
+/// Whether a `return` is in `stmts`, at any depth.
+fn has_return(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::Return(_) => true,
+        Stmt::Block(b) | Stmt::Loop(b) => has_return(b),
+        Stmt::For { body, .. } | Stmt::While { body, .. } => has_return(body),
+        Stmt::If { then, els, .. } => has_return(then) || has_return(els),
+        _ => false,
+    })
 }
 
 /// The variables declared directly in statement lists that hold a barrier.
@@ -442,7 +491,9 @@ fn region(cx: &mut Cpu, stmts: &[Stmt], in_loop: bool) -> TokenStream {
 
 /// A uniform value, computed as invocation 0 sees it.
 fn uniform(cx: &Cpu, e: &Expr) -> TokenStream {
+    let phase = cx.phase.replace(usize::MAX);
     let v = cx.expr(e);
+    cx.phase.set(phase);
     quote!({ let __li = 0usize; let __ids = &__g.ids(0); #v })
 }
 
@@ -451,6 +502,7 @@ fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     if stmts.is_empty() {
         return quote!();
     }
+    cx.phase.set(cx.phase.get() + 1);
     let body: Vec<TokenStream> = stmts.iter().map(|s| cx.stmt(s)).collect();
     let exits = if in_loop {
         quote! {
@@ -460,6 +512,16 @@ fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     } else {
         quote!()
     };
+    if !cx.returns {
+        // No invocation ends early.
+        return quote! {
+            '__items: for __li in 0..__n {
+                let __ids = &__g.ids(__li);
+                #(#body)*
+            }
+            #exits
+        };
+    }
     quote! {
         '__items: for __li in 0..__n {
             if __done[__li] { continue; }
@@ -467,7 +529,7 @@ fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
             #(#body)*
         }
         // Every invocation returned: the rest of the kernel has nothing to do.
-        if __done.iter().all(|d| *d) { return; }
+        if __ndone == __n { return; }
         #exits
     }
 }
