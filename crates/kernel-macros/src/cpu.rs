@@ -83,6 +83,8 @@ fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
     cx.fast = Some(Fast {
         var: s.var.clone(),
         sliced: s.sliced.clone(),
+        at: format_ident!("__j"),
+        lens: true,
     });
     let lens = k.arrays().map(|(i, _)| {
         let (l, p) = (format_ident!("__len_{}", i), param(k, i));
@@ -164,6 +166,11 @@ fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
 struct Fast {
     var: String,
     sliced: Vec<usize>,
+    /// The position in the slices: `__j` (a chunk) or `__li` (a row).
+    at: proc_macro2::Ident,
+    /// Whether lengths are the precomputed `__len_N` (the grid-stride
+    /// fast path, where the written arrays' views are not in scope).
+    lens: bool,
 }
 
 impl Fast {
@@ -189,6 +196,9 @@ struct Cpu<'k> {
     /// phase only needs no per-invocation array.
     phase: std::cell::Cell<usize>,
     uses: std::cell::RefCell<std::collections::HashMap<String, HashSet<usize>>>,
+    /// Off while emitting code whose names must not count (the general
+    /// form of a phase run row by row, which names what the rows name).
+    recording: std::cell::Cell<bool>,
     /// Whether the kernel has a `return` (else no invocation is ever done
     /// early, and the phases skip the `__done` checks).
     returns: bool,
@@ -204,6 +214,7 @@ impl<'k> Cpu<'k> {
             fast: None,
             phase: std::cell::Cell::new(0),
             uses: Default::default(),
+            recording: std::cell::Cell::new(true),
             returns: true,
         }
     }
@@ -214,11 +225,13 @@ impl<'k> Cpu<'k> {
     }
 
     fn var(&self, name: &str) -> TokenStream {
-        self.uses
-            .borrow_mut()
-            .entry(name.to_string())
-            .or_default()
-            .insert(self.phase.get());
+        if self.recording.get() {
+            self.uses
+                .borrow_mut()
+                .entry(name.to_string())
+                .or_default()
+                .insert(self.phase.get());
+        }
         let n = format_ident!("{}", name);
         if self.lifted.contains(name) {
             quote!(#n[__li])
@@ -268,9 +281,11 @@ impl<'k> Cpu<'k> {
                 value,
                 site,
             } => {
-                if let Some(s) = self.fast.as_ref().and_then(|f| f.slice(*array, index)) {
-                    let v = self.expr(value);
-                    return quote!(#s[__j] = #v;);
+                if let Some(f) = &self.fast
+                    && let Some(s) = f.slice(*array, index)
+                {
+                    let (v, at) = (self.expr(value), &f.at);
+                    return quote!(#s[#at] = #v;);
                 }
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
                 match half(self.k, *array) {
@@ -497,11 +512,161 @@ fn uniform(cx: &Cpu, e: &Expr) -> TokenStream {
     quote!({ let __li = 0usize; let __ids = &__g.ids(0); #v })
 }
 
-/// One phase: barrier-free statements run by every invocation in turn.
+/// One phase: barrier-free statements run by every invocation in turn
+/// (a grid-stride loop among them row by row, where stride.rs allows).
 fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
+    if !exits(stmts)
+        && let Some(p) = crate::stride::phase_loop(cx.k, stmts)
+    {
+        return rows(cx, stmts, &p, in_loop);
+    }
+    plain_phase(cx, stmts, in_loop)
+}
+
+/// Whether some phase of the phased form runs a grid-stride loop row by
+/// row (`NAME::CPU_ROWS`): the phases as [`region`] cuts them.
+pub fn has_rows(k: &Kernel) -> bool {
+    fn list(k: &Kernel, stmts: &[Stmt]) -> bool {
+        let mut run: Vec<&Stmt> = Vec::new();
+        let mut found = false;
+        for s in stmts {
+            if !s.has_barrier() {
+                run.push(s);
+                continue;
+            }
+            found |= taken(k, &run);
+            run.clear();
+            found |= match s {
+                Stmt::Block(b) | Stmt::Loop(b) => list(k, b),
+                Stmt::If { then, els, .. } => list(k, then) || list(k, els),
+                Stmt::For { body, .. } | Stmt::While { body, .. } => list(k, body),
+                _ => false,
+            };
+        }
+        found || taken(k, &run)
+    }
+    fn taken(k: &Kernel, run: &[&Stmt]) -> bool {
+        !run.is_empty() && !exits(run) && crate::stride::phase_loop(k, run).is_some()
+    }
+    k.phased() && list(k, &k.body)
+}
+
+/// Whether a `break` or `continue` of a workgroup-level loop is among
+/// `stmts` (outside the loops they open).
+fn exits(stmts: &[&Stmt]) -> bool {
+    fn any(s: &Stmt) -> bool {
+        match s {
+            Stmt::Break(_) | Stmt::Continue(_) => true,
+            Stmt::Block(b) => b.iter().any(any),
+            Stmt::If { then, els, .. } => then.iter().any(any) || els.iter().any(any),
+            _ => false,
+        }
+    }
+    stmts.iter().any(|s| any(s))
+}
+
+/// A phase with a grid-stride loop (stride.rs, `PhaseLoop`): the
+/// statements before it as a phase, then the loop row by row (row `k`
+/// runs the iteration of every invocation whose `i = first + li + k * S`
+/// is below the end, `li` in order), then the statements after it. Where
+/// the rows cannot run (a workgroup that is not 1-D, `end + S` past
+/// 2^32, a sliced array shorter than the end), the phase as it is.
+fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bool) -> TokenStream {
+    // The general form names what the rows name: not counted.
+    let recording = cx.recording.replace(false);
+    let whole = plain_phase(cx, stmts, in_loop);
+    cx.recording.set(recording);
+    let before: Vec<&Stmt> = stmts[..p.at]
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Let { name, .. } if *name == p.var))
+        .copied()
+        .collect();
+    let before = plain_phase(cx, &before, false);
+    cx.phase.set(cx.phase.get() + 1);
+    let end = uniform(cx, p.end);
+    let fast = cx.fast.replace(Fast {
+        var: p.var.clone(),
+        sliced: p.sliced.clone(),
+        at: format_ident!("__li"),
+        lens: false,
+    });
+    cx.depth += 1;
+    let body = cx.block(p.body);
+    cx.depth -= 1;
+    cx.fast = fast;
+    // The per-invocation variables the iteration names, cut to the row.
+    let mut named = HashSet::new();
+    visit_exprs(p.body, &mut |e| {
+        if let ExprKind::Var(n) = &e.kind {
+            named.insert(n.clone());
+        }
+    });
+    assigned(p.body, &mut named);
+    let mut held: Vec<&String> = named.iter().filter(|n| cx.lifted.contains(*n)).collect();
+    held.sort();
+    let held = held.iter().map(|n| {
+        let n = format_ident!("{}", n);
+        quote!(let #n = &mut #n[..__cnt];)
+    });
+    let fits = p.sliced.iter().map(|&a| {
+        let q = param(cx.k, a);
+        quote!(&& #q.len() >= __end)
+    });
+    let slices = p.sliced.iter().map(|&a| {
+        let (q, s) = (param(cx.k, a), format_ident!("__s_{}", a));
+        quote!(let #s = &#q.slice()[__lo as usize..][..__cnt];)
+    });
+    let after = plain_phase(cx, &stmts[p.at + 1..], in_loop);
+    let i = format_ident!("{}", p.var);
+    quote! {
+        let __end: u32 = #end;
+        match __g.rows(__end) {
+            ::core::option::Option::Some((__first, __stride)) if true #(#fits)* => {
+                #before
+                let mut __lo: u32 = __first;
+                while __lo < __end {
+                    let __cnt = ::core::cmp::min(__n as u32, __end - __lo) as usize;
+                    #(#held)*
+                    #(#slices)*
+                    for __li in 0..__cnt {
+                        let __ids = &__g.ids(__li);
+                        let #i: u32 = __lo.wrapping_add(__li as u32);
+                        #body
+                    }
+                    // No wrap: `__lo < __end` and `__end + __stride <= 2^32`.
+                    __lo = __lo.wrapping_add(__stride);
+                }
+                #after
+            }
+            _ => { #whole }
+        }
+    }
+}
+
+/// The variables assigned in `stmts`, at any depth.
+fn assigned(stmts: &[Stmt], out: &mut HashSet<String>) {
+    for s in stmts {
+        match s {
+            Stmt::Assign { name, .. } => {
+                out.insert(name.clone());
+            }
+            Stmt::Block(b) | Stmt::Loop(b) => assigned(b, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } => assigned(body, out),
+            Stmt::If { then, els, .. } => {
+                assigned(then, out);
+                assigned(els, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One phase, every statement run by every invocation in turn.
+fn plain_phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     if stmts.is_empty() {
         return quote!();
     }
+
     cx.phase.set(cx.phase.get() + 1);
     let body: Vec<TokenStream> = stmts.iter().map(|s| cx.stmt(s)).collect();
     let exits = if in_loop {
@@ -574,7 +739,7 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             let p = param(k, *i);
             quote!(#p)
         }
-        ExprKind::Len(i) if cx.fast.is_some() => {
+        ExprKind::Len(i) if cx.fast.as_ref().is_some_and(|f| f.lens) => {
             let l = format_ident!("__len_{}", i);
             quote!(#l)
         }
@@ -586,7 +751,8 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             if cx.fast.as_ref().and_then(|f| f.slice(*a, index)).is_some() =>
         {
             let s = format_ident!("__s_{}", a);
-            quote!(#s[__j])
+            let at = cx.fast.as_ref().map(|f| &f.at);
+            quote!(#s[#at])
         }
         ExprKind::Load(a, index, site) => {
             let (p, i) = (param(k, *a), expr(cx, index));

@@ -115,7 +115,7 @@ pub fn analyse(k: &Kernel) -> Option<GridStride<'_>> {
                 || (is_var(r, var) && is_stride(l, &strides)) => {}
         _ => return None,
     }
-    if !iteration_ok(iteration, var, 0) {
+    if !iteration_ok(iteration, var, 0, false) {
         return None;
     }
     // Every access of a written array at `i`; read-only arrays at `i`
@@ -202,11 +202,11 @@ fn is_uniform(e: &Expr, uniform: &HashSet<&str>) -> bool {
 /// The iteration: no `return`, no assignment to `i`, no `break` or
 /// `continue` of the grid-stride loop (`depth` counts the loops inside
 /// it), no thread index but the grid's sizes.
-fn iteration_ok(stmts: &[Stmt], var: &str, depth: usize) -> bool {
+fn iteration_ok(stmts: &[Stmt], var: &str, depth: usize, ids: bool) -> bool {
     let mut ids_ok = true;
     visit_exprs(stmts, &mut |e| {
         if let ExprKind::Id(b, _) = e.kind {
-            ids_ok &= matches!(b, Builtin::Groups | Builtin::Size);
+            ids_ok &= ids || matches!(b, Builtin::Groups | Builtin::Size);
         }
     });
     ids_ok
@@ -214,12 +214,12 @@ fn iteration_ok(stmts: &[Stmt], var: &str, depth: usize) -> bool {
             Stmt::Assign { name, .. } => name != var,
             Stmt::Return(_) | Stmt::ReturnValue(_) | Stmt::Barrier(_) => false,
             Stmt::Break(_) | Stmt::Continue(_) => depth > 0,
-            Stmt::Block(b) => iteration_ok(b, var, depth),
+            Stmt::Block(b) => iteration_ok(b, var, depth, ids),
             Stmt::If { then, els, .. } => {
-                iteration_ok(then, var, depth) && iteration_ok(els, var, depth)
+                iteration_ok(then, var, depth, ids) && iteration_ok(els, var, depth, ids)
             }
             Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::Loop(body) => {
-                iteration_ok(body, var, depth + 1)
+                iteration_ok(body, var, depth + 1, ids)
             }
             Stmt::Let { .. } | Stmt::Store { .. } | Stmt::SharedStore { .. } | Stmt::Eval(_) => {
                 true
@@ -241,4 +241,172 @@ fn stores(stmts: &[Stmt], f: &mut impl FnMut(usize, &Expr)) {
             _ => {}
         }
     }
+}
+
+/// A grid-stride loop inside one phase of a phased kernel (one with
+/// barriers or shared arrays), which the CPU form may run row by row: for
+/// `k = 0, 1, ...`, the iteration of every invocation of the workgroup
+/// whose `i = global_id().x + k * S` is below END, invocation by
+/// invocation. Each invocation still runs its iterations in order, and
+/// invocations between barriers may interleave any way (on a GPU they do),
+/// so this lockstep is one schedule the kernel already allows; unlike the
+/// grid-stride fast path it needs no independence of iterations. What it
+/// buys: `i` is `first + li` in a row, so an accumulator held per
+/// invocation (`v += x[i]`) becomes a loop over contiguous elements.
+pub struct PhaseLoop<'k> {
+    /// The `while`'s position in the phase's statements.
+    pub at: usize,
+    /// The loop variable `i`.
+    pub var: String,
+    /// The loop's bound (uniform, naming no variable).
+    pub end: &'k Expr,
+    /// The iteration: the loop's body without its last `i += stride`.
+    pub body: &'k [Stmt],
+    /// The read-only arrays the iteration loads at `i`: a row reads them
+    /// as a plain slice where they hold END elements.
+    pub sliced: Vec<usize>,
+}
+
+/// The first grid-stride loop of a phase's statements `stmts` that the
+/// CPU form may run row by row, or `None`. Its `i` is declared in the
+/// phase by `let mut i = global_id().x` and named nowhere but there and
+/// in the loop, whose last statement is `i += stride` (`stride` a `let`
+/// of `num_workgroups().x * workgroup_size().x` in the phase, or that
+/// product); the iteration has no `return` and no `break`/`continue` of
+/// the loop; the kernel has no `return` (no invocation ends early) and a
+/// 1-D workgroup size.
+pub fn phase_loop<'k>(k: &'k Kernel, stmts: &[&'k Stmt]) -> Option<PhaseLoop<'k>> {
+    if k.workgroup[1] != 1 || k.workgroup[2] != 1 || has_return(&k.body) {
+        return None;
+    }
+    let mut strides: HashSet<&str> = HashSet::new();
+    let mut vars: HashSet<&str> = HashSet::new();
+    for (at, s) in stmts.iter().enumerate() {
+        match s {
+            Stmt::Let {
+                name,
+                mutable,
+                init,
+                ty,
+            } => {
+                if !*mutable && is_stride(init, &strides) {
+                    strides.insert(name);
+                }
+                if *mutable
+                    && *ty == Ty::Usize
+                    && matches!(init.kind, ExprKind::Id(Builtin::Global, 0))
+                {
+                    vars.insert(name);
+                }
+            }
+            Stmt::While { cond, body } => {
+                let Some(p) = row_loop(k, cond, body, &vars, &strides) else {
+                    continue;
+                };
+                // `i` named only by its `let` and this loop.
+                let (mut outside, mut inside) = (0usize, 0usize);
+                count(&k.body, &p.var, &mut outside);
+                count(std::slice::from_ref(*s), &p.var, &mut inside);
+                if outside != inside + 1 {
+                    continue;
+                }
+                return Some(PhaseLoop { at, ..p });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn row_loop<'k>(
+    k: &'k Kernel,
+    cond: &'k Expr,
+    body: &'k [Stmt],
+    vars: &HashSet<&str>,
+    strides: &HashSet<&str>,
+) -> Option<PhaseLoop<'k>> {
+    let (var, end) = match &cond.kind {
+        ExprKind::Bin(BinOp::Lt, l, r) => (l, &**r),
+        _ => return None,
+    };
+    let ExprKind::Var(var) = &var.kind else {
+        return None;
+    };
+    if !vars.contains(var.as_str()) || !is_uniform(end, &HashSet::new()) {
+        return None;
+    }
+    let (step, iteration) = body.split_last()?;
+    let Stmt::Assign { name, value } = step else {
+        return None;
+    };
+    if name != var {
+        return None;
+    }
+    match &value.kind {
+        ExprKind::Bin(BinOp::Add, l, r)
+            if (is_var(l, var) && is_stride(r, strides))
+                || (is_var(r, var) && is_stride(l, strides)) => {}
+        _ => return None,
+    }
+    if !iteration_ok(iteration, var, 0, true) {
+        return None;
+    }
+    let mut sliced = Vec::new();
+    visit_exprs(iteration, &mut |e| {
+        if let ExprKind::Load(a, index, _) = &e.kind {
+            let ro = matches!(k.params[*a].kind, ParamKind::Array { writable: false, elem } if !elem.is_half());
+            if ro && is_var(index, var) && !sliced.contains(a) {
+                sliced.push(*a);
+            }
+        }
+    });
+    Some(PhaseLoop {
+        at: 0,
+        var: var.clone(),
+        end,
+        body: iteration,
+        sliced,
+    })
+}
+
+/// How many times `name` is named (read or assigned) in `stmts`.
+fn count(stmts: &[Stmt], name: &str, n: &mut usize) {
+    visit_exprs(stmts, &mut |e| {
+        if is_var(e, name) {
+            *n += 1;
+        }
+    });
+    assigns(stmts, &mut |a| {
+        if a == name {
+            *n += 1;
+        }
+    });
+}
+
+fn assigns(stmts: &[Stmt], f: &mut impl FnMut(&str)) {
+    for s in stmts {
+        match s {
+            Stmt::Assign { name, .. } | Stmt::Let { name, .. } => f(name),
+            Stmt::For { name, body, .. } => {
+                f(name);
+                assigns(body, f);
+            }
+            Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => assigns(b, f),
+            Stmt::If { then, els, .. } => {
+                assigns(then, f);
+                assigns(els, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn has_return(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::Return(_) => true,
+        Stmt::Block(b) | Stmt::Loop(b) => has_return(b),
+        Stmt::For { body, .. } | Stmt::While { body, .. } => has_return(body),
+        Stmt::If { then, els, .. } => has_return(then) || has_return(els),
+        _ => false,
+    })
 }

@@ -1718,3 +1718,199 @@ on_every_backend!(grid_stride_break_and_strided_writes_match_the_host, |ctx| {
         );
     }
 });
+
+// ---- The CPU form's rows (docs/kernels.md, "Speed"): a grid-stride loop
+// in a phase runs row by row over the workgroup's invocations. Checked
+// bit for bit against a host that adds in each invocation's order, and
+// through `seen`, which every index must reach once, from the right
+// invocation.
+
+/// Taken (`CPU_ROWS`) where `n <= x.len()`: `x` is then a plain slice in
+/// each row; past its end the phase runs invocation by invocation.
+#[unigpu::kernel(workgroup_size = 64)]
+fn rows_sum(x: &[f32], w: &[f32], n: u32, partial: &mut [f32], seen: &mut [u32]) {
+    let tile = shared::<f32, 64>();
+    let l = local_id().x;
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    let mut v = 0.0f32;
+    while i < n as usize {
+        v += x[i] * w[i % 7];
+        seen[i] += global_id().x as u32 + 1;
+        i += stride;
+    }
+    tile[l] = v;
+    barrier();
+    let mut s = tile.len() / 2;
+    while s > 0 {
+        if l < s {
+            tile[l] += tile[l + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    if l == 0 {
+        partial[workgroup_id().x] = tile[0];
+    }
+}
+const ROWS_SUM_X_LINE: u32 = line!() - 18;
+
+/// Not taken: a kernel with a `return` (an invocation may end early).
+#[unigpu::kernel(workgroup_size = 64)]
+fn rows_sum_returns(x: &[f32], partial: &mut [f32]) {
+    let tile = shared::<f32, 64>();
+    let l = local_id().x;
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    let mut v = 0.0f32;
+    while i < x.len() {
+        v += x[i];
+        i += stride;
+    }
+    tile[l] = v;
+    barrier();
+    if l >= 1 {
+        return;
+    }
+    let mut t = 0.0f32;
+    for j in 0..64usize {
+        t += tile[j];
+    }
+    partial[workgroup_id().x] = t;
+}
+
+/// The host's `rows_sum`: per workgroup, each invocation's sum in its
+/// order, then the tree; and `seen`.
+fn rows_sum_host(x: &[f32], w: &[f32], n: usize, groups: usize) -> (Vec<f32>, Vec<u32>) {
+    let stride = groups * 64;
+    let mut seen = vec![0u32; n];
+    let partial = (0..groups)
+        .map(|g| {
+            let mut tile: Vec<f32> = (0..64)
+                .map(|l| {
+                    let (mut i, mut v) = (g * 64 + l, 0.0f32);
+                    while i < n {
+                        v += x.get(i).copied().unwrap_or(0.0) * w[i % 7];
+                        seen[i] += (g * 64 + l) as u32 + 1;
+                        i += stride;
+                    }
+                    v
+                })
+                .collect();
+            let mut s = 32;
+            while s > 0 {
+                for l in 0..s {
+                    tile[l] += tile[l + s];
+                }
+                s /= 2;
+            }
+            tile[0]
+        })
+        .collect();
+    (partial, seen)
+}
+
+#[allow(clippy::assertions_on_constants)]
+#[test]
+fn rows_are_taken_only_without_return() {
+    assert!(rows_sum::CPU_ROWS);
+    assert!(!rows_sum_returns::CPU_ROWS);
+    assert!(!rows_sum::CPU_GRID_STRIDE);
+}
+
+on_every_backend!(rows_sum_matches_the_host, |ctx| {
+    let k = rows_sum::kernel(ctx).unwrap();
+    for groups in [1u32, 3, random_len(300) as u32] {
+        let len = random_len(50_000);
+        let (hx, hw) = (random_vec::<f32>(len), random_vec::<f32>(7));
+        let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+        let mut partial = ctx.zeros::<f32>(groups as usize).unwrap();
+        let mut seen = ctx.zeros::<u32>(len).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups, 1, 1), (64, 1, 1)),
+            (&x, &w, len as u32, &mut partial, &mut seen),
+        )
+        .unwrap();
+        let (want, want_seen) = rows_sum_host(&hx, &hw, len, groups as usize);
+        let got = partial.download().unwrap();
+        for g in 0..groups as usize {
+            let what = format!("partial[{g}] of {groups}, {len} elements");
+            assert_same_or_contracted(ctx, got[g] as f64, want[g] as f64, 1e-6, 1e9, &what);
+        }
+        assert_eq!(
+            seen.download().unwrap(),
+            want_seen,
+            "{groups} workgroups, {len} elements"
+        );
+    }
+});
+
+// `n` past `x`'s end: the phase runs invocation by invocation, reads 0
+// there and reports the first fault.
+on_every_backend!(rows_sum_past_the_end_reports, |ctx| {
+    let k = rows_sum::kernel(ctx).unwrap();
+    let groups = 2 + random_len(20) as u32;
+    let len = random_len(20_000);
+    let n = len + 1 + random_len(500);
+    let (hx, hw) = (random_vec::<f32>(len), random_vec::<f32>(7));
+    let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+    let mut partial = ctx.zeros::<f32>(groups as usize).unwrap();
+    let mut seen = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((groups, 1, 1), (64, 1, 1)),
+        (&x, &w, n as u32, &mut partial, &mut seen),
+    )
+    .unwrap();
+    assert_oob(
+        ctx.default_stream().sync(),
+        "rows_sum",
+        &["x"],
+        ROWS_SUM_X_LINE,
+        ArrayAccess::Read,
+    );
+    let (want, want_seen) = rows_sum_host(&hx, &hw, n, groups as usize);
+    let got = partial.download().unwrap();
+    for g in 0..groups as usize {
+        let what = format!("partial[{g}] of {groups}");
+        assert_same_or_contracted(ctx, got[g] as f64, want[g] as f64, 1e-6, 1e9, &what);
+    }
+    assert_eq!(seen.download().unwrap(), want_seen);
+});
+
+on_every_backend!(rows_sum_with_return_matches_the_host, |ctx| {
+    let k = rows_sum_returns::kernel(ctx).unwrap();
+    let groups = 1 + random_len(50) as u32;
+    let len = random_len(30_000);
+    let hx = random_vec::<f32>(len);
+    let x = ctx.upload(&hx).unwrap();
+    let mut partial = ctx.zeros::<f32>(groups as usize).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((groups, 1, 1), (64, 1, 1)),
+        (&x, &mut partial),
+    )
+    .unwrap();
+    let stride = groups as usize * 64;
+    let got = partial.download().unwrap();
+    for g in 0..groups as usize {
+        let mut t = 0.0f32;
+        for l in 0..64 {
+            let (mut i, mut v) = (g * 64 + l, 0.0f32);
+            while i < len {
+                v += hx[i];
+                i += stride;
+            }
+            t += v;
+        }
+        assert_same_or_contracted(
+            ctx,
+            got[g] as f64,
+            t as f64,
+            1e-6,
+            1e9,
+            &format!("partial[{g}]"),
+        );
+    }
+});

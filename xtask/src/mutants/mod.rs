@@ -204,6 +204,16 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "            Stmt::Break(_) | Stmt::Continue(_) => true,\n",
         tests: &["kernel_macro"],
     },
+    // A phase's grid-stride loop run row by row (cpu.rs, `rows`) whose
+    // rows leave out their last invocation (`rows_sum_matches_the_host`).
+    Mutation {
+        name: "kernel macro, cpu rows: a full row skips its last invocation",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "                    let __cnt = ::core::cmp::min(__n as u32, __end - __lo) as usize;\n",
+        mutated: "                    let __cnt = ::core::cmp::min(__n as u32 - 1, __end - __lo) as usize;\n",
+        tests: &["kernel_macro"],
+    },
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",

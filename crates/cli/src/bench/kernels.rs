@@ -135,23 +135,37 @@ fn saxpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
 struct TreeSum {
     k: bench_tree_sum::Kernel,
     levels: Vec<GpuArray<f32>>,
+    /// Workgroups of the first level ([`TreeSum::first`]).
+    first: usize,
 }
 
 impl TreeSum {
-    /// Workgroups of the first level: enough to fill a GPU, each adding
-    /// its grid-stride share; the second level adds their partials in one.
-    const FIRST: usize = 1024;
+    /// Workgroups of the first level, each adding its grid-stride share
+    /// (any grid gives the same sum, so a user picks one a backend): 1024
+    /// fill a GPU; the CPU backend runs a workgroup's 256 invocations as
+    /// loops, a pass over them per barrier, so it gets 64, which keep
+    /// its cores busy with 1/16 of the tree's passes (on the 2-core box,
+    /// 4 Mi f32: 1024 took 1.5-2.4 ms, 256 1.1, 32-128 0.59-0.65;
+    /// docs/benchmarks.md). The second level adds their partials in one.
+    fn first(ctx: &Context) -> usize {
+        match ctx.backend() {
+            Backend::Cpu => 64,
+            _ => 1024,
+        }
+    }
 
     fn new(ctx: &Context, n: usize) -> anyhow::Result<Self> {
+        let first = Self::first(ctx);
         let mut levels = Vec::new();
         let mut len = n;
         while len > 1 {
-            len = groups(len, Self::FIRST) as usize;
+            len = groups(len, first) as usize;
             levels.push(ctx.zeros::<f32>(len)?);
         }
         Ok(TreeSum {
             k: bench_tree_sum::kernel(ctx)?,
             levels,
+            first,
         })
     }
 
@@ -159,7 +173,8 @@ impl TreeSum {
         let Some((first, rest)) = self.levels.split_first_mut() else {
             return Ok(x.download()?.first().copied().unwrap_or(0.0));
         };
-        let grid = |len: usize| Grid::new((groups(len, Self::FIRST), 1, 1), (256, 1, 1));
+        let cap = self.first;
+        let grid = |len: usize| Grid::new((groups(len, cap), 1, 1), (256, 1, 1));
         self.k.launch(ctx, grid(x.len()), (x, first))?;
         let mut prev = first;
         for next in rest {
@@ -210,7 +225,10 @@ fn sum(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     out.info("unigpu_kernel_sum_f32_n", n);
     out.figure(
         "unigpu_kernel_sum_f32_ms",
-        format!("#[kernel] shared-tree sum f32 {size}, value on the host"),
+        format!(
+            "#[kernel] shared-tree sum f32 {size}, value on the host ({} workgroups first)",
+            tree.first
+        ),
         "ms",
         Better::Lower,
         ours,

@@ -332,6 +332,12 @@ impl<'a, T: Copy + Default> Ro<'a, T> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// The whole array, for a row of a grid-stride loop that reads it at
+    /// its index (the macro's CPU form checks the row is in it).
+    #[inline]
+    pub fn slice(&self) -> &'a [T] {
+        self.0
+    }
     #[inline]
     pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
         match self.0.get(i as usize) {
@@ -618,6 +624,20 @@ impl Group {
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// For a grid-stride loop the CPU form runs row by row (`i` from
+    /// `global_id().x` by `S = num_workgroups().x * workgroup_size().x`
+    /// while below `end`): the global x id of invocation 0 and `S`, where
+    /// the workgroup is 1-D (invocation `li`'s x id is then that plus
+    /// `li`), `S` is not 0 and `end + S` is within 2^32 (so `i` never
+    /// wraps); else `None`, and the phase runs invocation by invocation.
+    pub fn rows(&self, end: u32) -> Option<(u32, u32)> {
+        let s = self.groups[0] as u64 * self.size[0] as u64;
+        if self.size[1] != 1 || self.size[2] != 1 || s == 0 || end as u64 + s > 1 << 32 {
+            return None;
+        }
+        // group < groups, so group * size < S < 2^32.
+        Some((self.group[0] * self.size[0], s as u32))
     }
     /// The indices of invocation `li` (x fastest, as the GPUs number them).
     #[inline]
