@@ -199,6 +199,9 @@ struct Cpu<'k> {
     /// Off while emitting code whose names must not count (the general
     /// form of a phase run row by row, which names what the rows name).
     recording: std::cell::Cell<bool>,
+    /// Per-invocation variables every invocation holds the same value of
+    /// ([`scalars`]): one per workgroup, assigned once, not per invocation.
+    scalars: HashSet<String>,
     /// Whether the kernel has a `return` (else no invocation is ever done
     /// early, and the phases skip the `__done` checks).
     returns: bool,
@@ -215,6 +218,7 @@ impl<'k> Cpu<'k> {
             phase: std::cell::Cell::new(0),
             uses: Default::default(),
             recording: std::cell::Cell::new(true),
+            scalars: HashSet::new(),
             returns: true,
         }
     }
@@ -233,7 +237,7 @@ impl<'k> Cpu<'k> {
                 .insert(self.phase.get());
         }
         let n = format_ident!("{}", name);
-        if self.lifted.contains(name) {
+        if self.lifted.contains(name) && !self.scalars.contains(name) {
             quote!(#n[__li])
         } else {
             quote!(#n)
@@ -260,7 +264,7 @@ impl<'k> Cpu<'k> {
                     // Recorded for the lifted-or-not choice.
                     let _ = self.var(name);
                 }
-                if self.lifted.contains(name) {
+                if self.lifted.contains(name) || self.scalars.contains(name) {
                     let n = self.var(name);
                     return quote!(#n = #v;);
                 }
@@ -394,13 +398,22 @@ fn phased(k: &Kernel) -> TokenStream {
         uses.get(n)
             .is_some_and(|p| p.len() > 1 || p.contains(&usize::MAX))
     });
+    let held = scalars(k, &lifted);
     let mut cx = Cpu::new(k);
     cx.phased = true;
     cx.returns = returns;
-    cx.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
+    cx.lifted = lifted
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| !held.contains(n))
+        .collect();
+    cx.scalars = held;
     let region = region(&mut cx, &k.body, false);
     let decls = lifted.iter().map(|(n, t)| {
         let (n, t) = (format_ident!("{}", n), ty(*t));
+        if cx.scalars.contains(&n.to_string()) {
+            return quote!(let mut #n: #t = <#t as ::core::default::Default>::default(););
+        }
         quote!(let mut #n: ::std::vec::Vec<#t> = ::std::vec![<#t as ::core::default::Default>::default(); __n];)
     });
     let shared = k.shared.iter().map(|s| {
@@ -418,6 +431,142 @@ fn phased(k: &Kernel) -> TokenStream {
             #(#decls)*
             #region
         });
+    }
+}
+
+/// The lifted variables every invocation holds the same value of, so the
+/// phased form keeps one per workgroup and runs their `let`s and
+/// assignments once, between the invocation loops, instead of once per
+/// invocation: each `let` and assignment of one is a statement of a phase
+/// itself (not inside a branch or loop of it), in a phase without a
+/// workgroup-level `break`/`continue`, and its value is made of literals,
+/// scalar arguments, lengths, `workgroup_id()`, `workgroup_size()`,
+/// `num_workgroups()`, const parameters and other such variables (no
+/// memory, no call). Running it once between the loops is the schedule
+/// where every invocation reaches it together, which the GPU allows, and
+/// every invocation computes the same value there.
+fn scalars(k: &Kernel, lifted: &[(String, Ty)]) -> HashSet<String> {
+    // Every name the kernel declares (what is not is a const parameter).
+    let mut declared = HashSet::new();
+    fn decl(stmts: &[Stmt], out: &mut HashSet<String>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { name, .. } => {
+                    out.insert(name.clone());
+                }
+                Stmt::For { name, body, .. } => {
+                    out.insert(name.clone());
+                    decl(body, out);
+                }
+                Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => decl(b, out),
+                Stmt::If { then, els, .. } => {
+                    decl(then, out);
+                    decl(els, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    decl(&k.body, &mut declared);
+    // Each variable's lets and assignments: (value, whether it is a
+    // phase's own statement in a phase without exits).
+    let mut defs: std::collections::HashMap<String, Vec<(&Expr, bool)>> = Default::default();
+    fn walk<'a>(
+        stmts: &'a [Stmt],
+        region: bool,
+        defs: &mut std::collections::HashMap<String, Vec<(&'a Expr, bool)>>,
+    ) {
+        // In a list holding a barrier, each run of barrier-free
+        // statements is a phase.
+        let region = region && stmts.iter().any(Stmt::has_barrier);
+        let mut run: Vec<&Stmt> = Vec::new();
+        let flush =
+            |run: &mut Vec<&'a Stmt>,
+             defs: &mut std::collections::HashMap<String, Vec<(&'a Expr, bool)>>| {
+                let ok = !exits(run);
+                for s in run.drain(..) {
+                    match s {
+                        Stmt::Let { name, init: v, .. } | Stmt::Assign { name, value: v } => {
+                            defs.entry(name.clone())
+                                .or_default()
+                                .push((v, region && ok));
+                        }
+                        other => walk(std::slice::from_ref(other), false, defs),
+                    }
+                }
+            };
+        for s in stmts {
+            if region && s.has_barrier() {
+                flush(&mut run, defs);
+                match s {
+                    Stmt::Block(b) | Stmt::Loop(b) => walk(b, true, defs),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, true, defs);
+                        walk(els, true, defs);
+                    }
+                    Stmt::For { body, .. } | Stmt::While { body, .. } => walk(body, true, defs),
+                    _ => {}
+                }
+            } else if region {
+                run.push(s);
+            } else {
+                match s {
+                    Stmt::Let { name, init: v, .. } | Stmt::Assign { name, value: v } => {
+                        defs.entry(name.clone()).or_default().push((v, false));
+                    }
+                    Stmt::Block(b) | Stmt::Loop(b) => walk(b, false, defs),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, false, defs);
+                        walk(els, false, defs);
+                    }
+                    Stmt::For { body, .. } | Stmt::While { body, .. } => walk(body, false, defs),
+                    _ => {}
+                }
+            }
+        }
+        flush(&mut run, defs);
+    }
+    walk(&k.body, true, &mut defs);
+    let mut held: HashSet<String> = lifted
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| defs.get(n).is_some_and(|d| d.iter().all(|(_, top)| *top)))
+        .collect();
+    // Drop those whose values name anything else, until none is dropped.
+    loop {
+        let before = held.len();
+        let keep: HashSet<String> = held
+            .iter()
+            .filter(|n| {
+                defs[*n]
+                    .iter()
+                    .all(|(v, _)| same_for_all(v, &held, &declared))
+            })
+            .cloned()
+            .collect();
+        held = keep;
+        if held.len() == before {
+            return held;
+        }
+    }
+}
+
+/// A value every invocation of a workgroup computes alike (see
+/// [`scalars`]).
+fn same_for_all(e: &Expr, held: &HashSet<String>, declared: &HashSet<String>) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => true,
+        ExprKind::Id(b, _) => matches!(b, Builtin::Group | Builtin::Groups | Builtin::Size),
+        ExprKind::Var(n) => held.contains(n) || !declared.contains(n),
+        ExprKind::Bin(_, l, r) => {
+            same_for_all(l, held, declared) && same_for_all(r, held, declared)
+        }
+        ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => same_for_all(v, held, declared),
+        ExprKind::Math(_, a) => a.iter().all(|x| same_for_all(x, held, declared)),
+        ExprKind::Load(..)
+        | ExprKind::SharedLoad(..)
+        | ExprKind::Atomic { .. }
+        | ExprKind::Call(..) => false,
     }
 }
 
@@ -668,7 +817,25 @@ fn plain_phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     }
 
     cx.phase.set(cx.phase.get() + 1);
-    let body: Vec<TokenStream> = stmts.iter().map(|s| cx.stmt(s)).collect();
+    // Invocation loops, cut at the statements that set a per-workgroup
+    // scalar (`scalars`), which run once between them.
+    let mut loops = TokenStream::new();
+    let mut run: Vec<TokenStream> = Vec::new();
+    for s in stmts {
+        let once = match s {
+            Stmt::Let { name, .. } | Stmt::Assign { name, .. } => cx.scalars.contains(name),
+            _ => false,
+        };
+        if !once {
+            run.push(cx.stmt(s));
+            continue;
+        }
+        loops.extend(items(cx, &run));
+        run.clear();
+        let st = cx.stmt(s);
+        loops.extend(quote!({ let __li = 0usize; let __ids = &__g.ids(0); #st }));
+    }
+    loops.extend(items(cx, &run));
     let exits = if in_loop {
         quote! {
             if __brk { __brk = false; break; }
@@ -680,22 +847,36 @@ fn plain_phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     if !cx.returns {
         // No invocation ends early.
         return quote! {
-            '__items: for __li in 0..__n {
-                let __ids = &__g.ids(__li);
-                #(#body)*
-            }
+            #loops
             #exits
         };
     }
     quote! {
-        '__items: for __li in 0..__n {
-            if __done[__li] { continue; }
-            let __ids = &__g.ids(__li);
-            #(#body)*
-        }
+        #loops
         // Every invocation returned: the rest of the kernel has nothing to do.
         if __ndone == __n { return; }
         #exits
+    }
+}
+
+/// One loop over the workgroup's invocations running `body`.
+fn items(cx: &Cpu, body: &[TokenStream]) -> TokenStream {
+    if body.is_empty() {
+        return quote!();
+    }
+    let skip = if cx.returns {
+        quote!(if __done[__li] {
+            continue;
+        })
+    } else {
+        quote!()
+    };
+    quote! {
+        '__items: for __li in 0..__n {
+            #skip
+            let __ids = &__g.ids(__li);
+            #(#body)*
+        }
     }
 }
 

@@ -1914,3 +1914,55 @@ on_every_backend!(rows_sum_with_return_matches_the_host, |ctx| {
         );
     }
 });
+
+/// The CPU form holds `s` and `k` once per workgroup (every invocation
+/// has the same value) and runs their updates once, between the
+/// invocation loops: `s` is read before and after its update in one
+/// phase, so an update run per invocation, or out of place, shows.
+#[unigpu::kernel(workgroup_size = 32)]
+fn uniform_steps(x: &[u32], out: &mut [u32]) {
+    let tile = shared::<u32, 32>();
+    let l = local_id().x;
+    let g = global_id().x;
+    let mut s = (workgroup_id().x * 3 + 1) as u32;
+    let mut acc = 0u32;
+    tile[l] = x[g % x.len()];
+    barrier();
+    let mut k = 0usize;
+    while k < 5 {
+        acc += s * tile[(l + k) % 32];
+        s = s * 2 + 1;
+        acc ^= s;
+        barrier();
+        k += 1;
+    }
+    out[g] = acc + s;
+}
+
+on_every_backend!(uniform_steps_match_the_host, |ctx| {
+    let k = uniform_steps::kernel(ctx).unwrap();
+    let groups = 1 + random_len(40);
+    let n = groups * 32;
+    let hx = random_vec::<u32>(1 + random_len(2000));
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((groups as u32, 1, 1), (32, 1, 1)),
+        (&x, &mut out),
+    )
+    .unwrap();
+    let got = out.download().unwrap();
+    for g in 0..n {
+        let (w, l) = (g / 32, g % 32);
+        let tile = |j: usize| hx[(w * 32 + j) % hx.len()];
+        let mut s = (w * 3 + 1) as u32;
+        let mut acc = 0u32;
+        for k in 0..5 {
+            acc = acc.wrapping_add(s.wrapping_mul(tile((l + k) % 32)));
+            s = s.wrapping_mul(2).wrapping_add(1);
+            acc ^= s;
+        }
+        assert_eq!(got[g], acc.wrapping_add(s), "out[{g}] of {n}");
+    }
+});
