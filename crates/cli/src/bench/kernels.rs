@@ -141,12 +141,14 @@ struct TreeSum {
 
 impl TreeSum {
     /// Workgroups of the first level, each adding its grid-stride share
-    /// (any grid gives the same sum, so a user picks one a backend): 1024
+    /// (any grid adds every element, in an order of additions that
+    /// follows the grid, so a user picks one a backend): 1024
     /// fill a GPU; the CPU backend runs a workgroup's 256 invocations as
     /// loops, a pass over them per barrier, so it gets 64, which keep
     /// its cores busy with 1/16 of the tree's passes (on the 2-core box,
-    /// 4 Mi f32: 1024 took 1.5-2.4 ms, 256 1.1, 32-128 0.59-0.65;
-    /// docs/benchmarks.md). The second level adds their partials in one.
+    /// 4 Mi f32, before the per-workgroup scalars: 1024 took 1.5-2.4 ms,
+    /// 256 1.1, 32-128 0.59-0.65; docs/benchmarks.md). The second level
+    /// adds their partials in one.
     fn first(ctx: &Context) -> usize {
         match ctx.backend() {
             Backend::Cpu => 64,
