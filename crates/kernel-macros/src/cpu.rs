@@ -75,8 +75,8 @@ pub fn body(k: &Kernel) -> TokenStream {
 /// `if` that, in a 1-D launch whose indices cannot wrap and where every
 /// sliced array holds `end` elements, runs the iterations `0..end` in
 /// contiguous chunks on rayon's pool, the sliced arrays as plain slices
-/// (the written ones split with `split_at_mut`, so each chunk owns its
-/// part); the caller appends the `else` (the general form).
+/// (the written ones cut with `chunks_mut`, so each chunk owns its part);
+/// the caller appends the `else` (the general form).
 fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
     let mut cx = Cpu::new(k);
@@ -160,9 +160,10 @@ fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
     }
 }
 
-/// The grid-stride fast path's view of the kernel: the loop variable and
-/// the arrays indexed only at it, which are plain slices `__s_N` indexed
-/// at the chunk's position `__j`.
+/// The view of a grid-stride loop's iteration that the fast path and the
+/// rows emit it with: the loop variable and the arrays loaded (or stored)
+/// at it, which are plain slices `__s_N` indexed at the position in the
+/// chunk (`__j`) or the row (`__li`).
 struct Fast {
     var: String,
     sliced: Vec<usize>,
@@ -384,7 +385,7 @@ fn phased(k: &Kernel) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
     let mut lifted = Vec::new();
     lift(&k.body, &mut lifted);
-    let returns = has_return(&k.body);
+    let returns = crate::stride::has_return(&k.body);
     // First with every candidate lifted, to see which phases name each;
     // then with only those named in more than one phase (or in a uniform
     // condition) lifted: the others are locals of their phase's loop.
@@ -568,17 +569,6 @@ fn same_for_all(e: &Expr, held: &HashSet<String>, declared: &HashSet<String>) ->
         | ExprKind::Atomic { .. }
         | ExprKind::Call(..) => false,
     }
-}
-
-/// Whether a `return` is in `stmts`, at any depth.
-fn has_return(stmts: &[Stmt]) -> bool {
-    stmts.iter().any(|s| match s {
-        Stmt::Return(_) => true,
-        Stmt::Block(b) | Stmt::Loop(b) => has_return(b),
-        Stmt::For { body, .. } | Stmt::While { body, .. } => has_return(body),
-        Stmt::If { then, els, .. } => has_return(then) || has_return(els),
-        _ => false,
-    })
 }
 
 /// The variables declared directly in statement lists that hold a barrier.

@@ -26,7 +26,7 @@
 //! written, so no iteration sees another's effects: any order of them,
 //! the CPU's chunks included, gives the launch's results. (Soundness does
 //! not rest on this: the CPU form hands out the chunks with safe
-//! `split_at_mut`; a wrong answer here would give wrong results, never
+//! `chunks_mut`; a wrong answer here would give wrong results, never
 //! undefined behaviour.)
 
 use std::collections::{HashMap, HashSet};
@@ -401,7 +401,8 @@ fn assigns(stmts: &[Stmt], f: &mut impl FnMut(&str)) {
     }
 }
 
-fn has_return(stmts: &[Stmt]) -> bool {
+/// Whether a `return` is in `stmts`, at any depth.
+pub fn has_return(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| match s {
         Stmt::Return(_) => true,
         Stmt::Block(b) | Stmt::Loop(b) => has_return(b),
