@@ -51,6 +51,17 @@ pub fn body(k: &Kernel) -> TokenStream {
     let funcs = quote!(#(#funcs)*);
     if !k.phased() {
         let b = Cpu::new(k).block(&k.body);
+        if let Some(s) = crate::stride::analyse(k) {
+            let fast = grid_stride(k, &s);
+            return quote! {
+                #funcs
+                let __grid = __args.grid();
+                #fast
+                else {
+                    #g::run(__grid, move |__ids: &#g::Ids| { #b });
+                }
+            };
+        }
         return quote! {
             #funcs
             #g::run(__args.grid(), move |__ids: &#g::Ids| { #b });
@@ -58,6 +69,116 @@ pub fn body(k: &Kernel) -> TokenStream {
     }
     let p = phased(k);
     quote!(#funcs #p)
+}
+
+/// The fast path of an independent grid-stride kernel (stride.rs): an
+/// `if` that, in a 1-D launch whose indices cannot wrap and where every
+/// sliced array holds `end` elements, runs the iterations `0..end` in
+/// contiguous chunks on rayon's pool, the sliced arrays as plain slices
+/// (the written ones cut with `chunks_mut`, so each chunk owns its part);
+/// the caller appends the `else` (the general form).
+fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
+    let g = quote!(::unigpu::kernel::generated);
+    let mut cx = Cpu::new(k);
+    cx.fast = Some(Fast {
+        var: s.var.clone(),
+        sliced: s.sliced.clone(),
+        at: format_ident!("__j"),
+        lens: true,
+    });
+    let lens = k.arrays().map(|(i, _)| {
+        let (l, p) = (format_ident!("__len_{}", i), param(k, i));
+        quote!(let #l: u32 = #p.len();)
+    });
+    let lets: Vec<TokenStream> = s.lets.iter().map(|st| cx.stmt(st)).collect();
+    let end = cx.expr(s.end);
+    let body = cx.block(s.body);
+    let fits = s.sliced.iter().map(|&a| {
+        let l = format_ident!("__len_{}", a);
+        quote!(&& #l >= __end)
+    });
+    let parts = s.sliced.iter().map(|&a| {
+        let (pv, guard) = (
+            format_ident!("__parts_{}", a),
+            format_ident!("__guard_{}", a),
+        );
+        match k.params[a].kind {
+            ParamKind::Array { writable: true, .. } => {
+                quote!(let #pv = #g::chunks_mut(&mut #guard[..__end as usize], __chunk);)
+            }
+            _ => quote!(let #pv = #g::chunks(&#guard[..__end as usize], __chunk);),
+        }
+    });
+    let pvs: Vec<_> = s
+        .sliced
+        .iter()
+        .map(|&a| format_ident!("__parts_{}", a))
+        .collect();
+    let svs: Vec<_> = s
+        .sliced
+        .iter()
+        .map(|&a| format_ident!("__s_{}", a))
+        .collect();
+    let (first, rest) = (&pvs[0], &pvs[1..]);
+    // ((a, b), c) from the zips, as one flat tuple.
+    let (s0, srest) = (&svs[0], &svs[1..]);
+    let mut pat = quote!(#s0);
+    for v in srest {
+        pat = quote!((#pat, #v));
+    }
+    // Every part as long as the first (the chunks are cut alike), so
+    // LLVM drops the bounds checks of the loop over `0..__n`.
+    let recut = srest
+        .iter()
+        .zip(&s.sliced[1..])
+        .map(|(v, &a)| match k.params[a].kind {
+            ParamKind::Array { writable: true, .. } => quote!(let #v = &mut #v[..__n];),
+            _ => quote!(let #v = &#v[..__n];),
+        });
+    let var = format_ident!("{}", s.var);
+    quote! {
+        let __ids = &#g::Ids::of_grid(&__grid);
+        #(#lens)*
+        #(#lets)*
+        let __end: u32 = #end;
+        if #g::grid_stride_fits(&__grid, __end) #(#fits)* {
+            let __chunk = #g::chunk_len(__end);
+            #(#parts)*
+            let __all: ::std::vec::Vec<_> = #first.into_iter()
+                #(.zip(#rest))*
+                .map(|#pat| (#(#svs,)*))
+                .collect();
+            #g::run_chunks(__all, __chunk, move |__lo: u32, (#(#svs,)*)| {
+                let __n = #s0.len();
+                #(#recut)*
+                for __j in 0..__n {
+                    let #var: u32 = __lo.wrapping_add(__j as u32);
+                    #body
+                }
+            });
+        }
+    }
+}
+
+/// The view of a grid-stride loop's iteration that the fast path and the
+/// rows emit it with: the loop variable and the arrays loaded (or stored)
+/// at it, which are plain slices `__s_N` indexed at the position in the
+/// chunk (`__j`) or the row (`__li`).
+struct Fast {
+    var: String,
+    sliced: Vec<usize>,
+    /// The position in the slices: `__j` (a chunk) or `__li` (a row).
+    at: proc_macro2::Ident,
+    /// Whether lengths are the precomputed `__len_N` (the grid-stride
+    /// fast path, where the written arrays' views are not in scope).
+    lens: bool,
+}
+
+impl Fast {
+    fn slice(&self, a: usize, index: &Expr) -> Option<proc_macro2::Ident> {
+        let at_var = matches!(&index.kind, ExprKind::Var(n) if *n == self.var);
+        (at_var && self.sliced.contains(&a)).then(|| format_ident!("__s_{}", a))
+    }
 }
 
 /// Emits expressions and statements; in the phased form, `lifted` names
@@ -69,6 +190,22 @@ struct Cpu<'k> {
     /// Loops opened inside the current work-item loop: a `break` or
     /// `continue` at depth 0 leaves a workgroup-level loop.
     depth: usize,
+    /// In the grid-stride fast path: the sliced arrays.
+    fast: Option<Fast>,
+    /// The phase being emitted (`usize::MAX` in a uniform condition),
+    /// and the phases each variable is named in: a variable named in one
+    /// phase only needs no per-invocation array.
+    phase: std::cell::Cell<usize>,
+    uses: std::cell::RefCell<std::collections::HashMap<String, HashSet<usize>>>,
+    /// Off while emitting code whose names must not count (the general
+    /// form of a phase run row by row, which names what the rows name).
+    recording: std::cell::Cell<bool>,
+    /// Per-invocation variables every invocation holds the same value of
+    /// ([`scalars`]): one per workgroup, assigned once, not per invocation.
+    scalars: HashSet<String>,
+    /// Whether the kernel has a `return` (else no invocation is ever done
+    /// early, and the phases skip the `__done` checks).
+    returns: bool,
 }
 
 impl<'k> Cpu<'k> {
@@ -78,6 +215,12 @@ impl<'k> Cpu<'k> {
             lifted: HashSet::new(),
             phased: false,
             depth: 0,
+            fast: None,
+            phase: std::cell::Cell::new(0),
+            uses: Default::default(),
+            recording: std::cell::Cell::new(true),
+            scalars: HashSet::new(),
+            returns: true,
         }
     }
 
@@ -87,8 +230,15 @@ impl<'k> Cpu<'k> {
     }
 
     fn var(&self, name: &str) -> TokenStream {
+        if self.recording.get() {
+            self.uses
+                .borrow_mut()
+                .entry(name.to_string())
+                .or_default()
+                .insert(self.phase.get());
+        }
         let n = format_ident!("{}", name);
-        if self.lifted.contains(name) {
+        if self.lifted.contains(name) && !self.scalars.contains(name) {
             quote!(#n[__li])
         } else {
             quote!(#n)
@@ -111,7 +261,11 @@ impl<'k> Cpu<'k> {
                 init,
             } => {
                 let v = self.expr(init);
-                if self.lifted.contains(name) {
+                if self.phased {
+                    // Recorded for the lifted-or-not choice.
+                    let _ = self.var(name);
+                }
+                if self.lifted.contains(name) || self.scalars.contains(name) {
                     let n = self.var(name);
                     return quote!(#n = #v;);
                 }
@@ -132,6 +286,12 @@ impl<'k> Cpu<'k> {
                 value,
                 site,
             } => {
+                if let Some(f) = &self.fast
+                    && let Some(s) = f.slice(*array, index)
+                {
+                    let (v, at) = (self.expr(value), &f.at);
+                    return quote!(#s[#at] = #v;);
+                }
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
                 match half(self.k, *array) {
                     Some(h) => quote!(#p.set(#i, #h::from_f32(#v), &__fault, #site);),
@@ -197,7 +357,9 @@ impl<'k> Cpu<'k> {
             }
             Stmt::Break(_) => quote!(break;),
             Stmt::Continue(_) => quote!(continue;),
-            Stmt::Return(_) if self.phased => quote! { __done[__li] = true; continue '__items; },
+            Stmt::Return(_) if self.phased => {
+                quote! { __done[__li] = true; __ndone += 1; continue '__items; }
+            }
             Stmt::Return(_) => quote!(return;),
             Stmt::ReturnValue(v) => {
                 let v = self.expr(v);
@@ -223,12 +385,36 @@ fn phased(k: &Kernel) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
     let mut lifted = Vec::new();
     lift(&k.body, &mut lifted);
+    let returns = crate::stride::has_return(&k.body);
+    // First with every candidate lifted, to see which phases name each;
+    // then with only those named in more than one phase (or in a uniform
+    // condition) lifted: the others are locals of their phase's loop.
+    let mut first = Cpu::new(k);
+    first.phased = true;
+    first.returns = returns;
+    first.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
+    let _ = region(&mut first, &k.body, false);
+    let uses = first.uses.into_inner();
+    lifted.retain(|(n, _)| {
+        uses.get(n)
+            .is_some_and(|p| p.len() > 1 || p.contains(&usize::MAX))
+    });
+    let held = scalars(k, &lifted);
     let mut cx = Cpu::new(k);
     cx.phased = true;
-    cx.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
+    cx.returns = returns;
+    cx.lifted = lifted
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| !held.contains(n))
+        .collect();
+    cx.scalars = held;
     let region = region(&mut cx, &k.body, false);
     let decls = lifted.iter().map(|(n, t)| {
         let (n, t) = (format_ident!("{}", n), ty(*t));
+        if cx.scalars.contains(&n.to_string()) {
+            return quote!(let mut #n: #t = <#t as ::core::default::Default>::default(););
+        }
         quote!(let mut #n: ::std::vec::Vec<#t> = ::std::vec![<#t as ::core::default::Default>::default(); __n];)
     });
     let shared = k.shared.iter().map(|s| {
@@ -239,12 +425,149 @@ fn phased(k: &Kernel) -> TokenStream {
         #g::run_groups(__args.grid(), |__g: &#g::Group| {
             let __n = __g.len();
             let mut __done = ::std::vec![false; __n];
+            let mut __ndone = 0usize;
             let mut __brk = false;
             let mut __cont = false;
             #(#shared)*
             #(#decls)*
             #region
         });
+    }
+}
+
+/// The lifted variables every invocation holds the same value of, so the
+/// phased form keeps one per workgroup and runs their `let`s and
+/// assignments once, between the invocation loops, instead of once per
+/// invocation: each `let` and assignment of one is a statement of a phase
+/// itself (not inside a branch or loop of it), in a phase without a
+/// workgroup-level `break`/`continue`, and its value is made of literals,
+/// scalar arguments, lengths, `workgroup_id()`, `workgroup_size()`,
+/// `num_workgroups()`, const parameters and other such variables (no
+/// memory, no call). Running it once between the loops is the schedule
+/// where every invocation reaches it together, which the GPU allows, and
+/// every invocation computes the same value there.
+fn scalars(k: &Kernel, lifted: &[(String, Ty)]) -> HashSet<String> {
+    // Every name the kernel declares (what is not is a const parameter).
+    let mut declared = HashSet::new();
+    fn decl(stmts: &[Stmt], out: &mut HashSet<String>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { name, .. } => {
+                    out.insert(name.clone());
+                }
+                Stmt::For { name, body, .. } => {
+                    out.insert(name.clone());
+                    decl(body, out);
+                }
+                Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => decl(b, out),
+                Stmt::If { then, els, .. } => {
+                    decl(then, out);
+                    decl(els, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    decl(&k.body, &mut declared);
+    // Each variable's lets and assignments: (value, whether it is a
+    // phase's own statement in a phase without exits).
+    let mut defs: std::collections::HashMap<String, Vec<(&Expr, bool)>> = Default::default();
+    fn walk<'a>(
+        stmts: &'a [Stmt],
+        region: bool,
+        defs: &mut std::collections::HashMap<String, Vec<(&'a Expr, bool)>>,
+    ) {
+        // In a list holding a barrier, each run of barrier-free
+        // statements is a phase.
+        let region = region && stmts.iter().any(Stmt::has_barrier);
+        let mut run: Vec<&Stmt> = Vec::new();
+        let flush =
+            |run: &mut Vec<&'a Stmt>,
+             defs: &mut std::collections::HashMap<String, Vec<(&'a Expr, bool)>>| {
+                let ok = !exits(run);
+                for s in run.drain(..) {
+                    match s {
+                        Stmt::Let { name, init: v, .. } | Stmt::Assign { name, value: v } => {
+                            defs.entry(name.clone())
+                                .or_default()
+                                .push((v, region && ok));
+                        }
+                        other => walk(std::slice::from_ref(other), false, defs),
+                    }
+                }
+            };
+        for s in stmts {
+            if region && s.has_barrier() {
+                flush(&mut run, defs);
+                match s {
+                    Stmt::Block(b) | Stmt::Loop(b) => walk(b, true, defs),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, true, defs);
+                        walk(els, true, defs);
+                    }
+                    Stmt::For { body, .. } | Stmt::While { body, .. } => walk(body, true, defs),
+                    _ => {}
+                }
+            } else if region {
+                run.push(s);
+            } else {
+                match s {
+                    Stmt::Let { name, init: v, .. } | Stmt::Assign { name, value: v } => {
+                        defs.entry(name.clone()).or_default().push((v, false));
+                    }
+                    Stmt::Block(b) | Stmt::Loop(b) => walk(b, false, defs),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, false, defs);
+                        walk(els, false, defs);
+                    }
+                    Stmt::For { body, .. } | Stmt::While { body, .. } => walk(body, false, defs),
+                    _ => {}
+                }
+            }
+        }
+        flush(&mut run, defs);
+    }
+    walk(&k.body, true, &mut defs);
+    let mut held: HashSet<String> = lifted
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| defs.get(n).is_some_and(|d| d.iter().all(|(_, top)| *top)))
+        .collect();
+    // Drop those whose values name anything else, until none is dropped.
+    loop {
+        let before = held.len();
+        let keep: HashSet<String> = held
+            .iter()
+            .filter(|n| {
+                defs[*n]
+                    .iter()
+                    .all(|(v, _)| same_for_all(v, &held, &declared))
+            })
+            .cloned()
+            .collect();
+        held = keep;
+        if held.len() == before {
+            return held;
+        }
+    }
+}
+
+/// A value every invocation of a workgroup computes alike (see
+/// [`scalars`]).
+fn same_for_all(e: &Expr, held: &HashSet<String>, declared: &HashSet<String>) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => true,
+        ExprKind::Id(b, _) => matches!(b, Builtin::Group | Builtin::Groups | Builtin::Size),
+        ExprKind::Var(n) => held.contains(n) || !declared.contains(n),
+        ExprKind::Bin(_, l, r) => {
+            same_for_all(l, held, declared) && same_for_all(r, held, declared)
+        }
+        ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => same_for_all(v, held, declared),
+        ExprKind::Math(_, a) => a.iter().all(|x| same_for_all(x, held, declared)),
+        ExprKind::Load(..)
+        | ExprKind::SharedLoad(..)
+        | ExprKind::Atomic { .. }
+        | ExprKind::Call(..) => false,
     }
 }
 
@@ -322,16 +645,187 @@ fn region(cx: &mut Cpu, stmts: &[Stmt], in_loop: bool) -> TokenStream {
 
 /// A uniform value, computed as invocation 0 sees it.
 fn uniform(cx: &Cpu, e: &Expr) -> TokenStream {
+    let phase = cx.phase.replace(usize::MAX);
     let v = cx.expr(e);
+    cx.phase.set(phase);
     quote!({ let __li = 0usize; let __ids = &__g.ids(0); #v })
 }
 
-/// One phase: barrier-free statements run by every invocation in turn.
+/// One phase: barrier-free statements run by every invocation in turn
+/// (a grid-stride loop among them row by row, where stride.rs allows).
 fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
+    if !exits(stmts)
+        && let Some(p) = crate::stride::phase_loop(cx.k, stmts)
+    {
+        return rows(cx, stmts, &p, in_loop);
+    }
+    plain_phase(cx, stmts, in_loop)
+}
+
+/// Whether some phase of the phased form runs a grid-stride loop row by
+/// row (`NAME::CPU_ROWS`): the phases as [`region`] cuts them.
+pub fn has_rows(k: &Kernel) -> bool {
+    fn list(k: &Kernel, stmts: &[Stmt]) -> bool {
+        let mut run: Vec<&Stmt> = Vec::new();
+        let mut found = false;
+        for s in stmts {
+            if !s.has_barrier() {
+                run.push(s);
+                continue;
+            }
+            found |= taken(k, &run);
+            run.clear();
+            found |= match s {
+                Stmt::Block(b) | Stmt::Loop(b) => list(k, b),
+                Stmt::If { then, els, .. } => list(k, then) || list(k, els),
+                Stmt::For { body, .. } | Stmt::While { body, .. } => list(k, body),
+                _ => false,
+            };
+        }
+        found || taken(k, &run)
+    }
+    fn taken(k: &Kernel, run: &[&Stmt]) -> bool {
+        !run.is_empty() && !exits(run) && crate::stride::phase_loop(k, run).is_some()
+    }
+    k.phased() && list(k, &k.body)
+}
+
+/// Whether a `break` or `continue` of a workgroup-level loop is among
+/// `stmts` (outside the loops they open).
+fn exits(stmts: &[&Stmt]) -> bool {
+    fn any(s: &Stmt) -> bool {
+        match s {
+            Stmt::Break(_) | Stmt::Continue(_) => true,
+            Stmt::Block(b) => b.iter().any(any),
+            Stmt::If { then, els, .. } => then.iter().any(any) || els.iter().any(any),
+            _ => false,
+        }
+    }
+    stmts.iter().any(|s| any(s))
+}
+
+/// A phase with a grid-stride loop (stride.rs, `PhaseLoop`): the
+/// statements before it as a phase, then the loop row by row (row `k`
+/// runs the iteration of every invocation whose `i = first + li + k * S`
+/// is below the end, `li` in order), then the statements after it. Where
+/// the rows cannot run (a workgroup that is not 1-D, `end + S` past
+/// 2^32, a sliced array shorter than the end), the phase as it is.
+fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bool) -> TokenStream {
+    // The general form names what the rows name: not counted.
+    let recording = cx.recording.replace(false);
+    let whole = plain_phase(cx, stmts, in_loop);
+    cx.recording.set(recording);
+    let before: Vec<&Stmt> = stmts[..p.at]
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Let { name, .. } if *name == p.var))
+        .copied()
+        .collect();
+    let before = plain_phase(cx, &before, false);
+    cx.phase.set(cx.phase.get() + 1);
+    let end = uniform(cx, p.end);
+    let fast = cx.fast.replace(Fast {
+        var: p.var.clone(),
+        sliced: p.sliced.clone(),
+        at: format_ident!("__li"),
+        lens: false,
+    });
+    cx.depth += 1;
+    let body = cx.block(p.body);
+    cx.depth -= 1;
+    cx.fast = fast;
+    // The per-invocation variables the iteration names, cut to the row.
+    let mut named = HashSet::new();
+    visit_exprs(p.body, &mut |e| {
+        if let ExprKind::Var(n) = &e.kind {
+            named.insert(n.clone());
+        }
+    });
+    assigned(p.body, &mut named);
+    let mut held: Vec<&String> = named.iter().filter(|n| cx.lifted.contains(*n)).collect();
+    held.sort();
+    let held = held.iter().map(|n| {
+        let n = format_ident!("{}", n);
+        quote!(let #n = &mut #n[..__cnt];)
+    });
+    let fits = p.sliced.iter().map(|&a| {
+        let q = param(cx.k, a);
+        quote!(&& #q.len() >= __end)
+    });
+    let slices = p.sliced.iter().map(|&a| {
+        let (q, s) = (param(cx.k, a), format_ident!("__s_{}", a));
+        quote!(let #s = &#q.slice()[__lo as usize..][..__cnt];)
+    });
+    let after = plain_phase(cx, &stmts[p.at + 1..], in_loop);
+    let i = format_ident!("{}", p.var);
+    quote! {
+        let __end: u32 = #end;
+        match __g.rows(__end) {
+            ::core::option::Option::Some((__first, __stride)) if true #(#fits)* => {
+                #before
+                let mut __lo: u32 = __first;
+                while __lo < __end {
+                    let __cnt = ::core::cmp::min(__n as u32, __end - __lo) as usize;
+                    #(#held)*
+                    #(#slices)*
+                    for __li in 0..__cnt {
+                        let __ids = &__g.ids(__li);
+                        let #i: u32 = __lo.wrapping_add(__li as u32);
+                        #body
+                    }
+                    // No wrap: `__lo < __end` and `__end + __stride <= 2^32`.
+                    __lo = __lo.wrapping_add(__stride);
+                }
+                #after
+            }
+            _ => { #whole }
+        }
+    }
+}
+
+/// The variables assigned in `stmts`, at any depth.
+fn assigned(stmts: &[Stmt], out: &mut HashSet<String>) {
+    for s in stmts {
+        match s {
+            Stmt::Assign { name, .. } => {
+                out.insert(name.clone());
+            }
+            Stmt::Block(b) | Stmt::Loop(b) => assigned(b, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } => assigned(body, out),
+            Stmt::If { then, els, .. } => {
+                assigned(then, out);
+                assigned(els, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One phase, every statement run by every invocation in turn.
+fn plain_phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     if stmts.is_empty() {
         return quote!();
     }
-    let body: Vec<TokenStream> = stmts.iter().map(|s| cx.stmt(s)).collect();
+
+    cx.phase.set(cx.phase.get() + 1);
+    // Invocation loops, cut at the statements that set a per-workgroup
+    // scalar (`scalars`), which run once between them.
+    let mut loops = TokenStream::new();
+    let mut run: Vec<TokenStream> = Vec::new();
+    for s in stmts {
+        let once = match s {
+            Stmt::Let { name, .. } | Stmt::Assign { name, .. } => cx.scalars.contains(name),
+            _ => false,
+        };
+        if !once {
+            run.push(cx.stmt(s));
+            continue;
+        }
+        loops.extend(items(cx, &run));
+        run.clear();
+        let st = cx.stmt(s);
+        loops.extend(quote!({ let __li = 0usize; let __ids = &__g.ids(0); #st }));
+    }
+    loops.extend(items(cx, &run));
     let exits = if in_loop {
         quote! {
             if __brk { __brk = false; break; }
@@ -340,15 +834,39 @@ fn phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     } else {
         quote!()
     };
+    if !cx.returns {
+        // No invocation ends early.
+        return quote! {
+            #loops
+            #exits
+        };
+    }
+    quote! {
+        #loops
+        // Every invocation returned: the rest of the kernel has nothing to do.
+        if __ndone == __n { return; }
+        #exits
+    }
+}
+
+/// One loop over the workgroup's invocations running `body`.
+fn items(cx: &Cpu, body: &[TokenStream]) -> TokenStream {
+    if body.is_empty() {
+        return quote!();
+    }
+    let skip = if cx.returns {
+        quote!(if __done[__li] {
+            continue;
+        })
+    } else {
+        quote!()
+    };
     quote! {
         '__items: for __li in 0..__n {
-            if __done[__li] { continue; }
+            #skip
             let __ids = &__g.ids(__li);
             #(#body)*
         }
-        // Every invocation returned: the rest of the kernel has nothing to do.
-        if __done.iter().all(|d| *d) { return; }
-        #exits
     }
 }
 
@@ -392,9 +910,20 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             let p = param(k, *i);
             quote!(#p)
         }
+        ExprKind::Len(i) if cx.fast.as_ref().is_some_and(|f| f.lens) => {
+            let l = format_ident!("__len_{}", i);
+            quote!(#l)
+        }
         ExprKind::Len(i) => {
             let p = param(k, *i);
             quote!(#p.len())
+        }
+        ExprKind::Load(a, index, _)
+            if cx.fast.as_ref().and_then(|f| f.slice(*a, index)).is_some() =>
+        {
+            let s = format_ident!("__s_{}", a);
+            let at = cx.fast.as_ref().map(|f| &f.at);
+            quote!(#s[#at])
         }
         ExprKind::Load(a, index, site) => {
             let (p, i) = (param(k, *a), expr(cx, index));

@@ -17,6 +17,7 @@ mod generics;
 mod inbounds;
 mod ir;
 mod lower;
+mod stride;
 mod uniform;
 mod wgsl;
 
@@ -426,6 +427,8 @@ fn module(
     let name = &k.name;
     let [x, y, z] = k.workgroup;
     let specs = param_specs(k);
+    let grid_stride = stride::analyse(k).is_some();
+    let rows = cpu::has_rows(k);
     let arg_types = k.params.iter().map(|p| match p.kind {
         ParamKind::Array {
             elem,
@@ -488,6 +491,15 @@ fn module(
             /// f64), for an adapter whose `fma` rounds twice; empty for a
             /// kernel without f32 `fma`.
             pub const WGSL_FMA_EMULATED: &str = #wgsl_fma;
+            /// Whether the CPU form has the grid-stride fast path: the
+            /// kernel is an independent grid-stride loop (docs/kernels.md,
+            /// "Speed"), run in a 1-D launch as chunks of its index range
+            /// with plain slices for the arrays it writes.
+            pub const CPU_GRID_STRIDE: bool = #grid_stride;
+            /// Whether the CPU form's phases run a grid-stride loop row by
+            /// row (all the workgroup's invocations at `i = first + li +
+            /// k * S`, `k` in order; docs/kernels.md, "Speed").
+            pub const CPU_ROWS: bool = #rows;
             /// The workgroup size every launch must use.
             pub const WORKGROUP_SIZE: (u32, u32, u32) = (#x, #y, #z);
 

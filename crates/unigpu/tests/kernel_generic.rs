@@ -385,3 +385,48 @@ fn every_instance_wgsl_validates() {
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(&src)));
     }
 }
+
+/// A grid-stride loop generic over types: the CPU form's grid-stride fast
+/// path (docs/kernels.md, "Speed") in each instance, checked against the
+/// host in grids of one workgroup, a few, and more invocations than
+/// elements.
+#[unigpu::kernel(T = [f32, i32])]
+fn gs_twice<T>(x: &[T], y: &mut [T]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < y.len() {
+        y[i] = x[i] + x[i];
+        i += stride;
+    }
+}
+
+fn gs_twice_case<T>(ctx: &Context, host: impl Fn(T) -> T)
+where
+    T: Random + Copy + std::fmt::Debug,
+    (T,): gs_twice::Instance,
+    T: for<'x> unigpu::kernel::KernelArg<'x>,
+{
+    let k = gs_twice::kernel::<T>(ctx).unwrap();
+    let n = random_len(40_000);
+    for groups in [1, 3, (n / 256 + 2) as u32] {
+        let hx = random_vec::<T>(n);
+        let x = ctx.upload(&hx).unwrap();
+        let mut y = ctx.upload(&random_vec::<T>(n)).unwrap();
+        k.launch(ctx, Grid::new((groups, 1, 1), (256, 1, 1)), (&x, &mut y))
+            .unwrap();
+        let got = y.download().unwrap();
+        for i in 0..n {
+            let want = host(hx[i]);
+            assert!(
+                same(&got[i], &want),
+                "{} {i} of {n}, {groups} workgroups",
+                T::DTYPE
+            );
+        }
+    }
+}
+
+on_every_backend!(a_generic_grid_stride_kernel_runs_each_instance, |ctx| {
+    gs_twice_case::<f32>(ctx, |x| x + x);
+    gs_twice_case::<i32>(ctx, |x| x.wrapping_add(x));
+});

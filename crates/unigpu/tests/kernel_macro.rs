@@ -1527,3 +1527,442 @@ on_every_backend!(mul_add_rounds_twice, |ctx| {
         );
     }
 });
+
+// ---- The CPU form's grid-stride fast path (docs/kernels.md, "Speed"):
+// an independent grid-stride loop runs as chunks of its index range with
+// plain slices. One kernel it takes and two it must not, each checked
+// element by element against the host, in grids of one workgroup, a few,
+// and more invocations than elements.
+
+/// Taken: `x`, `y` and `z` are indexed only at `i`; `w` elsewhere (a
+/// view); `z` may be longer than the loop's end (its tail untouched).
+#[unigpu::kernel]
+fn gs_axpy(a: f32, x: &[f32], w: &[f32], y: &mut [f32], z: &mut [u32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let n = y.len();
+    let mut i = global_id().x;
+    while i < n {
+        let mut t = a * x[i] + y[i];
+        if i > 0 {
+            t += w[i - 1];
+        }
+        y[i] = t;
+        z[i] = (i as u32) * 3 + 1;
+        i += stride;
+    }
+}
+const GS_AXPY_X_LINE: u32 = line!() - 9;
+
+/// Not taken: a `break` of the loop itself ends one invocation's
+/// sequence, which no chunking of the index range can reproduce.
+#[unigpu::kernel]
+fn gs_until_negative(x: &[f32], y: &mut [f32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < x.len() {
+        if x[i] < 0.0 {
+            break;
+        }
+        y[i] = x[i];
+        i += stride;
+    }
+}
+
+/// Not taken: `last` is written at `i % stride`, where each invocation's
+/// last iteration must win.
+#[unigpu::kernel]
+fn gs_last(x: &[f32], last: &mut [f32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < x.len() {
+        last[i % stride] = x[i];
+        i += stride;
+    }
+}
+
+/// The grids the grid-stride tests launch for `n` elements: one
+/// workgroup, three, and more invocations than elements.
+fn gs_grids(n: usize) -> [u32; 3] {
+    [1, 3, (n / 256 + 3) as u32]
+}
+
+// Constants, asserted in a test so the report names what changed.
+#[allow(clippy::assertions_on_constants)]
+#[test]
+fn grid_stride_fast_path_takes_only_independent_loops() {
+    assert!(gs_axpy::CPU_GRID_STRIDE);
+    assert!(!gs_until_negative::CPU_GRID_STRIDE);
+    assert!(!gs_last::CPU_GRID_STRIDE);
+    // Barriers, shared arrays and atomics are never taken.
+    assert!(!vector_add::CPU_GRID_STRIDE);
+}
+
+on_every_backend!(grid_stride_axpy_matches_the_host, |ctx| {
+    let k = gs_axpy::kernel(ctx).unwrap();
+    for groups in gs_grids(random_len(70_000)) {
+        let n = random_len(70_000);
+        let (hx, hw, hy) = (
+            random_vec::<f32>(n),
+            random_vec::<f32>(n),
+            random_vec::<f32>(n),
+        );
+        let tail = random_len(300);
+        let a = 1.5f32;
+        let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+        let mut y = ctx.upload(&hy).unwrap();
+        let mut z = ctx.upload(&vec![7u32; n + tail]).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups, 1, 1), (256, 1, 1)),
+            (a, &x, &w, &mut y, &mut z),
+        )
+        .unwrap();
+        let (gy, gz) = (y.download().unwrap(), z.download().unwrap());
+        for i in 0..n {
+            let mut t = a * hx[i] + hy[i];
+            if i > 0 {
+                t += hw[i - 1];
+            }
+            let what = format!("y[{i}] of {n}, {groups} workgroups");
+            assert_same_or_contracted(ctx, gy[i] as f64, t as f64, 1e-6, 2e3, &what);
+            assert_eq!(
+                gz[i],
+                i as u32 * 3 + 1,
+                "z[{i}] of {n}, {groups} workgroups"
+            );
+        }
+        assert!(gz[n..].iter().all(|&v| v == 7), "z past the loop's end");
+    }
+});
+
+// A read past `x`'s end: the launch takes the general path, which reads 0
+// there and reports the first fault.
+on_every_backend!(grid_stride_axpy_short_input_reports, |ctx| {
+    let k = gs_axpy::kernel(ctx).unwrap();
+    let n = 1000 + random_len(5000);
+    let short = random_len(n - 1);
+    let (hx, hw, hy) = (
+        random_vec::<f32>(short),
+        random_vec::<f32>(n),
+        random_vec::<f32>(n),
+    );
+    let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+    let mut y = ctx.upload(&hy).unwrap();
+    let mut z = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((2, 1, 1), (256, 1, 1)),
+        (0.5, &x, &w, &mut y, &mut z),
+    )
+    .unwrap();
+    assert_oob(
+        ctx.default_stream().sync(),
+        "gs_axpy",
+        &["x"],
+        GS_AXPY_X_LINE,
+        ArrayAccess::Read,
+    );
+    let got = y.download().unwrap();
+    for i in 0..n {
+        let xi = hx.get(i).copied().unwrap_or(0.0);
+        let mut t = 0.5 * xi + hy[i];
+        if i > 0 {
+            t += hw[i - 1];
+        }
+        assert_same_or_contracted(ctx, got[i] as f64, t as f64, 1e-6, 2e3, &format!("y[{i}]"));
+    }
+});
+
+on_every_backend!(grid_stride_break_and_strided_writes_match_the_host, |ctx| {
+    let (until, last) = (
+        gs_until_negative::kernel(ctx).unwrap(),
+        gs_last::kernel(ctx).unwrap(),
+    );
+    for groups in gs_grids(random_len(40_000)) {
+        let n = random_len(40_000);
+        let stride = groups as usize * 256;
+        // Mostly positive, so sequences run a while before a negative.
+        let hx: Vec<f32> = random_vec::<f32>(n).iter().map(|v| v + 900.0).collect();
+        let x = ctx.upload(&hx).unwrap();
+        let mut y = ctx.upload(&vec![-1.0f32; n]).unwrap();
+        until
+            .launch(ctx, Grid::new((groups, 1, 1), (256, 1, 1)), (&x, &mut y))
+            .unwrap();
+        let mut want = vec![-1.0f32; n];
+        for g in 0..stride {
+            let mut i = g;
+            while i < n && hx[i] >= 0.0 {
+                want[i] = hx[i];
+                i += stride;
+            }
+        }
+        let got = y.download().unwrap();
+        for i in 0..n {
+            assert_eq!(
+                got[i].to_bits(),
+                want[i].to_bits(),
+                "y[{i}] of {n}, {groups} workgroups"
+            );
+        }
+        let mut l = ctx.upload(&vec![-1.0f32; stride]).unwrap();
+        last.launch(ctx, Grid::new((groups, 1, 1), (256, 1, 1)), (&x, &mut l))
+            .unwrap();
+        let mut want = vec![-1.0f32; stride];
+        for i in 0..n {
+            want[i % stride] = hx[i];
+        }
+        assert_eq!(
+            l.download().unwrap(),
+            want,
+            "{n} elements, {groups} workgroups"
+        );
+    }
+});
+
+// ---- The CPU form's rows (docs/kernels.md, "Speed"): a grid-stride loop
+// in a phase runs row by row over the workgroup's invocations. Checked
+// bit for bit against a host that adds in each invocation's order, and
+// through `seen`, which every index must reach once, from the right
+// invocation.
+
+/// Taken (`CPU_ROWS`) where `n <= x.len()`: `x` is then a plain slice in
+/// each row; past its end the phase runs invocation by invocation.
+#[unigpu::kernel(workgroup_size = 64)]
+fn rows_sum(x: &[f32], w: &[f32], n: u32, partial: &mut [f32], seen: &mut [u32]) {
+    let tile = shared::<f32, 64>();
+    let l = local_id().x;
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    let mut v = 0.0f32;
+    while i < n as usize {
+        v += x[i] * w[i % 7];
+        seen[i] += global_id().x as u32 + 1;
+        i += stride;
+    }
+    tile[l] = v;
+    barrier();
+    let mut s = tile.len() / 2;
+    while s > 0 {
+        if l < s {
+            tile[l] += tile[l + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    if l == 0 {
+        partial[workgroup_id().x] = tile[0];
+    }
+}
+const ROWS_SUM_X_LINE: u32 = line!() - 18;
+
+/// Not taken: a kernel with a `return` (an invocation may end early).
+#[unigpu::kernel(workgroup_size = 64)]
+fn rows_sum_returns(x: &[f32], partial: &mut [f32]) {
+    let tile = shared::<f32, 64>();
+    let l = local_id().x;
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    let mut v = 0.0f32;
+    while i < x.len() {
+        v += x[i];
+        i += stride;
+    }
+    tile[l] = v;
+    barrier();
+    if l >= 1 {
+        return;
+    }
+    let mut t = 0.0f32;
+    for j in 0..64usize {
+        t += tile[j];
+    }
+    partial[workgroup_id().x] = t;
+}
+
+/// The host's `rows_sum`: per workgroup, each invocation's sum in its
+/// order, then the tree; and `seen`.
+fn rows_sum_host(x: &[f32], w: &[f32], n: usize, groups: usize) -> (Vec<f32>, Vec<u32>) {
+    let stride = groups * 64;
+    let mut seen = vec![0u32; n];
+    let partial = (0..groups)
+        .map(|g| {
+            let mut tile: Vec<f32> = (0..64)
+                .map(|l| {
+                    let (mut i, mut v) = (g * 64 + l, 0.0f32);
+                    while i < n {
+                        v += x.get(i).copied().unwrap_or(0.0) * w[i % 7];
+                        seen[i] += (g * 64 + l) as u32 + 1;
+                        i += stride;
+                    }
+                    v
+                })
+                .collect();
+            let mut s = 32;
+            while s > 0 {
+                for l in 0..s {
+                    tile[l] += tile[l + s];
+                }
+                s /= 2;
+            }
+            tile[0]
+        })
+        .collect();
+    (partial, seen)
+}
+
+#[allow(clippy::assertions_on_constants)]
+#[test]
+fn rows_are_taken_only_without_return() {
+    assert!(rows_sum::CPU_ROWS);
+    assert!(!rows_sum_returns::CPU_ROWS);
+    assert!(!rows_sum::CPU_GRID_STRIDE);
+}
+
+on_every_backend!(rows_sum_matches_the_host, |ctx| {
+    let k = rows_sum::kernel(ctx).unwrap();
+    for groups in [1u32, 3, random_len(300) as u32] {
+        let len = random_len(50_000);
+        let (hx, hw) = (random_vec::<f32>(len), random_vec::<f32>(7));
+        let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+        let mut partial = ctx.zeros::<f32>(groups as usize).unwrap();
+        let mut seen = ctx.zeros::<u32>(len).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups, 1, 1), (64, 1, 1)),
+            (&x, &w, len as u32, &mut partial, &mut seen),
+        )
+        .unwrap();
+        let (want, want_seen) = rows_sum_host(&hx, &hw, len, groups as usize);
+        let got = partial.download().unwrap();
+        for g in 0..groups as usize {
+            let what = format!("partial[{g}] of {groups}, {len} elements");
+            assert_same_or_contracted(ctx, got[g] as f64, want[g] as f64, 1e-6, 1e9, &what);
+        }
+        assert_eq!(
+            seen.download().unwrap(),
+            want_seen,
+            "{groups} workgroups, {len} elements"
+        );
+    }
+});
+
+// `n` past `x`'s end: the phase runs invocation by invocation, reads 0
+// there and reports the first fault.
+on_every_backend!(rows_sum_past_the_end_reports, |ctx| {
+    let k = rows_sum::kernel(ctx).unwrap();
+    let groups = 2 + random_len(20) as u32;
+    let len = random_len(20_000);
+    let n = len + 1 + random_len(500);
+    let (hx, hw) = (random_vec::<f32>(len), random_vec::<f32>(7));
+    let (x, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+    let mut partial = ctx.zeros::<f32>(groups as usize).unwrap();
+    let mut seen = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((groups, 1, 1), (64, 1, 1)),
+        (&x, &w, n as u32, &mut partial, &mut seen),
+    )
+    .unwrap();
+    assert_oob(
+        ctx.default_stream().sync(),
+        "rows_sum",
+        &["x"],
+        ROWS_SUM_X_LINE,
+        ArrayAccess::Read,
+    );
+    let (want, want_seen) = rows_sum_host(&hx, &hw, n, groups as usize);
+    let got = partial.download().unwrap();
+    for g in 0..groups as usize {
+        let what = format!("partial[{g}] of {groups}");
+        assert_same_or_contracted(ctx, got[g] as f64, want[g] as f64, 1e-6, 1e9, &what);
+    }
+    assert_eq!(seen.download().unwrap(), want_seen);
+});
+
+on_every_backend!(rows_sum_with_return_matches_the_host, |ctx| {
+    let k = rows_sum_returns::kernel(ctx).unwrap();
+    let groups = 1 + random_len(50) as u32;
+    let len = random_len(30_000);
+    let hx = random_vec::<f32>(len);
+    let x = ctx.upload(&hx).unwrap();
+    let mut partial = ctx.zeros::<f32>(groups as usize).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((groups, 1, 1), (64, 1, 1)),
+        (&x, &mut partial),
+    )
+    .unwrap();
+    let stride = groups as usize * 64;
+    let got = partial.download().unwrap();
+    for g in 0..groups as usize {
+        let mut t = 0.0f32;
+        for l in 0..64 {
+            let (mut i, mut v) = (g * 64 + l, 0.0f32);
+            while i < len {
+                v += hx[i];
+                i += stride;
+            }
+            t += v;
+        }
+        assert_same_or_contracted(
+            ctx,
+            got[g] as f64,
+            t as f64,
+            1e-6,
+            1e9,
+            &format!("partial[{g}]"),
+        );
+    }
+});
+
+/// The CPU form holds `s` and `k` once per workgroup (every invocation
+/// has the same value) and runs their updates once, between the
+/// invocation loops: `s` is read before and after its update in one
+/// phase, so an update run per invocation, or out of place, shows.
+#[unigpu::kernel(workgroup_size = 32)]
+fn uniform_steps(x: &[u32], out: &mut [u32]) {
+    let tile = shared::<u32, 32>();
+    let l = local_id().x;
+    let g = global_id().x;
+    let mut s = (workgroup_id().x * 3 + 1) as u32;
+    let mut acc = 0u32;
+    tile[l] = x[g % x.len()];
+    barrier();
+    let mut k = 0usize;
+    while k < 5 {
+        acc += s * tile[(l + k) % 32];
+        s = s * 2 + 1;
+        acc ^= s;
+        barrier();
+        k += 1;
+    }
+    out[g] = acc + s;
+}
+
+on_every_backend!(uniform_steps_match_the_host, |ctx| {
+    let k = uniform_steps::kernel(ctx).unwrap();
+    let groups = 1 + random_len(40);
+    let n = groups * 32;
+    let hx = random_vec::<u32>(1 + random_len(2000));
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<u32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::new((groups as u32, 1, 1), (32, 1, 1)),
+        (&x, &mut out),
+    )
+    .unwrap();
+    let got = out.download().unwrap();
+    for g in 0..n {
+        let (w, l) = (g / 32, g % 32);
+        let tile = |j: usize| hx[(w * 32 + j) % hx.len()];
+        let mut s = (w * 3 + 1) as u32;
+        let mut acc = 0u32;
+        for k in 0..5 {
+            acc = acc.wrapping_add(s.wrapping_mul(tile((l + k) % 32)));
+            s = s.wrapping_mul(2).wrapping_add(1);
+            acc ^= s;
+        }
+        assert_eq!(got[g], acc.wrapping_add(s), "out[{g}] of {n}");
+    }
+});

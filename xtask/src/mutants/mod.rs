@@ -193,6 +193,37 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "        if !s.has_barrier() || matches!(s, Stmt::Barrier(_)) {\n            run.push(s);\n",
         tests: &["kernel_macro", "kernel_prop"],
     },
+    // The grid-stride analysis (stride.rs) taking a loop that a `break`
+    // leaves: the fast path's chunks then stop at the wrong elements
+    // (`grid_stride_break_and_strided_writes_match_the_host`).
+    Mutation {
+        name: "kernel macro, cpu grid-stride analysis: a `break` of the loop itself taken",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/stride.rs",
+        original: "            Stmt::Break(_) | Stmt::Continue(_) => depth > 0,\n",
+        mutated: "            Stmt::Break(_) | Stmt::Continue(_) => true,\n",
+        tests: &["kernel_macro"],
+    },
+    // A phase's grid-stride loop run row by row (cpu.rs, `rows`) whose
+    // rows leave out their last invocation (`rows_sum_matches_the_host`).
+    Mutation {
+        name: "kernel macro, cpu rows: a full row skips its last invocation",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "                    let __cnt = ::core::cmp::min(__n as u32, __end - __lo) as usize;\n",
+        mutated: "                    let __cnt = ::core::cmp::min(__n as u32 - 1, __end - __lo) as usize;\n",
+        tests: &["kernel_macro"],
+    },
+    // A per-workgroup scalar's update run by every invocation instead of
+    // once between the invocation loops (`uniform_steps_match_the_host`).
+    Mutation {
+        name: "kernel macro, cpu phases: a per-workgroup scalar updated once per invocation",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "            Stmt::Let { name, .. } | Stmt::Assign { name, .. } => cx.scalars.contains(name),\n",
+        mutated: "            Stmt::Let { name, .. } | Stmt::Assign { name, .. } => false && cx.scalars.contains(name),\n",
+        tests: &["kernel_macro"],
+    },
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",

@@ -135,20 +135,35 @@ fn saxpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
 struct TreeSum {
     k: bench_tree_sum::Kernel,
     levels: Vec<GpuArray<f32>>,
+    /// Workgroups of the first level ([`TreeSum::first`]).
+    first: usize,
 }
 
 impl TreeSum {
-    /// Workgroups of the first level: enough to fill a GPU, each adding
-    /// its grid-stride share; the second level adds their partials in one
-    /// workgroup (grid-stride too), so two launches whatever the length.
-    const FIRST: usize = 1024;
+    /// Workgroups of the first level, each adding its grid-stride share
+    /// (any grid adds every element, in an order of additions that
+    /// follows the grid, so a user picks one a backend): 1024
+    /// fill a GPU; the CPU backend runs a workgroup's 256 invocations as
+    /// loops, a pass over them per barrier, so it gets 64, which keep
+    /// its cores busy with 1/16 of the tree's passes (on the 2-core box,
+    /// 4 Mi f32, before the per-workgroup scalars: 1024 took 1.5-2.4 ms,
+    /// 256 1.1, 32-128 0.59-0.65; docs/benchmarks.md). The second level
+    /// adds their partials in one workgroup (grid-stride too), so two
+    /// launches whatever the length.
+    fn first(ctx: &Context) -> usize {
+        match ctx.backend() {
+            Backend::Cpu => 64,
+            _ => 1024,
+        }
+    }
 
     fn new(ctx: &Context, n: usize) -> anyhow::Result<Self> {
+        let first = Self::first(ctx);
         let mut levels = Vec::new();
         let mut len = n;
         while len > 1 {
             len = if levels.is_empty() {
-                groups(len, Self::FIRST) as usize
+                groups(len, first) as usize
             } else {
                 1
             };
@@ -157,6 +172,7 @@ impl TreeSum {
         Ok(TreeSum {
             k: bench_tree_sum::kernel(ctx)?,
             levels,
+            first,
         })
     }
 
@@ -216,7 +232,10 @@ fn sum(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     out.info("unigpu_kernel_sum_f32_n", n);
     out.figure(
         "unigpu_kernel_sum_f32_ms",
-        format!("#[kernel] shared-tree sum f32 {size}, value on the host"),
+        format!(
+            "#[kernel] shared-tree sum f32 {size}, value on the host ({} workgroups first)",
+            tree.first
+        ),
         "ms",
         Better::Lower,
         ours,

@@ -336,6 +336,12 @@ impl<'a, T: Copy + Default> Ro<'a, T> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// The whole array, for a row of a grid-stride loop that reads it at
+    /// its index (the macro's CPU form checks the row is in it).
+    #[inline]
+    pub fn slice(&self) -> &'a [T] {
+        self.0
+    }
     #[inline]
     pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
         match self.0.get(i as usize) {
@@ -553,6 +559,59 @@ pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
         });
 }
 
+impl Ids {
+    /// The indices every invocation of `grid` shares (its sizes; the
+    /// others 0): what the uniform values of a grid-stride kernel read.
+    pub fn of_grid(grid: &Grid) -> Ids {
+        Ids {
+            global: [0; 3],
+            local: [0; 3],
+            group: [0; 3],
+            size: [grid.block.0, grid.block.1, grid.block.2],
+            groups: [grid.grid.0, grid.grid.1, grid.grid.2],
+        }
+    }
+}
+
+/// Whether the grid-stride fast path runs a launch of `grid` whose loop
+/// ends at `end`: a 1-D grid (every global x id once), of
+/// `S = num_workgroups().x * workgroup_size().x` invocations with `S` in
+/// 32 bits (the kernel computes it so) and `end + S` within 2^32, so the
+/// loop's `i += S` never wraps. Then the launch runs the iteration for
+/// each of `0..end` exactly once (docs/kernels.md, "Speed").
+pub fn grid_stride_fits(grid: &Grid, end: u32) -> bool {
+    let ((gx, gy, gz), (bx, by, bz)) = (grid.grid, grid.block);
+    let s = gx as u64 * bx as u64;
+    gy == 1 && gz == 1 && by == 1 && bz == 1 && s > 0 && end as u64 + s <= 1 << 32
+}
+
+/// The chunk the grid-stride fast path gives a task: about 8 a thread,
+/// at least 4096 iterations.
+pub fn chunk_len(end: u32) -> usize {
+    let tasks = rayon::current_num_threads().max(1) * 8;
+    (end as usize).div_ceil(tasks).max(4096)
+}
+
+/// `s` cut into parts of `chunk` elements (the last shorter), each a
+/// `&mut` of its own: what makes plain writes from parallel tasks safe.
+pub fn chunks_mut<T>(s: &mut [T], chunk: usize) -> Vec<&mut [T]> {
+    s.chunks_mut(chunk.max(1)).collect()
+}
+
+/// As [`chunks_mut`], for an array the kernel only reads.
+pub fn chunks<T>(s: &[T], chunk: usize) -> Vec<&[T]> {
+    s.chunks(chunk.max(1)).collect()
+}
+
+/// Runs `body(first index, parts)` for every chunk on rayon's pool;
+/// chunk `c` starts at index `c * chunk`.
+pub fn run_chunks<P: Send>(parts: Vec<P>, chunk: usize, body: impl Fn(u32, P) + Sync + Send) {
+    parts
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(c, p)| body((c * chunk) as u32, p));
+}
+
 /// One workgroup of a phased kernel (one with barriers or shared arrays).
 #[derive(Debug, Clone, Copy)]
 pub struct Group {
@@ -569,6 +628,20 @@ impl Group {
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// For a grid-stride loop the CPU form runs row by row (`i` from
+    /// `global_id().x` by `S = num_workgroups().x * workgroup_size().x`
+    /// while below `end`): the global x id of invocation 0 and `S`, where
+    /// the workgroup is 1-D (invocation `li`'s x id is then that plus
+    /// `li`), `S` is not 0 and `end + S` is within 2^32 (so `i` never
+    /// wraps); else `None`, and the phase runs invocation by invocation.
+    pub fn rows(&self, end: u32) -> Option<(u32, u32)> {
+        let s = self.groups[0] as u64 * self.size[0] as u64;
+        if self.size[1] != 1 || self.size[2] != 1 || s == 0 || end as u64 + s > 1 << 32 {
+            return None;
+        }
+        // group < groups, so group * size < S < 2^32.
+        Some((self.group[0] * self.size[0], s as u32))
     }
     /// The indices of invocation `li` (x fastest, as the GPUs number them).
     #[inline]
