@@ -90,7 +90,7 @@ typedef enum ug_status {
   UG_NULL_ARGUMENT = 1,
   /**
    * An argument was malformed: an unknown enum value, a misaligned
-   * pointer, a handle passed twice where one is written, a bad grid.
+   * pointer, an array written twice in one call, a bad grid.
    */
   UG_INVALID_ARGUMENT = 2,
   /**
@@ -535,7 +535,7 @@ enum ug_status ug_array_download(const struct ug_array *array, void *dst, size_t
 /**
  * Device-to-device copy of `src` into `dst` on `src`'s default stream.
  * `UG_DTYPE_MISMATCH` / `UG_SIZE_MISMATCH` unless both have the same dtype
- * and length; `UG_INVALID_ARGUMENT` if they are the same array.
+ * and length. The same array as `src` and `dst` is left as it is.
  *
  * # Safety
  *

@@ -9,13 +9,12 @@ use unigpu::{AnyArray, Context, DType};
 
 use crate::context::PyContext;
 use crate::dtype;
-use crate::errors::err;
-use crate::locks::{split, with_arrays};
+use crate::errors::{call_err, err};
 
 /// How a Python `Array` holds its data: shared, so that whatever else
 /// needs the array to outlive the Python object (a DLPack capsule) can
 /// keep it alive, and behind a lock, because Python threads share objects.
-pub(crate) type Shared = Arc<RwLock<AnyArray>>;
+pub(crate) type Shared = unigpu::binding::SharedArray;
 
 /// A one-dimensional array in a context's memory (device memory on CUDA,
 /// host memory on the CPU backend). Made by `Context.zeros`, `.empty`,
@@ -47,10 +46,6 @@ impl PyArray {
 
     pub(crate) fn lock(&self) -> &RwLock<AnyArray> {
         &self.inner
-    }
-
-    pub(crate) fn same(&self, other: &PyArray) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// A new array holding a copy of `obj` (anything `numpy.asarray`
@@ -203,16 +198,8 @@ impl PyArray {
     /// the work pending on both.
     fn copy_to(&self, py: Python<'_>, dst: &Bound<'_, PyArray>) -> PyResult<()> {
         let dst = dst.get();
-        if self.same(dst) {
-            return Ok(());
-        }
-        py.detach(|| {
-            with_arrays(&[(self.lock(), false), (dst.lock(), true)], |v| {
-                let (r, mut w) = split(v);
-                r[0].copy_to(w[0])
-            })
-        })
-        .map_err(err(py))
+        py.detach(|| unigpu::binding::copy_to([self.lock(), dst.lock()], ["self", "dst"]))
+            .map_err(call_err(py))
     }
 
     /// A copy of this array in `ctx` (another device or backend).

@@ -106,25 +106,27 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The class (index into [`CLASSES`]) and attributes for `e`.
+/// The class (index into [`CLASSES`]) of each error kind: a table over
+/// the kinds the bindings share (`unigpu::binding::ErrorKind`; the C
+/// status codes are the other table). `InvalidArgument` (a refusal of
+/// the binding layer) is a `ValueError` instead, see [`call_err`].
 fn class_of(e: &unigpu::Error) -> usize {
-    use unigpu::Error as E;
-    // An error in a kernel is the class of what went wrong there.
-    match e.root() {
-        E::OutOfMemory { .. } => 1,
-        E::InvalidDevice { .. } => 2,
-        E::BackendUnavailable { .. } => 3,
-        E::Compile { .. } => 4,
-        E::KernelArgs { .. } => 5,
-        E::Unsupported { .. } => 6,
-        E::SizeMismatch { .. } => 7,
-        E::DTypeMismatch { .. } => 8,
-        E::ContextMismatch { .. } => 9,
-        E::Config(_) => 10,
-        E::StreamWork { .. } => 11,
-        E::Torch { .. } => 12,
-        E::Driver { .. } => 13,
-        E::Dlpack { .. } => 14,
+    use unigpu::binding::ErrorKind as K;
+    match K::of(e) {
+        K::OutOfMemory => 1,
+        K::InvalidDevice => 2,
+        K::BackendUnavailable => 3,
+        K::Compile => 4,
+        K::KernelArgs => 5,
+        K::Unsupported => 6,
+        K::SizeMismatch => 7,
+        K::DTypeMismatch => 8,
+        K::ContextMismatch => 9,
+        K::Config => 10,
+        K::StreamWork => 11,
+        K::Torch => 12,
+        K::Driver => 13,
+        K::Dlpack => 14,
         _ => 0,
     }
 }
@@ -216,5 +218,17 @@ pub(crate) fn kernel_args(kernel: &str, message: String) -> unigpu::Error {
     unigpu::Error::KernelArgs {
         kernel: kernel.to_string(),
         message,
+    }
+}
+
+/// `.map_err(call_err(py))` on a result of the shared binding layer: its
+/// refusals (`ErrorKind::InvalidArgument`, C's `UG_INVALID_ARGUMENT`) are
+/// `ValueError`s with the same message as C's, facade errors as [`err`].
+pub(crate) fn call_err(py: Python<'_>) -> impl Fn(unigpu::binding::CallError) -> PyErr + '_ {
+    move |e| match e {
+        unigpu::binding::CallError::Refused { message } => {
+            pyo3::exceptions::PyValueError::new_err(message)
+        }
+        unigpu::binding::CallError::Failed(e) => to_py(py, e),
     }
 }

@@ -7,6 +7,7 @@ use std::sync::RwLock;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyTuple};
+use unigpu::binding::{self, Operand, View};
 use unigpu::kernel::{Origin, ParamKind};
 use unigpu::{
     AnyArray, Arg, CompileOptions, Context, CpuArgs, DType, Element, Grid, Kernel, Module, Scalar,
@@ -15,8 +16,7 @@ use unigpu::{
 
 use crate::array::PyArray;
 use crate::dtype;
-use crate::errors::{err, kernel_args};
-use crate::locks::{View, conflict, with_arrays};
+use crate::errors::{call_err, err, kernel_args};
 use crate::pending;
 
 /// Compiled kernels (on the CPU backend: the kernels the source declares).
@@ -304,7 +304,7 @@ pub(crate) fn launch(
         .collect::<PyResult<_>>()?;
     let mut list = Vec::with_capacity(items.len());
     let mut uses: Vec<(&RwLock<AnyArray>, bool)> = Vec::new();
-    let mut positions = Vec::new();
+    let mut names = Vec::new();
     for (i, obj) in items.iter().enumerate() {
         let declared = params.and_then(|p| p.get(i));
         if let Ok(a) = obj.cast::<PyArray>() {
@@ -317,7 +317,7 @@ pub(crate) fn launch(
                 })
             );
             uses.push((a.lock(), writes));
-            positions.push(i);
+            names.push(format!("args[{i}]"));
             list.push(LaunchArg::Array);
         } else {
             let what = || format!("kernel `{}` argument {i}", kernel.name());
@@ -328,18 +328,23 @@ pub(crate) fn launch(
             list.push(LaunchArg::Scalar(s));
         }
     }
-    if let Some((i, j)) = conflict(&uses) {
-        return Err(err(py)(kernel_args(
-            kernel.name(),
-            format!(
-                "arguments {} and {} are the same array, and the kernel writes it; pass a copy",
-                positions[i], positions[j]
-            ),
-        )));
-    }
+    // The bindings' one rule (unigpu::binding, as in C): an array both
+    // read (`const T*`) and written (`T*`) is read from a copy taken
+    // first; one written twice is refused (ValueError).
+    let operands: Vec<Operand<'_>> = uses
+        .iter()
+        .zip(&names)
+        .map(|(&(a, writes), name)| {
+            if writes {
+                Operand::write(a, name)
+            } else {
+                Operand::read(a, name)
+            }
+        })
+        .collect();
     let python_work = k.python_cpu && ctx.backend() == unigpu::Backend::Cpu;
     py.detach(|| {
-        with_arrays(&uses, |views| {
+        binding::with_arrays(&operands, |views| {
             let mut views = views.into_iter();
             let mut out = Vec::with_capacity(list.len());
             for a in &list {
@@ -364,7 +369,7 @@ pub(crate) fn launch(
         }
         Ok(())
     })
-    .map_err(err(py))
+    .map_err(call_err(py))
 }
 
 /// The CPU implementation that calls the Python function `f`.

@@ -12,8 +12,9 @@
 //!   (`Python::detach`): the CPU backend runs stream work on worker threads,
 //!   and a kernel's Python CPU implementation needs the GIL there.
 //! - Array locks ([`array::Shared`]) are taken only with the GIL released,
-//!   several at once in address order ([`locks`]), so two threads cannot
-//!   wait on each other.
+//!   several at once by the bindings' one rule (`unigpu::binding`, shared
+//!   with the C API): each once, in address order, so two threads cannot
+//!   wait on each other; an output that is also an input reads a copy.
 //! - User input never panics: bad values raise `TypeError`/`ValueError`,
 //!   facade errors raise the `unigpu.UnigpuError` subclass of their variant.
 
@@ -25,7 +26,6 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod kernel;
-mod locks;
 mod ops;
 mod pending;
 mod pinned;

@@ -1,19 +1,18 @@
 //! The built-in ops: `ctx.ops.add(a, b)`, `stream.ops.add(a, b)` and
 //! `unigpu.add(a, b, stream=s)`. Element-wise ops and matmul return their
 //! output (a new array unless `out=` is given); reductions return a float.
-//! An output may be one of the inputs (`add(x, y, out=x)`): that input is
-//! copied first.
-
-use std::sync::RwLock;
+//! The arrays are locked and aliased by the bindings' one rule
+//! (`unigpu::binding`, as in C): an output may be one of the inputs
+//! (`add(x, y, out=x)`), that input read from a copy taken first.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use unigpu::binding::{self, Binary, CallError, Reduce, Unary};
 use unigpu::{AnyArray, Context, Ops, Stream};
 
 use crate::array::PyArray;
 use crate::dtype;
-use crate::errors::err;
-use crate::locks::{split, with_arrays};
+use crate::errors::{call_err, err};
 use crate::stream::PyStream;
 
 /// Where an op runs.
@@ -28,7 +27,7 @@ impl On<'_> {
     fn run<R: Send>(
         self,
         py: Python<'_>,
-        f: impl FnOnce(Ops<'_>) -> unigpu::Result<R> + Send,
+        f: impl FnOnce(Ops<'_>) -> Result<R, CallError> + Send,
     ) -> PyResult<R> {
         py.detach(|| {
             f(match self.stream {
@@ -36,7 +35,7 @@ impl On<'_> {
                 None => self.ctx.ops(),
             })
         })
-        .map_err(err(py))
+        .map_err(call_err(py))
     }
 
     /// `out`, or a new array of `len` elements of `like`'s dtype.
@@ -60,47 +59,6 @@ impl On<'_> {
     }
 }
 
-/// A copy of `x` (to read from when `x` is also the call's output).
-fn snapshot(x: &PyArray) -> unigpu::Result<RwLock<AnyArray>> {
-    let src = x.lock().read().unwrap_or_else(|e| e.into_inner());
-    let mut copy = AnyArray::alloc(src.context(), src.dtype(), src.len())?;
-    src.copy_to(&mut copy)?;
-    Ok(RwLock::new(copy))
-}
-
-/// The lock to read `x` through: its own, or a copy's when `x` is `out`.
-fn input<'a>(
-    x: &'a PyArray,
-    out: &PyArray,
-    copy: &'a mut Option<RwLock<AnyArray>>,
-) -> unigpu::Result<&'a RwLock<AnyArray>> {
-    if x.same(out) {
-        Ok(copy.insert(snapshot(x)?))
-    } else {
-        Ok(x.lock())
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Binary {
-    Add,
-    Sub,
-    Mul,
-}
-
-#[derive(Clone, Copy)]
-enum Unary {
-    Relu,
-    Sigmoid,
-    Tanh,
-}
-
-#[derive(Clone, Copy)]
-enum Reduce {
-    Sum,
-    Max,
-}
-
 fn binary<'py>(
     py: Python<'py>,
     on: On<'_>,
@@ -113,16 +71,7 @@ fn binary<'py>(
     let out = on.output(py, out, a, a.len)?;
     let o = out.get();
     on.run(py, |ops| {
-        let (mut ca, mut cb) = (None, None);
-        let (la, lb) = (input(a, o, &mut ca)?, input(b, o, &mut cb)?);
-        with_arrays(&[(la, false), (lb, false), (o.lock(), true)], |v| {
-            let (r, mut w) = split(v);
-            match op {
-                Binary::Add => ops.add_any(r[0], r[1], w[0]),
-                Binary::Sub => ops.sub_any(r[0], r[1], w[0]),
-                Binary::Mul => ops.mul_any(r[0], r[1], w[0]),
-            }
-        })
+        binding::binary(ops, op, [a.lock(), b.lock(), o.lock()], ["a", "b", "out"])
     })?;
     Ok(out)
 }
@@ -138,27 +87,14 @@ fn unary<'py>(
     let out = on.output(py, out, x, x.len)?;
     let o = out.get();
     on.run(py, |ops| {
-        let mut cx = None;
-        let lx = input(x, o, &mut cx)?;
-        with_arrays(&[(lx, false), (o.lock(), true)], |v| {
-            let (r, mut w) = split(v);
-            match op {
-                Unary::Relu => ops.relu_any(r[0], w[0]),
-                Unary::Sigmoid => ops.sigmoid_any(r[0], w[0]),
-                Unary::Tanh => ops.tanh_any(r[0], w[0]),
-            }
-        })
+        binding::unary(ops, op, [x.lock(), o.lock()], ["x", "out"])
     })?;
     Ok(out)
 }
 
 fn reduce(py: Python<'_>, on: On<'_>, op: Reduce, x: &PyArray) -> PyResult<Py<PyAny>> {
     let s = on.run(py, |ops| {
-        let g = x.lock().read().unwrap_or_else(|e| e.into_inner());
-        match op {
-            Reduce::Sum => ops.sum_any(&g),
-            Reduce::Max => ops.max_any(&g),
-        }
+        binding::reduce(ops, op, [x.lock(), x.lock()], ["x", "x"])
     })?;
     Ok(dtype::scalar_to_py(py, s)?.unbind())
 }
@@ -173,7 +109,7 @@ fn fill<'py>(
     let value = dtype::scalar_as(a.dtype, value, &|| "fill value".to_string())?;
     on.run(py, |ops| {
         let mut g = a.lock().write().unwrap_or_else(|e| e.into_inner());
-        ops.fill_any(&mut g, value)
+        Ok(ops.fill_any(&mut g, value)?)
     })?;
     Ok(x)
 }
@@ -185,14 +121,9 @@ fn copy<'py>(
     dst: Bound<'py, PyArray>,
 ) -> PyResult<Bound<'py, PyArray>> {
     let (s, d) = (src.get(), dst.get());
-    if !s.same(d) {
-        on.run(py, |ops| {
-            with_arrays(&[(s.lock(), false), (d.lock(), true)], |v| {
-                let (r, mut w) = split(v);
-                ops.copy_any(r[0], w[0])
-            })
-        })?;
-    }
+    on.run(py, |ops| {
+        binding::copy(ops, [s.lock(), d.lock()], ["src", "dst"])
+    })?;
     Ok(dst)
 }
 
@@ -206,12 +137,7 @@ fn axpy<'py>(
     let (xa, ya) = (x.get(), y.get());
     let alpha = dtype::scalar_as(ya.dtype, alpha, &|| "axpy alpha".to_string())?;
     on.run(py, |ops| {
-        let mut cx = None;
-        let lx = input(xa, ya, &mut cx)?;
-        with_arrays(&[(lx, false), (ya.lock(), true)], |v| {
-            let (r, mut w) = split(v);
-            ops.axpy_any(alpha, r[0], w[0])
-        })
+        binding::axpy(ops, alpha, [xa.lock(), ya.lock()], ["x", "y"])
     })?;
     Ok(y)
 }
@@ -226,17 +152,14 @@ fn scale<'py>(
     let alpha = dtype::scalar_as(a.dtype, alpha, &|| "scale alpha".to_string())?;
     on.run(py, |ops| {
         let mut g = a.lock().write().unwrap_or_else(|e| e.into_inner());
-        ops.scale_any(alpha, &mut g)
+        Ok(ops.scale_any(alpha, &mut g)?)
     })?;
     Ok(x)
 }
 
 fn dot(py: Python<'_>, on: On<'_>, x: &PyArray, y: &PyArray) -> PyResult<Py<PyAny>> {
     let s = on.run(py, |ops| {
-        with_arrays(&[(x.lock(), false), (y.lock(), false)], |v| {
-            let (r, _) = split(v);
-            ops.dot_any(r[0], r[1])
-        })
+        binding::reduce(ops, Reduce::Dot, [x.lock(), y.lock()], ["x", "y"])
     })?;
     Ok(dtype::scalar_to_py(py, s)?.unbind())
 }
@@ -259,12 +182,12 @@ fn matmul<'py>(
     let out = on.output(py, out, aa, len)?;
     let o = out.get();
     on.run(py, |ops| {
-        let (mut ca, mut cb) = (None, None);
-        let (la, lb) = (input(aa, o, &mut ca)?, input(ba, o, &mut cb)?);
-        with_arrays(&[(la, false), (lb, false), (o.lock(), true)], |v| {
-            let (r, mut w) = split(v);
-            ops.matmul_any(r[0], r[1], w[0], (m, k, n))
-        })
+        binding::matmul(
+            ops,
+            [aa.lock(), ba.lock(), o.lock()],
+            ["a", "b", "out"],
+            (m, k, n),
+        )
     })?;
     Ok(out)
 }

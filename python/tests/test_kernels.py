@@ -132,6 +132,17 @@ def test_python_exception_comes_back_at_sync(cpu):
     s.sync()  # reported once; the stream stays usable
 
 
+def test_an_array_read_and_written_by_a_launch_is_read_from_a_copy(cpu):
+    # The bindings' one rule (as in C): `const float* x` and `float* y` on
+    # the same array read it as it was before the launch: y = 2y + y.
+    k = cpu.compile(SAXPY).kernel("saxpy").with_cpu(saxpy_on_cpu)
+    v = np.arange(8, dtype=np.float32)
+    x = cpu.array(v)
+    cpu.launch(k, 1, 1, [2.0, x, x, 8])
+    cpu.sync()
+    np.testing.assert_array_equal(x.numpy(), 3 * v)
+
+
 def test_launch_argument_errors(cpu):
     k = cpu.compile(SAXPY).kernel("saxpy").with_cpu(saxpy_on_cpu)
     x, y = cpu.zeros(4), cpu.zeros(4)
@@ -143,8 +154,12 @@ def test_launch_argument_errors(cpu):
     with pytest.raises(unigpu.KernelArgsError) as e:
         cpu.launch(k, 1, 1, [2.0, x, cpu.zeros(4, "f64"), 4])
     assert str(e.value) == "kernel `saxpy`: parameter 2 is declared `f32*` but &mut GpuArray<f64> was passed"
-    with pytest.raises(unigpu.KernelArgsError, match="arguments 1 and 2 are the same array"):
-        cpu.launch(k, 1, 1, [2.0, x, x, 4])
+    # One array written twice: refused as in C (UG_INVALID_ARGUMENT), same words.
+    with pytest.raises(ValueError) as e:
+        cpu.launch(unigpu.Kernel.cpu_only("two_outs", lambda a, b: None), 1, 1, [x, x])
+    assert str(e.value) == (
+        "`args[0]` and `args[1]` are the same array, and both are written; pass separate arrays"
+    )
     with pytest.raises(unigpu.KernelArgsError, match="parameter 1 is declared `const f32\\*` but a f64 value"):
         cpu.launch(k, 1, 1, [2.0, 1.0, y, 4])
     with pytest.raises(OverflowError, match="kernel `saxpy` argument 3: -1 does not fit in u32"):

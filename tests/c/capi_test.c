@@ -674,8 +674,12 @@ static void test_arrays(ug_context *ctx) {
     ERROR_HAS("size mismatch in ug_array_copy");
     ERROR_HAS(" elements, got ");
     ERROR_LACKS("::");
-    EXPECT(ug_array_copy(a, a), UG_INVALID_ARGUMENT);
-    ERROR_HAS("are the same array");
+    /* The same array as src and dst: left as it is (the bindings' one
+     * aliasing rule, facade::binding). */
+    OK(ug_array_copy(a, a));
+    void *same = download(a, d, n);
+    CHECK(memcmp(same, host, n * es) == 0);
+    free(same);
 
     /* to_context and context. */
     ug_context *cpu = NULL;
@@ -1228,9 +1232,11 @@ static void test_kernels(ug_context *ctx) {
   ug_arg null_array[4] = {args[0], ug_arg_in(NULL), args[2], args[3]};
   EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, null_array, 4), UG_NULL_ARGUMENT);
   ERROR_HAS("`args[1].array` is NULL");
-  ug_arg aliased[4] = {args[0], ug_arg_in(y), args[2], args[3]};
+  /* One array written twice: refused by the bindings' one rule, with
+   * Python's words. */
+  ug_arg aliased[4] = {args[0], ug_arg_out(y), args[2], args[3]};
   EXPECT(ug_kernel_launch(kc, ctx, NULL, &grid, aliased, 4), UG_INVALID_ARGUMENT);
-  ERROR_HAS("are the same array");
+  ERROR_HAS("`args[1]` and `args[2]` are the same array, and both are written; pass separate arrays");
   ug_grid zero = grid;
   zero.block[1] = 0;
   EXPECT(ug_kernel_launch(kc, ctx, NULL, &zero, args, 4), UG_INVALID_ARGUMENT);
@@ -1248,6 +1254,19 @@ static void test_kernels(ug_context *ctx) {
   ug_arg twice[4] = {args[0], ug_arg_in(x), ug_arg_out(y), args[3]};
   OK(ug_kernel_launch(kc, ctx, NULL, &grid, twice, 4));
   OK(ug_context_sync(ctx));
+
+  /* The same array in and out: the input is read from a copy taken first,
+   * so y = 2 * y + y. */
+  float *before = (float *)download(y, UG_DTYPE_F32, n);
+  ug_arg inout[4] = {args[0], ug_arg_in(y), ug_arg_out(y), args[3]};
+  OK(ug_kernel_launch(kc, ctx, NULL, &grid, inout, 4));
+  OK(ug_context_sync(ctx));
+  float *after = (float *)download(y, UG_DTYPE_F32, n);
+  for (size_t i = 0; i < n; i++) {
+    CHECK(fabsf(after[i] - 3.0f * before[i]) <= 1e-5f * fabsf(3.0f * before[i]) + 1e-6f);
+  }
+  free(before);
+  free(after);
 
   /* On the CPU backend a kernel needs a CPU implementation. */
   ug_module *mc = NULL;
@@ -1574,12 +1593,20 @@ static void test_ops(ug_context *ctx) {
   ERROR_HAS("dtype mismatch in add (b)");
   EXPECT(ug_op_sub(NULL, a, shorter, out), UG_SIZE_MISMATCH);
   EXPECT(ug_op_mul(NULL, a, b, shorter), UG_SIZE_MISMATCH);
-  EXPECT(ug_op_add(NULL, i32, i32b, i32), UG_INVALID_ARGUMENT);
+  EXPECT(ug_op_add(NULL, i32, i32b, i32), UG_UNSUPPORTED);
   EXPECT(ug_op_add(NULL, i32, i32b, out), UG_UNSUPPORTED);
   ERROR_HAS("add on i32 arrays");
-  EXPECT(ug_op_relu(NULL, a, a), UG_INVALID_ARGUMENT);
-  ERROR_HAS("`x` and `out` are the same array");
-  EXPECT(ug_op_add(NULL, a, b, a), UG_INVALID_ARGUMENT);
+  /* An output may be one of the inputs, read from a copy taken first (the
+   * bindings' one rule, as in Python). */
+  OK(ug_op_add(NULL, a, b, a)); /* a += b */
+  float got[8];
+  OK(ug_array_download(a, got, sizeof got));
+  for (int i = 0; i < 8; i++) CHECK(got[i] == 2 * host[i]);
+  OK(ug_op_relu(NULL, a, a));
+  OK(ug_array_download(a, got, sizeof got));
+  for (int i = 0; i < 8; i++) CHECK(got[i] == (host[i] > 0 ? 2 * host[i] : 0));
+  OK(ug_op_copy(NULL, a, a));
+  OK(ug_array_upload_from(a, host, sizeof host));
   OK(ug_op_add(NULL, a, a, out)); /* a + a: one array read twice */
   float twice[8];
   OK(ug_array_download(out, twice, sizeof twice));

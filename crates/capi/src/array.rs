@@ -20,7 +20,7 @@ use crate::types::{dtype_arg, ug_dtype};
 #[allow(non_camel_case_types)]
 #[derive(Debug)]
 pub struct ug_array {
-    pub(crate) inner: Arc<RwLock<AnyArray>>,
+    pub(crate) inner: facade::binding::SharedArray,
     /// Fixed for the array's life, so the getters need no lock.
     dtype: facade::DType,
     len: usize,
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn ug_array_download(
 
 /// Device-to-device copy of `src` into `dst` on `src`'s default stream.
 /// `UG_DTYPE_MISMATCH` / `UG_SIZE_MISMATCH` unless both have the same dtype
-/// and length; `UG_INVALID_ARGUMENT` if they are the same array.
+/// and length. The same array as `src` and `dst` is left as it is.
 ///
 /// # Safety
 ///
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn ug_array_copy(src: *const ug_array, dst: *mut ug_array)
         let src = unsafe { runtime::handle_ref(src, "src") }?;
         // SAFETY: NULL or live (see # Safety).
         let dst = unsafe { runtime::handle_ref(dst, "dst") }?;
-        locks::read_write((src, "src"), (dst, "dst"), |s, d| s.copy_to(d).or_status())
+        facade::binding::copy_to([&src.inner, &dst.inner], ["src", "dst"]).map_err(locks::fail_call)
     })
 }
 

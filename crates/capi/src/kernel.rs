@@ -3,12 +3,13 @@
 
 use std::ffi::c_char;
 
+use facade::binding::{self, Operand, View};
 use facade::{Arg, CompileOptions, Grid, Kernel, Module};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::array::ug_array;
 use crate::context::ug_context;
-use crate::locks::{self, ArrayRef, Use};
+use crate::locks;
 use crate::status::{OrStatus, Out, Result, ug_status};
 use crate::stream::ug_stream;
 use crate::types::{scalar_arg, ug_arg_kind, ug_scalar};
@@ -261,29 +262,35 @@ pub unsafe extern "C" fn ug_kernel_launch(
 
         // Check every argument, then lock the arrays.
         let mut arrays = Vec::new();
-        let names: Vec<String> = (0..args.len())
-            .map(|i| format!("args[{i}].array"))
-            .collect();
+        let names: Vec<String> = (0..args.len()).map(|i| format!("args[{i}]")).collect();
         for (i, a) in args.iter().enumerate() {
             let use_ = match a.kind {
                 k if k == ug_arg_kind::Scalar as u32 => {
                     scalar_arg(&a.scalar, &format!("args[{i}].scalar.dtype"))?;
                     continue;
                 }
-                k if k == ug_arg_kind::ArrayIn as u32 => Use::Read,
-                k if k == ug_arg_kind::ArrayOut as u32 => Use::Write,
+                k if k == ug_arg_kind::ArrayIn as u32 => false,
+                k if k == ug_arg_kind::ArrayOut as u32 => true,
                 k => {
                     return Err(Failure::invalid_argument(format!(
                         "`args[{i}].kind` is {k}, not a ug_arg_kind value (UG_ARG_KIND_SCALAR 0, UG_ARG_KIND_ARRAY_IN 1, UG_ARG_KIND_ARRAY_OUT 2)"
                     )));
                 }
             };
+            let what = format!("args[{i}].array");
             // SAFETY: NULL or live (see # Safety).
-            let array = unsafe { runtime::handle_ref(a.array, &names[i]) }?;
-            arrays.push((array, use_, names[i].as_str()));
+            let array: &ug_array = unsafe { runtime::handle_ref(a.array, &what) }?;
+            arrays.push(if use_ {
+                Operand::write(&array.inner, names[i].as_str())
+            } else {
+                Operand::read(&array.inner, names[i].as_str())
+            });
         }
-        let mut locks = locks::lock(&arrays)?;
-        let mut refs = locks.refs().into_iter();
+        // The bindings' one rule (facade::binding): an array both
+        // `UG_ARG_KIND_ARRAY_IN` and `_OUT` is read from a copy taken
+        // first; one passed twice as `_OUT` is refused.
+        let mut locked = binding::lock(&arrays).map_err(locks::fail_call)?;
+        let mut refs = locked.views().into_iter();
         let mut launch_args = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             if a.kind == ug_arg_kind::Scalar as u32 {
@@ -291,8 +298,8 @@ pub unsafe extern "C" fn ug_kernel_launch(
                 continue;
             }
             let arg = match refs.next() {
-                Some(ArrayRef::Read(x)) => x.as_arg(),
-                Some(ArrayRef::Write(x)) => x.as_arg_mut(),
+                Some(View::Read(x)) => x.as_arg(),
+                Some(View::Write(x)) => x.as_arg_mut(),
                 None => {
                     return Err(Failure::invalid_argument(format!(
                         "internal: no lock for args[{i}]"

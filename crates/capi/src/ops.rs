@@ -5,10 +5,14 @@
 //! bf16 (`UG_UNSUPPORTED` for integers). Every operand, scalars included,
 //! must have the first operand's dtype (`UG_DTYPE_MISMATCH`) and matching
 //! lengths (`UG_SIZE_MISMATCH`). Element-wise ops and matmul are
-//! stream-ordered like kernels; the reductions wait for their result. An
-//! output may not be one of the inputs (`UG_INVALID_ARGUMENT`).
+//! stream-ordered like kernels; the reductions wait for their result.
+//! The arrays are locked and aliased by the bindings' one rule
+//! (`facade::binding`, as in Python): an output may be one of the inputs
+//! (`ug_op_add(s, x, y, x)` is `x += y`), the input reading a copy taken
+//! first.
 
-use facade::{AnyArray, Ops};
+use facade::Ops;
+use facade::binding::{self, Binary, CallError, Reduce, Unary};
 use unigpu_capi_runtime as runtime;
 
 use crate::array::ug_array;
@@ -21,15 +25,15 @@ use crate::types::{scalar_arg, to_c_scalar, ug_scalar};
 /// context's default stream).
 fn with_ops<R>(
     stream: Option<&ug_stream>,
-    first: &AnyArray,
-    f: impl FnOnce(Ops<'_>) -> facade::Result<R>,
+    first: &ug_array,
+    f: impl FnOnce(Ops<'_>) -> std::result::Result<R, CallError>,
 ) -> Result<R> {
-    let ctx = first.context();
+    let ctx = locks::read(first, |a| Ok(a.context().clone()))?;
     match stream {
         Some(s) => f(ctx.ops_on(&s.stream)),
         None => f(ctx.ops()),
     }
-    .or_status()
+    .map_err(locks::fail_call)
 }
 
 /// An optional stream argument.
@@ -98,8 +102,8 @@ pub unsafe extern "C" fn ug_op_copy(
                 array_arg(dst, "dst")?,
             )
         };
-        locks::read_write((src, "src"), (dst, "dst"), |src, dst| {
-            with_ops(s, src, |o| o.copy_any(src, dst))
+        with_ops(s, src, |o| {
+            binding::copy(o, [&src.inner, &dst.inner], ["src", "dst"])
         })
     })
 }
@@ -114,7 +118,7 @@ unsafe fn binary(
     a: *const ug_array,
     b: *const ug_array,
     out: *mut ug_array,
-    op: impl FnOnce(Ops<'_>, &AnyArray, &AnyArray, &mut AnyArray) -> facade::Result<()>,
+    op: Binary,
 ) -> ug_status {
     runtime::guard(|| {
         // SAFETY: the caller's promises (see # Safety).
@@ -126,8 +130,8 @@ unsafe fn binary(
                 array_arg(out, "out")?,
             )
         };
-        locks::read2_write((a, "a"), (b, "b"), (out, "out"), |a, b, out| {
-            with_ops(s, a, |o| op(o, a, b, out))
+        with_ops(s, a, |o| {
+            binding::binary(o, op, [&a.inner, &b.inner, &out.inner], ["a", "b", "out"])
         })
     })
 }
@@ -145,7 +149,7 @@ pub unsafe extern "C" fn ug_op_add(
     out: *mut ug_array,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { binary(stream, a, b, out, |o, a, b, out| o.add_any(a, b, out)) }
+    unsafe { binary(stream, a, b, out, Binary::Add) }
 }
 
 /// `out = a - b`, element-wise.
@@ -161,7 +165,7 @@ pub unsafe extern "C" fn ug_op_sub(
     out: *mut ug_array,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { binary(stream, a, b, out, |o, a, b, out| o.sub_any(a, b, out)) }
+    unsafe { binary(stream, a, b, out, Binary::Sub) }
 }
 
 /// `out = a * b`, element-wise.
@@ -177,7 +181,7 @@ pub unsafe extern "C" fn ug_op_mul(
     out: *mut ug_array,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { binary(stream, a, b, out, |o, a, b, out| o.mul_any(a, b, out)) }
+    unsafe { binary(stream, a, b, out, Binary::Mul) }
 }
 
 /// `y = alpha * x + y`, one fused multiply-add per element; `alpha` has
@@ -197,8 +201,8 @@ pub unsafe extern "C" fn ug_op_axpy(
         // SAFETY: the caller's promises (see # Safety).
         let (s, x, y) = unsafe { (stream_arg(stream), array_arg(x, "x")?, array_arg(y, "y")?) };
         let alpha = scalar_arg(&alpha, "alpha.dtype")?;
-        locks::read_write((x, "x"), (y, "y"), |x, y| {
-            with_ops(s, x, |o| o.axpy_any(alpha, x, y))
+        with_ops(s, x, |o| {
+            binding::axpy(o, alpha, [&x.inner, &y.inner], ["x", "y"])
         })
     })
 }
@@ -238,7 +242,7 @@ unsafe fn unary(
     stream: *const ug_stream,
     x: *const ug_array,
     out: *mut ug_array,
-    op: impl FnOnce(Ops<'_>, &AnyArray, &mut AnyArray) -> facade::Result<()>,
+    op: Unary,
 ) -> ug_status {
     runtime::guard(|| {
         // SAFETY: the caller's promises (see # Safety).
@@ -249,8 +253,8 @@ unsafe fn unary(
                 array_arg(out, "out")?,
             )
         };
-        locks::read_write((x, "x"), (out, "out"), |x, out| {
-            with_ops(s, x, |o| op(o, x, out))
+        with_ops(s, x, |o| {
+            binding::unary(o, op, [&x.inner, &out.inner], ["x", "out"])
         })
     })
 }
@@ -267,7 +271,7 @@ pub unsafe extern "C" fn ug_op_relu(
     out: *mut ug_array,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { unary(stream, x, out, |o, x, out| o.relu_any(x, out)) }
+    unsafe { unary(stream, x, out, Unary::Relu) }
 }
 
 /// `out = 1 / (1 + e^-x)`.
@@ -282,7 +286,7 @@ pub unsafe extern "C" fn ug_op_sigmoid(
     out: *mut ug_array,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { unary(stream, x, out, |o, x, out| o.sigmoid_any(x, out)) }
+    unsafe { unary(stream, x, out, Unary::Sigmoid) }
 }
 
 /// `out = tanh(x)`.
@@ -297,7 +301,7 @@ pub unsafe extern "C" fn ug_op_tanh(
     out: *mut ug_array,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { unary(stream, x, out, |o, x, out| o.tanh_any(x, out)) }
+    unsafe { unary(stream, x, out, Unary::Tanh) }
 }
 
 /// The body of the reductions: waits for the result and writes it to `out`
@@ -311,7 +315,7 @@ unsafe fn reduce(
     x: *const ug_array,
     y: Option<*const ug_array>,
     out: *mut ug_scalar,
-    op: impl FnOnce(Ops<'_>, &AnyArray, &AnyArray) -> facade::Result<facade::Scalar>,
+    op: Reduce,
 ) -> ug_status {
     runtime::guard(|| {
         // SAFETY: NULL or valid for writes (see # Safety).
@@ -323,7 +327,9 @@ unsafe fn reduce(
             Some(y) => unsafe { array_arg(y, "y") }?,
             None => x,
         };
-        let result = locks::read2((x, "x"), (y, "y"), |x, y| with_ops(s, x, |o| op(o, x, y)))?;
+        let result = with_ops(s, x, |o| {
+            binding::reduce(o, op, [&x.inner, &y.inner], ["x", "y"])
+        })?;
         out.write(to_c_scalar(result));
         Ok(())
     })
@@ -343,7 +349,7 @@ pub unsafe extern "C" fn ug_op_sum(
     out: *mut ug_scalar,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { reduce(stream, x, None, out, |o, x, _| o.sum_any(x)) }
+    unsafe { reduce(stream, x, None, out, Reduce::Sum) }
 }
 
 /// The largest element (NaNs ignored unless all are NaN), as a scalar of
@@ -360,7 +366,7 @@ pub unsafe extern "C" fn ug_op_max(
     out: *mut ug_scalar,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { reduce(stream, x, None, out, |o, x, _| o.max_any(x)) }
+    unsafe { reduce(stream, x, None, out, Reduce::Max) }
 }
 
 /// `sum(x[i] * y[i])`, as a scalar of the arrays' dtype.
@@ -377,7 +383,7 @@ pub unsafe extern "C" fn ug_op_dot(
     out: *mut ug_scalar,
 ) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { reduce(stream, x, Some(y), out, |o, x, y| o.dot_any(x, y)) }
+    unsafe { reduce(stream, x, Some(y), out, Reduce::Dot) }
 }
 
 /// `c = a · b` for row-major `a` (m×k), `b` (k×n) and `c` (m×n); cuBLAS on
@@ -406,8 +412,13 @@ pub unsafe extern "C" fn ug_op_matmul(
                 array_arg(c, "c")?,
             )
         };
-        locks::read2_write((a, "a"), (b, "b"), (c, "c"), |a, b, c| {
-            with_ops(s, a, |o| o.matmul_any(a, b, c, (m, k, n)))
+        with_ops(s, a, |o| {
+            binding::matmul(
+                o,
+                [&a.inner, &b.inner, &c.inner],
+                ["a", "b", "c"],
+                (m, k, n),
+            )
         })
     })
 }

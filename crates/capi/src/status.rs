@@ -4,6 +4,7 @@
 use std::ffi::{CStr, c_char};
 
 use facade::Error;
+use facade::binding::ErrorKind;
 use unigpu_capi_runtime::{self as runtime, Failure, StatusCode};
 
 /// The result of every fallible call. `UG_OK` means success and the
@@ -20,7 +21,7 @@ pub enum ug_status {
     /// A required pointer argument was NULL.
     NULL_ARGUMENT = 1,
     /// An argument was malformed: an unknown enum value, a misaligned
-    /// pointer, a handle passed twice where one is written, a bad grid.
+    /// pointer, an array written twice in one call, a bad grid.
     INVALID_ARGUMENT = 2,
     /// A string argument was not valid UTF-8.
     INVALID_UTF8 = 3,
@@ -123,24 +124,31 @@ impl ug_status {
 /// What an export's body returns.
 pub(crate) type Result<T = ()> = std::result::Result<T, Failure<ug_status>>;
 
-/// The status for a facade error.
+/// The status for a facade error: a table over the kinds the bindings
+/// share (`facade::binding::ErrorKind`; Python's exception classes are
+/// the other table).
 pub(crate) fn status_of(e: &Error) -> ug_status {
-    // An error in a kernel has the status of what went wrong there.
-    match e.root() {
-        Error::OutOfMemory { .. } => ug_status::OUT_OF_MEMORY,
-        Error::InvalidDevice { .. } => ug_status::INVALID_DEVICE,
-        Error::BackendUnavailable { .. } => ug_status::BACKEND_UNAVAILABLE,
-        Error::Compile { .. } => ug_status::COMPILE,
-        Error::KernelArgs { .. } => ug_status::KERNEL_ARGS,
-        Error::Unsupported { .. } => ug_status::UNSUPPORTED,
-        Error::SizeMismatch { .. } => ug_status::SIZE_MISMATCH,
-        Error::DTypeMismatch { .. } => ug_status::DTYPE_MISMATCH,
-        Error::ContextMismatch { .. } => ug_status::CONTEXT_MISMATCH,
-        Error::Config(_) => ug_status::CONFIG,
-        Error::StreamWork { .. } => ug_status::STREAM_WORK,
-        Error::Torch { .. } => ug_status::TORCH,
-        Error::Driver { .. } => ug_status::DRIVER,
-        Error::Dlpack { .. } => ug_status::DLPACK,
+    status_of_kind(ErrorKind::of(e))
+}
+
+/// The status of each error kind.
+pub(crate) fn status_of_kind(kind: ErrorKind) -> ug_status {
+    match kind {
+        ErrorKind::InvalidArgument => ug_status::INVALID_ARGUMENT,
+        ErrorKind::OutOfMemory => ug_status::OUT_OF_MEMORY,
+        ErrorKind::InvalidDevice => ug_status::INVALID_DEVICE,
+        ErrorKind::BackendUnavailable => ug_status::BACKEND_UNAVAILABLE,
+        ErrorKind::Compile => ug_status::COMPILE,
+        ErrorKind::KernelArgs => ug_status::KERNEL_ARGS,
+        ErrorKind::Unsupported => ug_status::UNSUPPORTED,
+        ErrorKind::SizeMismatch => ug_status::SIZE_MISMATCH,
+        ErrorKind::DTypeMismatch => ug_status::DTYPE_MISMATCH,
+        ErrorKind::ContextMismatch => ug_status::CONTEXT_MISMATCH,
+        ErrorKind::Config => ug_status::CONFIG,
+        ErrorKind::StreamWork => ug_status::STREAM_WORK,
+        ErrorKind::Torch => ug_status::TORCH,
+        ErrorKind::Driver => ug_status::DRIVER,
+        ErrorKind::Dlpack => ug_status::DLPACK,
         _ => ug_status::OTHER,
     }
 }

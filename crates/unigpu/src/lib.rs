@@ -50,6 +50,7 @@ mod any_array;
 mod any_pinned;
 mod array;
 mod backend;
+pub mod binding;
 pub mod comm;
 pub mod config;
 mod context;

@@ -46,7 +46,7 @@ float!(bf16, f32, "bf16", "f32", bf16::to_f32, bf16::from_f32);
 
 /// The element-wise ops that take two inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Binary {
+pub enum Binary {
     Add,
     Sub,
     Mul,
@@ -54,7 +54,7 @@ pub(crate) enum Binary {
 
 /// The element-wise ops that take one input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unary {
+pub enum Unary {
     Relu,
     Sigmoid,
     Tanh,
@@ -62,7 +62,7 @@ pub(crate) enum Unary {
 
 /// The reductions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reduce {
+pub enum Reduce {
     Sum,
     Max,
     Dot,

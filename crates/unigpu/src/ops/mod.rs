@@ -2,7 +2,7 @@
 //! activations, reductions, and matmul (cuBLAS on CUDA, faer on the
 //! CPU).
 
-mod kinds;
+pub(crate) mod kinds;
 
 pub use kinds::Float;
 pub(crate) use kinds::{Binary, Reduce, Unary};
