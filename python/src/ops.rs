@@ -107,10 +107,7 @@ fn fill<'py>(
 ) -> PyResult<Bound<'py, PyArray>> {
     let a = x.get();
     let value = dtype::scalar_as(a.dtype, value, &|| "fill value".to_string())?;
-    on.run(py, |ops| {
-        let mut g = a.lock().write().unwrap_or_else(|e| e.into_inner());
-        Ok(ops.fill_any(&mut g, value)?)
-    })?;
+    on.run(py, |ops| binding::fill(ops, a.lock(), value))?;
     Ok(x)
 }
 
@@ -150,10 +147,7 @@ fn scale<'py>(
 ) -> PyResult<Bound<'py, PyArray>> {
     let a = x.get();
     let alpha = dtype::scalar_as(a.dtype, alpha, &|| "scale alpha".to_string())?;
-    on.run(py, |ops| {
-        let mut g = a.lock().write().unwrap_or_else(|e| e.into_inner());
-        Ok(ops.scale_any(alpha, &mut g)?)
-    })?;
+    on.run(py, |ops| binding::scale(ops, alpha, a.lock()))?;
     Ok(x)
 }
 

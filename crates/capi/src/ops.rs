@@ -17,7 +17,7 @@ use unigpu_capi_runtime as runtime;
 
 use crate::array::ug_array;
 use crate::locks;
-use crate::status::{OrStatus, Out, Result, ug_status};
+use crate::status::{Out, Result, ug_status};
 use crate::stream::ug_stream;
 use crate::types::{scalar_arg, to_c_scalar, ug_scalar};
 
@@ -71,14 +71,7 @@ pub unsafe extern "C" fn ug_op_fill(
         // SAFETY: the caller's promises (see # Safety).
         let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
         let value = scalar_arg(&value, "value.dtype")?;
-        locks::write(x, |x| {
-            let ctx = x.context().clone();
-            match s {
-                Some(s) => ctx.ops_on(&s.stream).fill_any(x, value),
-                None => ctx.ops().fill_any(x, value),
-            }
-            .or_status()
-        })
+        with_ops(s, x, |o| binding::fill(o, &x.inner, value))
     })
 }
 
@@ -222,14 +215,7 @@ pub unsafe extern "C" fn ug_op_scale(
         // SAFETY: the caller's promises (see # Safety).
         let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
         let alpha = scalar_arg(&alpha, "alpha.dtype")?;
-        locks::write(x, |x| {
-            let ctx = x.context().clone();
-            match s {
-                Some(s) => ctx.ops_on(&s.stream).scale_any(alpha, x),
-                None => ctx.ops().scale_any(alpha, x),
-            }
-            .or_status()
-        })
+        with_ops(s, x, |o| binding::scale(o, alpha, &x.inner))
     })
 }
 

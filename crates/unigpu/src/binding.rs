@@ -430,6 +430,16 @@ pub fn copy_to([src, dst]: [&RwLock<AnyArray>; 2], names: [&str; 2]) -> Result<(
     )
 }
 
+/// Every element of `x` set to `value` on `ops`.
+pub fn fill(ops: Ops<'_>, x: &RwLock<AnyArray>, value: Scalar) -> Result<(), CallError> {
+    Ok(ops.fill_any(&mut write_guard(x), value)?)
+}
+
+/// `x = alpha·x` on `ops`.
+pub fn scale(ops: Ops<'_>, alpha: Scalar, x: &RwLock<AnyArray>) -> Result<(), CallError> {
+    Ok(ops.scale_any(alpha, &mut write_guard(x))?)
+}
+
 /// `y = alpha·x + y` on `ops`.
 pub fn axpy(
     ops: Ops<'_>,
