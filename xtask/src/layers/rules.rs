@@ -67,7 +67,7 @@ pub const RULES: &[Rule] = &[
             "backend/dispatch.rs",
             "lib.rs",
             "backend/torch/**",
-            "backend/torch_missing/**",
+            "backend/missing/**",
         ],
     },
     Rule::TextOnlyIn {
@@ -78,7 +78,7 @@ pub const RULES: &[Rule] = &[
             // `KernelRef::cuda`, which only the cuda and torch backends call.
             "backend/code.rs",
             "backend/cuda/**",
-            "backend/cuda_missing/**",
+            "backend/missing/**",
             // `cuda_probe`, `Probe`; the kernel cache folder (NVRTC's).
             "lib.rs",
             "kernel/mod.rs",
@@ -90,11 +90,7 @@ pub const RULES: &[Rule] = &[
     Rule::TextOnlyIn {
         name: "the vulkan feature is named only by the backend list",
         text: "feature = \"vulkan\"",
-        only_in: &[
-            "backend/mod.rs",
-            "backend/vulkan/**",
-            "backend/vulkan_missing/**",
-        ],
+        only_in: &["backend/mod.rs", "backend/vulkan/**", "backend/missing/**"],
     },
 ];
 
