@@ -109,7 +109,7 @@ impl KernelRef<'_> {
     pub(crate) fn cuda(&self) -> Option<&Function> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Cuda(f) => Some(f),
-            _ => None,
+            KernelCode::Cpu(_) | KernelCode::Shader(_) => None,
         })
     }
 
@@ -117,7 +117,7 @@ impl KernelRef<'_> {
     pub(crate) fn shader(&self) -> Option<&ShaderKernel> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Shader(s) => Some(s),
-            _ => None,
+            KernelCode::Cuda(_) | KernelCode::Cpu(_) => None,
         })
     }
 
@@ -125,7 +125,7 @@ impl KernelRef<'_> {
     pub(crate) fn cpu(&self) -> Option<&CpuKernelFn> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Cpu(f) => Some(f),
-            _ => None,
+            KernelCode::Cuda(_) | KernelCode::Shader(_) => None,
         })
     }
 }

@@ -40,6 +40,17 @@ pub(crate) enum EventImpl {
     Vulkan(<Vulkan as Api>::Event),
 }
 
+/// Every variant of the dispatch enum `$enum`, as one pattern: the arm
+/// that turns handles of different backends into `ContextMismatch` (or
+/// passes over the backends without a feature) matches with it instead of
+/// `_`, so that a new backend's variant is a compile error there too.
+macro_rules! any_variant {
+    ($enum:ident) => {
+        $enum::Cpu(_) | $enum::Cuda(_) | $enum::Torch(_) | $enum::Vulkan(_)
+    };
+}
+pub(crate) use any_variant;
+
 /// Runs `$body` with `$A` the backend of `$value` (a dispatch enum) and
 /// `$x` its handle.
 macro_rules! on_backend {
@@ -86,7 +97,7 @@ macro_rules! on_backend2 {
                 type $A = Vulkan;
                 $body
             }
-            _ => Err(Error::ContextMismatch { what: $what }),
+            (any_variant!($e1), _) => Err(Error::ContextMismatch { what: $what }),
         }
     };
 }
@@ -372,7 +383,7 @@ impl StreamImpl {
             (StreamImpl::Vulkan(s), Storage::Vulkan(a), Storage::Vulkan(b)) => {
                 Vulkan::copy::<T>(s, a, b)
             }
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(StreamImpl), _, _) => Err(Error::ContextMismatch {
                 what: "Stream::copy",
             }),
         }
@@ -395,14 +406,14 @@ macro_rules! variant {
                 match s {
                     Storage::$A(b) => Some(b),
                     #[allow(unreachable_patterns)]
-                    _ => None,
+                    any_variant!(Storage) => None,
                 }
             }
             fn buffer_mut<T: Element>(s: &mut Storage<T>) -> Option<&mut Self::Buffer<T>> {
                 match s {
                     Storage::$A(b) => Some(b),
                     #[allow(unreachable_patterns)]
-                    _ => None,
+                    any_variant!(Storage) => None,
                 }
             }
             fn launch_arg(a: ArgImpl<'_>) -> Option<LaunchArg<'_, Self>> {
@@ -410,7 +421,7 @@ macro_rules! variant {
                     ArgImpl::Scalar(s) => Some(LaunchArg::Scalar(s)),
                     ArgImpl::$A(b) => Some(LaunchArg::Buffer(b)),
                     #[allow(unreachable_patterns)]
-                    _ => None,
+                    any_variant!(ArgImpl) => None,
                 }
             }
         }
@@ -604,7 +615,7 @@ impl<T: Element> Storage<T> {
             (Storage::Torch(b), StreamImpl::Torch(t), StreamImpl::Cuda(c)) => {
                 Some(super::interop::torch_to_cuda(b, t, c).map(Storage::Cuda))
             }
-            _ => {
+            (any_variant!(Storage), _, _) => {
                 let _ = (from, to);
                 None
             }
@@ -639,7 +650,7 @@ impl<T: Element> Storage<T> {
                 Storage::Vulkan(b),
                 StreamImpl::Vulkan(t),
             ) => Vulkan::copy_between_devices::<T>(s, a, t, b),
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(Storage), _, _, _) => Err(Error::ContextMismatch {
                 what: "copy between devices",
             }),
         }
@@ -752,7 +763,7 @@ impl StreamImpl {
             (StreamImpl::Vulkan(s), PinnedImpl::Vulkan(p), Storage::Vulkan(b)) => {
                 Vulkan::upload_pinned::<T>(s, p, b)
             }
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(StreamImpl), _, _) => Err(Error::ContextMismatch {
                 what: "Stream::upload_pinned",
             }),
         }
@@ -776,7 +787,7 @@ impl StreamImpl {
             (StreamImpl::Vulkan(s), Storage::Vulkan(b), PinnedImpl::Vulkan(p)) => {
                 Vulkan::download_pinned::<T>(s, b, p)
             }
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(StreamImpl), _, _) => Err(Error::ContextMismatch {
                 what: "Stream::download_pinned",
             }),
         }
