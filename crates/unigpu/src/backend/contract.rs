@@ -7,10 +7,10 @@ use std::fmt::Debug;
 use std::ops::{Deref, DerefMut};
 
 use super::Backend;
-use super::code::{KernelRef, Program};
+use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::Result;
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
@@ -24,6 +24,9 @@ use unigpu_core::dlpack::ManagedTensor;
 pub(crate) trait Api: Sized + 'static {
     /// Which backend this is.
     const KIND: Backend;
+    /// The DLPack device type (`kDLCPU`, `kDLCUDA`, ...) of this backend's
+    /// memory, as `__dlpack_device__` reports it for its arrays.
+    const DLPACK_DEVICE_TYPE: i32;
 
     /// An opened device, with whatever the backend keeps per device.
     type Device: Debug + Send + Sync;
@@ -290,6 +293,25 @@ pub(crate) trait Api: Sized + 'static {
         Err(crate::error::Error::Unsupported {
             backend: Self::KIND,
             what: format!("loading {format} code: precompiled CUDA code runs on CUDA devices only"),
+        })
+    }
+
+    /// Reads and checks `source`, the compute shader of kernel `name`
+    /// (its `@compute` entry point named so, or its only one), into the
+    /// kernel code this backend launches; the bindings at `word_arrays`
+    /// hold 16-bit elements two to a word. A bad shader is
+    /// `Error::Compile`. Where the backend runs no shaders, `Unsupported`.
+    /// Needs no device: the kernel carries the code to whichever context
+    /// launches it.
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        let _ = (name, source, word_arrays);
+        Err(crate::error::Error::Unsupported {
+            backend: Self::KIND,
+            what: "compute shaders (WGSL, SPIR-V): they run on the vulkan backend".into(),
         })
     }
 

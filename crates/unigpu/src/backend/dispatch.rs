@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut};
 
 use super::Api;
 use super::Backend;
-use super::code::{KernelRef, Program};
+use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
@@ -13,7 +13,7 @@ use super::torch::Torch;
 use super::vulkan::Vulkan;
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
@@ -654,6 +654,27 @@ impl<T: Element> Storage<T> {
                 what: "copy between devices",
             }),
         }
+    }
+}
+
+/// A kernel's compute shader, made by the backend that runs shaders
+/// ([`Api::shader_kernel`] of vulkan; in a build without it, its stand-in
+/// keeps the shader unread).
+pub(crate) fn shader_kernel(
+    name: &str,
+    source: ShaderSource<'_>,
+    word_arrays: &[(usize, DType)],
+) -> Result<KernelCode> {
+    Vulkan::shader_kernel(name, source, word_arrays)
+}
+
+/// [`Api::DLPACK_DEVICE_TYPE`] of `backend`.
+pub(crate) fn dlpack_device_type(backend: Backend) -> i32 {
+    match backend {
+        Backend::Cpu => Cpu::DLPACK_DEVICE_TYPE,
+        Backend::Cuda => Cuda::DLPACK_DEVICE_TYPE,
+        Backend::Torch => Torch::DLPACK_DEVICE_TYPE,
+        Backend::Vulkan => Vulkan::DLPACK_DEVICE_TYPE,
     }
 }
 

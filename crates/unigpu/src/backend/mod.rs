@@ -55,15 +55,14 @@ pub(crate) mod vulkan;
 #[cfg(not(feature = "vulkan"))]
 pub(crate) use missing::vulkan;
 
-pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
+pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode, ShaderSource};
 pub(crate) use comm::{CommImpl, P2pImpl, PartImpl};
 pub(crate) use contract::Api;
-pub use cpu::{CpuArgs, CpuKernelFn};
+pub use cpu::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut, CpuKernelFn};
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
-    StreamImpl, can_access_peer,
+    StreamImpl, can_access_peer, dlpack_device_type, shader_kernel,
 };
 #[cfg(feature = "cuda")]
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
-pub(crate) use vulkan::ShaderKernel;

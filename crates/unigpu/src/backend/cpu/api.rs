@@ -55,6 +55,7 @@ impl Drop for SignalOnDrop {
 
 impl Api for Cpu {
     const KIND: Backend = Backend::Cpu;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCPU;
     type Device = CpuDevice;
 
     fn device_count() -> Result<usize> {

@@ -26,6 +26,7 @@ pub(crate) struct Cuda;
 
 impl Api for Cuda {
     const KIND: Backend = Backend::Cuda;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA;
     type Device = Arc<Device>;
 
     fn device_count() -> Result<usize> {

@@ -16,6 +16,7 @@ pub(crate) struct Kind;
 
 impl Absent for Kind {
     const KIND: Backend = Backend::Cuda;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA;
     const REASON: &'static str =
         "unigpu was built without the `cuda` feature (no CUDA crate is in this build)";
 }

@@ -14,12 +14,12 @@ use std::marker::PhantomData;
 
 use unigpu_core::dlpack::ManagedTensor;
 
-use super::code::{KernelRef, Program};
+use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::{Api, Backend};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
@@ -36,8 +36,24 @@ pub(crate) mod vulkan;
 /// Which backend a `Missing<K>` stands in for, and why it is absent.
 pub(crate) trait Absent: Debug + Send + Sync + 'static {
     const KIND: Backend;
+    /// As the backend's own `Api::DLPACK_DEVICE_TYPE` (`dlpack_device`
+    /// names a backend's device whether it is built or not).
+    const DLPACK_DEVICE_TYPE: i32;
     /// The reason `BackendUnavailable` gives: the feature the build lacks.
     const REASON: &'static str;
+    /// As the backend's own `Api::shader_kernel`; by default `Unsupported`
+    /// (the contract's default).
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        let _ = (name, source, word_arrays);
+        Err(Error::Unsupported {
+            backend: Self::KIND,
+            what: "compute shaders (WGSL, SPIR-V): they run on the vulkan backend".into(),
+        })
+    }
 }
 
 /// Backend `K`, absent from this build. Never made: only its `Api` is used.
@@ -66,6 +82,7 @@ pub(crate) fn unavailable<K: Absent>() -> Error {
 
 impl<K: Absent> Api for Missing<K> {
     const KIND: Backend = K::KIND;
+    const DLPACK_DEVICE_TYPE: i32 = K::DLPACK_DEVICE_TYPE;
     type Device = Never;
     type Stream = Never;
     type Event = Never;
@@ -219,6 +236,13 @@ impl<K: Absent> Api for Missing<K> {
     }
     fn compile(d: &Never, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
         match *d {}
+    }
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        K::shader_kernel(name, source, word_arrays)
     }
     fn arg<T: Element>(b: &Never) -> Never {
         match *b {}

@@ -10,6 +10,7 @@ pub(crate) struct Kind;
 
 impl Absent for Kind {
     const KIND: Backend = Backend::Torch;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA;
     const REASON: &'static str =
         "unigpu was built without the `torch` feature (the torch tier is not in this build)";
 }

@@ -5,6 +5,8 @@
 
 use super::{Absent, Missing};
 use crate::backend::Backend;
+use crate::backend::code::{KernelCode, ShaderSource};
+use crate::element::DType;
 use crate::error::Result;
 
 /// Names the absent vulkan backend.
@@ -13,8 +15,30 @@ pub(crate) struct Kind;
 
 impl Absent for Kind {
     const KIND: Backend = Backend::Vulkan;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLVulkan;
     const REASON: &'static str =
         "unigpu was built without the `vulkan` feature (wgpu is not in this build)";
+
+    /// The shader kept unread, its form only: a kernel may carry one in
+    /// any build, and none here runs it.
+    fn shader_kernel(
+        _name: &str,
+        source: ShaderSource<'_>,
+        _word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        // Only the form is kept: nothing in this build reads shaders.
+        let form = match source {
+            ShaderSource::Wgsl(text) => {
+                let _ = text;
+                "wgsl"
+            }
+            ShaderSource::Spirv(words) => {
+                let _ = words;
+                "spir-v"
+            }
+        };
+        Ok(KernelCode::Shader(ShaderKernel(form)))
+    }
 }
 
 /// The vulkan backend, absent from this build.
@@ -26,23 +50,8 @@ pub(crate) type Vulkan = Missing<Kind>;
 pub(crate) struct ShaderKernel(&'static str);
 
 impl ShaderKernel {
-    pub(crate) fn wgsl(_kernel: &str, _source: &str) -> Result<ShaderKernel> {
-        Ok(ShaderKernel("wgsl"))
-    }
-
-    pub(crate) fn spirv(_kernel: &str, _bytes: &[u8]) -> Result<ShaderKernel> {
-        Ok(ShaderKernel("spir-v"))
-    }
-
     pub(crate) fn form(&self) -> &'static str {
         self.0
-    }
-
-    pub(crate) fn with_word_arrays(
-        self,
-        _arrays: &[(usize, crate::element::DType)],
-    ) -> ShaderKernel {
-        self
     }
 
     /// Unknown: nothing here reads shaders.

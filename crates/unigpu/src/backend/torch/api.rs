@@ -37,6 +37,7 @@ fn driver_error(e: unigpu_cuda_safe::SafeError) -> Error {
 
 impl Api for Torch {
     const KIND: Backend = Backend::Torch;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA; // torch tensors here are CUDA tensors
     type Device = TorchDevice;
 
     fn device_count() -> Result<usize> {

@@ -9,14 +9,15 @@ use super::errors::unsupported;
 use super::event::VkEvent;
 use super::kernel::{KernelArg, VkArg, arg, launch};
 use super::open::VkOpen;
+use super::shader::ShaderKernel;
 use super::stream::{Recorded, VkStream};
-use crate::backend::code::{KernelRef, ModuleCode, Program};
+use crate::backend::code::{KernelCode, KernelRef, ModuleCode, Program, ShaderSource};
 use crate::backend::contract::LaunchArg;
 use crate::backend::unified::not_unified;
 use crate::backend::{Api, Backend};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
@@ -43,6 +44,7 @@ fn bytes<T: Element>(host: &[T]) -> &[u8] {
 
 impl Api for Vulkan {
     const KIND: Backend = Backend::Vulkan;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLVulkan;
     type Device = VkOpen;
 
     fn device_count() -> Result<usize> {
@@ -337,6 +339,18 @@ impl Api for Vulkan {
                 "loading {format} code: a CUDA image cannot run on a Vulkan device; give the kernel a shader (Kernel::from_wgsl, Kernel::from_spirv)"
             ),
         })
+    }
+
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        let shader = match source {
+            ShaderSource::Wgsl(text) => ShaderKernel::wgsl(name, text)?,
+            ShaderSource::Spirv(bytes) => ShaderKernel::spirv(name, bytes)?,
+        };
+        Ok(KernelCode::Shader(shader.with_word_arrays(word_arrays)))
     }
 
     type Arg<'a> = VkArg<'a>;
