@@ -3,7 +3,6 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::Api;
 use super::Backend;
 use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
@@ -11,6 +10,9 @@ use super::cpu::Cpu;
 use super::cuda::Cuda;
 use super::torch::Torch;
 use super::vulkan::Vulkan;
+use super::{
+    Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
+};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::{DType, Element};
@@ -25,19 +27,19 @@ use unigpu_core::dlpack::ManagedTensor;
 /// A stream of any backend.
 #[derive(Debug, Clone)]
 pub(crate) enum StreamImpl {
-    Cpu(<Cpu as Api>::Stream),
-    Cuda(<Cuda as Api>::Stream),
-    Torch(<Torch as Api>::Stream),
-    Vulkan(<Vulkan as Api>::Stream),
+    Cpu(<Cpu as Handles>::Stream),
+    Cuda(<Cuda as Handles>::Stream),
+    Torch(<Torch as Handles>::Stream),
+    Vulkan(<Vulkan as Handles>::Stream),
 }
 
 /// An event of any backend.
 #[derive(Debug)]
 pub(crate) enum EventImpl {
-    Cpu(<Cpu as Api>::Event),
-    Cuda(<Cuda as Api>::Event),
-    Torch(<Torch as Api>::Event),
-    Vulkan(<Vulkan as Api>::Event),
+    Cpu(<Cpu as Handles>::Event),
+    Cuda(<Cuda as Handles>::Event),
+    Torch(<Torch as Handles>::Event),
+    Vulkan(<Vulkan as Handles>::Event),
 }
 
 /// Every variant of the dispatch enum `$enum`, as one pattern: the arm
@@ -161,10 +163,10 @@ impl EventImpl {
 /// An opened device of any backend.
 #[derive(Debug)]
 pub(crate) enum DeviceImpl {
-    Cpu(<Cpu as Api>::Device),
-    Cuda(<Cuda as Api>::Device),
-    Torch(<Torch as Api>::Device),
-    Vulkan(<Vulkan as Api>::Device),
+    Cpu(<Cpu as Handles>::Device),
+    Cuda(<Cuda as Handles>::Device),
+    Torch(<Torch as Handles>::Device),
+    Vulkan(<Vulkan as Handles>::Device),
 }
 
 impl DeviceImpl {
@@ -304,10 +306,10 @@ impl DeviceImpl {
 
 /// The memory of a `GpuArray<T>`, on any backend.
 pub(crate) enum Storage<T: Element> {
-    Cpu(<Cpu as Api>::Buffer<T>),
-    Cuda(<Cuda as Api>::Buffer<T>),
-    Torch(<Torch as Api>::Buffer<T>),
-    Vulkan(<Vulkan as Api>::Buffer<T>),
+    Cpu(<Cpu as Handles>::Buffer<T>),
+    Cuda(<Cuda as Handles>::Buffer<T>),
+    Torch(<Torch as Handles>::Buffer<T>),
+    Vulkan(<Vulkan as Handles>::Buffer<T>),
 }
 
 macro_rules! new_storage {
@@ -529,10 +531,10 @@ impl StreamImpl {
 /// One launch argument, on any backend.
 pub(crate) enum ArgImpl<'a> {
     Scalar(Scalar),
-    Cpu(<Cpu as Api>::Arg<'a>),
-    Cuda(<Cuda as Api>::Arg<'a>),
-    Torch(<Torch as Api>::Arg<'a>),
-    Vulkan(<Vulkan as Api>::Arg<'a>),
+    Cpu(<Cpu as Handles>::Arg<'a>),
+    Cuda(<Cuda as Handles>::Arg<'a>),
+    Torch(<Torch as Handles>::Arg<'a>),
+    Vulkan(<Vulkan as Handles>::Arg<'a>),
 }
 
 impl<T: Element> Storage<T> {
@@ -691,10 +693,10 @@ pub(crate) fn can_access_peer(backend: Backend, from: usize, to: usize) -> Resul
 /// A graph of one backend.
 #[derive(Debug)]
 pub(crate) enum GraphImpl {
-    Cpu(<Cpu as Api>::Graph),
-    Cuda(<Cuda as Api>::Graph),
-    Torch(<Torch as Api>::Graph),
-    Vulkan(<Vulkan as Api>::Graph),
+    Cpu(<Cpu as Handles>::Graph),
+    Cuda(<Cuda as Handles>::Graph),
+    Torch(<Torch as Handles>::Graph),
+    Vulkan(<Vulkan as Handles>::Graph),
 }
 
 impl StreamImpl {
@@ -736,10 +738,10 @@ impl GraphImpl {
 /// A pinned host buffer of any backend.
 #[derive(Debug)]
 pub(crate) enum PinnedImpl<T: Element> {
-    Cpu(<Cpu as Api>::Pinned<T>),
-    Cuda(<Cuda as Api>::Pinned<T>),
-    Torch(<Torch as Api>::Pinned<T>),
-    Vulkan(<Vulkan as Api>::Pinned<T>),
+    Cpu(<Cpu as PinnedApi>::Pinned<T>),
+    Cuda(<Cuda as PinnedApi>::Pinned<T>),
+    Torch(<Torch as PinnedApi>::Pinned<T>),
+    Vulkan(<Vulkan as PinnedApi>::Pinned<T>),
 }
 
 impl<T: Element> PinnedImpl<T> {
@@ -817,18 +819,18 @@ impl StreamImpl {
 
 /// A unified array's elements seen from the host, on any backend.
 pub(crate) enum HostViewImpl<'a, T: Element> {
-    Cpu(<Cpu as Api>::HostView<'a, T>),
-    Cuda(<Cuda as Api>::HostView<'a, T>),
-    Torch(<Torch as Api>::HostView<'a, T>),
-    Vulkan(<Vulkan as Api>::HostView<'a, T>),
+    Cpu(<Cpu as Handles>::HostView<'a, T>),
+    Cuda(<Cuda as Handles>::HostView<'a, T>),
+    Torch(<Torch as Handles>::HostView<'a, T>),
+    Vulkan(<Vulkan as Handles>::HostView<'a, T>),
 }
 
 /// As [`HostViewImpl`], writable.
 pub(crate) enum HostViewMutImpl<'a, T: Element> {
-    Cpu(<Cpu as Api>::HostViewMut<'a, T>),
-    Cuda(<Cuda as Api>::HostViewMut<'a, T>),
-    Torch(<Torch as Api>::HostViewMut<'a, T>),
-    Vulkan(<Vulkan as Api>::HostViewMut<'a, T>),
+    Cpu(<Cpu as Handles>::HostViewMut<'a, T>),
+    Cuda(<Cuda as Handles>::HostViewMut<'a, T>),
+    Torch(<Torch as Handles>::HostViewMut<'a, T>),
+    Vulkan(<Vulkan as Handles>::HostViewMut<'a, T>),
 }
 
 impl<T: Element> Deref for HostViewImpl<'_, T> {

@@ -1,7 +1,10 @@
 //! The backends and the contract between them and the public types.
 //!
-//! - `contract.rs`: `trait Api`, every backend's handle types and
-//!   operations, with the guarantee of each.
+//! - `contract.rs`: the contract, one trait per handle as wgpu-hal has it:
+//!   `Handles` (every backend's handle types), `DeviceApi`, `StreamApi`,
+//!   `EventApi`, `GraphApi`, `BufferApi`, `PinnedApi`, `KernelApi` (the
+//!   operations on each, with the guarantee of each), `BuiltinOps`; `Api`
+//!   is all of them, implemented once for every backend that has them.
 //! - `dispatch.rs`: the enums the public types hold (`DeviceImpl`,
 //!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`, `PinnedImpl`,
 //!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
@@ -57,7 +60,9 @@ pub(crate) use missing::vulkan;
 
 pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode, ShaderSource};
 pub(crate) use comm::{CommImpl, P2pImpl, PartImpl};
-pub(crate) use contract::Api;
+pub(crate) use contract::{
+    Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
+};
 pub use cpu::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut, CpuKernelFn};
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,

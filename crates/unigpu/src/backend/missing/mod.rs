@@ -16,7 +16,9 @@ use unigpu_core::dlpack::ManagedTensor;
 
 use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
-use super::{Api, Backend};
+use super::{
+    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
+};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::{DType, Element};
@@ -80,18 +82,20 @@ pub(crate) fn unavailable<K: Absent>() -> Error {
     }
 }
 
-impl<K: Absent> Api for Missing<K> {
+impl<K: Absent> Handles for Missing<K> {
     const KIND: Backend = K::KIND;
     const DLPACK_DEVICE_TYPE: i32 = K::DLPACK_DEVICE_TYPE;
     type Device = Never;
     type Stream = Never;
     type Event = Never;
     type Buffer<T: Element> = Never;
-    type Pinned<T: Element> = Never;
     type HostView<'a, T: Element> = &'a [T];
     type HostViewMut<'a, T: Element> = &'a mut [T];
     type Arg<'a> = Never;
+    type Graph = Never;
+}
 
+impl<K: Absent> DeviceApi for Missing<K> {
     fn device_count() -> Result<usize> {
         Err(unavailable::<K>())
     }
@@ -122,6 +126,9 @@ impl<K: Absent> Api for Missing<K> {
     fn new_stream(d: &Never) -> Result<Never> {
         match *d {}
     }
+}
+
+impl<K: Absent> StreamApi for Missing<K> {
     fn stream_sync(s: &Never) -> Result<()> {
         match *s {}
     }
@@ -137,6 +144,9 @@ impl<K: Absent> Api for Missing<K> {
     fn native_stream(s: &Never) -> Option<u64> {
         match *s {}
     }
+}
+
+impl<K: Absent> EventApi for Missing<K> {
     fn new_event(s: &Never, _timed: bool) -> Result<Never> {
         match *s {}
     }
@@ -152,7 +162,9 @@ impl<K: Absent> Api for Missing<K> {
     fn elapsed_ms(e: &Never, _: &Never) -> Result<f32> {
         match *e {}
     }
-    type Graph = Never;
+}
+
+impl<K: Absent> GraphApi for Missing<K> {
     fn begin_capture(s: &Never) -> Result<()> {
         match *s {}
     }
@@ -168,6 +180,9 @@ impl<K: Absent> Api for Missing<K> {
     fn graph_len(g: &Never) -> usize {
         match *g {}
     }
+}
+
+impl<K: Absent> BufferApi for Missing<K> {
     fn alloc<T: Element>(s: &Never, _: usize) -> Result<Never> {
         match *s {}
     }
@@ -195,24 +210,6 @@ impl<K: Absent> Api for Missing<K> {
     fn copy<T: Element>(s: &Never, _: &Never, _: &mut Never) -> Result<()> {
         match *s {}
     }
-    fn pinned<T: Element>(s: &Never, _: usize) -> Result<Never> {
-        match *s {}
-    }
-    fn pinned_len<T: Element>(p: &Never) -> usize {
-        match *p {}
-    }
-    fn pinned_slice<T: Element>(p: &Never) -> Result<&[T]> {
-        match *p {}
-    }
-    fn pinned_slice_mut<T: Element>(p: &mut Never) -> Result<&mut [T]> {
-        match *p {}
-    }
-    fn upload_pinned<T: Element>(s: &Never, _: &Never, _: &mut Never) -> Result<()> {
-        match *s {}
-    }
-    fn download_pinned<T: Element>(s: &Never, _: &Never, _: &mut Never) -> Result<()> {
-        match *s {}
-    }
     fn alloc_unified<T: Element>(s: &Never, _: usize) -> Result<Never> {
         match *s {}
     }
@@ -234,6 +231,31 @@ impl<K: Absent> Api for Missing<K> {
     fn from_dlpack<T: Element>(s: &Never, _: ManagedTensor) -> Result<Never> {
         match *s {}
     }
+}
+
+impl<K: Absent> PinnedApi for Missing<K> {
+    type Pinned<T: Element> = Never;
+    fn pinned<T: Element>(s: &Never, _: usize) -> Result<Never> {
+        match *s {}
+    }
+    fn pinned_len<T: Element>(p: &Never) -> usize {
+        match *p {}
+    }
+    fn pinned_slice<T: Element>(p: &Never) -> Result<&[T]> {
+        match *p {}
+    }
+    fn pinned_slice_mut<T: Element>(p: &mut Never) -> Result<&mut [T]> {
+        match *p {}
+    }
+    fn upload_pinned<T: Element>(s: &Never, _: &Never, _: &mut Never) -> Result<()> {
+        match *s {}
+    }
+    fn download_pinned<T: Element>(s: &Never, _: &Never, _: &mut Never) -> Result<()> {
+        match *s {}
+    }
+}
+
+impl<K: Absent> KernelApi for Missing<K> {
     fn compile(d: &Never, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
         match *d {}
     }
