@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use crate::error::ConfigError;
 use crate::{Backend, DType};
 
 /// File name searched for in the working directory and its parents.
@@ -31,40 +32,6 @@ const DEVICE_VALUES: &str =
     "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\", \"vulkan\", \"vulkan:N\" (N = 0, 1, ...)";
 const DTYPE_VALUES: &str =
     "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
-
-/// A configuration problem, naming where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// A key holds a value outside its allowed set.
-    #[error("{origin}: key `{key}`: {value:?} is not allowed; allowed values: {allowed}")]
-    BadValue {
-        /// `path:line:column`, or the environment variable's name.
-        origin: String,
-        key: &'static str,
-        value: String,
-        allowed: String,
-    },
-    /// A key holds a value of the wrong TOML type (every key takes a
-    /// string).
-    #[error("{origin}: key `{key}`: expected a string, found {found}; allowed values: {allowed}")]
-    WrongType {
-        /// `path:line:column`.
-        origin: String,
-        key: &'static str,
-        /// The value's TOML type and text, e.g. `integer 3`.
-        found: String,
-        allowed: String,
-    },
-    /// Not valid TOML, or an unknown key (the message lists the known ones).
-    #[error("{origin}: {message}")]
-    Parse { origin: String, message: String },
-    /// The file could not be read.
-    #[error("{path}: cannot read the config file: {message}")]
-    Read { path: PathBuf, message: String },
-    /// Two settings that cannot both hold.
-    #[error("{origin}: {message}")]
-    Conflict { origin: String, message: String },
-}
 
 /// Which backend to use: one by name, or the fallback chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

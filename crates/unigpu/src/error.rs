@@ -1,7 +1,44 @@
 //! The facade's error type: one variant per thing a user can act on.
 
-use crate::config::ConfigError;
+use std::path::PathBuf;
+
 use crate::{Backend, DType};
+
+/// A configuration problem, naming where it came from (`unigpu.toml` or
+/// an environment variable; see `config.rs`). Here, not in `config.rs`, so
+/// that this file stays a leaf the backends may use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A key holds a value outside its allowed set.
+    #[error("{origin}: key `{key}`: {value:?} is not allowed; allowed values: {allowed}")]
+    BadValue {
+        /// `path:line:column`, or the environment variable's name.
+        origin: String,
+        key: &'static str,
+        value: String,
+        allowed: String,
+    },
+    /// A key holds a value of the wrong TOML type (every key takes a
+    /// string).
+    #[error("{origin}: key `{key}`: expected a string, found {found}; allowed values: {allowed}")]
+    WrongType {
+        /// `path:line:column`.
+        origin: String,
+        key: &'static str,
+        /// The value's TOML type and text, e.g. `integer 3`.
+        found: String,
+        allowed: String,
+    },
+    /// Not valid TOML, or an unknown key (the message lists the known ones).
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    /// The file could not be read.
+    #[error("{path}: cannot read the config file: {message}")]
+    Read { path: PathBuf, message: String },
+    /// Two settings that cannot both hold.
+    #[error("{origin}: {message}")]
+    Conflict { origin: String, message: String },
+}
 
 /// Everything a unigpu call can fail with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -391,7 +428,12 @@ mod tests {
 
     #[test]
     fn a_config_error_is_the_source() {
-        let e = Error::from(crate::Config::parse("backend = 3", "test").unwrap_err());
+        let e = Error::from(ConfigError::WrongType {
+            origin: "test:1:11".into(),
+            key: "backend",
+            found: "integer 3".into(),
+            allowed: "\"auto\"".into(),
+        });
         let source = e.source().expect("the config error is the source");
         assert!(source.downcast_ref::<ConfigError>().is_some());
     }

@@ -37,9 +37,10 @@
 //!   call the dispatch. They never name a backend.
 //! - `backend::dispatch`: one enum per handle kind, one variant per
 //!   backend; the only code that names the variants.
-//! - `backend/<name>/` (`cpu`, `cuda`, `torch`, `vulkan`): each implements the trait
-//!   `Api` of `backend/contract.rs`, whose doc comments are what every
-//!   backend guarantees. A backend uses no public type and no other
+//! - `backend/<name>/` (`cpu`, `cuda`, `torch`, `vulkan`): each implements the
+//!   per-handle traits of `backend/contract.rs` (`DeviceApi`, `StreamApi`,
+//!   ..., together `Api`), whose doc comments are what every backend
+//!   guarantees. A backend uses no public type and no other
 //!   backend, only leaf value files (`element.rs`, `error.rs`, ...).
 //!
 //! `cargo xtask layers` checks this (docs/architecture.md).

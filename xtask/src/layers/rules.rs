@@ -19,7 +19,9 @@ pub enum Rule {
         shared: &'static [&'static str],
     },
     /// A file matching `from` may not depend on a file matching `to`,
-    /// unless the file matches `except`.
+    /// unless the file matches `except`: not directly, nor through other
+    /// files (an allowed file that uses a forbidden one makes it reachable
+    /// from every file that uses it).
     Forbid {
         name: &'static str,
         from: &'static [&'static str],
@@ -45,14 +47,17 @@ pub const RULES: &[Rule] = &[
         name: "backends do not use the public types",
         from: &["backend/**"],
         to: &["**"],
-        // What a backend may use outside backend/: plain values and leaf
-        // files with no public handles in them. Not config.rs, nor lib.rs.
+        // What a backend may use outside backend/, directly or through
+        // another file: plain values and leaf files with no public handles
+        // in them (kernel/comments.rs: signature.rs's comment scanner).
+        // Not config.rs, nor lib.rs.
         except: &[
             "backend/**",
             "device.rs",
             "dlpack/sync.rs",
             "element.rs",
             "error.rs",
+            "kernel/comments.rs",
             "kernel/options.rs",
             "kernel/signature.rs",
             "lock.rs",
@@ -67,7 +72,7 @@ pub const RULES: &[Rule] = &[
             "backend/dispatch.rs",
             "lib.rs",
             "backend/torch/**",
-            "backend/torch_missing/**",
+            "backend/missing/**",
         ],
     },
     Rule::TextOnlyIn {
@@ -78,7 +83,7 @@ pub const RULES: &[Rule] = &[
             // `KernelRef::cuda`, which only the cuda and torch backends call.
             "backend/code.rs",
             "backend/cuda/**",
-            "backend/cuda_missing/**",
+            "backend/missing/**",
             // `cuda_probe`, `Probe`; the kernel cache folder (NVRTC's).
             "lib.rs",
             "kernel/mod.rs",
@@ -90,11 +95,7 @@ pub const RULES: &[Rule] = &[
     Rule::TextOnlyIn {
         name: "the vulkan feature is named only by the backend list",
         text: "feature = \"vulkan\"",
-        only_in: &[
-            "backend/mod.rs",
-            "backend/vulkan/**",
-            "backend/vulkan_missing/**",
-        ],
+        only_in: &["backend/mod.rs", "backend/vulkan/**", "backend/missing/**"],
     },
 ];
 
@@ -141,8 +142,8 @@ pub fn check(graph: &Graph, rules: &[Rule]) -> Vec<Violation> {
                 from,
                 to,
                 except,
-            } => for_each_edge(graph, name, &mut out, |a, b| {
-                matches_any(from, a) && matches_any(to, b) && !matches_any(except, b)
+            } => for_each_reach(graph, name, &mut out, from, |b| {
+                matches_any(to, b) && !matches_any(except, b)
             }),
             Rule::TextOnlyIn {
                 name,
@@ -188,6 +189,64 @@ fn for_each_edge(
             }
         }
     }
+}
+
+/// A violation of `rule` for every file that a file matching `from`
+/// reaches, directly or not, and `forbidden` holds for; the path
+/// through the graph is the first edge's text and the files after it (the
+/// shortest chain, found breadth first). Neither forbidden files nor other
+/// files matching `from` are gone through: each forbidden one is reported,
+/// not what lies behind it, and each `from` file reports its own reach.
+fn for_each_reach(
+    graph: &Graph,
+    rule: &'static str,
+    out: &mut Vec<Violation>,
+    from: &[&str],
+    forbidden: impl Fn(&str) -> bool,
+) {
+    for (start, file) in graph.files.iter().enumerate() {
+        if !matches_any(from, file) {
+            continue;
+        }
+        // Each reached file's predecessor on the shortest chain.
+        let mut before: Vec<Option<usize>> = vec![None; graph.files.len()];
+        let mut seen = vec![false; graph.files.len()];
+        seen[start] = true;
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(at) = queue.pop_front() {
+            for &to in graph.edges[at].keys() {
+                if seen[to] {
+                    continue;
+                }
+                seen[to] = true;
+                before[to] = Some(at);
+                if forbidden(&graph.files[to]) {
+                    out.push(Violation {
+                        file: file.clone(),
+                        rule,
+                        what: chain(graph, start, to, &before),
+                    });
+                } else if !matches_any(from, &graph.files[to]) {
+                    queue.push_back(to);
+                }
+            }
+        }
+    }
+}
+
+/// `path (→ a → b → end)`: the text of the first edge from `start` and
+/// the files from there to `end`.
+fn chain(graph: &Graph, start: usize, end: usize, before: &[Option<usize>]) -> String {
+    let mut files = vec![end];
+    let mut at = end;
+    while let Some(prev) = before[at].filter(|&p| p != start) {
+        files.push(prev);
+        at = prev;
+    }
+    files.reverse();
+    let path = &graph.edges[start][&files[0]];
+    let names: Vec<&str> = files.iter().map(|&f| graph.files[f].as_str()).collect();
+    format!("{path} (→ {})", names.join(" → "))
 }
 
 fn matches_any(patterns: &[&str], file: &str) -> bool {

@@ -451,6 +451,28 @@ fn backends_may_use_the_driver_and_the_allowed_files_only() {
     );
 }
 
+#[test]
+fn a_forbidden_file_reached_through_an_allowed_one_is_reported() {
+    let tree = Tree::new(&[
+        ("lib.rs", "mod backend; mod config; mod error;"),
+        ("config.rs", "pub struct ConfigError;"),
+        ("error.rs", "pub struct Error(crate::config::ConfigError);"),
+        ("backend/mod.rs", "mod cpu;"),
+        ("backend/cpu/mod.rs", "pub struct Cpu(crate::error::Error);"),
+    ]);
+    let lines: Vec<String> = tree
+        .check()
+        .violations
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        lines,
+        ["backend/cpu/mod.rs: backends do not use the public types: \
+             crate::error::Error (→ error.rs → config.rs)",]
+    );
+}
+
 /// A dependency graph from `(package, [deps])` pairs.
 fn crate_graph(
     pairs: &[(&str, &[&str])],

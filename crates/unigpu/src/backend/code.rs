@@ -10,6 +10,7 @@ use super::cuda::code::{self as cuda, Function, Module};
 use super::vulkan::ShaderKernel;
 use crate::error::Result;
 use crate::kernel::options::Origin;
+use crate::kernel::signature::ParamKind;
 
 /// A program compiled (or not) by one backend for one device.
 #[derive(Debug)]
@@ -84,6 +85,15 @@ impl KernelCode {
         }
     }
 
+    /// The parameters the code itself declares (a shader's bindings);
+    /// `None` where it does not.
+    pub(crate) fn bound_params(&self) -> Option<Vec<ParamKind>> {
+        match self {
+            KernelCode::Shader(s) => s.params(),
+            KernelCode::Cuda(_) | KernelCode::Cpu(_) => None,
+        }
+    }
+
     /// The form's name, for `Debug` and errors.
     pub(crate) fn form(&self) -> &'static str {
         match self {
@@ -92,6 +102,15 @@ impl KernelCode {
             KernelCode::Shader(s) => s.form(),
         }
     }
+}
+
+/// A compute shader as a kernel is given it, for the backend that runs
+/// shaders to read ([`Api::shader_kernel`](super::Api::shader_kernel)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ShaderSource<'a> {
+    Wgsl(&'a str),
+    /// A whole SPIR-V module, little-endian words.
+    Spirv(&'a [u8]),
 }
 
 /// A kernel as a backend launches it: its name (for errors) and the code
@@ -109,7 +128,7 @@ impl KernelRef<'_> {
     pub(crate) fn cuda(&self) -> Option<&Function> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Cuda(f) => Some(f),
-            _ => None,
+            KernelCode::Cpu(_) | KernelCode::Shader(_) => None,
         })
     }
 
@@ -117,7 +136,7 @@ impl KernelRef<'_> {
     pub(crate) fn shader(&self) -> Option<&ShaderKernel> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Shader(s) => Some(s),
-            _ => None,
+            KernelCode::Cuda(_) | KernelCode::Cpu(_) => None,
         })
     }
 
@@ -125,7 +144,7 @@ impl KernelRef<'_> {
     pub(crate) fn cpu(&self) -> Option<&CpuKernelFn> {
         self.code.iter().find_map(|c| match c {
             KernelCode::Cpu(f) => Some(f),
-            _ => None,
+            KernelCode::Cuda(_) | KernelCode::Shader(_) => None,
         })
     }
 }

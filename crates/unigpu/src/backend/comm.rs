@@ -9,6 +9,7 @@ use std::time::Duration;
 use unigpu_core::ReduceOp;
 
 use super::cuda::comm::{self as cuda, Comm, Part};
+use super::dispatch::any_variant;
 use super::{Backend, DeviceImpl, Storage, StreamImpl};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -65,7 +66,7 @@ impl CommImpl {
     pub(crate) fn library(backend: Backend) -> Result<String> {
         match backend {
             Backend::Cuda => cuda::library(),
-            other => Err(unsupported(other)),
+            other @ (Backend::Cpu | Backend::Torch | Backend::Vulkan) => Err(unsupported(other)),
         }
     }
 
@@ -73,7 +74,7 @@ impl CommImpl {
     pub(crate) fn new_id(backend: Backend) -> Result<[u8; 128]> {
         match backend {
             Backend::Cuda => cuda::new_id(),
-            other => Err(unsupported(other)),
+            other @ (Backend::Cpu | Backend::Torch | Backend::Vulkan) => Err(unsupported(other)),
         }
     }
 
@@ -90,7 +91,9 @@ impl CommImpl {
         for d in devices {
             match d {
                 DeviceImpl::Cuda(d) => cuda_devices.push(d),
-                other => return Err(unsupported(other.backend())),
+                other @ (DeviceImpl::Cpu(_) | DeviceImpl::Torch(_) | DeviceImpl::Vulkan(_)) => {
+                    return Err(unsupported(other.backend()));
+                }
             }
         }
         Ok(CommImpl::Cuda(cuda::init(
@@ -151,7 +154,14 @@ impl CommImpl {
                     array: Storage::Cuda(b),
                     peer,
                 } => cuda::recv::<T>(*local, s, b, *peer),
-                _ => return Err(mismatch()),
+                P2pImpl::Send {
+                    stream: any_variant!(StreamImpl),
+                    ..
+                }
+                | P2pImpl::Recv {
+                    stream: any_variant!(StreamImpl),
+                    ..
+                } => return Err(mismatch()),
             });
         }
         Ok(c.send_recv(&mut cuda_ops)?)

@@ -1,16 +1,21 @@
-//! The contract every backend implements (see `backend/mod.rs`). Each
-//! method's doc comment is the guarantee every backend keeps, so that a
+//! The contract every backend implements (see `backend/mod.rs`), one trait
+//! per kind of handle as wgpu-hal has it: `Handles` names a backend's
+//! handle types; `DeviceApi`, `StreamApi`, `EventApi`, `GraphApi`,
+//! `BufferApi`, `PinnedApi` and `KernelApi` are the operations on each, and
+//! `BuiltinOps` the built-in ops; `Api` is all of them, implemented once
+//! for every backend that has them. Each trait's doc comment states its
+//! contract, each method's the guarantee every backend keeps, so that a
 //! program behaves the same on each; docs/design/backend-contract.md says
-//! why it is one trait, dispatched statically.
+//! why it is dispatched statically.
 
 use std::fmt::Debug;
 use std::ops::{Deref, DerefMut};
 
 use super::Backend;
-use super::code::{KernelRef, Program};
+use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::Result;
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
@@ -19,15 +24,52 @@ use unigpu_core::Grid;
 use unigpu_core::Scalar;
 use unigpu_core::dlpack::ManagedTensor;
 
-/// One backend: its handle types and every operation on them. Static
-/// dispatch: `dispatch.rs` holds one enum variant per backend.
-pub(crate) trait Api: Sized + 'static {
+/// One backend's handle types, as wgpu-hal's `Api` names them: every
+/// per-handle trait below extends it, so each speaks of the same device,
+/// stream, event, graph, buffer and argument types. Contract: a handle is
+/// only ever given to the backend that made it (the dispatch turns a mix
+/// into `ContextMismatch`); every handle is `Send + Sync`, usable from any
+/// thread; dropping one with work pending is safe. Static dispatch:
+/// `dispatch.rs` holds one enum variant per backend.
+pub(crate) trait Handles: Sized + 'static {
     /// Which backend this is.
     const KIND: Backend;
+    /// The DLPack device type (`kDLCPU`, `kDLCUDA`, ...) of this backend's
+    /// memory, as `__dlpack_device__` reports it for its arrays.
+    const DLPACK_DEVICE_TYPE: i32;
 
     /// An opened device, with whatever the backend keeps per device.
     type Device: Debug + Send + Sync;
 
+    /// An ordered queue of work. Cheap to clone.
+    type Stream: Debug + Clone + Send + Sync;
+    /// A marker in a stream's work.
+    type Event: Debug + Send + Sync;
+
+    /// Work recorded from a stream, replayable on any stream of the
+    /// device. Keeps the memory the work uses valid for every replay.
+    type Graph: Debug + Send + Sync;
+
+    /// `len` elements of `T` in this backend's memory. Every use of a
+    /// buffer is ordered after the earlier uses it conflicts with, on any
+    /// stream; dropping one with work pending is safe.
+    type Buffer<T: Element>: Debug + Send + Sync;
+
+    /// A unified buffer's elements seen from the host, held as long as the
+    /// view is: whatever keeps device work from writing them meanwhile.
+    type HostView<'a, T: Element>: Deref<Target = [T]>;
+    /// As [`Handles::HostView`], writable.
+    type HostViewMut<'a, T: Element>: DerefMut<Target = [T]>;
+
+    /// A buffer of any element type, borrowed as a launch argument.
+    type Arg<'a>;
+}
+
+/// Devices: counting, opening and describing them, and what is per device
+/// (memory, caches, the streams it gives). Contract: a device stays valid
+/// as long as any handle made from it; a failed `open` leaves nothing
+/// behind; `device_count` and `hardware` open nothing.
+pub(crate) trait DeviceApi: Handles {
     /// How many devices the backend can use here, or why none.
     fn device_count() -> Result<usize>;
     fn open(ordinal: usize) -> Result<Self::Device>;
@@ -63,11 +105,19 @@ pub(crate) trait Api: Sized + 'static {
     fn default_stream(device: &Self::Device) -> Result<Self::Stream>;
     fn new_stream(device: &Self::Device) -> Result<Self::Stream>;
 
-    /// An ordered queue of work. Cheap to clone.
-    type Stream: Debug + Clone + Send + Sync;
-    /// A marker in a stream's work.
-    type Event: Debug + Send + Sync;
+    /// Whether device `from` reaches device `to`'s memory directly, so
+    /// that a copy between them needs no host memory. A device reaches
+    /// itself.
+    fn can_access_peer(from: usize, to: usize) -> Result<bool> {
+        Ok(from == to)
+    }
+}
 
+/// Streams: ordered queues of work. Contract: work enqueued on one stream
+/// runs in order; nothing orders two streams but events and the buffers'
+/// own use tracking; an error raised by enqueued work is returned (once)
+/// by the next sync.
+pub(crate) trait StreamApi: Handles {
     /// Waits for the work enqueued so far; returns the first error any of
     /// it raised (once).
     fn stream_sync(stream: &Self::Stream) -> Result<()>;
@@ -81,7 +131,12 @@ pub(crate) trait Api: Sized + 'static {
     /// The native queue handle a foreign library can take (a `CUstream`
     /// for DLPack consumers), where the backend has one.
     fn native_stream(stream: &Self::Stream) -> Option<u64>;
+}
 
+/// Events: markers in a stream's work. Contract: an event captures the
+/// work enqueued before its last `record`; waiting on one never waits for
+/// later work; an unrecorded event is complete.
+pub(crate) trait EventApi: Handles {
     /// A new, unrecorded event (its query is true). `timed` asks for one
     /// that `elapsed_ms` accepts; a backend may time every event (the
     /// facade enforces the rule, so programs behave the same everywhere).
@@ -93,13 +148,13 @@ pub(crate) trait Api: Sized + 'static {
     fn event_query(event: &Self::Event) -> Result<bool>;
     /// Milliseconds from `start` to `end`; waits for both.
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32>;
+}
 
-    // ---- graphs
-
-    /// Work recorded from a stream, replayable on any stream of the
-    /// device. Keeps the memory the work uses valid for every replay.
-    type Graph: Debug + Send + Sync;
-
+/// Graphs: work recorded from a stream and replayed. Contract: a capture
+/// records only what a replay can repeat and refuses the rest with
+/// `Unsupported`; a replay orders itself like the recorded work would be,
+/// and keeps the memory it uses valid.
+pub(crate) trait GraphApi: Handles {
     /// From now until `end_capture`, kernels, built-in ops and device
     /// copies enqueued on `stream` are recorded, not run; work a replay
     /// could not repeat (host transfers, host functions, event records,
@@ -116,12 +171,14 @@ pub(crate) trait Api: Sized + 'static {
     fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()>;
     /// How many pieces of work (kernels, ops, copies) the graph replays.
     fn graph_len(graph: &Self::Graph) -> usize;
+}
 
-    /// `len` elements of `T` in this backend's memory. Every use of a
-    /// buffer is ordered after the earlier uses it conflicts with, on any
-    /// stream; dropping one with work pending is safe.
-    type Buffer<T: Element>: Debug + Send + Sync;
-
+/// Buffers: memory of the backend's device, the copies between it and the
+/// host or another device, unified memory and DLPack. Contract: every use
+/// of a buffer is ordered after the earlier uses it conflicts with, on any
+/// stream; a call that returns host data returns it complete; lengths and
+/// devices are checked by the caller.
+pub(crate) trait BufferApi: Handles {
     /// Contents unspecified (zeroes where the backend must initialise).
     fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
     fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
@@ -163,7 +220,71 @@ pub(crate) trait Api: Sized + 'static {
         src: &Self::Buffer<T>,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()>;
+    /// Copies `src` into `dst`, a buffer of the same length on another
+    /// device of this backend: the read ordered on `src_stream` (`src`'s
+    /// device), the write on `dst_stream` (`dst`'s), each after the
+    /// buffer's pending uses, and later uses of either wait for it.
+    /// By default staged through host memory (a download on `src_stream`,
+    /// then an upload on `dst_stream`; returns once the host copy may be
+    /// dropped); a backend with a direct path between its devices (cuda's
+    /// peer copies) overrides it.
+    fn copy_between_devices<T: Element>(
+        src_stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst_stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let mut host = vec![T::default(); Self::len(src)];
+        Self::download_into(src_stream, src, &mut host)?;
+        Self::upload(dst_stream, &host, dst)
+    }
 
+    /// `len` zeroed elements that the host and the device both address
+    /// (managed memory on CUDA; plain host memory where the device is the
+    /// host), usable as any other buffer. Never more than the device has
+    /// free: a larger request is `OutOfMemory` with the free bytes.
+    /// `Unsupported`, with the reason, where the backend has no such memory.
+    fn alloc_unified<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
+    /// Whether `buffer` came from [`BufferApi::alloc_unified`].
+    fn is_unified<T: Element>(buffer: &Self::Buffer<T>) -> bool;
+    /// The elements, once the pending writes to `buffer` (on any stream)
+    /// are done; `Unsupported` naming `alloc_unified` for other buffers.
+    fn host_view<T: Element>(buffer: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>>;
+    /// The elements for writing, once every pending use of `buffer` is
+    /// done; `Unsupported` as [`BufferApi::host_view`].
+    fn host_view_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>>;
+    /// Moves a unified buffer's memory to `to`, ordered on `stream` after
+    /// its pending writes; a hint that never changes the contents (`Ok`
+    /// and nothing done where memory does not move). `Unsupported` as
+    /// [`BufferApi::host_view`].
+    fn prefetch<T: Element>(
+        stream: &Self::Stream,
+        buffer: &Self::Buffer<T>,
+        to: Location,
+    ) -> Result<()>;
+
+    /// Shares `buffer` as a DLPack tensor that keeps its memory alive,
+    /// ordered before the consumer as `sync` says (`stream` is the
+    /// context's default stream).
+    fn to_dlpack<T: Element>(
+        stream: &Self::Stream,
+        buffer: &mut Self::Buffer<T>,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor>;
+    /// Takes `tensor` as a buffer without copying, or says why it cannot
+    /// (another device, another dtype, read-only, not contiguous).
+    fn from_dlpack<T: Element>(
+        stream: &Self::Stream,
+        tensor: ManagedTensor,
+    ) -> Result<Self::Buffer<T>>;
+}
+
+/// Pinned host buffers: host memory that copies on a stream read and
+/// write without staging. Contract: the host side of a pinned buffer is
+/// only handed out once the copies pending on it are done. Backends
+/// without page-locked memory of their own share one implementation,
+/// `host_pinned_api!` (`host_pinned.rs`).
+pub(crate) trait PinnedApi: BufferApi {
     /// Host memory that copies on a stream read and write without staging
     /// (page-locked on CUDA; ordinary memory where the backend's copies
     /// finish before they return). Zeroed when made.
@@ -184,91 +305,20 @@ pub(crate) trait Api: Sized + 'static {
         src: &Self::Pinned<T>,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()>;
-    /// Ordered on `stream`; as [`Api::upload_pinned`], the other way.
+    /// Ordered on `stream`; as [`PinnedApi::upload_pinned`], the other way.
     fn download_pinned<T: Element>(
         stream: &Self::Stream,
         src: &Self::Buffer<T>,
         dst: &mut Self::Pinned<T>,
     ) -> Result<()>;
+}
 
-    // ---- several devices (defaults: no path between devices)
-
-    /// Whether device `from` reaches device `to`'s memory directly, so
-    /// that a copy between them needs no host memory. A device reaches
-    /// itself.
-    fn can_access_peer(from: usize, to: usize) -> Result<bool> {
-        Ok(from == to)
-    }
-    /// Copies `src` into `dst`, a buffer of the same length on another
-    /// device of this backend: the read ordered on `src_stream` (`src`'s
-    /// device), the write on `dst_stream` (`dst`'s), each after the
-    /// buffer's pending uses, and later uses of either wait for it.
-    /// By default staged through host memory (a download on `src_stream`,
-    /// then an upload on `dst_stream`; returns once the host copy may be
-    /// dropped); a backend with a direct path between its devices (cuda's
-    /// peer copies) overrides it.
-    fn copy_between_devices<T: Element>(
-        src_stream: &Self::Stream,
-        src: &Self::Buffer<T>,
-        dst_stream: &Self::Stream,
-        dst: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        let mut host = vec![T::default(); Self::len(src)];
-        Self::download_into(src_stream, src, &mut host)?;
-        Self::upload(dst_stream, &host, dst)
-    }
-
-    // ---- unified (managed) memory
-
-    /// A unified buffer's elements seen from the host, held as long as the
-    /// view is: whatever keeps device work from writing them meanwhile.
-    type HostView<'a, T: Element>: Deref<Target = [T]>;
-    /// As [`Api::HostView`], writable.
-    type HostViewMut<'a, T: Element>: DerefMut<Target = [T]>;
-
-    /// `len` zeroed elements that the host and the device both address
-    /// (managed memory on CUDA; plain host memory where the device is the
-    /// host), usable as any other buffer. Never more than the device has
-    /// free: a larger request is `OutOfMemory` with the free bytes.
-    /// `Unsupported`, with the reason, where the backend has no such memory.
-    fn alloc_unified<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
-    /// Whether `buffer` came from [`Api::alloc_unified`].
-    fn is_unified<T: Element>(buffer: &Self::Buffer<T>) -> bool;
-    /// The elements, once the pending writes to `buffer` (on any stream)
-    /// are done; `Unsupported` naming `alloc_unified` for other buffers.
-    fn host_view<T: Element>(buffer: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>>;
-    /// The elements for writing, once every pending use of `buffer` is
-    /// done; `Unsupported` as [`Api::host_view`].
-    fn host_view_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>>;
-    /// Moves a unified buffer's memory to `to`, ordered on `stream` after
-    /// its pending writes; a hint that never changes the contents (`Ok`
-    /// and nothing done where memory does not move). `Unsupported` as
-    /// [`Api::host_view`].
-    fn prefetch<T: Element>(
-        stream: &Self::Stream,
-        buffer: &Self::Buffer<T>,
-        to: Location,
-    ) -> Result<()>;
-
-    // ---- DLPack
-
-    /// Shares `buffer` as a DLPack tensor that keeps its memory alive,
-    /// ordered before the consumer as `sync` says (`stream` is the
-    /// context's default stream).
-    fn to_dlpack<T: Element>(
-        stream: &Self::Stream,
-        buffer: &mut Self::Buffer<T>,
-        sync: DlpackSync<'_>,
-    ) -> Result<ManagedTensor>;
-    /// Takes `tensor` as a buffer without copying, or says why it cannot
-    /// (another device, another dtype, read-only, not contiguous).
-    fn from_dlpack<T: Element>(
-        stream: &Self::Stream,
-        tensor: ManagedTensor,
-    ) -> Result<Self::Buffer<T>>;
-
-    // ---- kernels
-
+/// Kernels: compiling or loading code for a device, reading shaders, and
+/// launching. Contract: a launch's arguments are already checked against
+/// the kernel's declaration; a launch is ordered after the earlier
+/// conflicting uses of its buffers, and later uses wait for it; code the
+/// backend cannot run is `Unsupported`, naming what to give instead.
+pub(crate) trait KernelApi: Handles {
     /// Compiles CUDA C++ `source` (whose kernels are `decls`) for the
     /// device, or returns a `Program` with no code where the backend runs
     /// kernels' host code instead (cpu). A backend that can do neither says
@@ -293,8 +343,24 @@ pub(crate) trait Api: Sized + 'static {
         })
     }
 
-    /// A buffer of any element type, borrowed as a launch argument.
-    type Arg<'a>;
+    /// Reads and checks `source`, the compute shader of kernel `name`
+    /// (its `@compute` entry point named so, or its only one), into the
+    /// kernel code this backend launches; the bindings at `word_arrays`
+    /// hold 16-bit elements two to a word. A bad shader is
+    /// `Error::Compile`. Where the backend runs no shaders, `Unsupported`.
+    /// Needs no device: the kernel carries the code to whichever context
+    /// launches it.
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        let _ = (name, source, word_arrays);
+        Err(crate::error::Error::Unsupported {
+            backend: Self::KIND,
+            what: "compute shaders (WGSL, SPIR-V): they run on the vulkan backend".into(),
+        })
+    }
     /// `buffer` as an argument the kernel reads.
     fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_>;
     /// `buffer` as an argument the kernel writes (and may read).
@@ -313,11 +379,24 @@ pub(crate) trait Api: Sized + 'static {
     ) -> Result<()>;
 }
 
+/// Every operation of one backend: what the dispatch calls through. One
+/// blanket implementation, so a backend implements the per-handle traits
+/// and `BuiltinOps`, nothing more.
+pub(crate) trait Api:
+    DeviceApi + StreamApi + EventApi + GraphApi + BufferApi + PinnedApi + KernelApi + BuiltinOps
+{
+}
+
+impl<A> Api for A where
+    A: DeviceApi + StreamApi + EventApi + GraphApi + BufferApi + PinnedApi + KernelApi + BuiltinOps
+{
+}
+
 /// The built-in ops on one backend's buffers. Lengths and devices are
 /// checked by the caller; each op is ordered on `stream` like a kernel
-/// launch. Apart from `Api` so that each backend's `ops.rs` implements it
-/// directly.
-pub(crate) trait BuiltinOps: Api {
+/// launch. Apart from the per-handle traits so that each backend's `ops.rs`
+/// implements it directly.
+pub(crate) trait BuiltinOps: BufferApi {
     fn fill<T: Element>(stream: &Self::Stream, x: &mut Self::Buffer<T>, value: T) -> Result<()>;
     /// `out = a (op) b`, element-wise, computed in `T::Acc`.
     fn binary<T: Float>(
@@ -362,7 +441,7 @@ pub(crate) trait BuiltinOps: Api {
 }
 
 /// One argument of a launch on backend `A`.
-pub(crate) enum LaunchArg<'a, A: Api> {
+pub(crate) enum LaunchArg<'a, A: Handles> {
     Scalar(Scalar),
     Buffer(A::Arg<'a>),
 }

@@ -3,17 +3,19 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::Api;
 use super::Backend;
-use super::code::{KernelRef, Program};
+use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
 use super::torch::Torch;
 use super::vulkan::Vulkan;
+use super::{
+    Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
+};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
@@ -25,20 +27,31 @@ use unigpu_core::dlpack::ManagedTensor;
 /// A stream of any backend.
 #[derive(Debug, Clone)]
 pub(crate) enum StreamImpl {
-    Cpu(<Cpu as Api>::Stream),
-    Cuda(<Cuda as Api>::Stream),
-    Torch(<Torch as Api>::Stream),
-    Vulkan(<Vulkan as Api>::Stream),
+    Cpu(<Cpu as Handles>::Stream),
+    Cuda(<Cuda as Handles>::Stream),
+    Torch(<Torch as Handles>::Stream),
+    Vulkan(<Vulkan as Handles>::Stream),
 }
 
 /// An event of any backend.
 #[derive(Debug)]
 pub(crate) enum EventImpl {
-    Cpu(<Cpu as Api>::Event),
-    Cuda(<Cuda as Api>::Event),
-    Torch(<Torch as Api>::Event),
-    Vulkan(<Vulkan as Api>::Event),
+    Cpu(<Cpu as Handles>::Event),
+    Cuda(<Cuda as Handles>::Event),
+    Torch(<Torch as Handles>::Event),
+    Vulkan(<Vulkan as Handles>::Event),
 }
+
+/// Every variant of the dispatch enum `$enum`, as one pattern: the arm
+/// that turns handles of different backends into `ContextMismatch` (or
+/// passes over the backends without a feature) matches with it instead of
+/// `_`, so that a new backend's variant is a compile error there too.
+macro_rules! any_variant {
+    ($enum:ident) => {
+        $enum::Cpu(_) | $enum::Cuda(_) | $enum::Torch(_) | $enum::Vulkan(_)
+    };
+}
+pub(crate) use any_variant;
 
 /// Runs `$body` with `$A` the backend of `$value` (a dispatch enum) and
 /// `$x` its handle.
@@ -86,7 +99,7 @@ macro_rules! on_backend2 {
                 type $A = Vulkan;
                 $body
             }
-            _ => Err(Error::ContextMismatch { what: $what }),
+            (any_variant!($e1), _) => Err(Error::ContextMismatch { what: $what }),
         }
     };
 }
@@ -150,10 +163,10 @@ impl EventImpl {
 /// An opened device of any backend.
 #[derive(Debug)]
 pub(crate) enum DeviceImpl {
-    Cpu(<Cpu as Api>::Device),
-    Cuda(<Cuda as Api>::Device),
-    Torch(<Torch as Api>::Device),
-    Vulkan(<Vulkan as Api>::Device),
+    Cpu(<Cpu as Handles>::Device),
+    Cuda(<Cuda as Handles>::Device),
+    Torch(<Torch as Handles>::Device),
+    Vulkan(<Vulkan as Handles>::Device),
 }
 
 impl DeviceImpl {
@@ -293,10 +306,10 @@ impl DeviceImpl {
 
 /// The memory of a `GpuArray<T>`, on any backend.
 pub(crate) enum Storage<T: Element> {
-    Cpu(<Cpu as Api>::Buffer<T>),
-    Cuda(<Cuda as Api>::Buffer<T>),
-    Torch(<Torch as Api>::Buffer<T>),
-    Vulkan(<Vulkan as Api>::Buffer<T>),
+    Cpu(<Cpu as Handles>::Buffer<T>),
+    Cuda(<Cuda as Handles>::Buffer<T>),
+    Torch(<Torch as Handles>::Buffer<T>),
+    Vulkan(<Vulkan as Handles>::Buffer<T>),
 }
 
 macro_rules! new_storage {
@@ -372,7 +385,7 @@ impl StreamImpl {
             (StreamImpl::Vulkan(s), Storage::Vulkan(a), Storage::Vulkan(b)) => {
                 Vulkan::copy::<T>(s, a, b)
             }
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(StreamImpl), _, _) => Err(Error::ContextMismatch {
                 what: "Stream::copy",
             }),
         }
@@ -395,14 +408,14 @@ macro_rules! variant {
                 match s {
                     Storage::$A(b) => Some(b),
                     #[allow(unreachable_patterns)]
-                    _ => None,
+                    any_variant!(Storage) => None,
                 }
             }
             fn buffer_mut<T: Element>(s: &mut Storage<T>) -> Option<&mut Self::Buffer<T>> {
                 match s {
                     Storage::$A(b) => Some(b),
                     #[allow(unreachable_patterns)]
-                    _ => None,
+                    any_variant!(Storage) => None,
                 }
             }
             fn launch_arg(a: ArgImpl<'_>) -> Option<LaunchArg<'_, Self>> {
@@ -410,7 +423,7 @@ macro_rules! variant {
                     ArgImpl::Scalar(s) => Some(LaunchArg::Scalar(s)),
                     ArgImpl::$A(b) => Some(LaunchArg::Buffer(b)),
                     #[allow(unreachable_patterns)]
-                    _ => None,
+                    any_variant!(ArgImpl) => None,
                 }
             }
         }
@@ -518,10 +531,10 @@ impl StreamImpl {
 /// One launch argument, on any backend.
 pub(crate) enum ArgImpl<'a> {
     Scalar(Scalar),
-    Cpu(<Cpu as Api>::Arg<'a>),
-    Cuda(<Cuda as Api>::Arg<'a>),
-    Torch(<Torch as Api>::Arg<'a>),
-    Vulkan(<Vulkan as Api>::Arg<'a>),
+    Cpu(<Cpu as Handles>::Arg<'a>),
+    Cuda(<Cuda as Handles>::Arg<'a>),
+    Torch(<Torch as Handles>::Arg<'a>),
+    Vulkan(<Vulkan as Handles>::Arg<'a>),
 }
 
 impl<T: Element> Storage<T> {
@@ -604,7 +617,7 @@ impl<T: Element> Storage<T> {
             (Storage::Torch(b), StreamImpl::Torch(t), StreamImpl::Cuda(c)) => {
                 Some(super::interop::torch_to_cuda(b, t, c).map(Storage::Cuda))
             }
-            _ => {
+            (any_variant!(Storage), _, _) => {
                 let _ = (from, to);
                 None
             }
@@ -639,10 +652,31 @@ impl<T: Element> Storage<T> {
                 Storage::Vulkan(b),
                 StreamImpl::Vulkan(t),
             ) => Vulkan::copy_between_devices::<T>(s, a, t, b),
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(Storage), _, _, _) => Err(Error::ContextMismatch {
                 what: "copy between devices",
             }),
         }
+    }
+}
+
+/// A kernel's compute shader, made by the backend that runs shaders
+/// ([`Api::shader_kernel`] of vulkan; in a build without it, its stand-in
+/// keeps the shader unread).
+pub(crate) fn shader_kernel(
+    name: &str,
+    source: ShaderSource<'_>,
+    word_arrays: &[(usize, DType)],
+) -> Result<KernelCode> {
+    Vulkan::shader_kernel(name, source, word_arrays)
+}
+
+/// [`Api::DLPACK_DEVICE_TYPE`] of `backend`.
+pub(crate) fn dlpack_device_type(backend: Backend) -> i32 {
+    match backend {
+        Backend::Cpu => Cpu::DLPACK_DEVICE_TYPE,
+        Backend::Cuda => Cuda::DLPACK_DEVICE_TYPE,
+        Backend::Torch => Torch::DLPACK_DEVICE_TYPE,
+        Backend::Vulkan => Vulkan::DLPACK_DEVICE_TYPE,
     }
 }
 
@@ -659,10 +693,10 @@ pub(crate) fn can_access_peer(backend: Backend, from: usize, to: usize) -> Resul
 /// A graph of one backend.
 #[derive(Debug)]
 pub(crate) enum GraphImpl {
-    Cpu(<Cpu as Api>::Graph),
-    Cuda(<Cuda as Api>::Graph),
-    Torch(<Torch as Api>::Graph),
-    Vulkan(<Vulkan as Api>::Graph),
+    Cpu(<Cpu as Handles>::Graph),
+    Cuda(<Cuda as Handles>::Graph),
+    Torch(<Torch as Handles>::Graph),
+    Vulkan(<Vulkan as Handles>::Graph),
 }
 
 impl StreamImpl {
@@ -704,10 +738,10 @@ impl GraphImpl {
 /// A pinned host buffer of any backend.
 #[derive(Debug)]
 pub(crate) enum PinnedImpl<T: Element> {
-    Cpu(<Cpu as Api>::Pinned<T>),
-    Cuda(<Cuda as Api>::Pinned<T>),
-    Torch(<Torch as Api>::Pinned<T>),
-    Vulkan(<Vulkan as Api>::Pinned<T>),
+    Cpu(<Cpu as PinnedApi>::Pinned<T>),
+    Cuda(<Cuda as PinnedApi>::Pinned<T>),
+    Torch(<Torch as PinnedApi>::Pinned<T>),
+    Vulkan(<Vulkan as PinnedApi>::Pinned<T>),
 }
 
 impl<T: Element> PinnedImpl<T> {
@@ -752,7 +786,7 @@ impl StreamImpl {
             (StreamImpl::Vulkan(s), PinnedImpl::Vulkan(p), Storage::Vulkan(b)) => {
                 Vulkan::upload_pinned::<T>(s, p, b)
             }
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(StreamImpl), _, _) => Err(Error::ContextMismatch {
                 what: "Stream::upload_pinned",
             }),
         }
@@ -776,7 +810,7 @@ impl StreamImpl {
             (StreamImpl::Vulkan(s), Storage::Vulkan(b), PinnedImpl::Vulkan(p)) => {
                 Vulkan::download_pinned::<T>(s, b, p)
             }
-            _ => Err(Error::ContextMismatch {
+            (any_variant!(StreamImpl), _, _) => Err(Error::ContextMismatch {
                 what: "Stream::download_pinned",
             }),
         }
@@ -785,18 +819,18 @@ impl StreamImpl {
 
 /// A unified array's elements seen from the host, on any backend.
 pub(crate) enum HostViewImpl<'a, T: Element> {
-    Cpu(<Cpu as Api>::HostView<'a, T>),
-    Cuda(<Cuda as Api>::HostView<'a, T>),
-    Torch(<Torch as Api>::HostView<'a, T>),
-    Vulkan(<Vulkan as Api>::HostView<'a, T>),
+    Cpu(<Cpu as Handles>::HostView<'a, T>),
+    Cuda(<Cuda as Handles>::HostView<'a, T>),
+    Torch(<Torch as Handles>::HostView<'a, T>),
+    Vulkan(<Vulkan as Handles>::HostView<'a, T>),
 }
 
 /// As [`HostViewImpl`], writable.
 pub(crate) enum HostViewMutImpl<'a, T: Element> {
-    Cpu(<Cpu as Api>::HostViewMut<'a, T>),
-    Cuda(<Cuda as Api>::HostViewMut<'a, T>),
-    Torch(<Torch as Api>::HostViewMut<'a, T>),
-    Vulkan(<Vulkan as Api>::HostViewMut<'a, T>),
+    Cpu(<Cpu as Handles>::HostViewMut<'a, T>),
+    Cuda(<Cuda as Handles>::HostViewMut<'a, T>),
+    Torch(<Torch as Handles>::HostViewMut<'a, T>),
+    Vulkan(<Vulkan as Handles>::HostViewMut<'a, T>),
 }
 
 impl<T: Element> Deref for HostViewImpl<'_, T> {

@@ -18,44 +18,46 @@ impl<T: Element> HostPinned<T> {
     }
 }
 
-/// The pinned-buffer part of `Api` for a backend whose pinned buffer is a
-/// [`HostPinned`]: copies through the backend's own `upload` and
-/// `download_into`, which finish before they return. Expanded inside the
-/// backend's `impl Api`.
+/// `PinnedApi` for a backend whose pinned buffer is a [`HostPinned`]:
+/// copies through the backend's own `upload` and `download_into`, which
+/// finish before they return. The one implementation cpu, torch and
+/// vulkan share; expanded beside the backend's other `impl`s.
 macro_rules! host_pinned_api {
-    () => {
-        type Pinned<T: Element> = $crate::backend::host_pinned::HostPinned<T>;
+    ($A:ty) => {
+        impl $crate::backend::PinnedApi for $A {
+            type Pinned<T: Element> = $crate::backend::host_pinned::HostPinned<T>;
 
-        fn pinned<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
-            $crate::backend::host_pinned::HostPinned::zeros(len)
-        }
+            fn pinned<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
+                $crate::backend::host_pinned::HostPinned::zeros(len)
+            }
 
-        fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
-            pinned.0.len()
-        }
+            fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
+                pinned.0.len()
+            }
 
-        fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
-            Ok(&pinned.0)
-        }
+            fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
+                Ok(&pinned.0)
+            }
 
-        fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
-            Ok(&mut pinned.0)
-        }
+            fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
+                Ok(&mut pinned.0)
+            }
 
-        fn upload_pinned<T: Element>(
-            stream: &Self::Stream,
-            src: &Self::Pinned<T>,
-            dst: &mut Self::Buffer<T>,
-        ) -> Result<()> {
-            Self::upload(stream, &src.0, dst)
-        }
+            fn upload_pinned<T: Element>(
+                stream: &Self::Stream,
+                src: &Self::Pinned<T>,
+                dst: &mut Self::Buffer<T>,
+            ) -> Result<()> {
+                Self::upload(stream, &src.0, dst)
+            }
 
-        fn download_pinned<T: Element>(
-            stream: &Self::Stream,
-            src: &Self::Buffer<T>,
-            dst: &mut Self::Pinned<T>,
-        ) -> Result<()> {
-            Self::download_into(stream, src, &mut dst.0)
+            fn download_pinned<T: Element>(
+                stream: &Self::Stream,
+                src: &Self::Buffer<T>,
+                dst: &mut Self::Pinned<T>,
+            ) -> Result<()> {
+                Self::download_into(stream, src, &mut dst.0)
+            }
         }
     };
 }

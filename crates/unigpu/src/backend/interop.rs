@@ -8,7 +8,7 @@ use std::sync::Arc;
 use unigpu_cuda_safe::DeviceBuffer;
 use unigpu_torch_bridge::cuda_interop;
 
-use super::Api;
+use super::BufferApi;
 use super::cuda::device::Stream as CudaStream;
 use super::torch::{Torch, TorchBuffer, TorchStream};
 use crate::element::Element;

@@ -1,15 +1,19 @@
 //! The backends and the contract between them and the public types.
 //!
-//! - `contract.rs`: `trait Api`, every backend's handle types and
-//!   operations, with the guarantee of each.
+//! - `contract.rs`: the contract, one trait per handle as wgpu-hal has it:
+//!   `Handles` (every backend's handle types), `DeviceApi`, `StreamApi`,
+//!   `EventApi`, `GraphApi`, `BufferApi`, `PinnedApi`, `KernelApi` (the
+//!   operations on each, with the guarantee of each), `BuiltinOps`; `Api`
+//!   is all of them, implemented once for every backend that has them.
 //! - `dispatch.rs`: the enums the public types hold (`DeviceImpl`,
 //!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`, `PinnedImpl`,
 //!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
 //!   only file naming the variants.
 //! - `cpu/`, `cuda/`, `torch/`, `vulkan/`: one backend each, with its own
-//!   buffers, streams, events, ops, launch and DLPack. Without the `cuda`
-//!   (`torch`, `vulkan`) feature `cuda_missing/` (`torch_missing/`,
-//!   `vulkan_missing/`) stands in, so the dispatch needs no `cfg`.
+//!   buffers, streams, events, ops, launch and DLPack.
+//! - `missing/`: the one stand-in, `Missing<K>`, for each backend built
+//!   without its feature (`cuda`, `torch`, `vulkan`), so the dispatch needs
+//!   no `cfg`.
 //! - `driver/`: what cuda and torch share (device info, NVRTC and its
 //!   caches); not a backend. Built with the `cuda` feature only.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
@@ -33,8 +37,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 #[cfg(not(feature = "cuda"))]
-#[path = "cuda_missing/mod.rs"]
-pub(crate) mod cuda;
+pub(crate) use missing::cuda;
 mod dispatch;
 #[cfg(feature = "cuda")]
 mod driver;
@@ -43,27 +46,28 @@ mod host_pinned;
 #[cfg(feature = "torch")]
 mod interop;
 mod kind;
+#[cfg(any(not(feature = "cuda"), not(feature = "torch"), not(feature = "vulkan")))]
+mod missing;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 #[cfg(not(feature = "torch"))]
-#[path = "torch_missing/mod.rs"]
-pub(crate) mod torch;
+pub(crate) use missing::torch;
 mod unified;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
 #[cfg(not(feature = "vulkan"))]
-#[path = "vulkan_missing/mod.rs"]
-pub(crate) mod vulkan;
+pub(crate) use missing::vulkan;
 
-pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode};
+pub(crate) use code::{KernelCode, KernelRef, Lookup, ModuleCode, ShaderSource};
 pub(crate) use comm::{CommImpl, P2pImpl, PartImpl};
-pub(crate) use contract::Api;
-pub use cpu::{CpuArgs, CpuKernelFn};
+pub(crate) use contract::{
+    Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
+};
+pub use cpu::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut, CpuKernelFn};
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
-    StreamImpl, can_access_peer,
+    StreamImpl, can_access_peer, dlpack_device_type, shader_kernel,
 };
 #[cfg(feature = "cuda")]
 pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
-pub(crate) use vulkan::ShaderKernel;

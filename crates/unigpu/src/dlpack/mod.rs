@@ -24,12 +24,12 @@ use crate::element::with_dtype;
 use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
 
 /// The DLPack `(device_type, device_id)` of a backend's device: CPU 1,
-/// CUDA 2 (torch tensors here are CUDA tensors), Vulkan 7.
+/// CUDA 2 (torch tensors here are CUDA tensors), Vulkan 7, as each backend
+/// says (`Api::DLPACK_DEVICE_TYPE`). Host memory is device 0.
 pub fn dlpack_device(backend: Backend, device_id: usize) -> (i32, i32) {
-    match backend.device_kind() {
-        Backend::Cpu => (ffi::kDLCPU, 0),
-        Backend::Vulkan => (ffi::kDLVulkan, device_id as i32),
-        _ => (ffi::kDLCUDA, device_id as i32),
+    match crate::backend::dlpack_device_type(backend) {
+        ffi::kDLCPU => (ffi::kDLCPU, 0),
+        other => (other, device_id as i32),
     }
 }
 

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::module::KernelInner;
 use super::names::register;
 use super::{CompileOptions, CpuArgs, Grid, Kernel, ParamKind};
-use crate::backend::{Backend, KernelCode, ShaderKernel};
+use crate::backend::{Backend, KernelCode, ShaderSource, shader_kernel};
 use crate::{Context, DType, Error, Result};
 
 /// What the macro knows about one kernel.
@@ -223,9 +223,11 @@ pub fn build_with(
                     _ => None,
                 })
                 .collect();
-            code.push(KernelCode::Shader(
-                ShaderKernel::wgsl(spec.name, &wgsl)?.with_word_arrays(&halves),
-            ))
+            code.push(shader_kernel(
+                spec.name,
+                ShaderSource::Wgsl(&wgsl),
+                &halves,
+            )?)
         }
         Backend::Cpu => {}
     }

@@ -44,10 +44,13 @@ impl Stream {
                         "an array of {n} elements: kernels made by #[unigpu::kernel] index arrays with 32 bits"
                     ),
                 })?;
-                if matches!(
-                    self.imp.backend(),
-                    Backend::Cuda | Backend::Torch | Backend::Vulkan
-                ) {
+                // Every backend named, so that a new one must say here
+                // whether its generated kernels take the lengths.
+                let takes_lengths = match self.imp.backend() {
+                    Backend::Cuda | Backend::Torch | Backend::Vulkan => true,
+                    Backend::Cpu => false,
+                };
+                if takes_lengths {
                     lengths.push(ArgImpl::Scalar(Scalar::new(n)));
                 }
             }

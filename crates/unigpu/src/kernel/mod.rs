@@ -8,7 +8,6 @@ mod args;
 mod bounds;
 mod comments;
 mod compile;
-mod cpu_bytes;
 #[doc(hidden)]
 pub mod generated;
 mod launch;
@@ -20,8 +19,8 @@ mod precompiled_params;
 mod ptx;
 pub(crate) mod signature;
 
+pub use crate::backend::{CpuArgKind, CpuBytes, CpuBytesMut};
 pub use args::{Arg, ArrayArg, KernelArg, KernelArgs};
-pub use cpu_bytes::{CpuArgKind, CpuBytes, CpuBytesMut};
 pub use options::{CompileOptions, ImageFormat, Origin};
 pub use precompiled::CudaImage;
 pub use ptx::parse_ptx;

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::names::register;
 use super::precompiled_params::{checked_params, precompiled, undeclared};
 use super::signature::{KernelDecl, ParamKind};
-use crate::backend::{Backend, CpuArgs, KernelCode, KernelRef, Lookup, ModuleCode, ShaderKernel};
+use crate::backend::{
+    Backend, CpuArgs, KernelCode, KernelRef, Lookup, ModuleCode, ShaderSource, shader_kernel,
+};
 use crate::error::{Error, Result};
 use crate::kernel::options::Origin;
 
@@ -203,14 +205,14 @@ impl Kernel {
     /// validated now, and its bindings must agree with the parameters the
     /// kernel already has; it is compiled on first launch, once per device.
     pub fn with_wgsl(self, source: &str) -> Result<Kernel> {
-        let shader = ShaderKernel::wgsl(&self.inner.name, source)?;
+        let shader = shader_kernel(&self.inner.name, ShaderSource::Wgsl(source), &[])?;
         self.with_shader(shader)
     }
 
     /// As [`Kernel::with_wgsl`], with a SPIR-V module (little-endian words,
     /// e.g. from `glslc` or `slangc` in a build script).
     pub fn with_spirv(self, spirv: &[u8]) -> Result<Kernel> {
-        let shader = ShaderKernel::spirv(&self.inner.name, spirv)?;
+        let shader = shader_kernel(&self.inner.name, ShaderSource::Spirv(spirv), &[])?;
         self.with_shader(shader)
     }
 
@@ -242,8 +244,9 @@ impl Kernel {
 
     /// Adds (or replaces) the kernel's shader after checking its bindings
     /// against the parameters the kernel has.
-    fn with_shader(self, shader: ShaderKernel) -> Result<Kernel> {
-        let params = match (self.params(), shader.params()) {
+    /// `shader` is a `KernelCode::Shader`, as `shader_kernel` makes it.
+    fn with_shader(self, shader: KernelCode) -> Result<Kernel> {
+        let params = match (self.params(), shader.bound_params()) {
             (Some(have), Some(bound)) => {
                 if !same_params(have, &bound) {
                     let list = |p: &[ParamKind]| {
@@ -282,7 +285,7 @@ impl Kernel {
             .filter(|c| !matches!(c, KernelCode::Shader(_)))
             .cloned()
             .collect();
-        code.push(KernelCode::Shader(shader));
+        code.push(shader);
         Ok(Kernel {
             inner: Arc::new(KernelInner {
                 id: self.inner.id,

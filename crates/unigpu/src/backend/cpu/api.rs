@@ -10,7 +10,9 @@ use super::{CpuBuffer, CpuEvent, CpuStream, Recorded, Tracker, replay, submit, s
 use crate::backend::code::{KernelRef, ModuleCode, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::unified::not_unified;
-use crate::backend::{Api, Backend};
+use crate::backend::{
+    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, StreamApi,
+};
 use crate::device::Location;
 use crate::dlpack::sync::DlpackSync;
 use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
@@ -53,10 +55,24 @@ impl Drop for SignalOnDrop {
     }
 }
 
-impl Api for Cpu {
+impl Handles for Cpu {
     const KIND: Backend = Backend::Cpu;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCPU;
     type Device = CpuDevice;
+    type Stream = Arc<CpuStream>;
+    type Event = Arc<CpuEvent>;
 
+    type Graph = Vec<Recorded>;
+
+    type Buffer<T: Element> = CpuBuffer<T>;
+
+    type HostView<'a, T: Element> = HostRead<'a, T>;
+    type HostViewMut<'a, T: Element> = HostWrite<'a, T>;
+
+    type Arg<'a> = CpuArg;
+}
+
+impl DeviceApi for Cpu {
     fn device_count() -> Result<usize> {
         Ok(1)
     }
@@ -123,9 +139,9 @@ impl Api for Cpu {
         lock(&device.streams).push(Arc::downgrade(&stream));
         Ok(stream)
     }
-    type Stream = Arc<CpuStream>;
-    type Event = Arc<CpuEvent>;
+}
 
+impl StreamApi for Cpu {
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
         stream.synchronize()
     }
@@ -155,29 +171,9 @@ impl Api for Cpu {
     fn native_stream(_: &Self::Stream) -> Option<u64> {
         None
     }
+}
 
-    type Graph = Vec<Recorded>;
-
-    fn begin_capture(stream: &Self::Stream) -> Result<()> {
-        stream.begin_capture()
-    }
-
-    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
-        stream.end_capture()
-    }
-
-    fn is_capturing(stream: &Self::Stream) -> bool {
-        stream.is_capturing()
-    }
-
-    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
-        graph.iter().try_for_each(|r| replay(stream, r))
-    }
-
-    fn graph_len(graph: &Self::Graph) -> usize {
-        graph.len()
-    }
-
+impl EventApi for Cpu {
     fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
         Ok(Arc::new(CpuEvent::default()))
     }
@@ -198,9 +194,31 @@ impl Api for Cpu {
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
         start.elapsed_ms(end)
     }
+}
 
-    type Buffer<T: Element> = CpuBuffer<T>;
+impl GraphApi for Cpu {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        stream.begin_capture()
+    }
 
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        stream.end_capture()
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.is_capturing()
+    }
+
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        graph.iter().try_for_each(|r| replay(stream, r))
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.len()
+    }
+}
+
+impl BufferApi for Cpu {
     // Host memory must be initialised to be safe Rust; zeroing it is the
     // cheapest way.
     fn alloc<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
@@ -282,11 +300,6 @@ impl Api for Cpu {
         })
     }
 
-    crate::backend::host_pinned::host_pinned_api!();
-
-    type HostView<'a, T: Element> = HostRead<'a, T>;
-    type HostViewMut<'a, T: Element> = HostWrite<'a, T>;
-
     /// Ordinary host memory: the host is the device.
     fn alloc_unified<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
         let mut buffer = CpuBuffer::zeros(len)?;
@@ -350,7 +363,9 @@ impl Api for Cpu {
             None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
         })
     }
+}
 
+impl KernelApi for Cpu {
     /// Nothing to compile: kernels run their CPU implementation here.
     fn compile(_: &Self::Device, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
         Ok(Program {
@@ -368,8 +383,6 @@ impl Api for Cpu {
             ),
         })
     }
-
-    type Arg<'a> = CpuArg;
 
     fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
         CpuArg::new(buffer, false)
@@ -441,3 +454,5 @@ impl Api for Cpu {
         })
     }
 }
+
+crate::backend::host_pinned::host_pinned_api!(Cpu);

@@ -6,6 +6,7 @@
 mod api;
 mod args;
 mod buffer;
+mod bytes;
 mod event;
 mod fence;
 pub(crate) mod memory;
@@ -19,5 +20,5 @@ pub(crate) use event::CpuEvent;
 pub(crate) use stream::{CpuStream, Recorded, panic_message};
 
 pub(crate) use api::Cpu;
-pub(crate) use args::CpuValue;
 pub use args::{CpuArgs, CpuKernelFn};
+pub use bytes::{CpuArgKind, CpuBytes, CpuBytesMut};

@@ -10,7 +10,10 @@ use unigpu_cuda_safe::{
 use super::device::{Device, Stream};
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
-use crate::backend::{Api, Backend, driver};
+use crate::backend::{
+    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
+    driver,
+};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
@@ -24,10 +27,24 @@ use unigpu_core::dlpack::ManagedTensor;
 #[derive(Debug)]
 pub(crate) struct Cuda;
 
-impl Api for Cuda {
+impl Handles for Cuda {
     const KIND: Backend = Backend::Cuda;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA;
     type Device = Arc<Device>;
+    type Stream = Stream;
+    type Event = CudaEventHandle;
 
+    type Graph = CudaGraphHandle;
+
+    type Buffer<T: Element> = DeviceBuffer<T>;
+
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
+
+    type Arg<'a> = KernelParam<'a>;
+}
+
+impl DeviceApi for Cuda {
     fn device_count() -> Result<usize> {
         Ok(unigpu_cuda_safe::device_count()?)
     }
@@ -86,9 +103,13 @@ impl Api for Cuda {
             device: device.clone(),
         })
     }
-    type Stream = Stream;
-    type Event = CudaEventHandle;
 
+    fn can_access_peer(from: usize, to: usize) -> Result<bool> {
+        Ok(unigpu_cuda_safe::can_access_peer(from, to)?)
+    }
+}
+
+impl StreamApi for Cuda {
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
         Ok(stream.handle.synchronize()?)
     }
@@ -108,29 +129,9 @@ impl Api for Cuda {
     fn native_stream(stream: &Self::Stream) -> Option<u64> {
         Some(stream.handle.raw())
     }
+}
 
-    type Graph = CudaGraphHandle;
-
-    fn begin_capture(stream: &Self::Stream) -> Result<()> {
-        Ok(stream.handle.begin_capture()?)
-    }
-
-    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
-        Ok(stream.handle.end_capture()?)
-    }
-
-    fn is_capturing(stream: &Self::Stream) -> bool {
-        stream.handle.is_capturing()
-    }
-
-    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
-        Ok(graph.launch(&stream.handle)?)
-    }
-
-    fn graph_len(graph: &Self::Graph) -> usize {
-        graph.node_count()
-    }
-
+impl EventApi for Cuda {
     fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event> {
         Ok(CudaEventHandle::with_timing(&stream.device.driver, timed)?)
     }
@@ -150,9 +151,31 @@ impl Api for Cuda {
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
         Ok(start.elapsed_ms(end)?)
     }
+}
 
-    type Buffer<T: Element> = DeviceBuffer<T>;
+impl GraphApi for Cuda {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        Ok(stream.handle.begin_capture()?)
+    }
 
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        Ok(stream.handle.end_capture()?)
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.handle.is_capturing()
+    }
+
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        Ok(graph.launch(&stream.handle)?)
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.node_count()
+    }
+}
+
+impl BufferApi for Cuda {
     fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
         Ok(DeviceBuffer::alloc(&stream.handle, len)?)
     }
@@ -213,10 +236,6 @@ impl Api for Cuda {
         Ok(src.copy_to(&stream.handle, dst)?)
     }
 
-    fn can_access_peer(from: usize, to: usize) -> Result<bool> {
-        Ok(unigpu_cuda_safe::can_access_peer(from, to)?)
-    }
-
     /// Direct where the devices reach each other (peer access, enabled on
     /// first use), else staged through page-locked host memory; set
     /// `UNIGPU_PEER_ACCESS=0` to stage every copy (to compare the paths).
@@ -232,43 +251,6 @@ impl Api for Cuda {
         src.copy_to_device(&src_stream.handle, dst, &dst_stream.handle, staged)?;
         Ok(())
     }
-
-    type Pinned<T: Element> = PinnedBuffer<T>;
-
-    fn pinned<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
-        Ok(PinnedBuffer::new(&stream.device.driver, len)?)
-    }
-
-    fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
-        pinned.len()
-    }
-
-    fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
-        Ok(pinned.as_slice()?)
-    }
-
-    fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
-        Ok(pinned.as_mut_slice()?)
-    }
-
-    fn upload_pinned<T: Element>(
-        stream: &Self::Stream,
-        src: &Self::Pinned<T>,
-        dst: &mut Self::Buffer<T>,
-    ) -> Result<()> {
-        Ok(dst.write_from_pinned(&stream.handle, src)?)
-    }
-
-    fn download_pinned<T: Element>(
-        stream: &Self::Stream,
-        src: &Self::Buffer<T>,
-        dst: &mut Self::Pinned<T>,
-    ) -> Result<()> {
-        Ok(src.read_into_pinned(&stream.handle, dst)?)
-    }
-
-    type HostView<'a, T: Element> = &'a [T];
-    type HostViewMut<'a, T: Element> = &'a mut [T];
 
     /// `cuMemAllocManaged` memory, checked against the driver's free bytes
     /// (managed memory is never over-subscribed here: that can hang the
@@ -325,7 +307,45 @@ impl Api for Cuda {
     ) -> Result<Self::Buffer<T>> {
         Ok(DeviceBuffer::from_dlpack(&stream.handle, tensor)?)
     }
+}
 
+impl PinnedApi for Cuda {
+    type Pinned<T: Element> = PinnedBuffer<T>;
+
+    fn pinned<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
+        Ok(PinnedBuffer::new(&stream.device.driver, len)?)
+    }
+
+    fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
+        pinned.len()
+    }
+
+    fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
+        Ok(pinned.as_slice()?)
+    }
+
+    fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
+        Ok(pinned.as_mut_slice()?)
+    }
+
+    fn upload_pinned<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Pinned<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        Ok(dst.write_from_pinned(&stream.handle, src)?)
+    }
+
+    fn download_pinned<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Pinned<T>,
+    ) -> Result<()> {
+        Ok(src.read_into_pinned(&stream.handle, dst)?)
+    }
+}
+
+impl KernelApi for Cuda {
     fn compile(
         device: &Self::Device,
         source: &str,
@@ -338,8 +358,6 @@ impl Api for Cuda {
     fn load_image(device: &Self::Device, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
         Ok(driver::load_image(&device.driver, format, bytes)?.into())
     }
-
-    type Arg<'a> = KernelParam<'a>;
 
     fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
         KernelParam::Buffer(buffer)

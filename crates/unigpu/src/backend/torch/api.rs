@@ -8,7 +8,9 @@ use unigpu_cuda_safe::KernelParam;
 
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
-use crate::backend::{Api, Backend, driver};
+use crate::backend::{
+    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, StreamApi, driver,
+};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
@@ -35,10 +37,28 @@ fn driver_error(e: unigpu_cuda_safe::SafeError) -> Error {
     Error::from(e).on_backend(Backend::Torch)
 }
 
-impl Api for Torch {
+impl Handles for Torch {
     const KIND: Backend = Backend::Torch;
+    /// Torch tensors here are CUDA tensors.
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA;
     type Device = TorchDevice;
+    type Stream = Arc<TorchStream>;
+    type Event = TorchEvent;
 
+    /// The c10 stream captured by the driver; the graph keeps the tensors
+    /// its work uses (`graph.rs`).
+    type Graph = TorchGraph;
+
+    type Buffer<T: Element> = TorchBuffer;
+
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
+
+    /// The buffer and whether the kernel writes it.
+    type Arg<'a> = (&'a TorchBuffer, bool);
+}
+
+impl DeviceApi for Torch {
     fn device_count() -> Result<usize> {
         super::device_count()
     }
@@ -102,9 +122,9 @@ impl Api for Torch {
     fn new_stream(device: &Self::Device) -> Result<Self::Stream> {
         Ok(Arc::new(TorchStream::from_pool(&device.cuda)?))
     }
-    type Stream = Arc<TorchStream>;
-    type Event = TorchEvent;
+}
 
+impl StreamApi for Torch {
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
         stream.sync().map_err(|e| e.on_backend(Backend::Torch))
     }
@@ -135,31 +155,9 @@ impl Api for Torch {
     fn native_stream(stream: &Self::Stream) -> Option<u64> {
         Some(stream.foreign.raw())
     }
+}
 
-    /// The c10 stream captured by the driver; the graph keeps the tensors
-    /// its work uses (`graph.rs`).
-    type Graph = TorchGraph;
-
-    fn begin_capture(stream: &Self::Stream) -> Result<()> {
-        graph::begin(stream)
-    }
-
-    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
-        graph::end(stream)
-    }
-
-    fn is_capturing(stream: &Self::Stream) -> bool {
-        graph::is_capturing(stream)
-    }
-
-    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
-        graph.launch(stream)
-    }
-
-    fn graph_len(graph: &Self::Graph) -> usize {
-        graph.len()
-    }
-
+impl EventApi for Torch {
     /// c10 events are always timed here: the bridge's event is made with
     /// timing on, and a torch record costs microseconds either way.
     fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
@@ -190,9 +188,31 @@ impl Api for Torch {
         b.synchronize()?;
         Ok(a.elapsed_ms(&b)? as f32)
     }
+}
 
-    type Buffer<T: Element> = TorchBuffer;
+impl GraphApi for Torch {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        graph::begin(stream)
+    }
 
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        graph::end(stream)
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        graph::is_capturing(stream)
+    }
+
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        graph.launch(stream)
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.len()
+    }
+}
+
+impl BufferApi for Torch {
     fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
         TorchBuffer::uninit::<T>(stream, len)
     }
@@ -264,11 +284,6 @@ impl Api for Torch {
         Ok(dst.tensor_mut().copy_from(&src.tensor, false)?)
     }
 
-    crate::backend::host_pinned::host_pinned_api!();
-
-    type HostView<'a, T: Element> = &'a [T];
-    type HostViewMut<'a, T: Element> = &'a mut [T];
-
     /// torch's caching allocator has no managed memory.
     fn alloc_unified<T: Element>(_: &Self::Stream, _: usize) -> Result<Self::Buffer<T>> {
         Err(Error::Unsupported {
@@ -312,7 +327,9 @@ impl Api for Torch {
         graph::refuse(stream, "a DLPack import", DLPACK)?;
         super::dlpack::import::<T>(stream, tensor)
     }
+}
 
+impl KernelApi for Torch {
     /// torch shares the device's primary context with the driver API, so
     /// kernels compile and load as on the cuda backend.
     fn compile(
@@ -333,9 +350,6 @@ impl Api for Torch {
             .map(Into::into)
             .map_err(|e| e.on_backend(Backend::Torch))
     }
-
-    /// The buffer and whether the kernel writes it.
-    type Arg<'a> = (&'a TorchBuffer, bool);
 
     fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
         (buffer, false)
@@ -377,3 +391,5 @@ impl Api for Torch {
             .map_err(|e| driver_error(e).for_kernel(kernel.name))
     }
 }
+
+crate::backend::host_pinned::host_pinned_api!(Torch);

@@ -9,14 +9,17 @@ use super::errors::unsupported;
 use super::event::VkEvent;
 use super::kernel::{KernelArg, VkArg, arg, launch};
 use super::open::VkOpen;
+use super::shader::ShaderKernel;
 use super::stream::{Recorded, VkStream};
-use crate::backend::code::{KernelRef, ModuleCode, Program};
+use crate::backend::code::{KernelCode, KernelRef, ModuleCode, Program, ShaderSource};
 use crate::backend::contract::LaunchArg;
 use crate::backend::unified::not_unified;
-use crate::backend::{Api, Backend};
+use crate::backend::{
+    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, StreamApi,
+};
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
-use crate::element::Element;
+use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
 use crate::kernel::signature::KernelDecl;
@@ -41,10 +44,25 @@ fn bytes<T: Element>(host: &[T]) -> &[u8] {
     bytemuck::cast_slice(host)
 }
 
-impl Api for Vulkan {
+impl Handles for Vulkan {
     const KIND: Backend = Backend::Vulkan;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLVulkan;
     type Device = VkOpen;
 
+    type Stream = Arc<VkStream>;
+    type Event = Arc<VkEvent>;
+
+    type Graph = (Arc<VkDevice>, Vec<Recorded>);
+
+    type Buffer<T: Element> = VkBuffer<T>;
+
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
+
+    type Arg<'a> = VkArg<'a>;
+}
+
+impl DeviceApi for Vulkan {
     fn device_count() -> Result<usize> {
         Ok(adapters()?.len())
     }
@@ -106,10 +124,9 @@ impl Api for Vulkan {
     fn new_stream(open: &Self::Device) -> Result<Self::Stream> {
         open.new_stream()
     }
+}
 
-    type Stream = Arc<VkStream>;
-    type Event = Arc<VkEvent>;
-
+impl StreamApi for Vulkan {
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
         stream.synchronize()
     }
@@ -133,7 +150,9 @@ impl Api for Vulkan {
     fn native_stream(_: &Self::Stream) -> Option<u64> {
         None
     }
+}
 
+impl EventApi for Vulkan {
     fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event> {
         Ok(Arc::new(VkEvent::new(&stream.device, timed)))
     }
@@ -154,9 +173,9 @@ impl Api for Vulkan {
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
         start.elapsed_ms(end)
     }
+}
 
-    type Graph = (Arc<VkDevice>, Vec<Recorded>);
-
+impl GraphApi for Vulkan {
     fn begin_capture(stream: &Self::Stream) -> Result<()> {
         stream.begin_capture()
     }
@@ -182,9 +201,9 @@ impl Api for Vulkan {
     fn graph_len((_, work): &Self::Graph) -> usize {
         work.len()
     }
+}
 
-    type Buffer<T: Element> = VkBuffer<T>;
-
+impl BufferApi for Vulkan {
     fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
         VkBuffer::zeros(&stream.device, len)
     }
@@ -279,11 +298,6 @@ impl Api for Vulkan {
         )
     }
 
-    crate::backend::host_pinned::host_pinned_api!();
-
-    type HostView<'a, T: Element> = &'a [T];
-    type HostViewMut<'a, T: Element> = &'a mut [T];
-
     fn alloc_unified<T: Element>(_: &Self::Stream, _: usize) -> Result<Self::Buffer<T>> {
         Err(unsupported(
             "alloc_unified: wgpu has no memory that the host and shaders address at once (a \
@@ -320,7 +334,9 @@ impl Api for Vulkan {
     fn from_dlpack<T: Element>(_: &Self::Stream, _: ManagedTensor) -> Result<Self::Buffer<T>> {
         Err(no_dlpack())
     }
+}
 
+impl KernelApi for Vulkan {
     /// Nothing to compile from CUDA C++: kernels run their WGSL or SPIR-V.
     fn compile(_: &Self::Device, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
         Ok(Program {
@@ -339,7 +355,17 @@ impl Api for Vulkan {
         })
     }
 
-    type Arg<'a> = VkArg<'a>;
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        let shader = match source {
+            ShaderSource::Wgsl(text) => ShaderKernel::wgsl(name, text)?,
+            ShaderSource::Spirv(bytes) => ShaderKernel::spirv(name, bytes)?,
+        };
+        Ok(KernelCode::Shader(shader.with_word_arrays(word_arrays)))
+    }
 
     fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
         arg(buffer, false)
@@ -373,6 +399,8 @@ impl Api for Vulkan {
         launch(stream, name, shader, grid, args)
     }
 }
+
+crate::backend::host_pinned::host_pinned_api!(Vulkan);
 
 /// Copies `host` into a staging buffer now (so it may be reused at once)
 /// and enqueues the copy into `dst`; the copy's fence, or `None` for no

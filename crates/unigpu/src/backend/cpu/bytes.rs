@@ -1,5 +1,7 @@
 //! Dtype-erased views of a CPU launch's arguments, for CPU implementations
 //! that hand them on as plain bytes (the C API's kernels written in C).
+//! Here, beside `args.rs`, so that only the CPU backend builds and reads its
+//! own `CpuArgs`; the public types re-export them (`kernel/mod.rs`).
 //!
 //! [`CpuArgs::kind`] says what argument `i` is; [`CpuArgs::bytes`] and
 //! [`CpuArgs::bytes_mut`] lock an array argument like [`CpuArgs::input`] and
@@ -7,8 +9,11 @@
 //! locks are held until the views are dropped, so a caller may keep views of
 //! every array at once while it runs.
 
-use crate::backend::cpu::{CpuArgs, CpuValue};
-use crate::{DType, Error, Result, Scalar};
+use unigpu_core::Scalar;
+
+use super::args::{CpuArgs, CpuValue};
+use crate::element::DType;
+use crate::error::{Error, Result};
 
 /// What one argument of a CPU launch is.
 #[derive(Debug, Clone, Copy, PartialEq)]
