@@ -89,12 +89,45 @@ impl ChildRun {
         self.assert_success().assert_printed(markers)
     }
 
-    /// The rest of the first stdout line that starts with `prefix`.
+    /// What follows `prefix` on the first stdout line that holds it, to
+    /// the end of that line. (Not only at a line's start: on one test
+    /// thread libtest prints `test NAME ... ` before the test's own output,
+    /// on the same line.)
     #[track_caller]
     pub fn value(&self, prefix: &str) -> &str {
         self.stdout
             .lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{}", self.stdout))
+            .find_map(|l| l.find(prefix).map(|at| &l[at + prefix.len()..]))
+            .unwrap_or_else(|| panic!("no `{prefix}` in:\n{}", self.stdout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(stdout: &str) -> ChildRun {
+        let status = Command::new("true").status().expect("running `true`");
+        ChildRun {
+            status,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_value_is_found_at_a_line_start_and_after_libtests_test_line() {
+        assert_eq!(run("a\norigin=DiskCache\n").value("origin="), "DiskCache");
+        let one_thread = "running 1 test\ntest disk_cache_x ... origin=Compiled\nok\n";
+        assert_eq!(run(one_thread).value("origin="), "Compiled");
+    }
+
+    #[test]
+    fn markers_are_asked_for_whatever_the_status() {
+        run("checks-ran\n").assert_ran(&["checks-ran"]);
+        let missing = std::panic::catch_unwind(|| {
+            run("something else\n").assert_printed(&["checks-ran"]);
+        });
+        assert!(missing.is_err());
     }
 }
