@@ -214,16 +214,9 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "                    let __cnt = ::core::cmp::min(__n as u32 - 1, __end - __lo) as usize;\n",
         tests: &["kernel_macro"],
     },
-    // A per-workgroup scalar's update run by every invocation instead of
-    // once between the invocation loops (`uniform_steps_match_the_host`).
-    Mutation {
-        name: "kernel macro, cpu phases: a per-workgroup scalar updated once per invocation",
-        target: Target::Cpu,
-        file: "crates/kernel-macros/src/cpu.rs",
-        original: "            Stmt::Let { name, .. } | Stmt::Assign { name, .. } => cx.scalars.contains(name),\n",
-        mutated: "            Stmt::Let { name, .. } | Stmt::Assign { name, .. } => false && cx.scalars.contains(name),\n",
-        tests: &["kernel_macro"],
-    },
+    // (A per-workgroup scalar's update run by every invocation instead of
+    // once is not listed: under it a kernel_macro test ran without end and
+    // grew until the 2-core machine ran out of memory, 2026-11-27.)
     // ---- the CUDA backend (GPU machine)
     Mutation {
         name: "a reduction that drops its last block",
