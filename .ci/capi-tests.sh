@@ -123,7 +123,7 @@ gcc -std=c11 -pedantic "${WARN[@]}" -I include tests/c/example.c "$LIB" "${SYSLI
 step "docs/c-api.md's example (tests/c/example.c)"
 "$OUT/example"
 run_c "C++17 program (staticlib)" "$OUT/capi_test_cpp"
-run_c "valgrind --leak-check=full" valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
+run_c "valgrind --leak-check=full" valgrind --fair-sched=yes --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --error-exitcode=1 "$OUT/capi_test"
 grep -E 'ERROR SUMMARY|definitely lost|indirectly lost' "$OUT/run.err" || true
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

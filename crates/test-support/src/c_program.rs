@@ -76,6 +76,11 @@ pub fn valgrind() -> Option<Vec<&'static str>> {
     Some(vec![
         "valgrind",
         "--error-exitcode=97",
+        // valgrind runs one thread at a time; its default lock can hand the
+        // CPU back to a spinning thread over and over, so a thread waiting
+        // on a host-side gate (the C test's hold kernel) starved the thread
+        // meant to open it for 30 s on the project's CI.
+        "--fair-sched=yes",
         "--leak-check=full",
         "--errors-for-leak-kinds=definite,indirect",
         "--quiet",
