@@ -55,6 +55,10 @@ struct Emit<'k> {
     proven: std::collections::BTreeSet<u32>,
     helpers: BTreeMap<String, String>,
     out: String,
+    /// Inside a widened loop's lanes (widen.rs): accesses at its `i` go to
+    /// the arrays' vectors.
+    /// (The loop variable, the widened arrays.)
+    lanes: Option<(String, Vec<usize>)>,
 }
 
 pub fn emit(k: &Kernel) -> String {
@@ -64,6 +68,7 @@ pub fn emit(k: &Kernel) -> String {
         proven: crate::inbounds::proven(k),
         helpers: BTreeMap::new(),
         out: String::new(),
+        lanes: None,
     };
     // Device functions: prototypes first, so any order calls.
     let mut funcs = String::new();
@@ -116,7 +121,15 @@ pub fn emit(k: &Kernel) -> String {
         }
         e.line(1, "__syncthreads();");
     }
-    e.block(&k.body, 1);
+    let widened = crate::widen::plan(k);
+    match (&widened, k.body.split_last()) {
+        (Some(w), Some((grid_stride, prefix))) => {
+            e.block(prefix, 1);
+            e.widened(w);
+            e.stmt(grid_stride, 1);
+        }
+        _ => e.block(&k.body, 1),
+    }
     let mut params: Vec<String> = k
         .params
         .iter()
@@ -249,6 +262,88 @@ impl Emit<'_> {
         })
     }
 
+    /// The widened part of a grid-stride loop (widen.rs), before the loop
+    /// itself, which then starts where this part stopped.
+    fn widened(&mut self, w: &crate::widen::Widened) {
+        self.helper("ug_1_vec".into(), || {
+            "template <typename T> struct __align__(16) ug_vec { T v[16 / sizeof(T)]; };\n".into()
+        });
+        let (var, lanes) = (&w.loop_.var, w.lanes);
+        let (end, step) = (self.expr(w.loop_.end), self.expr(w.step));
+        let arrays = w.arrays();
+        let names: Vec<String> = arrays
+            .iter()
+            .map(|&a| self.k.params[a].name.clone())
+            .collect();
+        self.line(1, "{");
+        self.line(
+            2,
+            &format!("// {lanes} iterations at a time, in 16-byte accesses (widen.rs)."),
+        );
+        self.line(2, &format!("unsigned int ug_vn = {end};"));
+        for n in &names {
+            self.line(2, &format!("if (n_{n} < ug_vn) ug_vn = n_{n};"));
+        }
+        self.line(2, &format!("ug_vn /= {lanes}u;"));
+        let aligned: Vec<String> = names
+            .iter()
+            .map(|n| format!("(unsigned long long)p_{n}"))
+            .collect();
+        self.line(
+            2,
+            &format!("if ((({}) & 15ull) == 0ull) {{", aligned.join(" | ")),
+        );
+        self.line(
+            3,
+            &format!("for (unsigned int ug_v = {var}; ug_v < ug_vn; ug_v += {step}) {{"),
+        );
+        for (&a, n) in arrays.iter().zip(&names) {
+            let c = ty(elem_of(&self.k.params[a]));
+            if w.loads.contains(&a) {
+                self.line(
+                    4,
+                    &format!(
+                        "ug_vec<{c}> ug_w_{n} = reinterpret_cast<const ug_vec<{c}>*>(p_{n})[ug_v];"
+                    ),
+                );
+            } else {
+                self.line(4, &format!("ug_vec<{c}> ug_w_{n};"));
+            }
+        }
+        self.line(4, "#pragma unroll");
+        self.line(
+            4,
+            &format!("for (unsigned int ug_l = 0; ug_l < {lanes}u; ug_l++) {{"),
+        );
+        self.line(
+            5,
+            &format!("const unsigned int {var} = ug_v * {lanes}u + ug_l;"),
+        );
+        self.lanes = Some((var.clone(), arrays.clone()));
+        self.block(w.loop_.body, 5);
+        self.lanes = None;
+        self.line(4, "}");
+        for &a in &w.stores {
+            let (n, c) = (&self.k.params[a].name, ty(elem_of(&self.k.params[a])));
+            self.line(
+                4,
+                &format!("reinterpret_cast<ug_vec<{c}>*>(p_{n})[ug_v] = ug_w_{n};"),
+            );
+        }
+        self.line(3, "}");
+        self.line(3, &format!("{var} = ug_vn * {lanes}u + {var};"));
+        self.line(2, "}");
+        self.line(1, "}");
+    }
+
+    /// The lane of array `a`'s vector that an access at `index` is, inside
+    /// a widened loop's lanes.
+    fn lane(&self, a: usize, index: &Expr) -> Option<String> {
+        let (var, arrays) = self.lanes.as_ref()?;
+        let at_var = matches!(&index.kind, ExprKind::Var(n) if n == var);
+        (at_var && arrays.contains(&a)).then(|| format!("ug_w_{}.v[ug_l]", self.k.params[a].name))
+    }
+
     fn line(&mut self, depth: usize, text: &str) {
         for _ in 0..depth {
             self.out.push_str("    ");
@@ -281,6 +376,11 @@ impl Emit<'_> {
                 value,
                 site,
             } => {
+                if let Some(lane) = self.lane(*array, index) {
+                    let v = self.expr(value);
+                    self.line(d, &format!("{lane} = {v};"));
+                    return;
+                }
                 let p = &self.k.params[*array];
                 let (name, elem) = (p.name.clone(), elem_of(p));
                 if self.proven.contains(site) {
@@ -387,6 +487,9 @@ impl Emit<'_> {
             ExprKind::Scalar(i) => format!("p_{}", self.k.params[*i].name),
             ExprKind::Len(i) => format!("n_{}", self.k.params[*i].name),
             ExprKind::Load(a, index, site) => {
+                if let Some(lane) = self.lane(*a, index) {
+                    return lane;
+                }
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));
                 if self.proven.contains(site) {

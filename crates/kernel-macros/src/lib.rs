@@ -20,6 +20,7 @@ mod lower;
 mod stride;
 mod uniform;
 mod wgsl;
+mod widen;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;

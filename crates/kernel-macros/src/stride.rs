@@ -228,7 +228,7 @@ fn iteration_ok(stmts: &[Stmt], var: &str, depth: usize, ids: bool) -> bool {
 }
 
 /// Calls `f` with the array and index of every store, at any depth.
-fn stores(stmts: &[Stmt], f: &mut impl FnMut(usize, &Expr)) {
+pub fn stores(stmts: &[Stmt], f: &mut impl FnMut(usize, &Expr)) {
     for s in stmts {
         match s {
             Stmt::Store { array, index, .. } => f(*array, index),

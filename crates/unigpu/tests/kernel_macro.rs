@@ -1673,6 +1673,77 @@ on_every_backend!(grid_stride_axpy_short_input_reports, |ctx| {
     }
 });
 
+/// `a` without its first element, as a DLPack import at a 4-byte offset
+/// (a producer's slice): on cuda and torch, memory that does not start on
+/// 16 bytes, which the CUDA form's widened loop (widen.rs) must leave to
+/// the element-at-a-time loop.
+fn offset_by_one(ctx: &unigpu::Context, a: &mut unigpu::GpuArray<f32>) -> unigpu::GpuArray<f32> {
+    let raw = a
+        .to_dlpack(unigpu::DlpackSync::Host)
+        .unwrap()
+        .into_raw_versioned()
+        .unwrap_or_else(|_| panic!("a versioned export"));
+    // SAFETY: `raw` is the export's own tensor, valid until its deleter
+    // runs (the import below takes it over); the shape it points to has
+    // one axis of a.len() >= 1, and moving the start one element on while
+    // dropping one from the length keeps the view inside the allocation.
+    let tensor = unsafe {
+        let t = &mut (*raw).dl_tensor;
+        t.byte_offset += 4;
+        *t.shape -= 1;
+        unigpu::DlpackTensor::from_raw_versioned(raw).unwrap()
+    };
+    unigpu::GpuArray::from_dlpack(ctx, tensor).unwrap()
+}
+
+// The grid-stride axpy on arrays that start 4 bytes past 16, in every
+// combination: the CUDA form's widened part runs only when all its
+// arrays are aligned, and the results are the same either way.
+on_every_gpu_backend!(
+    grid_stride_axpy_on_unaligned_arrays_matches_the_host,
+    |ctx| {
+        let k = gs_axpy::kernel(ctx).unwrap();
+        for (shift_x, shift_y) in [(true, false), (false, true), (true, true)] {
+            let n = 1000 + random_len(60_000);
+            let (hx, hw, hy) = (
+                random_vec::<f32>(n + 1),
+                random_vec::<f32>(n),
+                random_vec::<f32>(n + 1),
+            );
+            let (mut x0, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
+            let mut y0 = ctx.upload(&hy).unwrap();
+            let (x, ox) = if shift_x {
+                (offset_by_one(ctx, &mut x0), 1)
+            } else {
+                (ctx.upload(&hx[..n]).unwrap(), 0)
+            };
+            let (mut y, oy) = if shift_y {
+                (offset_by_one(ctx, &mut y0), 1)
+            } else {
+                (ctx.upload(&hy[..n]).unwrap(), 0)
+            };
+            let mut z = ctx.zeros::<u32>(n).unwrap();
+            let a = -0.75f32;
+            k.launch(
+                ctx,
+                Grid::new((7, 1, 1), (256, 1, 1)),
+                (a, &x, &w, &mut y, &mut z),
+            )
+            .unwrap();
+            let (gy, gz) = (y.download().unwrap(), z.download().unwrap());
+            for i in 0..n {
+                let mut t = a * hx[i + ox] + hy[i + oy];
+                if i > 0 {
+                    t += hw[i - 1];
+                }
+                let what = format!("y[{i}] of {n}, x shifted {shift_x}, y shifted {shift_y}");
+                assert_same_or_contracted(ctx, gy[i] as f64, t as f64, 1e-6, 2e3, &what);
+                assert_eq!(gz[i], i as u32 * 3 + 1, "z[{i}] of {n}");
+            }
+        }
+    }
+);
+
 on_every_backend!(grid_stride_break_and_strided_writes_match_the_host, |ctx| {
     let (until, last) = (
         gs_until_negative::kernel(ctx).unwrap(),

@@ -1,0 +1,233 @@
+//! Grid-stride loops widened to 16-byte accesses on the CUDA form, as the
+//! built-in element-wise ops move their data (a `float4` a load): on an
+//! H200 the one-element-a-load saxpy reached 0.83x the built-in axpy's
+//! bandwidth (docs/kernels.md, "Speed").
+//!
+//! Only a kernel [`crate::stride::analyse`] accepts is widened: its
+//! iterations are independent and touch their written arrays at `i` alone,
+//! so running them in another order, or four at a time, gives the same
+//! results. The widened form runs, before the original loop:
+//!
+//! ```text
+//! vn = min(END, len of every widened array) / W
+//! if every widened array starts on 16 bytes:
+//!     for v = i; v < vn; v += stride:      // W consecutive iterations
+//!         load the arrays read at i as W-wide vectors
+//!         for lane in 0..W: the iteration with i = v*W + lane, array[i] -> its lane
+//!         store the written arrays' vectors
+//!     i = vn*W + i                          // the original loop does the rest
+//! ```
+//!
+//! Every index below `vn * W` is in bounds of every widened array and below
+//! END, so the widened part has no check to make; the original loop then
+//! runs the iterations from `vn * W` on, with their checks and fault
+//! reports, exactly as it would have. An array whose memory does not start
+//! on 16 bytes (a DLPack import at an offset) leaves the whole range to the
+//! original loop.
+
+use crate::ir::*;
+use crate::stride::GridStride;
+
+/// A widened grid-stride loop.
+pub struct Widened<'k> {
+    pub loop_: GridStride<'k>,
+    /// The step's stride operand (`i += stride`).
+    pub step: &'k Expr,
+    /// Elements a vector: 16 bytes over the arrays' element size.
+    pub lanes: u32,
+    /// Arrays loaded as vectors before the lanes run: the ones the
+    /// iteration reads at `i`, and the written ones it may leave unwritten
+    /// (a store under a condition keeps the other lanes' values).
+    pub loads: Vec<usize>,
+    /// Written arrays, stored as vectors after the lanes.
+    pub stores: Vec<usize>,
+}
+
+impl Widened<'_> {
+    /// Every widened array, in parameter order.
+    pub fn arrays(&self) -> Vec<usize> {
+        let mut all: Vec<usize> = self.loads.iter().chain(&self.stores).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+/// The kernel's grid-stride loop, widened, or `None` where it is not an
+/// independent grid-stride loop or its arrays do not share one element
+/// width, 4 or 8 bytes (f32, i32 and u32 mix; so do f64, i64 and u64).
+pub fn plan(k: &Kernel) -> Option<Widened<'_>> {
+    let loop_ = crate::stride::analyse(k)?;
+    let Some(Stmt::While { body, .. }) = k.body.last() else {
+        return None;
+    };
+    let Some(Stmt::Assign { value, .. }) = body.last() else {
+        return None;
+    };
+    let ExprKind::Bin(BinOp::Add, l, r) = &value.kind else {
+        return None;
+    };
+    let is_var = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if *n == loop_.var);
+    let step: &Expr = if is_var(l) { r } else { l };
+
+    let at_i = |index: &Expr| is_var(index);
+    let mut read = Vec::new();
+    visit_exprs(loop_.body, &mut |e| {
+        if let ExprKind::Load(a, index, _) = &e.kind
+            && at_i(index)
+            && loop_.sliced.contains(a)
+            && !read.contains(a)
+        {
+            read.push(*a);
+        }
+    });
+    let mut written = Vec::new();
+    crate::stride::stores(loop_.body, &mut |a, _| {
+        if !written.contains(&a) {
+            written.push(a);
+        }
+    });
+    // A store at the iteration's top level runs in every iteration (the
+    // loop has no `continue`, `break` or `return` of its own).
+    let always: Vec<usize> = loop_
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Store { array, .. } => Some(*array),
+            _ => None,
+        })
+        .collect();
+    let mut loads = read;
+    for &a in &written {
+        if !always.contains(&a) && !loads.contains(&a) {
+            loads.push(a);
+        }
+    }
+    loads.sort_unstable();
+    written.sort_unstable();
+
+    let mut bits = None;
+    for &a in loads.iter().chain(&written) {
+        let ParamKind::Array { elem, .. } = k.params[a].kind else {
+            return None;
+        };
+        if !matches!(
+            elem,
+            Ty::F32 | Ty::I32 | Ty::U32 | Ty::F64 | Ty::I64 | Ty::U64
+        ) || bits.is_some_and(|b| b != elem.bits())
+        {
+            return None;
+        }
+        bits = Some(elem.bits());
+    }
+    Some(Widened {
+        step,
+        lanes: 128 / bits?,
+        loads,
+        stores: written,
+        loop_,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(src: &str) -> Kernel {
+        crate::inbounds::tests::kernel(syn::parse_str(src).unwrap(), [256, 1, 1])
+    }
+
+    #[test]
+    fn saxpy_is_widened_with_y_loaded_and_stored() {
+        let k = kernel(
+            "fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+                let stride = num_workgroups().x * workgroup_size().x;
+                let mut i = global_id().x;
+                while i < y.len() { y[i] = a * x[i] + y[i]; i += stride; }
+            }",
+        );
+        let w = plan(&k).expect("widened");
+        assert_eq!(w.lanes, 4);
+        assert_eq!((w.loads.clone(), w.stores.clone()), (vec![1, 2], vec![2]));
+    }
+
+    #[test]
+    fn a_write_only_output_is_not_loaded_unless_its_store_is_conditional() {
+        let always = kernel(
+            "fn copy(x: &[f64], y: &mut [f64]) {
+                let mut i = global_id().x;
+                while i < y.len() { y[i] = x[i]; i += num_workgroups().x * workgroup_size().x; }
+            }",
+        );
+        let w = plan(&always).expect("widened");
+        assert_eq!(
+            (w.lanes, w.loads.clone(), w.stores.clone()),
+            (2, vec![0], vec![1])
+        );
+        let sometimes = kernel(
+            "fn copy_pos(x: &[f64], y: &mut [f64]) {
+                let mut i = global_id().x;
+                while i < y.len() {
+                    if x[i] > 0.0 { y[i] = x[i]; }
+                    i += num_workgroups().x * workgroup_size().x;
+                }
+            }",
+        );
+        assert_eq!(plan(&sometimes).expect("widened").loads, vec![0, 1]);
+    }
+
+    #[test]
+    fn mixed_widths_and_other_shapes_are_left_alone() {
+        for src in [
+            // f32 in, f64 out: no one vector width of lanes.
+            "fn widen(x: &[f32], y: &mut [f64]) {
+                let mut i = global_id().x;
+                while i < y.len() { y[i] = x[i] as f64; i += num_workgroups().x * workgroup_size().x; }
+            }",
+            // One element an invocation, no loop.
+            "fn add(x: &[f32], y: &mut [f32]) {
+                let i = global_id().x;
+                if i < y.len() { y[i] = x[i] + y[i]; }
+            }",
+            // A neighbour's element: not independent.
+            "fn shift(y: &mut [f32]) {
+                let mut i = global_id().x;
+                while i + 1 < y.len() { y[i] = y[i + 1]; i += num_workgroups().x * workgroup_size().x; }
+            }",
+        ] {
+            assert!(plan(&kernel(src)).is_none(), "{src}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod cuda_tests {
+    #[test]
+    fn the_cuda_form_runs_the_widened_part_before_the_checked_loop() {
+        let k = crate::inbounds::tests::kernel(
+            syn::parse_str(
+                "fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+                    let stride = num_workgroups().x * workgroup_size().x;
+                    let mut i = global_id().x;
+                    while i < y.len() { y[i] = a * x[i] + y[i]; i += stride; }
+                }",
+            )
+            .unwrap(),
+            [256, 1, 1],
+        );
+        let src = crate::cuda::emit(&k);
+        let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
+        // The vector length: END and both arrays' lengths, over 4 lanes.
+        at("unsigned int ug_vn = n_y;");
+        at("if (n_x < ug_vn) ug_vn = n_x;");
+        at("ug_vn /= 4u;");
+        at("(((unsigned long long)p_x | (unsigned long long)p_y) & 15ull) == 0ull");
+        // Lanes read and write the vectors, unchecked; the loop after them
+        // starts where they stopped and keeps its checks.
+        at("ug_w_y.v[ug_l] = ((p_a * ug_w_x.v[ug_l]) + ug_w_y.v[ug_l]);");
+        let store = at("reinterpret_cast<ug_vec<float>*>(p_y)[ug_v] = ug_w_y;");
+        let restart = at("v_i_1 = ug_vn * 4u + v_i_1;");
+        let checked = at("ug_ld_f32(p_x, n_x, v_i_1,");
+        assert!(store < restart && restart < checked);
+    }
+}
