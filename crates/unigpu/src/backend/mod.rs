@@ -14,8 +14,10 @@
 //! - `missing/`: the one stand-in, `Missing<K>`, for each backend built
 //!   without its feature (`cuda`, `torch`, `vulkan`), so the dispatch needs
 //!   no `cfg`.
-//! - `driver/`: what cuda and torch share (device info, NVRTC and its
-//!   caches); not a backend. Built with the `cuda` feature only.
+//! - `nvrtc/`: CUDA C++ through NVRTC and its caches, and precompiled
+//!   CUDA code; `cuda_device_info.rs`: the driver's view of a CUDA device.
+//!   What cuda and torch share; not backends. Built with the `cuda`
+//!   feature only.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
 //!   memory of their own (cpu, torch); not a backend.
 //! - `host_memory.rs`: host memory accounting (requests checked against the
@@ -38,9 +40,9 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 #[cfg(not(feature = "cuda"))]
 pub(crate) use missing::cuda;
-mod dispatch;
 #[cfg(feature = "cuda")]
-mod driver;
+mod cuda_device_info;
+mod dispatch;
 mod host_memory;
 mod host_pinned;
 #[cfg(feature = "torch")]
@@ -48,6 +50,8 @@ mod interop;
 mod kind;
 #[cfg(any(not(feature = "cuda"), not(feature = "torch"), not(feature = "vulkan")))]
 mod missing;
+#[cfg(feature = "cuda")]
+mod nvrtc;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 #[cfg(not(feature = "torch"))]
@@ -68,6 +72,6 @@ pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
     StreamImpl, can_access_peer, dlpack_device_type, shader_kernel,
 };
-#[cfg(feature = "cuda")]
-pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
+#[cfg(feature = "cuda")]
+pub use nvrtc::cache::{CACHE_DIR_ENV, disk_dir};
