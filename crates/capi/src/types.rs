@@ -6,7 +6,7 @@
 //! `uint32_t` and converted here (`UG_INVALID_ARGUMENT` on unknown values);
 //! only values that Rust writes out are typed as the enums.
 
-use facade::{Backend, DType, Scalar};
+use unigpu::{Backend, DType, Scalar};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::status::{Out, Result, ug_status};
@@ -174,8 +174,8 @@ pub(crate) fn scalar_arg(s: &ug_scalar, what: &str) -> Result<Scalar> {
         match dtype {
             DType::F32 => Scalar::new(v.f32),
             DType::F64 => Scalar::new(v.f64),
-            DType::F16 => Scalar::new(facade::f16::from_bits(v.f16)),
-            DType::BF16 => Scalar::new(facade::bf16::from_bits(v.bf16)),
+            DType::F16 => Scalar::new(unigpu::f16::from_bits(v.f16)),
+            DType::BF16 => Scalar::new(unigpu::bf16::from_bits(v.bf16)),
             DType::I32 => Scalar::new(v.i32),
             DType::U32 => Scalar::new(v.u32),
             DType::I64 => Scalar::new(v.i64),
