@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 
 use unigpu::config::{BackendChoice, Config, ConfigError, DeviceSpec};
-use unigpu::{Backend, Context, DType, Error};
+use unigpu::{Backend, Context, DType, DeviceKind, Error};
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(text, "unigpu.toml")
@@ -19,7 +19,7 @@ fn every_key_parses() {
     assert_eq!(
         c.device,
         Some(DeviceSpec {
-            kind: Backend::Cuda,
+            kind: DeviceKind::Cuda,
             ordinal: 1
         })
     );
@@ -35,7 +35,7 @@ fn every_key_parses() {
     );
     assert_eq!(
         parse("device = \"cpu\"").unwrap().device.unwrap().kind,
-        Backend::Cpu
+        DeviceKind::Cpu
     );
     for d in DType::ALL {
         assert_eq!(parse(&format!("dtype = \"{d}\"")).unwrap().dtype, d);
@@ -126,7 +126,7 @@ fn environment_overrides_win_and_are_validated() {
     let mut c = parse("backend = \"cuda\"\ndevice = \"cuda:1\"").unwrap();
     c.apply_env_overrides(Some("cpu"), Some("cpu")).unwrap();
     assert_eq!(c.backend, BackendChoice::Only(Backend::Cpu));
-    assert_eq!(c.device.unwrap().kind, Backend::Cpu);
+    assert_eq!(c.device.unwrap().kind, DeviceKind::Cpu);
 
     let mut c = Config::default();
     match c.apply_env_overrides(Some("opencl"), None).unwrap_err() {
@@ -149,7 +149,7 @@ fn environment_overrides_win_and_are_validated() {
     assert_eq!(
         c.device,
         Some(unigpu::DeviceSpec {
-            kind: Backend::Vulkan,
+            kind: DeviceKind::Vulkan,
             ordinal: 2
         })
     );
@@ -182,7 +182,7 @@ fn environment_pairs_pick_the_unigpu_variables() {
     ])
     .unwrap();
     assert_eq!(c.backend, BackendChoice::Only(Backend::Cpu));
-    assert_eq!(c.device.unwrap().kind, Backend::Cpu);
+    assert_eq!(c.device.unwrap().kind, DeviceKind::Cpu);
 
     // A value that is not UTF-8 is an error naming the variable, not
     // silently the default.

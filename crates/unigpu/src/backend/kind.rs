@@ -3,7 +3,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A compute backend, in fallback order.
+use super::DeviceKind;
+
+/// A compute backend: the implementation that runs the work, in fallback
+/// order. The hardware it runs on is its [`DeviceKind`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Backend {
     /// libtorch's CUDA tensors and c10 streams (needs the `torch` feature).
@@ -28,30 +31,6 @@ impl Backend {
     /// fallback chain.
     pub const HOST: Backend = Backend::Cpu;
 
-    /// Whether this backend's device is the host, which is one device whose
-    /// name (`device = "cpu"`) carries no ordinal.
-    pub fn is_host(self) -> bool {
-        self.device_kind() == Backend::HOST
-    }
-
-    /// How `device = "..."` names device `ordinal` of this backend's kind:
-    /// `cuda:1`, `vulkan:0`, and plain `cpu` for the host, its one device.
-    pub fn device_name(self, ordinal: usize) -> String {
-        let kind = self.device_kind();
-        if kind.is_host() {
-            kind.to_string()
-        } else {
-            format!("{kind}:{ordinal}")
-        }
-    }
-
-    /// How many devices of this kind there are without opening a backend:
-    /// one for the host; `None` for a GPU kind, whose backend counts them
-    /// when it opens.
-    pub fn known_device_count(self) -> Option<usize> {
-        self.is_host().then_some(1)
-    }
-
     /// The names in [`Backend::ALL`], quoted and comma-separated, for
     /// messages that list the choices.
     pub fn quoted_names() -> String {
@@ -71,11 +50,11 @@ impl Backend {
     /// The kind of device this backend drives, as `device = "..."` names
     /// it: `cpu` for the CPU backend, `cuda` for cuda and torch (torch's
     /// devices are CUDA devices), `vulkan` for Vulkan adapters.
-    pub fn device_kind(self) -> Backend {
+    pub fn device_kind(self) -> DeviceKind {
         match self {
-            Backend::Torch | Backend::Cuda => Backend::Cuda,
-            Backend::Vulkan => Backend::Vulkan,
-            Backend::Cpu => Backend::Cpu,
+            Backend::Torch | Backend::Cuda => DeviceKind::Cuda,
+            Backend::Vulkan => DeviceKind::Vulkan,
+            Backend::Cpu => DeviceKind::Cpu,
         }
     }
 }

@@ -27,7 +27,8 @@
 //! - `comm.rs`: communicators, from the public `Communicator` to the
 //!   backends with collectives (cuda: `cuda/comm.rs`, NCCL).
 //! - `code.rs`: the forms of kernel code; `interop.rs`: cuda <-> torch moves;
-//!   `kind.rs`: the public `Backend` and `Backend::ALL`.
+//!   `kind.rs`: the public `Backend` and `Backend::ALL`; `device_kind.rs`:
+//!   the public `DeviceKind`, the hardware a backend drives.
 //!
 //! Backends use neither the public types nor each other (`cargo xtask
 //! layers`); docs/adding-a-backend.md lists what a new one adds.
@@ -42,6 +43,7 @@ pub(crate) mod cuda;
 pub(crate) use missing::cuda;
 #[cfg(feature = "cuda")]
 mod cuda_device_info;
+mod device_kind;
 mod dispatch;
 mod host_memory;
 mod host_pinned;
@@ -68,6 +70,7 @@ pub(crate) use contract::{
     Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
 };
 pub use cpu::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut, CpuKernelFn};
+pub use device_kind::DeviceKind;
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
     StreamImpl, can_access_peer, dlpack_device_type, shader_kernel,
