@@ -346,3 +346,22 @@ pub extern "C" fn ug_dtype_size(dtype: u32) -> usize {
         .and_then(|i| DType::ALL.get(i))
         .map_or(0, |d| d.size_bytes())
 }
+
+/// Every facade backend has a `ug_backend` value that C can pass back
+/// (`backend_arg`, by number, is not checked by the compiler) and that the
+/// header names: a new backend fails here until the C API knows it.
+#[cfg(test)]
+mod every_backend {
+    use super::{Backend, backend_arg, ug_backend};
+
+    #[test]
+    fn round_trips_through_c_and_is_in_the_header() {
+        let header = include_str!("../../../include/unigpu.h");
+        for b in Backend::ALL {
+            let value = ug_backend::from_facade(b) as u32;
+            assert_eq!(backend_arg(value).ok(), Some(b));
+            let name = format!("UG_BACKEND_{} = {value},", b.name().to_uppercase());
+            assert!(header.contains(&name), "include/unigpu.h lacks `{name}`");
+        }
+    }
+}

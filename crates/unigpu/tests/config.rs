@@ -12,6 +12,29 @@ fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(text, "unigpu.toml")
 }
 
+/// Every backend and every device kind the facade has (`ALL` lists every
+/// variant by construction) can be named in a config, with the device its
+/// backend drives, and each kind is driven by the backend named like it:
+/// a new variant fails here until config parsing knows it.
+#[test]
+fn every_backend_and_device_kind_can_be_named() {
+    for b in Backend::ALL {
+        let kind = b.device_kind();
+        let device = kind.device_name(0);
+        let c = parse(&format!("backend = \"{b}\"\ndevice = \"{device}\"\n"))
+            .unwrap_or_else(|e| panic!("backend {b} on device {device}: {e}"));
+        assert_eq!(c.backend, BackendChoice::Only(b));
+        assert_eq!(c.device, Some(DeviceSpec { kind, ordinal: 0 }));
+        assert_eq!(b.name().parse::<Backend>(), Ok(b));
+    }
+    for kind in DeviceKind::ALL {
+        assert_eq!(kind.name().parse::<DeviceKind>(), Ok(kind));
+        assert_eq!(kind.backend().device_kind(), kind, "{kind}");
+        let allowed = parse("device = \"nowhere\"").unwrap_err().to_string();
+        assert!(allowed.contains(&format!("\"{kind}\"")), "{allowed}");
+    }
+}
+
 #[test]
 fn every_key_parses() {
     let c = parse("backend = \"cuda\"\ndevice = \"cuda:1\"\ndtype = \"bf16\"\n").unwrap();

@@ -8,22 +8,25 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::Backend;
+use super::listed_enum::listed_enum;
 
-/// A kind of device, as the config's `device = "<kind>:N"` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DeviceKind {
-    /// The host: one device, `cpu` (the cpu backend).
-    Cpu,
-    /// A CUDA device, `cuda:N` (the cuda and torch backends).
-    Cuda,
-    /// A Vulkan adapter, `vulkan:N` (the vulkan backend).
-    Vulkan,
+listed_enum! {
+    /// A kind of device, as the config's `device = "<kind>:N"` names it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum DeviceKind {
+        /// The host: one device, `cpu` (the cpu backend).
+        Cpu,
+        /// A CUDA device, `cuda:N` (the cuda and torch backends).
+        Cuda,
+        /// A Vulkan adapter, `vulkan:N` (the vulkan backend).
+        Vulkan,
+    }
+    /// Every kind, in the order of declaration, which the config's error
+    /// messages follow.
+    ALL
 }
 
 impl DeviceKind {
-    /// Every kind, in the order the config's error messages list them.
-    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Cuda, DeviceKind::Vulkan];
-
     /// The lowercase name used in `device = "..."` and `UNIGPU_DEVICE`.
     pub fn name(self) -> &'static str {
         match self {

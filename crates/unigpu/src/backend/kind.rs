@@ -4,29 +4,31 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::DeviceKind;
+use super::listed_enum::listed_enum;
 
-/// A compute backend: the implementation that runs the work, in fallback
-/// order. The hardware it runs on is its [`DeviceKind`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Backend {
-    /// libtorch's CUDA tensors and c10 streams (needs the `torch` feature).
-    Torch,
-    /// The CUDA driver API, loaded at run time.
-    Cuda,
-    /// Vulkan through wgpu: AMD, Intel and NVIDIA GPUs without CUDA
-    /// (needs the `vulkan` feature, on by default, and a Vulkan loader at
-    /// run time).
-    Vulkan,
-    /// Host memory and worker-thread streams; always available.
-    Cpu,
+listed_enum! {
+    /// A compute backend: the implementation that runs the work, in fallback
+    /// order. The hardware it runs on is its [`DeviceKind`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Backend {
+        /// libtorch's CUDA tensors and c10 streams (needs the `torch` feature).
+        Torch,
+        /// The CUDA driver API, loaded at run time.
+        Cuda,
+        /// Vulkan through wgpu: AMD, Intel and NVIDIA GPUs without CUDA
+        /// (needs the `vulkan` feature, on by default, and a Vulkan loader at
+        /// run time).
+        Vulkan,
+        /// Host memory and worker-thread streams; always available.
+        Cpu,
+    }
+    /// Every backend, in the order `Context::default()` tries them (the
+    /// order of declaration): the one list of backends, which the fallback
+    /// chain, config parsing, error messages and `unigpu info` all read.
+    ALL
 }
 
 impl Backend {
-    /// Every backend, in the order `Context::default()` tries them: the one
-    /// list of backends, which the fallback chain, config parsing, error
-    /// messages and `unigpu info` all read.
-    pub const ALL: [Backend; 4] = [Backend::Torch, Backend::Cuda, Backend::Vulkan, Backend::Cpu];
-
     /// The backend that runs on the host: always available, the end of the
     /// fallback chain.
     pub const HOST: Backend = Backend::Cpu;

@@ -50,6 +50,7 @@ mod host_pinned;
 #[cfg(feature = "torch")]
 mod interop;
 mod kind;
+mod listed_enum;
 #[cfg(any(not(feature = "cuda"), not(feature = "torch"), not(feature = "vulkan")))]
 mod missing;
 #[cfg(feature = "cuda")]
