@@ -29,7 +29,7 @@ fn every_backend_and_device_kind_can_be_named() {
     }
     for kind in DeviceKind::ALL {
         assert_eq!(kind.name().parse::<DeviceKind>(), Ok(kind));
-        assert_eq!(kind.backend().device_kind(), kind, "{kind}");
+        assert_eq!(Backend::named_for(kind).device_kind(), kind, "{kind}");
         let allowed = parse("device = \"nowhere\"").unwrap_err().to_string();
         assert!(allowed.contains(&format!("\"{kind}\"")), "{allowed}");
     }

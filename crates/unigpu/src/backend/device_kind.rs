@@ -2,12 +2,15 @@
 //!
 //! A device kind is hardware, a backend is an implementation: the cuda and
 //! torch backends both drive `cuda` devices, so the two are separate types
-//! ([`Backend::device_kind`] maps one to the other).
+//! ([`Backend::device_kind`] maps one to the other, and
+//! [`Backend::named_for`] a kind to the backend called like it).
+//!
+//! [`Backend::device_kind`]: super::Backend::device_kind
+//! [`Backend::named_for`]: super::Backend::named_for
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::Backend;
 use super::listed_enum::listed_enum;
 
 listed_enum! {
@@ -57,17 +60,6 @@ impl DeviceKind {
     /// when it opens.
     pub fn known_device_count(self) -> Option<usize> {
         self.is_host().then_some(1)
-    }
-
-    /// The backend that `device = "<kind>:N"` asks for by name, the one
-    /// called like the kind. Others may drive the kind too (torch drives
-    /// `cuda` devices), but are not required by such a config.
-    pub fn backend(self) -> Backend {
-        match self {
-            DeviceKind::Cpu => Backend::Cpu,
-            DeviceKind::Cuda => Backend::Cuda,
-            DeviceKind::Vulkan => Backend::Vulkan,
-        }
     }
 }
 

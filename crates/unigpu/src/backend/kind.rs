@@ -59,6 +59,17 @@ impl Backend {
             Backend::Cpu => DeviceKind::Cpu,
         }
     }
+
+    /// The backend that `device = "<kind>:N"` asks for by name, the one
+    /// called like the kind. Others may drive the kind too (torch drives
+    /// `cuda` devices), but such a config does not require them.
+    pub fn named_for(kind: DeviceKind) -> Backend {
+        match kind {
+            DeviceKind::Cpu => Backend::Cpu,
+            DeviceKind::Cuda => Backend::Cuda,
+            DeviceKind::Vulkan => Backend::Vulkan,
+        }
+    }
 }
 
 impl fmt::Display for Backend {
