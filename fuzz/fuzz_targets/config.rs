@@ -18,7 +18,7 @@ use std::os::unix::ffi::OsStringExt;
 
 use libfuzzer_sys::fuzz_target;
 use unigpu::config::{BACKEND_ENV, DEVICE_ENV};
-use unigpu::{Backend, BackendChoice, Config, ConfigError};
+use unigpu::{BackendChoice, Config, ConfigError, DeviceKind};
 
 const ORIGIN: &str = "unigpu.toml";
 
@@ -90,7 +90,7 @@ fn check_consistent(c: &Config) {
         assert_eq!(d.kind, b.device_kind(), "{c:?}");
     }
     if let Some(d) = c.device {
-        assert!(d.kind != Backend::Cpu || d.ordinal == 0, "{c:?}");
+        assert!(d.kind != DeviceKind::Cpu || d.ordinal == 0, "{c:?}");
     }
 }
 

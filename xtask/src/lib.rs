@@ -4,19 +4,19 @@
 //! with `file:line:column` and a hint ([`error`]).
 //!
 //! The `xtask` binary's `gen` command uses these modules (see
-//! xtask/src/gen/mod.rs for the emitters); they are a library so that the
+//! xtask/src/generator/mod.rs for the emitters); they are a library so that the
 //! fuzz target `spec_yaml` (fuzz/, docs/fuzzing.md) drives the very code
 //! `cargo xtask gen` runs.
 
-#[path = "gen/error.rs"]
+#[path = "generator/error.rs"]
 pub mod error;
-#[path = "gen/model.rs"]
+#[path = "generator/model.rs"]
 pub mod model;
-#[path = "gen/names.rs"]
+#[path = "generator/names.rs"]
 pub mod names;
-#[path = "gen/spec.rs"]
+#[path = "generator/spec.rs"]
 pub mod spec;
-#[path = "gen/validate.rs"]
+#[path = "generator/validate.rs"]
 pub mod validate;
 
 use error::SpecError;

@@ -14,8 +14,7 @@
 //!   keep the backend layering rules (xtask/src/layers/rules.rs).
 
 mod capi_install;
-#[path = "gen/mod.rs"]
-mod generator; // `gen` is a reserved keyword in edition 2024
+mod generator; // the `gen` command (`gen` is a reserved keyword in edition 2024)
 mod gpu_pack;
 mod layers;
 mod mutants;

@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::ptr;
 use std::time::Instant;
 
-use facade::{AnyArray, Context, DType, Scalar};
+use unigpu::{AnyArray, Context, DType, Scalar};
 use unigpu_capi::*;
 
 const ROUNDS: usize = 15;
@@ -60,7 +60,7 @@ type DtypeFn = unsafe extern "C" fn(*const ug_array, *mut ug_dtype) -> ug_status
 type ScaleFn = unsafe extern "C" fn(*const ug_stream, ug_scalar, *mut ug_array) -> ug_status;
 
 fn main() {
-    let ctx = Context::new(facade::Backend::Cpu, 0).expect("cpu context");
+    let ctx = Context::new(unigpu::Backend::Cpu, 0).expect("cpu context");
     let mut c_ctx = ptr::null_mut();
     // SAFETY: a valid out-pointer.
     let st = unsafe { ug_context_new(ug_backend::Cpu as u32, 0, &mut c_ctx) };

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, RwLock};
 
-use facade::AnyArray;
+use unigpu::AnyArray;
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::context::ug_context;
@@ -20,9 +20,9 @@ use crate::types::{dtype_arg, ug_dtype};
 #[allow(non_camel_case_types)]
 #[derive(Debug)]
 pub struct ug_array {
-    pub(crate) inner: facade::binding::SharedArray,
+    pub(crate) inner: unigpu::binding::SharedArray,
     /// Fixed for the array's life, so the getters need no lock.
-    dtype: facade::DType,
+    dtype: unigpu::DType,
     len: usize,
 }
 
@@ -44,7 +44,7 @@ impl ug_array {
 unsafe fn new_array(
     ctx: *const ug_context,
     out: *mut *mut ug_array,
-    make: impl FnOnce(&facade::Context) -> Result<AnyArray>,
+    make: impl FnOnce(&unigpu::Context) -> Result<AnyArray>,
 ) -> ug_status {
     runtime::guard(|| {
         // SAFETY: NULL or valid for writes (see # Safety).
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn ug_array_zeros(
 /// when it is more than `PTRDIFF_MAX` (no allocation can be that large:
 /// the length is wrong, rather than the device short of memory, and the
 /// message says so instead of a byte count that wrapped).
-pub(crate) fn byte_len(dtype: facade::DType, len: usize) -> Result<usize> {
+pub(crate) fn byte_len(dtype: unigpu::DType, len: usize) -> Result<usize> {
     len.checked_mul(dtype.size_bytes())
         .filter(|b| *b <= isize::MAX as usize)
         .ok_or_else(|| {
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn ug_array_upload(
     len: usize,
     out: *mut *mut ug_array,
 ) -> ug_status {
-    let make = |c: &facade::Context| {
+    let make = |c: &unigpu::Context| {
         let dtype = dtype_arg(dtype, "dtype")?;
         let bytes = byte_len(dtype, len)?;
         // SAFETY: NULL or valid for `bytes` reads (see # Safety).
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn ug_array_copy(src: *const ug_array, dst: *mut ug_array)
         let src = unsafe { runtime::handle_ref(src, "src") }?;
         // SAFETY: NULL or live (see # Safety).
         let dst = unsafe { runtime::handle_ref(dst, "dst") }?;
-        facade::binding::copy_to([&src.inner, &dst.inner], ["src", "dst"]).map_err(locks::fail_call)
+        unigpu::binding::copy_to([&src.inner, &dst.inner], ["src", "dst"]).map_err(locks::fail_call)
     })
 }
 
@@ -225,7 +225,7 @@ pub unsafe extern "C" fn ug_array_to_context(
     ctx: *const ug_context,
     out: *mut *mut ug_array,
 ) -> ug_status {
-    let make = |c: &facade::Context| {
+    let make = |c: &unigpu::Context| {
         // SAFETY: NULL or live (see # Safety).
         let array = unsafe { runtime::handle_ref(array, "array") }?;
         locks::read(array, |a| a.to_context(c).or_status())

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use facade::Context;
+use unigpu::Context;
 use unigpu_capi_runtime as runtime;
 
 use crate::event::ug_event;

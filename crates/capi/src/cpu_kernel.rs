@@ -4,8 +4,8 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-use facade::kernel::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut};
-use facade::{Error, Kernel};
+use unigpu::kernel::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut};
+use unigpu::{Error, Kernel};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::kernel::{ug_grid, ug_kernel};
@@ -107,7 +107,7 @@ impl Drop for CImpl {
 }
 
 impl CImpl {
-    fn call(&self, a: &CpuArgs) -> facade::Result<()> {
+    fn call(&self, a: &CpuArgs) -> unigpu::Result<()> {
         // The host memory of the array arguments, locked while `f` runs.
         let mut reads: Vec<CpuBytes<'_>> = Vec::new();
         let mut writes: Vec<CpuBytesMut<'_>> = Vec::new();

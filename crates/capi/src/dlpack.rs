@@ -2,8 +2,8 @@
 //! tensors in as `DLManagedTensorVersioned` or the legacy `DLManagedTensor`,
 //! sharing memory both ways (docs/dlpack.md).
 
-use facade::DlpackSync;
-use facade::dlpack::DlpackTensor;
+use unigpu::DlpackSync;
+use unigpu::dlpack::DlpackTensor;
 use unigpu_capi_runtime::{self as runtime, Failure};
 use unigpu_core::dlpack::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use unigpu_cuda_safe::{CudaDevice, ForeignStream};

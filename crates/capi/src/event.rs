@@ -1,7 +1,7 @@
 //! `ug_event`: a point in a stream's work that streams and the host can
 //! wait for, and time.
 
-use facade::Event;
+use unigpu::Event;
 use unigpu_capi_runtime as runtime;
 
 use crate::status::{OrStatus, Out, ug_status};

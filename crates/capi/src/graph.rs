@@ -1,6 +1,6 @@
 //! `ug_graph`: work captured from a stream, replayed with one call.
 
-use facade::Graph;
+use unigpu::Graph;
 use unigpu_capi_runtime as runtime;
 
 use crate::status::{OrStatus, Out, ug_status};

@@ -3,7 +3,7 @@
 
 use std::ffi::{CString, c_char};
 
-use facade::{BackendAttempt, Context, DeviceInfo, Outcome};
+use unigpu::{BackendAttempt, Context, DeviceInfo, Outcome};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::status::{OrStatus, Out, Result, ug_status};
@@ -195,7 +195,7 @@ pub unsafe extern "C" fn ug_device_list_new(
         // SAFETY: NULL or valid for writes (see # Safety).
         let out = unsafe { Out::new(out, "out") }?;
         let backend = backend_arg(backend)?;
-        let devices = facade::list_devices(backend)
+        let devices = unigpu::list_devices(backend)
             .or_status()?
             .into_iter()
             .map(|d| {

@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 
-use facade::binding::{self, Operand, View};
-use facade::{Arg, CompileOptions, Grid, Kernel, Module};
+use unigpu::binding::{self, Operand, View};
+use unigpu::{Arg, CompileOptions, Grid, Kernel, Module};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::array::ug_array;
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn ug_kernel_launch(
                 Operand::read(&array.inner, names[i].as_str())
             });
         }
-        // The bindings' one rule (facade::binding): an array both
+        // The bindings' one rule (unigpu::binding): an array both
         // `UG_ARG_KIND_ARRAY_IN` and `_OUT` is read from a copy taken
         // first; one passed twice as `_OUT` is refused.
         let mut locked = binding::lock(&arrays).map_err(locks::fail_call)?;

@@ -32,7 +32,7 @@
 //!   arrays locks each once in address order ([`locks`]). The array's
 //!   memory lives as long as anything holds the `Arc` (queued work, a
 //!   DLPack export), not just the handle.
-//! - This crate converts and checks; the facade (`unigpu`, here `facade`)
+//! - This crate converts and checks; the facade (`unigpu`)
 //!   does the work, dtype dispatch included (`AnyArray`, the `*_any` ops).
 //! - `unsafe` is needed for raw pointers only; every block says why it is
 //!   sound in a `// SAFETY:` line, and every export states the C caller's

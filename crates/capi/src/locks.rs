@@ -1,13 +1,13 @@
 //! Locking the arrays of one call, by the bindings' one rule
-//! (`facade::binding`, shared with the Python package): each distinct
+//! (`unigpu::binding`, shared with the Python package): each distinct
 //! array is locked once, in address order; an array may be read several
 //! times (`ug_op_add(s, x, x, out)`); an output that is also an input
 //! works, the input reading a copy taken first (`ug_op_add(s, x, y, x)`
 //! is `x += y`); an array written twice in one call is refused
 //! (`UG_INVALID_ARGUMENT`).
 
-use facade::AnyArray;
-use facade::binding::CallError;
+use unigpu::AnyArray;
+use unigpu::binding::CallError;
 use unigpu_capi_runtime::Failure;
 
 use crate::array::ug_array;

@@ -7,12 +7,12 @@
 //! lengths (`UG_SIZE_MISMATCH`). Element-wise ops and matmul are
 //! stream-ordered like kernels; the reductions wait for their result.
 //! The arrays are locked and aliased by the bindings' one rule
-//! (`facade::binding`, as in Python): an output may be one of the inputs
+//! (`unigpu::binding`, as in Python): an output may be one of the inputs
 //! (`ug_op_add(s, x, y, x)` is `x += y`), the input reading a copy taken
 //! first.
 
-use facade::Ops;
-use facade::binding::{self, Binary, CallError, Reduce, Unary};
+use unigpu::Ops;
+use unigpu::binding::{self, Binary, CallError, Reduce, Unary};
 use unigpu_capi_runtime as runtime;
 
 use crate::array::ug_array;

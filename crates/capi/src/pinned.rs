@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::sync::RwLock;
 
-use facade::AnyPinned;
+use unigpu::AnyPinned;
 use unigpu_capi_runtime as runtime;
 
 use crate::array::ug_array;
@@ -23,7 +23,7 @@ use crate::types::{dtype_arg, ug_dtype};
 pub struct ug_pinned {
     inner: RwLock<AnyPinned>,
     /// Fixed for the buffer's life, so the getters need no lock.
-    dtype: facade::DType,
+    dtype: unigpu::DType,
     len: usize,
 }
 
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn ug_pinned_data_mut(
 
 /// The stream a copy runs on: `stream`, or (NULL) the array's context's
 /// default stream.
-fn stream_of(stream: Option<&ug_stream>, a: &facade::AnyArray) -> facade::Stream {
+fn stream_of(stream: Option<&ug_stream>, a: &unigpu::AnyArray) -> unigpu::Stream {
     match stream {
         Some(s) => s.stream.clone(),
         None => a.context().default_stream().clone(),

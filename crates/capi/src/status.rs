@@ -3,8 +3,8 @@
 
 use std::ffi::{CStr, c_char};
 
-use facade::Error;
-use facade::binding::ErrorKind;
+use unigpu::Error;
+use unigpu::binding::ErrorKind;
 use unigpu_capi_runtime::{self as runtime, Failure, StatusCode};
 
 /// The result of every fallible call. `UG_OK` means success and the
@@ -125,7 +125,7 @@ impl ug_status {
 pub(crate) type Result<T = ()> = std::result::Result<T, Failure<ug_status>>;
 
 /// The status for a facade error: a table over the kinds the bindings
-/// share (`facade::binding::ErrorKind`; Python's exception classes are
+/// share (`unigpu::binding::ErrorKind`; Python's exception classes are
 /// the other table).
 pub(crate) fn status_of(e: &Error) -> ug_status {
     status_of_kind(ErrorKind::of(e))
@@ -224,12 +224,12 @@ pub(crate) fn c_what(what: &str) -> (String, &'static str) {
 }
 
 /// `?` for facade results inside an export's body (the orphan rule forbids
-/// `From<facade::Error> for Failure<ug_status>`).
+/// `From<unigpu::Error> for Failure<ug_status>`).
 pub(crate) trait OrStatus<T> {
     fn or_status(self) -> Result<T>;
 }
 
-impl<T> OrStatus<T> for facade::Result<T> {
+impl<T> OrStatus<T> for unigpu::Result<T> {
     fn or_status(self) -> Result<T> {
         self.map_err(fail)
     }

@@ -1,6 +1,6 @@
 //! `ug_stream`: an ordered queue of device work.
 
-use facade::Stream;
+use unigpu::Stream;
 use unigpu_capi_runtime as runtime;
 
 use crate::context::ug_context;
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn ug_stream_record_timed(
 unsafe fn record(
     stream: *const ug_stream,
     out: *mut *mut ug_event,
-    make: fn(&Stream) -> facade::Result<facade::Event>,
+    make: fn(&Stream) -> unigpu::Result<unigpu::Event>,
 ) -> ug_status {
     runtime::guard(|| {
         // SAFETY: NULL or valid for writes (see # Safety).

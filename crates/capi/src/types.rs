@@ -6,7 +6,7 @@
 //! `uint32_t` and converted here (`UG_INVALID_ARGUMENT` on unknown values);
 //! only values that Rust writes out are typed as the enums.
 
-use facade::{Backend, DType, Scalar};
+use unigpu::{Backend, DType, Scalar};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::status::{Out, Result, ug_status};
@@ -174,8 +174,8 @@ pub(crate) fn scalar_arg(s: &ug_scalar, what: &str) -> Result<Scalar> {
         match dtype {
             DType::F32 => Scalar::new(v.f32),
             DType::F64 => Scalar::new(v.f64),
-            DType::F16 => Scalar::new(facade::f16::from_bits(v.f16)),
-            DType::BF16 => Scalar::new(facade::bf16::from_bits(v.bf16)),
+            DType::F16 => Scalar::new(unigpu::f16::from_bits(v.f16)),
+            DType::BF16 => Scalar::new(unigpu::bf16::from_bits(v.bf16)),
             DType::I32 => Scalar::new(v.i32),
             DType::U32 => Scalar::new(v.u32),
             DType::I64 => Scalar::new(v.i64),
@@ -345,4 +345,23 @@ pub extern "C" fn ug_dtype_size(dtype: u32) -> usize {
         .ok()
         .and_then(|i| DType::ALL.get(i))
         .map_or(0, |d| d.size_bytes())
+}
+
+/// Every facade backend has a `ug_backend` value that C can pass back
+/// (`backend_arg`, by number, is not checked by the compiler) and that the
+/// header names: a new backend fails here until the C API knows it.
+#[cfg(test)]
+mod every_backend {
+    use super::{Backend, backend_arg, ug_backend};
+
+    #[test]
+    fn round_trips_through_c_and_is_in_the_header() {
+        let header = include_str!("../../../include/unigpu.h");
+        for b in Backend::ALL {
+            let value = ug_backend::from_facade(b) as u32;
+            assert_eq!(backend_arg(value).ok(), Some(b));
+            let name = format!("UG_BACKEND_{} = {value},", b.name().to_uppercase());
+            assert!(header.contains(&name), "include/unigpu.h lacks `{name}`");
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use facade::{AnyArray, Location};
+use unigpu::{AnyArray, Location};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::array::ug_array;

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use crate::error::ConfigError;
-use crate::{Backend, DType};
+use crate::{Backend, DType, DeviceKind};
 
 /// File name searched for in the working directory and its parents.
 pub const CONFIG_FILE_NAME: &str = "unigpu.toml";
@@ -28,8 +28,6 @@ pub const BACKEND_ENV: &str = "UNIGPU_BACKEND";
 /// Overrides the `device` key.
 pub const DEVICE_ENV: &str = "UNIGPU_DEVICE";
 
-const DEVICE_VALUES: &str =
-    "\"cpu\", \"cpu:0\", \"cuda\", \"cuda:N\", \"vulkan\", \"vulkan:N\" (N = 0, 1, ...)";
 const DTYPE_VALUES: &str =
     "\"f32\", \"f64\", \"f16\", \"bf16\", \"i32\", \"u32\", \"i64\", \"u64\", \"u8\"";
 
@@ -46,9 +44,10 @@ pub enum BackendChoice {
 /// A device named in the config: `cpu`, `cuda:N`, `vulkan:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceSpec {
-    /// `Backend::Cuda` for `cuda:N` (also used by the torch backend),
-    /// `Backend::Vulkan` for `vulkan:N` (adapter N), or `Backend::Cpu`.
-    pub kind: Backend,
+    /// `DeviceKind::Cuda` for `cuda:N` (driven by the cuda and the torch
+    /// backend), `DeviceKind::Vulkan` for `vulkan:N` (adapter N), or
+    /// `DeviceKind::Cpu`.
+    pub kind: DeviceKind,
     pub ordinal: usize,
 }
 
@@ -64,21 +63,9 @@ impl DeviceSpec {
             Some((kind, n)) => (kind, n.parse().ok()?),
             None => (s, 0),
         };
-        match kind {
-            "cuda" => Some(DeviceSpec {
-                kind: Backend::Cuda,
-                ordinal,
-            }),
-            "vulkan" => Some(DeviceSpec {
-                kind: Backend::Vulkan,
-                ordinal,
-            }),
-            "cpu" if ordinal == 0 => Some(DeviceSpec {
-                kind: Backend::Cpu,
-                ordinal,
-            }),
-            _ => None,
-        }
+        let kind: DeviceKind = kind.parse().ok()?;
+        // The host is one device: `cpu` or `cpu:0`.
+        (!kind.is_host() || ordinal == 0).then_some(DeviceSpec { kind, ordinal })
     }
 }
 
@@ -164,7 +151,7 @@ impl Config {
             config.backend = parse_backend(s, || at(v.span()))?;
         }
         if let Some(v) = raw.device {
-            let s = string_value("device", &v, DEVICE_VALUES, || at(v.span()))?;
+            let s = string_value("device", &v, &device_values(), || at(v.span()))?;
             config.device = Some(parse_device(s, || at(v.span()))?);
         }
         if let Some(v) = raw.dtype {
@@ -226,9 +213,9 @@ impl Config {
             let value = value.as_ref();
             let Some(text) = value.to_str() else {
                 let allowed = if key == "backend" {
-                    format!("\"auto\", {}", Backend::quoted_names())
+                    backend_values()
                 } else {
-                    DEVICE_VALUES.to_string()
+                    device_values()
                 };
                 return Err(ConfigError::BadValue {
                     origin: format!("environment variable {}", name.as_ref().display()),
@@ -244,7 +231,7 @@ impl Config {
 
     fn check_consistent(&self, origin: &str) -> Result<(), ConfigError> {
         match (self.backend, self.device) {
-            (BackendChoice::Only(Backend::Cpu), Some(d)) if d.kind != Backend::Cpu => {
+            (BackendChoice::Only(Backend::Cpu), Some(d)) if d.kind != DeviceKind::Cpu => {
                 Err(ConfigError::Conflict {
                     origin: origin.to_string(),
                     message: format!("backend \"cpu\" cannot use device \"{d}\""),
@@ -253,11 +240,7 @@ impl Config {
             (BackendChoice::Only(b), Some(d)) if d.kind != b.device_kind() => {
                 let kind = b.device_kind();
                 // The host has one device, so its name carries no ordinal.
-                let named = if d.kind.is_host() {
-                    d.kind.to_string()
-                } else {
-                    d.to_string()
-                };
+                let named = d.kind.device_name(d.ordinal);
                 Err(ConfigError::Conflict {
                     origin: origin.to_string(),
                     message: format!(
@@ -289,12 +272,21 @@ fn backend_values() -> String {
     format!("\"auto\", {}", Backend::quoted_names())
 }
 
+/// From `DeviceKind::ALL`: `"cpu", "cpu:0", "cuda", "cuda:N", ...`.
+fn device_values() -> String {
+    let names = DeviceKind::ALL.map(|k| {
+        let last = if k.is_host() { "0" } else { "N" };
+        format!("\"{k}\", \"{k}:{last}\"")
+    });
+    format!("{} (N = 0, 1, ...)", names.join(", "))
+}
+
 fn parse_device(v: &str, origin: impl FnOnce() -> String) -> Result<DeviceSpec, ConfigError> {
     DeviceSpec::parse(v).ok_or_else(|| ConfigError::BadValue {
         origin: origin(),
         key: "device",
         value: v.to_string(),
-        allowed: DEVICE_VALUES.into(),
+        allowed: device_values(),
     })
 }
 

@@ -286,7 +286,7 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
             // only when it can.
             config
                 .device
-                .is_some_and(|d| !d.kind.is_host() && d.kind == backend)
+                .is_some_and(|d| !d.kind.is_host() && Backend::named_for(d.kind) == backend)
         }
     }
 }

@@ -74,7 +74,7 @@ mod unified;
 pub use any_array::AnyArray;
 pub use any_pinned::AnyPinned;
 pub use array::GpuArray;
-pub use backend::{Backend, BackendAttempt, Outcome};
+pub use backend::{Backend, BackendAttempt, DeviceKind, Outcome};
 pub use comm::{Communicator, Meeting, ReduceOp, Rendezvous};
 pub use config::{BackendChoice, Config, ConfigError, DeviceSpec};
 pub use context::Context;

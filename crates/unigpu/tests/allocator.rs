@@ -76,7 +76,7 @@ on_every_backend!(memory_stats_add_up_and_empty_cache_releases, |ctx| {
     assert!(emptied.cached <= before.cached, "idle segments went back");
 });
 
-on_every_gpu_backend!(
+on_every_cuda_backend!(
     out_of_memory_empties_the_cache_and_reports_true_free_bytes,
     |ctx| {
         let total = ctx.memory_info().unwrap().total;
@@ -134,7 +134,7 @@ on_every_gpu_backend!(
     }
 );
 
-on_every_gpu_backend!(reuse_across_streams_keeps_every_array_intact, |ctx| {
+on_every_cuda_backend!(reuse_across_streams_keeps_every_array_intact, |ctx| {
     // Many arrays allocated, written and freed on several streams in a
     // random order: every one holds exactly what was written to it.
     let streams: Vec<_> = (0..4).map(|_| ctx.create_stream().unwrap()).collect();

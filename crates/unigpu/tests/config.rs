@@ -6,10 +6,33 @@ mod common;
 use std::io::Write;
 
 use unigpu::config::{BackendChoice, Config, ConfigError, DeviceSpec};
-use unigpu::{Backend, Context, DType, Error};
+use unigpu::{Backend, Context, DType, DeviceKind, Error};
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(text, "unigpu.toml")
+}
+
+/// Every backend and every device kind the facade has (`ALL` lists every
+/// variant by construction) can be named in a config, with the device its
+/// backend drives, and each kind is driven by the backend named like it:
+/// a new variant fails here until config parsing knows it.
+#[test]
+fn every_backend_and_device_kind_can_be_named() {
+    for b in Backend::ALL {
+        let kind = b.device_kind();
+        let device = kind.device_name(0);
+        let c = parse(&format!("backend = \"{b}\"\ndevice = \"{device}\"\n"))
+            .unwrap_or_else(|e| panic!("backend {b} on device {device}: {e}"));
+        assert_eq!(c.backend, BackendChoice::Only(b));
+        assert_eq!(c.device, Some(DeviceSpec { kind, ordinal: 0 }));
+        assert_eq!(b.name().parse::<Backend>(), Ok(b));
+    }
+    for kind in DeviceKind::ALL {
+        assert_eq!(kind.name().parse::<DeviceKind>(), Ok(kind));
+        assert_eq!(Backend::named_for(kind).device_kind(), kind, "{kind}");
+        let allowed = parse("device = \"nowhere\"").unwrap_err().to_string();
+        assert!(allowed.contains(&format!("\"{kind}\"")), "{allowed}");
+    }
 }
 
 #[test]
@@ -19,7 +42,7 @@ fn every_key_parses() {
     assert_eq!(
         c.device,
         Some(DeviceSpec {
-            kind: Backend::Cuda,
+            kind: DeviceKind::Cuda,
             ordinal: 1
         })
     );
@@ -35,7 +58,7 @@ fn every_key_parses() {
     );
     assert_eq!(
         parse("device = \"cpu\"").unwrap().device.unwrap().kind,
-        Backend::Cpu
+        DeviceKind::Cpu
     );
     for d in DType::ALL {
         assert_eq!(parse(&format!("dtype = \"{d}\"")).unwrap().dtype, d);
@@ -126,7 +149,7 @@ fn environment_overrides_win_and_are_validated() {
     let mut c = parse("backend = \"cuda\"\ndevice = \"cuda:1\"").unwrap();
     c.apply_env_overrides(Some("cpu"), Some("cpu")).unwrap();
     assert_eq!(c.backend, BackendChoice::Only(Backend::Cpu));
-    assert_eq!(c.device.unwrap().kind, Backend::Cpu);
+    assert_eq!(c.device.unwrap().kind, DeviceKind::Cpu);
 
     let mut c = Config::default();
     match c.apply_env_overrides(Some("opencl"), None).unwrap_err() {
@@ -149,7 +172,7 @@ fn environment_overrides_win_and_are_validated() {
     assert_eq!(
         c.device,
         Some(unigpu::DeviceSpec {
-            kind: Backend::Vulkan,
+            kind: DeviceKind::Vulkan,
             ordinal: 2
         })
     );
@@ -182,7 +205,7 @@ fn environment_pairs_pick_the_unigpu_variables() {
     ])
     .unwrap();
     assert_eq!(c.backend, BackendChoice::Only(Backend::Cpu));
-    assert_eq!(c.device.unwrap().kind, Backend::Cpu);
+    assert_eq!(c.device.unwrap().kind, DeviceKind::Cpu);
 
     // A value that is not UTF-8 is an error naming the variable, not
     // silently the default.

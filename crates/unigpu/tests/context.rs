@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_same, random_len, random_vec};
-use unigpu::{Backend, Context, Error, Event, GpuArray, Outcome, Stream};
+use unigpu::{Backend, Context, DeviceKind, Error, Event, GpuArray, Outcome, Stream};
 
 #[test]
 fn handles_are_send_and_sync() {
@@ -86,7 +86,7 @@ on_every_backend!(identity, |ctx| {
     // or a Vulkan adapter, whose facts are in `details` instead.
     assert_eq!(
         info.compute_capability.is_some(),
-        ctx.backend().device_kind() == Backend::Cuda
+        ctx.backend().device_kind() == DeviceKind::Cuda
     );
     assert_eq!(info.details.is_empty(), ctx.backend() != Backend::Vulkan);
     let mem = ctx.memory_info().unwrap();

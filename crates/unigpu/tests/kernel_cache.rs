@@ -17,7 +17,7 @@ extern "C" __global__ void add_one(float* y, unsigned int n) {
 
 /// Compiles and runs a kernel in this process, printing where it came from.
 fn child() {
-    let ctx = common::gpu_ctx(&std::env::var(CHILD_BACKEND).unwrap());
+    let ctx = common::cuda_backend_ctx(&std::env::var(CHILD_BACKEND).unwrap());
     let tag = std::env::var(CHILD).unwrap();
     let module = ctx.compile(&format!("{SRC_PREFIX}// {tag}\n")).unwrap();
     let k = module.kernel("add_one").unwrap();

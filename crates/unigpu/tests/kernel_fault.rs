@@ -21,7 +21,7 @@ const AGAIN: &str = "fault-check: a new context is refused clearly or works";
 
 /// Faults in this process and checks what the next sync reports.
 fn child(backend: &str) {
-    let ctx = common::gpu_ctx(backend);
+    let ctx = common::cuda_backend_ctx(backend);
     let src = r#"
 extern "C" __global__ void writes_wild(float* y, unsigned long long offset) {
     y[offset] = 1.0f;
@@ -101,7 +101,7 @@ fn fault_is_reported(backend: &str) {
     )
     .assert_printed(&[VERDICT, LATER, again]);
     // This process never faulted: CUDA works in it.
-    let ctx = common::gpu_ctx(backend);
+    let ctx = common::cuda_backend_ctx(backend);
     let host: Vec<f32> = (0..1000).map(|i| i as f32 * 0.25).collect();
     assert_eq!(ctx.upload(&host).unwrap().download().unwrap(), host);
 }

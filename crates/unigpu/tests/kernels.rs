@@ -289,7 +289,7 @@ fn grid_helpers() {
     );
 }
 
-on_every_gpu_backend!(
+on_every_cuda_backend!(
     compile_errors_carry_the_nvrtc_log_with_line_numbers,
     |ctx| {
         let src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n";
@@ -303,7 +303,7 @@ on_every_gpu_backend!(
     }
 );
 
-on_every_gpu_backend!(compile_options_defines_includes_and_arch, |ctx| {
+on_every_cuda_backend!(compile_options_defines_includes_and_arch, |ctx| {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("scale.h"), "#define SCALE_BY 3.0f\n").unwrap();
     let src = r#"
@@ -337,7 +337,7 @@ extern "C" __global__ void scaled(float* y, unsigned int n) {
     ));
 });
 
-on_every_gpu_backend!(dynamic_shared_memory_and_cpp_kernels, |ctx| {
+on_every_cuda_backend!(dynamic_shared_memory_and_cpp_kernels, |ctx| {
     // Not extern "C": found through NVRTC's lowered (mangled) name.
     let src = r#"
 __global__ void reverse_block(const int* in, int* out) {
@@ -362,7 +362,7 @@ __global__ void reverse_block(const int* in, int* out) {
     assert_same(&want, &out.download().unwrap());
 });
 
-on_every_gpu_backend!(a_second_compile_is_a_cache_hit, |ctx| {
+on_every_cuda_backend!(a_second_compile_is_a_cache_hit, |ctx| {
     let src = format!("{SAXPY}\n// unique {}\n", random_vec::<u64>(1)[0]);
     let first = ctx.compile(&src).unwrap();
     let second = ctx.compile(&src).unwrap();
@@ -376,7 +376,7 @@ on_every_gpu_backend!(a_second_compile_is_a_cache_hit, |ctx| {
     );
 });
 
-on_every_gpu_backend!(
+on_every_cuda_backend!(
     an_invalid_launch_configuration_is_an_error_naming_the_kernel,
     |ctx| {
         let k = saxpy(ctx);
@@ -399,7 +399,7 @@ on_every_gpu_backend!(
     }
 );
 
-on_every_gpu_backend!(
+on_every_cuda_backend!(
     launches_over_the_limits_are_refused_naming_the_limit_and_the_stream_goes_on,
     |ctx| {
         let k = ctx.compile(SAXPY).unwrap().kernel("saxpy").unwrap();

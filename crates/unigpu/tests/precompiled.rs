@@ -519,7 +519,7 @@ fn run_axpy(ctx: &Context, axpy: &Kernel) {
     }
 }
 
-on_every_gpu_backend!(ptx_kernels_run, |ctx: &Context| {
+on_every_cuda_backend!(ptx_kernels_run, |ctx: &Context| {
     let module = ctx.load_module(&CudaImage::ptx(ptx_for(ctx))).unwrap();
     assert_eq!(module.origin(), Origin::Precompiled(ImageFormat::Ptx));
     let names = module.kernel_names();
@@ -606,7 +606,7 @@ on_every_gpu_backend!(ptx_kernels_run, |ctx: &Context| {
     assert!(matches!(e, Error::KernelArgs { .. }), "{e:?}");
 });
 
-on_every_gpu_backend!(cubin_kernels_run, |ctx: &Context| {
+on_every_cuda_backend!(cubin_kernels_run, |ctx: &Context| {
     let cubin = cubin_for(&arch(ctx));
     // No declaration: the driver's parameter sizes check the launches.
     let module = ctx.load_module(&CudaImage::cubin(cubin.clone())).unwrap();
@@ -662,7 +662,7 @@ on_every_gpu_backend!(cubin_kernels_run, |ctx: &Context| {
     );
 });
 
-on_every_gpu_backend!(hand_written_ptx_for_an_old_target_runs, |ctx: &Context| {
+on_every_cuda_backend!(hand_written_ptx_for_an_old_target_runs, |ctx: &Context| {
     // sm_52 PTX: the driver compiles it for this device.
     let saxpy = ctx
         .load_module(&CudaImage::ptx(SAXPY_PTX))
@@ -672,7 +672,7 @@ on_every_gpu_backend!(hand_written_ptx_for_an_old_target_runs, |ctx: &Context| {
     run_axpy(ctx, &saxpy);
 });
 
-on_every_gpu_backend!(wrong_arguments_never_reach_the_driver, |ctx: &Context| {
+on_every_cuda_backend!(wrong_arguments_never_reach_the_driver, |ctx: &Context| {
     let axpy = ctx
         .load_module(&CudaImage::ptx(ptx_for(ctx)))
         .unwrap()
@@ -713,7 +713,7 @@ on_every_gpu_backend!(wrong_arguments_never_reach_the_driver, |ctx: &Context| {
     assert_same(&expected, &dy.download().unwrap());
 });
 
-on_every_gpu_backend!(
+on_every_cuda_backend!(
     images_the_device_cannot_run_are_clear_errors,
     |ctx: &Context| {
         let arch = arch(ctx);
@@ -775,7 +775,7 @@ fn fatbin_fixture() -> Vec<u8> {
     include_bytes!("data/axpy.fatbin").to_vec()
 }
 
-on_every_gpu_backend!(fatbin_fixture_runs, |ctx: &Context| {
+on_every_cuda_backend!(fatbin_fixture_runs, |ctx: &Context| {
     let bytes = fatbin_fixture();
     // Undeclared (the driver's sizes), then declared.
     for image in [

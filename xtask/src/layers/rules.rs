@@ -40,8 +40,9 @@ pub const RULES: &[Rule] = &[
     Rule::Siblings {
         name: "backends do not use each other",
         parent: "backend",
-        // Code the cuda and torch backends share; not a backend itself.
-        shared: &["driver"],
+        // NVRTC and its caches, which the cuda and torch backends share; not
+        // a backend itself.
+        shared: &["nvrtc"],
     },
     Rule::Forbid {
         name: "backends do not use the public types",

@@ -397,7 +397,7 @@ fn reexport_loops_end() {
 }
 
 #[test]
-fn backends_may_use_the_driver_and_the_allowed_files_only() {
+fn backends_may_use_nvrtc_and_the_allowed_files_only() {
     let tree = Tree::new(&[
         (
             "lib.rs",
@@ -415,19 +415,19 @@ fn backends_may_use_the_driver_and_the_allowed_files_only() {
         ("lock.rs", "pub fn lock() {}"),
         (
             "backend/mod.rs",
-            "mod cpu; mod cuda; mod dispatch; mod driver; mod torch;",
+            "mod cpu; mod cuda; mod dispatch; mod nvrtc; mod torch;",
         ),
-        ("backend/driver/mod.rs", "pub fn compile() {}"),
+        ("backend/nvrtc/mod.rs", "pub fn compile() {}"),
         ("backend/cpu/mod.rs", "pub struct Cpu;"),
         (
             "backend/cuda/mod.rs",
-            "use crate::backend::driver::compile;\n\
+            "use crate::backend::nvrtc::compile;\n\
              use crate::{device::DeviceInfo, dlpack::sync::DlpackSync, element::DType};\n\
              use crate::{error::Error, kernel::options::CompileOptions, lock::lock};\n\
              use crate::config::Config;\n\
              use crate::dlpack::Tensor;",
         ),
-        ("backend/torch/mod.rs", "use super::driver::compile;"),
+        ("backend/torch/mod.rs", "use super::nvrtc::compile;"),
         (
             "backend/dispatch.rs",
             "use super::{cpu::Cpu, cuda::g, torch::t};",

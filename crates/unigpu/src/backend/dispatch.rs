@@ -955,3 +955,46 @@ mod vulkan_copy_between_devices {
         );
     }
 }
+
+/// Every backend's variant is handled where the compiler cannot see it:
+/// each `Backend` opens its own backend's type (or its stand-in, in a
+/// build without the feature) and reports that type's DLPack device type,
+/// the one of the kind of device it drives. `Backend::ALL` lists every
+/// variant by construction (`listed_enum!`), so a new backend runs here.
+#[cfg(test)]
+mod every_backend {
+    use unigpu_core::dlpack::ffi;
+
+    use super::{Cpu, Cuda, Handles, Torch, Vulkan, dlpack_device_type};
+    use crate::backend::{Backend, DeviceKind};
+
+    /// The `Api::KIND` of the type the dispatch runs for `backend`.
+    fn kind_of_its_type(backend: Backend) -> Backend {
+        match backend {
+            Backend::Cpu => Cpu::KIND,
+            Backend::Cuda => Cuda::KIND,
+            Backend::Torch => Torch::KIND,
+            Backend::Vulkan => Vulkan::KIND,
+        }
+    }
+
+    fn dlpack_type_of(kind: DeviceKind) -> i32 {
+        match kind {
+            DeviceKind::Cpu => ffi::kDLCPU,
+            DeviceKind::Cuda => ffi::kDLCUDA,
+            DeviceKind::Vulkan => ffi::kDLVulkan,
+        }
+    }
+
+    #[test]
+    fn each_backend_dispatches_to_its_own_type() {
+        for b in Backend::ALL {
+            assert_eq!(kind_of_its_type(b), b);
+            assert_eq!(
+                dlpack_device_type(b),
+                dlpack_type_of(b.device_kind()),
+                "{b}"
+            );
+        }
+    }
+}

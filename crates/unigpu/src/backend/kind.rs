@@ -3,54 +3,35 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A compute backend, in fallback order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Backend {
-    /// libtorch's CUDA tensors and c10 streams (needs the `torch` feature).
-    Torch,
-    /// The CUDA driver API, loaded at run time.
-    Cuda,
-    /// Vulkan through wgpu: AMD, Intel and NVIDIA GPUs without CUDA
-    /// (needs the `vulkan` feature, on by default, and a Vulkan loader at
-    /// run time).
-    Vulkan,
-    /// Host memory and worker-thread streams; always available.
-    Cpu,
+use super::DeviceKind;
+use super::listed_enum::listed_enum;
+
+listed_enum! {
+    /// A compute backend: the implementation that runs the work, in fallback
+    /// order. The hardware it runs on is its [`DeviceKind`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Backend {
+        /// libtorch's CUDA tensors and c10 streams (needs the `torch` feature).
+        Torch,
+        /// The CUDA driver API, loaded at run time.
+        Cuda,
+        /// Vulkan through wgpu: AMD, Intel and NVIDIA GPUs without CUDA
+        /// (needs the `vulkan` feature, on by default, and a Vulkan loader at
+        /// run time).
+        Vulkan,
+        /// Host memory and worker-thread streams; always available.
+        Cpu,
+    }
+    /// Every backend, in the order `Context::default()` tries them (the
+    /// order of declaration): the one list of backends, which the fallback
+    /// chain, config parsing, error messages and `unigpu info` all read.
+    ALL
 }
 
 impl Backend {
-    /// Every backend, in the order `Context::default()` tries them: the one
-    /// list of backends, which the fallback chain, config parsing, error
-    /// messages and `unigpu info` all read.
-    pub const ALL: [Backend; 4] = [Backend::Torch, Backend::Cuda, Backend::Vulkan, Backend::Cpu];
-
     /// The backend that runs on the host: always available, the end of the
     /// fallback chain.
     pub const HOST: Backend = Backend::Cpu;
-
-    /// Whether this backend's device is the host, which is one device whose
-    /// name (`device = "cpu"`) carries no ordinal.
-    pub fn is_host(self) -> bool {
-        self.device_kind() == Backend::HOST
-    }
-
-    /// How `device = "..."` names device `ordinal` of this backend's kind:
-    /// `cuda:1`, `vulkan:0`, and plain `cpu` for the host, its one device.
-    pub fn device_name(self, ordinal: usize) -> String {
-        let kind = self.device_kind();
-        if kind.is_host() {
-            kind.to_string()
-        } else {
-            format!("{kind}:{ordinal}")
-        }
-    }
-
-    /// How many devices of this kind there are without opening a backend:
-    /// one for the host; `None` for a GPU kind, whose backend counts them
-    /// when it opens.
-    pub fn known_device_count(self) -> Option<usize> {
-        self.is_host().then_some(1)
-    }
 
     /// The names in [`Backend::ALL`], quoted and comma-separated, for
     /// messages that list the choices.
@@ -71,11 +52,22 @@ impl Backend {
     /// The kind of device this backend drives, as `device = "..."` names
     /// it: `cpu` for the CPU backend, `cuda` for cuda and torch (torch's
     /// devices are CUDA devices), `vulkan` for Vulkan adapters.
-    pub fn device_kind(self) -> Backend {
+    pub fn device_kind(self) -> DeviceKind {
         match self {
-            Backend::Torch | Backend::Cuda => Backend::Cuda,
-            Backend::Vulkan => Backend::Vulkan,
-            Backend::Cpu => Backend::Cpu,
+            Backend::Torch | Backend::Cuda => DeviceKind::Cuda,
+            Backend::Vulkan => DeviceKind::Vulkan,
+            Backend::Cpu => DeviceKind::Cpu,
+        }
+    }
+
+    /// The backend that `device = "<kind>:N"` asks for by name, the one
+    /// called like the kind. Others may drive the kind too (torch drives
+    /// `cuda` devices), but such a config does not require them.
+    pub fn named_for(kind: DeviceKind) -> Backend {
+        match kind {
+            DeviceKind::Cpu => Backend::Cpu,
+            DeviceKind::Cuda => Backend::Cuda,
+            DeviceKind::Vulkan => Backend::Vulkan,
         }
     }
 }

@@ -14,8 +14,10 @@
 //! - `missing/`: the one stand-in, `Missing<K>`, for each backend built
 //!   without its feature (`cuda`, `torch`, `vulkan`), so the dispatch needs
 //!   no `cfg`.
-//! - `driver/`: what cuda and torch share (device info, NVRTC and its
-//!   caches); not a backend. Built with the `cuda` feature only.
+//! - `nvrtc/`: CUDA C++ through NVRTC and its caches, and precompiled
+//!   CUDA code; `cuda_device_info.rs`: the driver's view of a CUDA device.
+//!   What cuda and torch share; not backends. Built with the `cuda`
+//!   feature only.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
 //!   memory of their own (cpu, torch); not a backend.
 //! - `host_memory.rs`: host memory accounting (requests checked against the
@@ -25,7 +27,8 @@
 //! - `comm.rs`: communicators, from the public `Communicator` to the
 //!   backends with collectives (cuda: `cuda/comm.rs`, NCCL).
 //! - `code.rs`: the forms of kernel code; `interop.rs`: cuda <-> torch moves;
-//!   `kind.rs`: the public `Backend` and `Backend::ALL`.
+//!   `kind.rs`: the public `Backend` and `Backend::ALL`; `device_kind.rs`:
+//!   the public `DeviceKind`, the hardware a backend drives.
 //!
 //! Backends use neither the public types nor each other (`cargo xtask
 //! layers`); docs/adding-a-backend.md lists what a new one adds.
@@ -38,16 +41,20 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 #[cfg(not(feature = "cuda"))]
 pub(crate) use missing::cuda;
-mod dispatch;
 #[cfg(feature = "cuda")]
-mod driver;
+mod cuda_device_info;
+mod device_kind;
+mod dispatch;
 mod host_memory;
 mod host_pinned;
 #[cfg(feature = "torch")]
 mod interop;
 mod kind;
+mod listed_enum;
 #[cfg(any(not(feature = "cuda"), not(feature = "torch"), not(feature = "vulkan")))]
 mod missing;
+#[cfg(feature = "cuda")]
+mod nvrtc;
 #[cfg(feature = "torch")]
 pub(crate) mod torch;
 #[cfg(not(feature = "torch"))]
@@ -64,10 +71,11 @@ pub(crate) use contract::{
     Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
 };
 pub use cpu::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut, CpuKernelFn};
+pub use device_kind::DeviceKind;
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
     StreamImpl, can_access_peer, dlpack_device_type, shader_kernel,
 };
-#[cfg(feature = "cuda")]
-pub use driver::cache::{CACHE_DIR_ENV, disk_dir};
 pub use kind::{Backend, BackendAttempt, Outcome};
+#[cfg(feature = "cuda")]
+pub use nvrtc::cache::{CACHE_DIR_ENV, disk_dir};

@@ -21,7 +21,7 @@
 //!   it. So GPU variants hold [`GPU`] exclusively for their whole run (GPU
 //!   variants of one test binary run one at a time), and every other
 //!   GPU test (those that call `cuda_ctx()`, `vulkan_ctx()`,
-//!   `torch_ctx()` or `gpu_ctx()` outside the macros) holds it shared from
+//!   `torch_ctx()` or `cuda_backend_ctx()` outside the macros) holds it shared from
 //!   that call until its test thread ends. While one variant holds it, no
 //!   other test of the process touches the device. Per backend:
 //!   - cuda: read through a *witness*, a context of the same device opened
@@ -519,7 +519,7 @@ macro_rules! on_every_backend {
                 );
             }
 
-            $crate::gpu_variants!($body);
+            $crate::cuda_backend_variants!($body);
 
             #[cfg(feature = "vulkan")]
             #[test]
@@ -538,26 +538,28 @@ macro_rules! on_every_backend {
     };
 }
 
-/// `on_every_gpu_backend!(name, |ctx: &Context| { ... });` makes
+/// `on_every_cuda_backend!(name, |ctx: &Context| { ... });` makes
 /// `name::cuda` and (with the `torch` feature) `name::torch` tests: for
-/// what only GPU backends have (NVRTC compiles, launch limits, faults).
+/// what only the backends that drive CUDA devices have (NVRTC compiles,
+/// C++ and PTX kernels, CUDA launch limits, the caching allocator). Not
+/// vulkan, a GPU backend that runs no CUDA code.
 #[macro_export]
-macro_rules! on_every_gpu_backend {
+macro_rules! on_every_cuda_backend {
     ($name:ident, $body:expr) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
-            $crate::gpu_variants!($body);
+            $crate::cuda_backend_variants!($body);
         }
     };
 }
 
-/// The GPU variants of one test body: `cuda` and, with the `torch`
-/// feature, `torch`; each ignored without a GPU and failing (not skipping)
+/// The variants of one test body on the backends that drive CUDA devices:
+/// `cuda` and, with the `torch` feature, `torch`; each ignored without a GPU and failing (not skipping)
 /// when asked to run without one.
 #[macro_export]
-macro_rules! gpu_variants {
+macro_rules! cuda_backend_variants {
     ($body:expr) => {
         #[test]
         #[ignore = "needs a CUDA GPU"]
@@ -588,14 +590,14 @@ macro_rules! gpu_variants {
     };
 }
 
-/// The context of the GPU backend named `backend` ("cuda", or "torch"
-/// with the feature), for tests that re-run themselves in a child process.
-pub fn gpu_ctx(backend: &str) -> Context {
+/// The context of the CUDA-device backend named `backend` ("cuda", or
+/// "torch" with the feature), for tests that re-run themselves in a child process.
+pub fn cuda_backend_ctx(backend: &str) -> Context {
     match backend {
         "cuda" => cuda_ctx(),
         #[cfg(feature = "torch")]
         "torch" => torch_ctx(),
-        other => panic!("no GPU backend `{other}` in this build"),
+        other => panic!("no backend `{other}` that drives CUDA devices in this build"),
     }
 }
 

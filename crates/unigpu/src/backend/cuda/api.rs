@@ -12,7 +12,7 @@ use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{
     Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
-    driver,
+    cuda_device_info, nvrtc,
 };
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
@@ -54,15 +54,15 @@ impl DeviceApi for Cuda {
     }
 
     fn hardware() -> Option<String> {
-        driver::cuda_devices()
+        cuda_device_info::cuda_devices()
     }
 
     fn info(device: &Self::Device) -> Result<DeviceInfo> {
-        driver::device_info(&device.driver, Backend::Cuda)
+        cuda_device_info::device_info(&device.driver, Backend::Cuda)
     }
 
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo> {
-        driver::memory_info(&device.driver, Backend::Cuda)
+        cuda_device_info::memory_info(&device.driver, Backend::Cuda)
     }
 
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
@@ -352,11 +352,11 @@ impl KernelApi for Cuda {
         options: &CompileOptions,
         decls: &[KernelDecl],
     ) -> Result<Program> {
-        Ok(driver::compile(&device.driver, source, options, decls)?.into())
+        Ok(nvrtc::compile(&device.driver, source, options, decls)?.into())
     }
 
     fn load_image(device: &Self::Device, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
-        Ok(driver::load_image(&device.driver, format, bytes)?.into())
+        Ok(nvrtc::load_image(&device.driver, format, bytes)?.into())
     }
 
     fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {

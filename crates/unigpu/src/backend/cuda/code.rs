@@ -1,7 +1,7 @@
 //! This backend's kernel code, as `backend/code.rs` holds it (the torch
 //! backend runs the same functions).
 
-pub(crate) use crate::backend::driver::{CudaProgram as Program, LoadedModule as Module};
+pub(crate) use crate::backend::nvrtc::{CudaProgram as Program, LoadedModule as Module};
 pub(crate) use unigpu_cuda_safe::CudaFunctionHandle as Function;
 
 use crate::error::Result;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use unigpu_cuda_safe::{BlasHandle, CudaDevice, CudaFunctionHandle, CudaStreamHandle};
 
 use super::ops_src;
-use crate::backend::driver::{self, LoadedModule};
+use crate::backend::nvrtc::{self, LoadedModule};
 use crate::error::{Error, Result};
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::parse_kernels;
@@ -44,7 +44,7 @@ impl Device {
         let mut module = lock(&self.builtin);
         if module.is_none() {
             let decls = parse_kernels(ops_src::SOURCE);
-            let program = driver::compile(
+            let program = nvrtc::compile(
                 &self.driver,
                 ops_src::SOURCE,
                 &CompileOptions::default(),

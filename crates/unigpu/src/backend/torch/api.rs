@@ -9,7 +9,8 @@ use unigpu_cuda_safe::KernelParam;
 use crate::backend::code::{KernelRef, Program};
 use crate::backend::contract::LaunchArg;
 use crate::backend::{
-    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, StreamApi, driver,
+    Backend, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, StreamApi,
+    cuda_device_info, nvrtc,
 };
 use crate::device::{DeviceInfo, Location, MemoryInfo, MemoryStats};
 use crate::dlpack::sync::DlpackSync;
@@ -69,17 +70,17 @@ impl DeviceApi for Torch {
 
     /// This build has torch; with a CUDA device, torch should open.
     fn hardware() -> Option<String> {
-        driver::cuda_devices().map(|d| format!("a torch build and {d}"))
+        cuda_device_info::cuda_devices().map(|d| format!("a torch build and {d}"))
     }
 
     fn info(device: &Self::Device) -> Result<DeviceInfo> {
-        driver::device_info(&device.cuda, Backend::Torch)
+        cuda_device_info::device_info(&device.cuda, Backend::Torch)
     }
 
     /// The driver's figure: memory torch's caching allocator holds counts
     /// as used.
     fn memory_info(device: &Self::Device) -> Result<MemoryInfo> {
-        driver::memory_info(&device.cuda, Backend::Torch)
+        cuda_device_info::memory_info(&device.cuda, Backend::Torch)
     }
 
     fn same_device(a: &Self::Device, b: &Self::Device) -> bool {
@@ -338,7 +339,7 @@ impl KernelApi for Torch {
         options: &CompileOptions,
         decls: &[KernelDecl],
     ) -> Result<Program> {
-        driver::compile(&device.cuda, source, options, decls)
+        nvrtc::compile(&device.cuda, source, options, decls)
             .map(Into::into)
             .map_err(|e| e.on_backend(Backend::Torch))
     }
@@ -346,7 +347,7 @@ impl KernelApi for Torch {
     /// As on the cuda backend: the module loads in the device's primary
     /// context, which torch shares.
     fn load_image(device: &Self::Device, format: ImageFormat, bytes: &[u8]) -> Result<Program> {
-        driver::load_image(&device.cuda, format, bytes)
+        nvrtc::load_image(&device.cuda, format, bytes)
             .map(Into::into)
             .map_err(|e| e.on_backend(Backend::Torch))
     }

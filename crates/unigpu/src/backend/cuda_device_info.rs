@@ -1,15 +1,7 @@
-//! What the cuda and torch backends share, being two ways to drive the
-//! same CUDA devices (torch's devices are CUDA devices, opened beside it):
-//! the driver's view of a device, NVRTC compiles with their caches, and
-//! precompiled code (PTX, CUBIN, fatbin) loaded as it is.
-//! Not a backend: it names none, and neither backend folder is used here.
-
-pub(crate) mod cache;
-mod compile;
-mod image;
-
-pub(crate) use compile::{CudaProgram, LoadedModule, compile};
-pub(crate) use image::load_image;
+//! The CUDA driver's view of a device (name, capability, memory), which
+//! the cuda and torch backends share, being two ways to drive the same
+//! CUDA devices (torch's devices are CUDA devices, opened beside it).
+//! Not a backend: it names none.
 
 use unigpu_cuda_safe::CudaDevice;
 
