@@ -1699,7 +1699,7 @@ fn offset_by_one(ctx: &unigpu::Context, a: &mut unigpu::GpuArray<f32>) -> unigpu
 // The grid-stride axpy on arrays that start 4 bytes past 16, in every
 // combination: the CUDA form's widened part runs only when all its
 // arrays are aligned, and the results are the same either way.
-on_every_gpu_backend!(
+on_every_cuda_backend!(
     grid_stride_axpy_on_unaligned_arrays_matches_the_host,
     |ctx| {
         let k = gs_axpy::kernel(ctx).unwrap();
