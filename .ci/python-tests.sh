@@ -47,4 +47,4 @@ grep -Eq '[1-9][0-9]* passed' "$log" || { echo "pytest passed no test" >&2; exit
 
 step "the quickstart example and the overhead benchmark (CPU)"
 (cd /tmp && UNIGPU_BACKEND=cpu "$VENV/bin/python" "$ROOT/python/examples/quickstart.py")
-(cd /tmp && "$VENV/bin/python" "$ROOT/bench/python_overhead.py" --backend cpu --iters 2000 --repeat 3 --no-others)
+(cd /tmp && "$VENV/bin/python" "$ROOT/bench/runners/python_overhead.py" --backend cpu --iters 2000 --repeat 3 --no-others)

@@ -12,7 +12,7 @@ lines with the same sizes and formulas:
     python3 bench/anchors/torch_allreduce.py [MAX_MiB]
 
 Run with NCCL_NVLS_ENABLE=0 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 in the
-environment (bench/run_multi_gpu.sh exports them; the children inherit).
+environment (bench/runners/run_multi_gpu.sh exports them; the children inherit).
 """
 
 import os

@@ -30,7 +30,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         &root,
         // The generator's own tests and the C API's need rustfmt, cargo and
         // gcc, which the GPU machine lacks; they run in CI instead, and the
-        // C API's GPU run is bench/ffi_gpu_run.sh (C program built here).
+        // C API's GPU run is tests/gpu/ffi_gpu_run.sh (C program built here).
         &[
             "test",
             "--workspace",
@@ -168,7 +168,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     if tests.is_empty() {
         bail!("cargo built no test binaries");
     }
-    // Examples run as part of the GPU run; benchmarks run from bench/run_gpu.sh.
+    // Examples run as part of the GPU run; benchmarks run from bench/runners/run_gpu.sh.
     let mut examples: Vec<String> = tools
         .iter()
         .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))

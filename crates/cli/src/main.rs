@@ -1,9 +1,10 @@
 //! `unigpu`: inspect the backends on this machine, run the demo job, the
-//! benchmarks and the soak run.
+//! benchmarks (and the pipeline workload alone) and the soak run.
 
 mod bench;
 mod demo;
 mod info;
+mod pipeline;
 mod soak;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,9 @@ enum Command {
     /// Measure launch, compile, transfers, axpy, matmul and the CPU ops beside
     /// their anchors; a markdown table, JSON, an SVG plot or `key value` lines.
     Bench(bench::BenchArgs),
+    /// The benchmark's pipeline workload in one shape: stage times,
+    /// sequential and pipelined wall times, overlap, a Chrome trace.
+    Pipeline(pipeline::PipelineArgs),
     /// Random mixes of uploads, ops, kernels, streams, events, graph
     /// replays, pipelines and DLPack from several threads on every backend
     /// that opens, every result checked against the host, memory before and
@@ -40,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         Command::Info => info::run(),
         Command::Demo { n } => demo::run(n),
         Command::Bench(args) => bench::run(args),
+        Command::Pipeline(args) => pipeline::run(args),
         Command::Soak(args) => soak::main(args),
     }
 }

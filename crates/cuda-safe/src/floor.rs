@@ -4,6 +4,9 @@
 //! differs from run to run by more than the few percent a wrapper costs,
 //! so the comparison that decides "within 5% of the floor" alternates
 //! rounds of both in one process.
+//!
+//! Benchmark support for `unigpu bench`, behind the `bench-floor` feature:
+//! not part of this crate's stable API.
 
 use std::time::Instant;
 

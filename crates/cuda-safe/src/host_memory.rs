@@ -4,7 +4,7 @@
 //! (Advising huge pages for a new vector that a download fills, to make
 //! its first touch cheaper, was measured on an H200 host in the same call
 //! with and without the advice, and was no faster:
-//! bench/results/h200-2026-11-23-huge-pages.txt.)
+//! bench/results/2026-11-23/h200-huge-pages.txt.)
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;

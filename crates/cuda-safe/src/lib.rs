@@ -34,8 +34,9 @@
 //!   `cuModuleLoadData` reads it ([`CudaModuleHandle::load_image`]): the
 //!   driver trusts an image's own headers and reads what it does not
 //!   recognise as PTX up to a NUL byte.
-//! - `floor` holds the bare driver calls benchmarks compare this crate's
-//!   calls with in the same process; nothing else uses it.
+//! - `floor` (feature `bench-floor`, which only the CLI turns on) holds the
+//!   bare driver calls benchmarks compare this crate's calls with in the
+//!   same process: benchmark support, not part of the stable API.
 //!
 //! Contexts, streams, events and modules are cudarc's `driver::safe` types,
 //! which already own their resources; this crate adds the probe gate, typed
@@ -50,6 +51,7 @@ mod device;
 mod error;
 mod event;
 mod event_pool;
+#[cfg(feature = "bench-floor")]
 pub mod floor;
 mod foreign;
 mod graph;

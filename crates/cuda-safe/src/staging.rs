@@ -21,7 +21,7 @@ use crate::error::{Context as _, Result};
 pub(crate) const MIN_STAGED: usize = 4 << 20;
 
 /// A ring's shape. The defaults come from sweeps on an H200 host with 16
-/// cores (`bench/staging_sweep.sh`): 16 MiB × 4 slots with 256 KiB pieces
+/// cores (`bench/runners/staging_sweep.sh`): 16 MiB × 4 slots with 256 KiB pieces
 /// moved 256 MiB up at 48 GB/s and down at 52 GB/s, as fast as 6 or 8
 /// slots, where 8 MiB × 4 with 1 MiB pieces managed 25 and 40; `UNIGPU_STAGING_SLOT_MIB`,
 /// `UNIGPU_STAGING_SLOTS` and `UNIGPU_STAGING_PIECE_KIB` override them for
@@ -60,7 +60,7 @@ fn shape() -> Shape {
 /// The chunks a transfer of `len` bytes moves through slots of `slot`
 /// bytes: `(offset, bytes)` in order. (Smaller first and last chunks, to
 /// shorten the parts nothing overlaps, measured no faster on an H200:
-/// bench/results/h200-2026-11-23-transfers.txt.)
+/// bench/results/2026-11-23/h200-transfers.txt.)
 fn chunks(len: usize, slot: usize) -> Vec<(usize, usize)> {
     (0..len)
         .step_by(slot)

@@ -5,7 +5,7 @@
 //!
 //! Ignored unless asked for; each fails, never skips, on a machine with
 //! fewer GPUs than it needs (.ci/gpu-tests-fail-without-gpu.sh checks).
-//! NCCL runs only with `NCCL_NVLS_ENABLE=0` (bench/run_multi_gpu.sh sets
+//! NCCL runs only with `NCCL_NVLS_ENABLE=0` (bench/runners/run_multi_gpu.sh sets
 //! it): NVLink multicast can take a shared host's GPUs out of service.
 
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ fn nvls_off() {
     assert_eq!(
         std::env::var("NCCL_NVLS_ENABLE").as_deref(),
         Ok("0"),
-        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/run_multi_gpu.sh does): NVLink multicast \
+        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/runners/run_multi_gpu.sh does): NVLink multicast \
          can take a shared host's GPUs out of service"
     );
 }

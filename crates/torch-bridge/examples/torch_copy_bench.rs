@@ -1,4 +1,4 @@
-//! H2D and D2H through the bridge, as `key value` lines that `bench/ratios.py`
+//! H2D and D2H through the bridge, as `key value` lines that `bench/runners/ratios.py`
 //! compares with torch's own copies measured in the same run
 //! (`torch_cupy_baseline.py`: `d.copy_(pinned, non_blocking=True)` and back,
 //! timed the same way: median wall time of copy + synchronize).

@@ -11,7 +11,7 @@
 //!     cargo run --release -p unigpu --example multi_gpu_bench -- [MAX_MiB]
 //!
 //! Needs two or more GPUs, libnccl and (on a shared host) NCCL_NVLS_ENABLE=0;
-//! bench/run_multi_gpu.sh runs it beside torch.distributed's figures.
+//! bench/runners/run_multi_gpu.sh runs it beside torch.distributed's figures.
 
 use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp};
 

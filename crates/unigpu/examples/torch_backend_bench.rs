@@ -1,6 +1,6 @@
 //! Figures of the torch backend, printed as `key value` lines for
-//! bench/ratios.py, which divides them by torch's own figures from
-//! bench/torch_ops.py measured in the same run (bench/run_gpu.sh).
+//! bench/runners/ratios.py, which divides them by torch's own figures from
+//! bench/anchors/torch_ops.py measured in the same run (bench/runners/run_gpu.sh).
 //!
 //!     LIBTORCH_USE_PYTORCH=1 cargo run --release -p unigpu --features torch --example torch_backend_bench
 

@@ -5,7 +5,7 @@
 //! Ignored unless asked for; each fails, never skips, with fewer than two
 //! GPUs (.ci/gpu-tests-fail-without-gpu.sh checks). Written for any
 //! number of GPUs. NCCL runs only with `NCCL_NVLS_ENABLE=0`
-//! (bench/run_multi_gpu.sh sets it).
+//! (bench/runners/run_multi_gpu.sh sets it).
 
 use rand::Rng;
 use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp, device_list};
@@ -26,7 +26,7 @@ fn communicator(ctxs: &[Context]) -> Communicator {
     assert_eq!(
         std::env::var("NCCL_NVLS_ENABLE").as_deref(),
         Ok("0"),
-        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/run_multi_gpu.sh does): NVLink multicast \
+        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/runners/run_multi_gpu.sh does): NVLink multicast \
          can take a shared host's GPUs out of service"
     );
     Communicator::local(ctxs).expect("a communicator over every GPU (is libnccl on the path?)")

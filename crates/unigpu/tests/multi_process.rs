@@ -6,7 +6,7 @@
 //!
 //! Ignored unless asked for; fails, never skips, with fewer than two GPUs
 //! (.ci/gpu-tests-fail-without-gpu.sh checks). The children inherit the
-//! environment: run with `NCCL_NVLS_ENABLE=0` (bench/run_multi_gpu.sh).
+//! environment: run with `NCCL_NVLS_ENABLE=0` (bench/runners/run_multi_gpu.sh).
 
 use std::process::Stdio;
 
@@ -27,7 +27,7 @@ fn gpu_count() -> usize {
     assert_eq!(
         std::env::var("NCCL_NVLS_ENABLE").as_deref(),
         Ok("0"),
-        "run with NCCL_NVLS_ENABLE=0 (bench/run_multi_gpu.sh does)"
+        "run with NCCL_NVLS_ENABLE=0 (bench/runners/run_multi_gpu.sh does)"
     );
     n
 }

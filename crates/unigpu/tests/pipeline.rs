@@ -374,54 +374,96 @@ on_every_backend!(pipeline_zero_batches, |ctx| {
     assert_eq!(seq.stage_ms(), [0.0; 3]);
 });
 
-on_every_backend!(pipeline_bench_workload_reports_overlap, |ctx| {
-    // Whole batches and each batch moved in 4 pieces, from pinned and from
-    // ordinary host memory; the workload checks every output element
-    // itself.
-    use unigpu::pipeline::HostMemory;
-    let shapes = [1, 4]
-        .into_iter()
-        .flat_map(|p| [(p, HostMemory::Pinned), (p, HostMemory::Pageable)]);
-    for (pieces, host) in shapes {
-        let options = unigpu::pipeline::WorkloadOptions {
-            batches: 5,
-            batch_bytes: 1 << 20,
-            depth: 3,
-            compute_repeats: None,
-            repetitions: 1,
-            pieces,
-            host,
-        };
-        let w = unigpu::pipeline::bench_workload_with(ctx, options).unwrap();
-        let r = w.report;
-        assert_eq!((r.batches, r.pieces), (5, pieces));
-        assert!(w.compute_repeats >= 1);
-        assert!(r.stage_ms.iter().all(|&ms| ms > 0.0), "{r:?}");
-        let sum: f64 = r.stage_ms.iter().sum();
-        let max = r.stage_ms.iter().copied().fold(0.0, f64::max);
-        assert!((r.ideal_speedup - sum / max).abs() < 1e-9);
-        assert!((1.0..=3.0).contains(&r.ideal_speedup));
-        let n = (5 * pieces) as f64;
-        let ideal_n = n * sum / (sum + (n - 1.0) * max);
-        assert!(
-            (r.ideal_speedup_for_batches - ideal_n).abs() < 1e-9,
-            "{r:?}"
-        );
-        assert!(r.ideal_speedup_for_batches <= r.ideal_speedup + 1e-9);
-        assert!((r.achieved_speedup - r.sequential_ms / r.wall_ms).abs() < 1e-9);
-        assert!((r.overlap_efficiency - r.achieved_speedup / r.ideal_speedup).abs() < 1e-9);
-        assert_eq!(w.trace.batches(), 5 * pieces);
-        assert!(r.to_string().contains("pipe_overlap_efficiency"));
-    }
-    // Pieces that do not divide a batch are refused before anything runs.
-    let odd = unigpu::pipeline::WorkloadOptions {
-        batches: 2,
-        batch_bytes: 1 << 20,
-        pieces: 3,
-        ..unigpu::pipeline::WorkloadOptions::BASELINE
+/// `count` random batches of `len` in pinned host memory, and as many
+/// NaN-filled outputs.
+fn pinned_batches(
+    ctx: &Context,
+    count: usize,
+    len: usize,
+) -> (
+    Vec<unigpu::PinnedBuffer<f32>>,
+    Vec<unigpu::PinnedBuffer<f32>>,
+) {
+    let (inputs, outputs) = batches(count, len);
+    let pin = |v: Vec<f32>| {
+        let mut p = ctx.pinned::<f32>(len).unwrap();
+        p.as_mut_slice().unwrap().copy_from_slice(&v);
+        p
     };
-    match unigpu::pipeline::bench_workload_with(ctx, odd) {
-        Err(unigpu::Error::SizeMismatch { what, .. }) => assert!(what.contains("pieces"), "{what}"),
-        other => panic!("3 pieces of 2^18 elements: {:?}", other.map(|w| w.report)),
+    (
+        inputs.into_iter().map(pin).collect(),
+        outputs.into_iter().map(pin).collect(),
+    )
+}
+
+on_every_backend!(pipeline_report_of_a_workload, |ctx| {
+    // A sequential run of whole batches and a pipelined run of the same
+    // batches moved whole or in 4 pieces, from pinned and from ordinary
+    // host memory, every output checked against the host; the report's
+    // figures follow from the timeline as documented.
+    let (count, len) = (5, 1 << 18);
+    for pieces in [1, 4] {
+        for pinned in [true, false] {
+            let (ins, mut outs) = batches(count, len);
+            let (pins, mut pouts) = pinned_batches(ctx, count, len);
+            let (inputs, mut outputs): (Vec<&[f32]>, Vec<&mut [f32]>) = if pinned {
+                (
+                    pins.iter().map(|p| p.as_slice().unwrap()).collect(),
+                    pouts
+                        .iter_mut()
+                        .map(|p| p.as_mut_slice().unwrap())
+                        .collect(),
+                )
+            } else {
+                (
+                    ins.iter().map(Vec::as_slice).collect(),
+                    outs.iter_mut().map(Vec::as_mut_slice).collect(),
+                )
+            };
+            let mut p = ctx.pipeline::<f32>(3, len).unwrap();
+            let seq = p
+                .run_sequential(&inputs, &mut outputs, scale_relu(ctx))
+                .unwrap();
+            let want: Vec<Vec<f32>> = inputs.iter().map(|x| expected(x)).collect();
+            for (w, y) in want.iter().zip(&outputs) {
+                assert_same(w, y);
+            }
+            outputs.iter_mut().for_each(|o| o.fill(f32::NAN));
+            let mut q = ctx.pipeline::<f32>(3, len / pieces).unwrap();
+            let piece_ins: Vec<&[f32]> =
+                inputs.iter().flat_map(|b| b.chunks(len / pieces)).collect();
+            let mut piece_outs: Vec<&mut [f32]> = outputs
+                .iter_mut()
+                .flat_map(|b| b.chunks_mut(len / pieces))
+                .collect();
+            let start = std::time::Instant::now();
+            let trace = q
+                .run_traced(&piece_ins, &mut piece_outs, scale_relu(ctx))
+                .unwrap();
+            let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+            drop(piece_outs);
+            for (w, y) in want.iter().zip(&outputs) {
+                assert_same(w, y);
+            }
+            assert_eq!(trace.batches(), count * pieces);
+
+            let r = unigpu::pipeline::PipelineReport::with_pieces(&seq, wall_ms, pieces);
+            assert_eq!((r.batches, r.pieces), (count, pieces));
+            assert!(r.stage_ms.iter().all(|&ms| ms > 0.0), "{r:?}");
+            let sum: f64 = r.stage_ms.iter().sum();
+            let max = r.stage_ms.iter().copied().fold(0.0, f64::max);
+            assert!((r.ideal_speedup - sum / max).abs() < 1e-9);
+            assert!((1.0..=3.0).contains(&r.ideal_speedup));
+            let n = (count * pieces) as f64;
+            let ideal_n = n * sum / (sum + (n - 1.0) * max);
+            assert!(
+                (r.ideal_speedup_for_batches - ideal_n).abs() < 1e-9,
+                "{r:?}"
+            );
+            assert!(r.ideal_speedup_for_batches <= r.ideal_speedup + 1e-9);
+            assert!((r.achieved_speedup - r.sequential_ms / r.wall_ms).abs() < 1e-9);
+            assert!((r.overlap_efficiency - r.achieved_speedup / r.ideal_speedup).abs() < 1e-9);
+            assert!(r.to_string().contains("pipe_overlap_efficiency"));
+        }
     }
 });

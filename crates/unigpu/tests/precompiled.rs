@@ -766,7 +766,7 @@ on_every_cuda_backend!(
 );
 
 /// The fatbin fixture, built into the test binary so that it travels with
-/// the GPU pack. Rebuild it with `bash bench/make_fatbin.sh` (nvcc
+/// the GPU pack. Rebuild it with `bash crates/unigpu/tests/data/make_fatbin.sh` (nvcc
 /// -fatbin -gencode arch=compute_90,code=sm_90 -gencode
 /// arch=compute_90,code=compute_90 -o crates/unigpu/tests/data/axpy.fatbin
 /// crates/unigpu/tests/data/axpy.cu) on a machine with the CUDA toolkit,

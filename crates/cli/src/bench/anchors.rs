@@ -35,7 +35,7 @@ impl Side {
 
 /// Our figure's key, the anchor's key, the anchor's label, its machine.
 /// The one table of which anchor each figure is compared with (the same
-/// pairs as bench/ratios.py). A figure may have several anchors (one row
+/// pairs as bench/runners/ratios.py). A figure may have several anchors (one row
 /// each); a figure with none here shows no anchor.
 #[rustfmt::skip]
 pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
@@ -104,7 +104,7 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
 ];
 
 /// numpy's side of the CPU ops, run by `--numpy` (`python -` reads it from stdin).
-const NUMPY_OPS_PY: &str = include_str!("../../../../bench/numpy_ops.py");
+const NUMPY_OPS_PY: &str = include_str!("../../../../bench/anchors/numpy_ops.py");
 
 /// Anchor values gathered for this run, and where they came from.
 #[derive(Debug, Default)]
@@ -158,7 +158,7 @@ impl Values {
                     .find_map(|l| l.strip_prefix("numpy_version "))
                     .unwrap_or("(version not printed)");
                 self.sources.push(format!(
-                    "numpy {version}: bench/numpy_ops.py run by {} after our cases, {reps} reps, {n} figures",
+                    "numpy {version}: bench/anchors/numpy_ops.py run by {} after our cases, {reps} reps, {n} figures",
                     python.display()
                 ));
             }

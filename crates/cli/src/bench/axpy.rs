@@ -2,22 +2,20 @@
 
 use anyhow::ensure;
 
-use super::{Better, Case, Env, Out, any_backend};
+use super::side::On;
+use super::{Better, Case, Out, any_backend};
 
 pub const CASE: Case = Case {
     name: "axpy",
     group: "axpy",
     skip: any_backend,
-    run: axpy,
+    run: |env, out| axpy(&On::run(env), out),
 };
 
-fn axpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
-    let ctx = &env.ctx;
-    let n = if ctx.backend() == unigpu::Backend::Cpu {
-        1 << 22
-    } else {
-        1 << 26
-    };
+/// The axpy figures of `on`'s context (vulkan.rs measures vulkan with it).
+pub fn axpy(on: &On, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = on.ctx;
+    let n: usize = if on.small { 1 << 22 } else { 1 << 26 };
     let hx: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3).collect();
     let x = ctx.upload(&hx)?;
     let mut y = ctx.zeros::<f32>(n)?;
@@ -26,7 +24,8 @@ fn axpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let check = y.download()?;
     ensure!(
         check.iter().zip(&hx).all(|(y, x)| *y == 2.0 * x),
-        "axpy gave a wrong result"
+        "{}",
+        on.label("axpy gave a wrong result")
     );
     const REPS: usize = 20;
     let s = ctx.default_stream();
@@ -39,17 +38,17 @@ fn axpy(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     // Reads x and y, writes y.
     let gbps = 3.0 * 4.0 * n as f64 / (ms * 1e-3) / 1e9;
     let size = format!("2^{}", n.trailing_zeros());
-    out.info("unigpu_axpy_f32_n", n);
+    out.info(on.key("axpy_f32_n"), n);
     out.figure(
-        "unigpu_axpy_f32_ms",
-        format!("axpy f32 {size}"),
+        on.key("axpy_f32_ms"),
+        on.label(format!("axpy f32 {size}")),
         "ms",
         Better::Lower,
         ms,
     );
     out.figure(
-        "unigpu_axpy_f32_GBps",
-        format!("axpy f32 {size}, read x, y + write y"),
+        on.key("axpy_f32_GBps"),
+        on.label(format!("axpy f32 {size}, read x, y + write y")),
         "GB/s",
         Better::Higher,
         gbps,

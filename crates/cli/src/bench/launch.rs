@@ -4,13 +4,14 @@ use std::time::Instant;
 
 use unigpu::Grid;
 
-use super::{Better, Case, Env, Out, any_backend, median};
+use super::side::{On, Side};
+use super::{Better, Case, Out, any_backend, median};
 
 pub const CASE: Case = Case {
     name: "launch",
     group: "launch",
     skip: any_backend,
-    run: launch,
+    run: |env, out| launch(&On::run(env), out),
 };
 
 const EMPTY_SRC: &str = "extern \"C\" __global__ void empty() {}\n";
@@ -26,7 +27,8 @@ pub fn empty_kernel(ctx: &unigpu::Context) -> anyhow::Result<unigpu::Kernel> {
         .with_wgsl(EMPTY_WGSL)?)
 }
 
-/// A bare-driver launcher on the context's GPU (cuda and torch backends).
+/// A bare-driver launcher on the context's GPU (cuda and torch backends;
+/// none on vulkan, so none beside the run).
 fn raw_launch(ctx: &unigpu::Context) -> Option<unigpu_cuda_safe::floor::RawLaunch> {
     if !matches!(
         ctx.backend(),
@@ -38,8 +40,21 @@ fn raw_launch(ctx: &unigpu::Context) -> Option<unigpu_cuda_safe::floor::RawLaunc
     unigpu_cuda_safe::floor::RawLaunch::new(&device).ok()
 }
 
-fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
-    let ctx = &env.ctx;
+/// The launch figures of `on`'s context (vulkan.rs measures vulkan's
+/// dispatch with it).
+pub fn launch(on: &On, out: &mut Out) -> anyhow::Result<()> {
+    let ctx = on.ctx;
+    let run = on.side == Side::Run;
+    // Beside the run, vulkan gets a quarter of the launches (lavapipe's
+    // dispatch costs tens of µs) and keeps its figures' old names.
+    let (n, round_trips) = if run { (20_000, 2000) } else { (5_000, 500) };
+    let key = |ours: &str, vulkan: &str| {
+        if run {
+            ours.to_string()
+        } else {
+            on.key(vulkan)
+        }
+    };
     let k = empty_kernel(ctx)?;
     let s = ctx.create_stream()?;
     let g = Grid::new((1, 1, 1), (1, 1, 1));
@@ -47,9 +62,8 @@ fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
         s.launch(&k, g, ())?;
     }
     s.sync()?;
-    // Five rounds of 20 000 launches each; the median round is reported,
+    // Five rounds of `n` launches each; the median round is reported,
     // since one round can land on a noisy moment of a shared host.
-    const N: usize = 20_000;
     let mut submit = Vec::new();
     let mut total = Vec::new();
     let mut default_stream = Vec::new();
@@ -58,25 +72,27 @@ fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
     let mut raw_submit = Vec::new();
     for _ in 0..5 {
         if let Some(raw) = &raw {
-            raw_submit.push(raw.submit_us(N)?);
+            raw_submit.push(raw.submit_us(n)?);
         }
         let t = Instant::now();
-        for _ in 0..N {
+        for _ in 0..n {
             s.launch(&k, g, ())?;
         }
-        submit.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
+        submit.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
         s.sync()?;
-        total.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
-        let t = Instant::now();
-        for _ in 0..N {
-            ctx.launch(&k, g, ())?;
+        total.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        if run {
+            let t = Instant::now();
+            for _ in 0..n {
+                ctx.launch(&k, g, ())?;
+            }
+            default_stream.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+            ctx.sync()?;
         }
-        default_stream.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
-        ctx.sync()?;
     }
     out.figure(
-        "unigpu_empty_launch_submit_us",
-        "empty kernel launch, submit",
+        key("unigpu_empty_launch_submit_us", "dispatch_submit_us"),
+        on.label("empty kernel launch, submit"),
         "µs",
         Better::Lower,
         median(submit),
@@ -90,30 +106,38 @@ fn launch(env: &Env, out: &mut Out) -> anyhow::Result<()> {
             median(raw_submit),
         );
     }
+    if !default_stream.is_empty() {
+        out.figure(
+            "unigpu_empty_launch_default_stream_submit_us",
+            "empty kernel launch on the default stream, submit",
+            "µs",
+            Better::Lower,
+            median(default_stream),
+        );
+    }
     out.figure(
-        "unigpu_empty_launch_default_stream_submit_us",
-        "empty kernel launch on the default stream, submit",
-        "µs",
-        Better::Lower,
-        median(default_stream),
-    );
-    out.figure(
-        "unigpu_empty_launch_throughput_us",
-        "empty kernel launch, submit + complete",
+        key(
+            "unigpu_empty_launch_throughput_us",
+            "dispatch_throughput_us",
+        ),
+        on.label("empty kernel launch, submit + complete"),
         "µs",
         Better::Lower,
         median(total),
     );
     let mut rt = Vec::new();
-    for _ in 0..2000 {
+    for _ in 0..round_trips {
         let t = Instant::now();
         s.launch(&k, g, ())?;
         s.sync()?;
         rt.push(t.elapsed().as_secs_f64() * 1e6);
     }
     out.figure(
-        "unigpu_launch_sync_roundtrip_us_median",
-        "launch + sync round trip",
+        key(
+            "unigpu_launch_sync_roundtrip_us_median",
+            "dispatch_sync_roundtrip_us",
+        ),
+        on.label("launch + sync round trip"),
         "µs",
         Better::Lower,
         median(rt),

@@ -8,7 +8,7 @@
 //! figure is compared with is one line in [`anchors::ANCHORS`].
 //! report.rs renders the figures as a markdown table (stdout by default),
 //! JSON (`--json`), an SVG plot (`--plot`) or the `key value` lines that
-//! bench/run_gpu.sh, bench/run_cpu.sh and bench/ratios.py read (`--lines`).
+//! bench/runners/run_gpu.sh, bench/runners/run_cpu.sh and bench/runners/ratios.py read (`--lines`).
 
 mod anchors;
 mod axpy;
@@ -23,8 +23,10 @@ mod memory;
 mod ops_cpu;
 mod pipeline;
 mod report;
+mod side;
 mod transfer;
 mod vulkan;
+pub mod workload;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -44,11 +46,11 @@ pub struct BenchArgs {
     /// torch → cuda → vulkan → cpu).
     #[arg(long, value_parser = parse_backend)]
     backend: Option<Backend>,
-    /// Only the `compile` case (bench/run_gpu.sh and the `compile_disk`
+    /// Only the `compile` case (bench/runners/run_gpu.sh and the `compile_disk`
     /// case run it in a new process to time the disk cache).
     #[arg(long)]
     compile_only: bool,
-    /// Only the CPU-backend op cases that bench/run_cpu.sh sets beside numpy's.
+    /// Only the CPU-backend op cases that bench/runners/run_cpu.sh sets beside numpy's.
     #[arg(long, conflicts_with = "compile_only")]
     cpu_ops_only: bool,
     /// Only these cases, by name (comma-separated; see the `case` column of
@@ -59,10 +61,10 @@ pub struct BenchArgs {
     #[arg(long)]
     list: bool,
     /// Timed repetitions of each CPU-op and transfer figure (the median is
-    /// reported). bench/numpy_ops.py times 30.
+    /// reported). bench/anchors/numpy_ops.py times 30.
     #[arg(long, default_value_t = ops_cpu::CPU_REPS, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
-    /// Print the old `key value` lines (what bench/*.sh and ratios.py read)
+    /// Print the old `key value` lines (what bench/runners/*.sh and ratios.py read)
     /// instead of the markdown table.
     #[arg(long)]
     lines: bool,
@@ -81,7 +83,7 @@ pub struct BenchArgs {
     /// print (repeatable).
     #[arg(long, value_name = "FILE")]
     anchors: Vec<PathBuf>,
-    /// On the CPU backend, run bench/numpy_ops.py (built into this binary)
+    /// On the CPU backend, run bench/anchors/numpy_ops.py (built into this binary)
     /// after the cases, for the numpy anchors.
     #[arg(long)]
     numpy: bool,

@@ -1,6 +1,6 @@
 //! The CPU backend's element-wise ops, reductions and matmul, as
 //! `unigpu_cpu_<op>_<size>_ms` beside the `numpy_cpu_*` figures of
-//! bench/numpy_ops.py (same sizes, f32, the same inputs, the same timing:
+//! bench/anchors/numpy_ops.py (same sizes, f32, the same inputs, the same timing:
 //! the median of `--reps` calls, 30 by default, after 3 warm-up calls).
 
 use std::time::Instant;
@@ -11,7 +11,7 @@ use super::{Better, Case, Env, Out, cpu_only, median};
 
 pub const GROUP: &str = "ops_cpu";
 
-/// Repetitions per figure; bench/numpy_ops.py uses the same count.
+/// Repetitions per figure; bench/anchors/numpy_ops.py uses the same count.
 pub const CPU_REPS: u32 = 30;
 
 /// Elements of the element-wise and reduction inputs.

@@ -3,10 +3,9 @@
 //! batches one at a time, and that speed-up as a share of the ideal (the
 //! sum of the stage times over the slowest stage).
 
-use unigpu::Backend;
-use unigpu::pipeline::{HostMemory, Workload, WorkloadOptions, bench_workload_with};
-
+use super::workload::{self, HostMemory, Workload, WorkloadOptions};
 use super::{Better, Case, Env, Out, any_backend};
+use unigpu::Backend;
 
 pub const CASE: Case = Case {
     name: "pipeline",
@@ -25,7 +24,7 @@ fn pipeline(env: &Env, out: &mut Out) -> anyhow::Result<()> {
         64 << 20
     };
     let run = |pieces, host| {
-        bench_workload_with(
+        workload::run(
             ctx,
             WorkloadOptions {
                 batch_bytes,

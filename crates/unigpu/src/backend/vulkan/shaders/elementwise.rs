@@ -3,7 +3,7 @@
 //! two elements for f16/bf16), or, in the vec4 form (f32 arrays whose
 //! length is a multiple of four), two vec4s a grid apart: 16-byte loads and
 //! more of them in flight, 1.35× the scalar form's bandwidth on an H200
-//! (bench/results/h200-2026-11-23-vulkan-tuning.txt). `p.n` counts the
+//! (bench/results/2026-11-23/h200-vulkan-tuning.txt). `p.n` counts the
 //! array's units (elements, words or vec4s), `p.nx` the invocations of one
 //! grid row.
 

@@ -111,7 +111,7 @@ pub(crate) fn wgsl(num: Num) -> String {
 }
 
 /// The f32 matmul when `k` and `n` are multiples of four (1.5× the general
-/// one on an H200: bench/results/h200-2026-11-23-vulkan-tuning.txt). Tiles
+/// one on an H200: bench/results/2026-11-23/h200-vulkan-tuning.txt). Tiles
 /// of 128×128 of `c`, 16 steps of k a stage. Each invocation computes an
 /// 8×8 block as rows `4ty..4ty+4` and `64+4ty..` by columns `4tx..4tx+4`
 /// and `64+4tx..`, so that its loads from workgroup memory and its stores

@@ -7,15 +7,15 @@
 # docs/benchmarks.md), bench.json and bench.svg to $OUT.
 # Needs `cargo xtask gpu-pack` first (for .gpu-pack/bin/unigpu).
 set -u
-here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
+here="$(cd "$(dirname "$0")" && pwd)"; root="$here/../.."
 out="${OUT:-/tmp/unigpu-bench}"; mkdir -p "$out"
 log="$out/bench.txt"; : >"$log"
 [ -d "$root/.gpu-pack/bin" ] || { xz -dc "$root/.gpu-pack/bin.tar.xz" | tar xf - -C "$root/.gpu-pack"; }
 export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
-nvcc -O2 -o /tmp/floor "$here/anchors/floor.cu" -lcuda && /tmp/floor | tee -a "$log"
-python3 "$here/anchors/torch_cupy_baseline.py" 2>&1 | tee -a "$log"
-python3 "$here/torch_ops.py" 2>&1 | tee -a "$log"
+nvcc -O2 -o /tmp/floor "$root/bench/anchors/floor.cu" -lcuda && /tmp/floor | tee -a "$log"
+python3 "$root/bench/anchors/torch_cupy_baseline.py" 2>&1 | tee -a "$log"
+python3 "$root/bench/anchors/torch_ops.py" 2>&1 | tee -a "$log"
 cache="$(mktemp -d)"
 # The anchors file is read before the first line is written to it.
 UNIGPU_CACHE_DIR="$cache" "$root/.gpu-pack/bin/unigpu" bench --lines --anchors "$log" \

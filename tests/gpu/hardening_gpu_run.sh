@@ -5,18 +5,18 @@
 # racecheck and synccheck over the cuda variants of some of them. API
 # errors are not reported: those tests make the driver refuse calls on
 # purpose (a missing kernel, an image for another GPU).
-# Pack here: `bash bench/hardening_gpu_run.sh --pack` builds (release; the
+# Pack here: `bash tests/gpu/hardening_gpu_run.sh --pack` builds (release; the
 # facade with the torch feature, so LIBTORCH_USE_PYTORCH=1 with .venv-torch
 # on PATH, which the script sets) every binary of $TESTS and $EXTRA into
 # .gpu-pack/hard.tar.xz; then
-#   run(command="bash bench/hardening_gpu_run.sh",
+#   run(command="bash tests/gpu/hardening_gpu_run.sh",
 #       carry=[".gpu-pack/hard.tar.xz", ".gl"])
 # TESTS: the facade's test binaries (each under the leak guard of
 # tests/common/mod.rs); EXTRA: safe_gpu (cuda-safe's tests/gpu.rs) and
 # rt_gpu (cuda-rt's, direct CUDA runtime tier: needs .venv-cuda, see
 # .ci/gen-tests.sh); SANITIZED: which facade binaries compute-sanitizer runs.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 TESTS=${TESTS:-"churn kernels precompiled kernel_fault out_of_memory allocator arrays ops streams graphs"}
 EXTRA=${EXTRA:-}
 SANITIZED=${SANITIZED:-"kernels precompiled arrays graphs"}

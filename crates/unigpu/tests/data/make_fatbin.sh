@@ -4,12 +4,12 @@
 # machine code for sm_90 and PTX for compute_90 (which the driver compiles
 # for newer GPUs). Needs nvcc (the CUDA toolkit), so run it on the GPU
 # machine and commit the result:
-#   run(command="bash bench/make_fatbin.sh $OUT/axpy.fatbin")
+#   run(command="bash crates/unigpu/tests/data/make_fatbin.sh $OUT/axpy.fatbin")
 # then copy the returned file to crates/unigpu/tests/data/axpy.fatbin.
 # Arguments: the output path (default: the fixture's place). NVCC names
 # the compiler (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../../.."
 src=crates/unigpu/tests/data/axpy.cu
 out=${1:-crates/unigpu/tests/data/axpy.fatbin}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

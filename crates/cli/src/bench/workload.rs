@@ -1,13 +1,15 @@
 //! The reference workload of bench/anchors/torch_cupy_baseline.py on a
 //! pipeline: batches of f32 uploaded, put through scale + relu, downloaded;
-//! run sequentially and pipelined, and compared.
+//! run sequentially and pipelined, and compared. The `pipeline` case
+//! (pipeline.rs) and `unigpu pipeline` (src/pipeline.rs) run it; it was
+//! `unigpu::pipeline::bench_workload` before benchmark code left the
+//! facade's API.
 
 use std::time::Instant;
 
-use super::report::PipelineReport;
-use super::run::Pipeline;
-use super::timeline::Timeline;
-use crate::{Backend, Context, Error, GpuArray, PinnedBuffer, Result, Stream};
+use anyhow::{Result, bail, ensure};
+use unigpu::pipeline::{Pipeline, PipelineReport, Timeline};
+use unigpu::{Context, GpuArray, PinnedBuffer, Stream};
 
 /// The scale of the workload's scale + relu.
 const ALPHA: f32 = 0.5;
@@ -15,7 +17,7 @@ const ALPHA: f32 = 0.5;
 /// device does not turn one batch into thousands of launches.
 const MAX_REPEATS: usize = 1024;
 
-/// The knobs of [`bench_workload_with`].
+/// The knobs of [`run`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkloadOptions {
     pub batches: usize,
@@ -45,7 +47,7 @@ pub enum HostMemory {
     /// `Vec`s: every transfer goes through the staging ring, so the host's
     /// memory-copy bandwidth is shared by the upload and download stages.
     Pageable,
-    /// [`PinnedBuffer`](crate::PinnedBuffer)s from [`Context::pinned`]:
+    /// [`PinnedBuffer`]s from [`Context::pinned`]:
     /// the DMA engines read and write them directly.
     Pinned,
 }
@@ -63,11 +65,9 @@ impl WorkloadOptions {
     };
 }
 
-/// What [`bench_workload`] measured.
+/// What [`run`] measured.
 #[derive(Debug, Clone)]
 pub struct Workload {
-    pub backend: Backend,
-    pub options: WorkloadOptions,
     /// The relu passes per batch that were run (calibrated or given).
     pub compute_repeats: usize,
     pub report: PipelineReport,
@@ -75,37 +75,15 @@ pub struct Workload {
     pub trace: Timeline,
 }
 
-/// The baseline workload with `batches` batches of `batch_bytes` and a
-/// pipeline of `depth`; the rest as [`WorkloadOptions::BASELINE`].
-pub fn bench_workload(
-    ctx: &Context,
-    batches: usize,
-    batch_bytes: usize,
-    depth: usize,
-) -> Result<Workload> {
-    bench_workload_with(
-        ctx,
-        WorkloadOptions {
-            batches,
-            batch_bytes,
-            depth,
-            ..WorkloadOptions::BASELINE
-        },
-    )
-}
-
 /// Runs the workload sequentially and pipelined (after one untimed warm-up
 /// run), checks every output element, and reports the overlap.
-pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Workload> {
+pub fn run(ctx: &Context, options: WorkloadOptions) -> Result<Workload> {
     let len = options.batch_bytes / std::mem::size_of::<f32>();
     let pieces = options.pieces.max(1);
-    if !len.is_multiple_of(pieces) {
-        return Err(Error::SizeMismatch {
-            what: "pipeline workload: elements per batch, a multiple of the pieces per batch",
-            expected: len.next_multiple_of(pieces),
-            actual: len,
-        });
-    }
+    ensure!(
+        len.is_multiple_of(pieces),
+        "pipeline workload: {len} elements per batch do not split into {pieces} pieces"
+    );
     let mut host = HostBatches::new(ctx, options.host, options.batches, len)?;
     let mut p = ctx.pipeline::<f32>(options.depth, len)?;
     let mut q = ctx.pipeline::<f32>(options.depth, len / pieces)?;
@@ -147,8 +125,6 @@ pub fn bench_workload_with(ctx: &Context, options: WorkloadOptions) -> Result<Wo
     let (inputs, outputs) = host.slices()?;
     check(&inputs, &outputs)?;
     Ok(Workload {
-        backend: ctx.backend(),
-        options,
         compute_repeats: repeats,
         report,
         trace,
@@ -189,7 +165,7 @@ impl HostBatches {
                 }
                 let outputs = (0..batches)
                     .map(|_| ctx.pinned::<f32>(len))
-                    .collect::<Result<_>>()?;
+                    .collect::<unigpu::Result<_>>()?;
                 HostBatches::Pinned { inputs, outputs }
             }
         })
@@ -206,11 +182,11 @@ impl HostBatches {
                 inputs
                     .iter()
                     .map(PinnedBuffer::as_slice)
-                    .collect::<Result<_>>()?,
+                    .collect::<unigpu::Result<_>>()?,
                 outputs
                     .iter_mut()
                     .map(PinnedBuffer::as_mut_slice)
-                    .collect::<Result<_>>()?,
+                    .collect::<unigpu::Result<_>>()?,
             ),
         })
     }
@@ -237,7 +213,7 @@ fn scale_relu(
     repeats: usize,
     x: &GpuArray<f32>,
     y: &mut GpuArray<f32>,
-) -> Result<()> {
+) -> unigpu::Result<()> {
     let ops = ctx.ops_on(s);
     for _ in 0..repeats {
         ops.relu(x, y)?;
@@ -261,7 +237,7 @@ fn calibrate(
         |s: &Stream, x: &GpuArray<f32>, y: &mut GpuArray<f32>| scale_relu(ctx, s, 1, x, y);
     let mut runs = (0..4)
         .map(|_| p.run_sequential(&inputs[..1], &mut outputs[..1], &mut once))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<unigpu::Result<Vec<_>>>()?;
     runs.sort_by(|a, b| a.wall_ms().total_cmp(&b.wall_ms()));
     let timeline = &runs[runs.len() / 2];
     let [upload, compute, _] = timeline.stage_ms();
@@ -280,20 +256,18 @@ fn calibrate(
 fn check(inputs: &[&[f32]], outputs: &[&mut [f32]]) -> Result<()> {
     for (k, (x, y)) in inputs.iter().zip(outputs).enumerate() {
         if let Some(i) = (0..x.len()).find(|&i| y[i] != ALPHA * x[i].max(0.0)) {
-            return Err(Error::StreamWork {
-                message: format!(
-                    "pipeline workload: batch {k} element {i} is {}, expected {}",
-                    y[i],
-                    ALPHA * x[i].max(0.0)
-                ),
-            });
+            bail!(
+                "pipeline workload: batch {k} element {i} is {}, expected {}",
+                y[i],
+                ALPHA * x[i].max(0.0)
+            );
         }
     }
     Ok(())
 }
 
 /// Values in [-1, 1), half of them negative, the same every run (a
-/// splitmix64 stream, so the facade needs no random number crate).
+/// splitmix64 stream: the figures of every run measure the same data).
 fn random_batch(seed: u64, len: usize) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
     (0..len)
@@ -307,4 +281,47 @@ fn random_batch(seed: u64, len: usize) -> Vec<f32> {
             (z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use unigpu::Backend;
+
+    use super::*;
+
+    /// Whole batches and batches in 4 pieces, from pinned and ordinary
+    /// memory, on the CPU backend: `run` checks every output itself.
+    #[test]
+    fn runs_every_shape_and_reports_it() {
+        let ctx = Context::new(Backend::Cpu, 0).unwrap();
+        for pieces in [1, 4] {
+            for host in [HostMemory::Pinned, HostMemory::Pageable] {
+                let options = WorkloadOptions {
+                    batches: 5,
+                    batch_bytes: 1 << 20,
+                    repetitions: 1,
+                    pieces,
+                    host,
+                    ..WorkloadOptions::BASELINE
+                };
+                let w = run(&ctx, options).unwrap();
+                assert_eq!((w.report.batches, w.report.pieces), (5, pieces));
+                assert!(w.compute_repeats >= 1);
+                assert_eq!(w.trace.batches(), 5 * pieces);
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_that_do_not_split_a_batch_are_refused() {
+        let ctx = Context::new(Backend::Cpu, 0).unwrap();
+        let odd = WorkloadOptions {
+            batches: 2,
+            batch_bytes: 1 << 20,
+            pieces: 3,
+            ..WorkloadOptions::BASELINE
+        };
+        let e = run(&ctx, odd).map(|w| w.report).unwrap_err();
+        assert!(e.to_string().contains("pieces"), "{e}");
+    }
 }

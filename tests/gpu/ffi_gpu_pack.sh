@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds what bench/ffi_gpu_run.sh runs on the GPU machine (which has no
+# Builds what tests/gpu/ffi_gpu_run.sh runs on the GPU machine (which has no
 # Rust): the C test program linked against libunigpu.a, the C-overhead
 # benchmark, and the abi3 Python wheel, into .gpu-ffi/ (git-ignored).
-# Then: run(command="bash bench/ffi_gpu_run.sh", carry=[".gpu-ffi"]).
+# Then: run(command="bash tests/gpu/ffi_gpu_run.sh", carry=[".gpu-ffi"]).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dest=.gpu-ffi
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/wheels"
 cargo build -q -p unigpu-clib --release

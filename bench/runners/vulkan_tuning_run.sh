@@ -2,7 +2,7 @@
 # On the GPU machine: the vulkan tuning probe (crates/cli/examples/
 # vulkan_tuning.rs) beside the cuda backend, in one process. Built here
 # with `cargo build --release -p unigpu-cli --example vulkan_tuning`, then
-#   run(command="bash bench/vulkan_tuning_run.sh",
+#   run(command="bash bench/runners/vulkan_tuning_run.sh",
 #       carry=["target/release/examples/vulkan_tuning", ".gl"])
 # The Vulkan loader comes from .gl's .debs (docs/vulkan.md says how to make
 # them); NVIDIA's driver is named explicitly, lavapipe is not there.

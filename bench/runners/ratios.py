@@ -1,6 +1,6 @@
 """Reads the `key value` lines of one run and prints unigpu's figures as
 ratios to the anchors measured in the same run: the GPU anchors, or with
-`--cpu` numpy's times beside the CPU backend's (bench/run_cpu.sh)."""
+`--cpu` numpy's times beside the CPU backend's (bench/runners/run_cpu.sh)."""
 import sys
 
 cpu = sys.argv[1] == "--cpu"

@@ -2,7 +2,7 @@
 # A/B of two builds of `unigpu bench` on one GPU in one run: the builds
 # alternate, ROUNDS times, in ABBA order (odd rounds before first, even
 # rounds after first), so drift in the machine hits both alike.
-#   bash bench/compare_builds.sh BEFORE_BIN AFTER_BIN [ROUNDS]
+#   bash bench/runners/compare_builds.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 # Prints each round's figures, then the median of each per build and the
 # after/before ratio (below 1 is faster for times, above 1 for rates).
 set -u

@@ -1,4 +1,4 @@
-"""The numpy side of bench/run_cpu.sh: the same ops, sizes and inputs as
+"""The numpy side of bench/runners/run_cpu.sh: the same ops, sizes and inputs as
 `unigpu bench --cpu-ops-only`, printed as `numpy_cpu_<op>_<size>_ms` lines
 (median wall time of 30 calls after 3 warm-up calls, float32; `unigpu bench
 --numpy --reps N` runs this script with UNIGPU_BENCH_REPS=N)."""

@@ -12,10 +12,10 @@
 #     --test rendezvous --test missing_libnccl --no-run
 #   cargo test --release -p unigpu-cuda-safe --test multi_gpu --test no_nccl --no-run
 #   cargo build --release -p unigpu --example 12_data_parallel --example multi_gpu_bench
-#   bash bench/run_multi_gpu.sh --pack
+#   bash bench/runners/run_multi_gpu.sh --pack
 set -u
 if [ "${1:-}" = --pack ]; then
-  cd "$(dirname "$0")/.." && rm -rf /tmp/mg && mkdir -p /tmp/mg/bin || exit 1
+  cd "$(dirname "$0")/../.." && rm -rf /tmp/mg && mkdir -p /tmp/mg/bin || exit 1
   # name:count: the newest builds of that test (multi_gpu: the facade's
   # and cuda-safe's, just built)
   for t in multi_gpu:2 multi_process:1 rendezvous:1 missing_libnccl:1 no_nccl:1; do
@@ -29,7 +29,7 @@ fi
 # take the shared host's GPUs out of service. Nothing here calls
 # cuMulticastCreate.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
+here="$(cd "$(dirname "$0")" && pwd)"; root="$here/../.."
 out="${OUT:-/tmp/unigpu-multi-gpu}"; mkdir -p "$out"
 log="$out/multi_gpu.txt"; : >"$log"
 bin="$root/.gpu-pack/bin"
@@ -59,7 +59,7 @@ step "$bin/12_data_parallel" 64 16
 # Peer copies and all-reduce bus bandwidth, unigpu then torch.
 step "$bin/multi_gpu_bench" 1024
 UNIGPU_PEER_ACCESS=0 "$bin/multi_gpu_bench" 0 2>&1 | sed -n 's/^peer_copy_/staged_copy_/p' | tee -a "$log"
-step python3 "$here/anchors/torch_allreduce.py" 1024
+step python3 "$root/bench/anchors/torch_allreduce.py" 1024
 
 python3 - "$log" <<'PY' | tee "$out/ratios.txt"
 import re, sys

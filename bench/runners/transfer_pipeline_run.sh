@@ -6,7 +6,7 @@
 # pieces, with the trace of a pinned run. Writes into $OUT.
 # Needs `cargo xtask gpu-pack` first.
 set -u
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 [ -d "$root/.gpu-pack/bin" ] || { xz -dc "$root/.gpu-pack/bin.tar.xz" | tar xf - -C "$root/.gpu-pack"; }
 export LD_LIBRARY_PATH="/opt/torch/.venv/lib/python3.12/site-packages/torch/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 bench() { "$root/.gpu-pack/bin/unigpu" bench --backend cuda --only transfer --reps 10 --lines -q 2>&1 | grep -E "pageable|new_vec"; }
@@ -23,7 +23,8 @@ bench() { "$root/.gpu-pack/bin/unigpu" bench --backend cuda --only transfer --re
     for shape in "1 pinned" "4 pinned" "1 pageable"; do
       set -- $shape
       echo "# round $round, pieces $1, $2"
-      "$root/.gpu-pack/bin/08_pipeline" "$OUT/pipe-$1-$2.json" 16 64 3 0 "$1" "$2" \
+      host=; [ "$2" = pageable ] && host=--pageable
+      "$root/.gpu-pack/bin/unigpu" pipeline --trace "$OUT/pipe-$1-$2.json" --pieces "$1" $host \
         | grep -E "stages|sequential|pipelined|ideal|efficiency"
     done
   done

@@ -1,9 +1,9 @@
 """Per-call overhead of the unigpu Python package for a tiny op, against
 CuPy's and torch's equivalent tiny ops on the GPU, in one run.
 
-    python bench/python_overhead.py                  # unigpu on its default backend
-    python bench/python_overhead.py --backend cpu    # or cuda
-    python bench/python_overhead.py --iters 20000 --repeat 7
+    python bench/runners/python_overhead.py                  # unigpu on its default backend
+    python bench/runners/python_overhead.py --backend cpu    # or cuda
+    python bench/runners/python_overhead.py --iters 20000 --repeat 7
 
 Measured, for a 1-element float32 array:
   unigpu  unigpu.scale(2.0, x)      (module function; x *= 2 on the default stream)

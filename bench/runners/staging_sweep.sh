@@ -4,7 +4,7 @@
 # the defaults in crates/cuda-safe/src/staging.rs rest on measurements.
 # Needs `cargo xtask gpu-pack` first.
 set -u
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 [ -d "$root/.gpu-pack/bin" ] || { xz -dc "$root/.gpu-pack/bin.tar.xz" | tar xf - -C "$root/.gpu-pack"; }
 # SHAPES="16,4,256 8,8,256" (slot MiB, slots, piece KiB) picks the shapes.
 for shape in ${SHAPES:-16,6,256 16,4,256 16,8,256 32,6,256 8,8,256}; do

@@ -4,14 +4,14 @@
 # on cuda, then on vulkan (NVIDIA's driver), then on torch when the binary
 # has it; each figure beside its anchor from the same process. Pack here:
 #   cargo build --release -p unigpu-cli
-#   bash bench/kernels_macro_gpu_run.sh --pack     # .gpu-pack/km.tar.gz
-# then run(command="bash bench/kernels_macro_gpu_run.sh",
+#   bash bench/runners/kernels_macro_gpu_run.sh --pack     # .gpu-pack/km.tar.gz
+# then run(command="bash bench/runners/kernels_macro_gpu_run.sh",
 #          carry=[".gpu-pack/km.tar.gz", ".gl"])   # .gl: docs/vulkan.md
 # or, after `cargo xtask gpu-pack` and its run.sh on the same call:
-#   UNIGPU_BIN=.gpu-pack/bin/unigpu bash bench/kernels_macro_gpu_run.sh
+#   UNIGPU_BIN=.gpu-pack/bin/unigpu bash bench/runners/kernels_macro_gpu_run.sh
 # Tables land in $OUT/kernels-{cuda,vulkan,torch}.md.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --pack ]; then
   rm -rf /tmp/km && mkdir -p /tmp/km .gpu-pack
   cp target/release/unigpu /tmp/km/unigpu

@@ -4,11 +4,11 @@
 # and `unigpu bench`'s vulkan group beside cuda. Pack here:
 #   cargo test --release -p unigpu --test precompiled --test kernels --test ops --no-run
 #   cargo build --release -p unigpu-cli
-#   bash bench/kernels_vulkan_gpu_run.sh --pack     # .gpu-pack/kv.tar.gz
-# then run(command="bash bench/kernels_vulkan_gpu_run.sh",
+#   bash tests/gpu/kernels_vulkan_gpu_run.sh --pack     # .gpu-pack/kv.tar.gz
+# then run(command="bash tests/gpu/kernels_vulkan_gpu_run.sh",
 #          carry=[".gpu-pack/kv.tar.gz", ".gl"])
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --pack ]; then
   rm -rf /tmp/kv && mkdir -p /tmp/kv
   for t in precompiled kernels ops; do

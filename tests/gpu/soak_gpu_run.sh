@@ -8,13 +8,13 @@
 # soak.json and info.txt under $OUT; exits non-zero when the soak fails.
 # Pack here (release; with the torch feature when .venv-torch exists,
 # which .ci/torch-tests.sh makes):
-#   bash bench/soak_gpu_run.sh --pack      # .gpu-pack/soak.tar.gz
-# then run(command="bash bench/soak_gpu_run.sh",
+#   bash tests/gpu/soak_gpu_run.sh --pack      # .gpu-pack/soak.tar.gz
+# then run(command="bash tests/gpu/soak_gpu_run.sh",
 #          carry=[".gpu-pack/soak.tar.gz", ".gl"])
 # SOAK_SECONDS and SOAK_THREADS override the duration and threads;
 # SOAK_ARGS adds flags (e.g. "--seed 123" to replay a run).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --pack ]; then
   set -e
   if [ -x .venv-torch/bin/python ]; then
@@ -38,7 +38,7 @@ seconds=${SOAK_SECONDS:-120}
 threads=${SOAK_THREADS:-4}
 tar xzf .gpu-pack/soak.tar.gz -C /tmp
 # The Vulkan loader (the GPU machine has none of its own) and NVIDIA's ICD,
-# as bench/hardening_gpu_run.sh sets them up.
+# as tests/gpu/hardening_gpu_run.sh sets them up.
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig 2>/dev/null || true
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
