@@ -16,7 +16,7 @@ pub const AXPY: Case = Case {
     name: "vulkan_axpy",
     group: "vulkan",
     skip: unavailable,
-    run: |_, out| on_vulkan(out, |on, out| axpy::axpy(on, out)),
+    run: |_, out| on_vulkan(out, axpy::axpy),
 };
 
 pub const MATMUL: Case = Case {
@@ -30,7 +30,7 @@ pub const DISPATCH: Case = Case {
     name: "vulkan_dispatch",
     group: "vulkan",
     skip: unavailable,
-    run: |_, out| on_vulkan(out, |on, out| launch::launch(on, out)),
+    run: |_, out| on_vulkan(out, launch::launch),
 };
 
 pub const TRANSFER: Case = Case {
