@@ -231,3 +231,41 @@ mod cuda_tests {
         assert!(store < restart && restart < checked);
     }
 }
+
+#[cfg(test)]
+mod wgsl_tests {
+    #[test]
+    fn the_wgsl_form_binds_widened_arrays_as_vectors_and_writes_the_lanes_out() {
+        let k = crate::inbounds::tests::kernel(
+            syn::parse_str(
+                "fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+                    let stride = num_workgroups().x * workgroup_size().x;
+                    let mut i = global_id().x;
+                    while i < y.len() { y[i] = a * x[i] + y[i]; i += stride; }
+                }",
+            )
+            .unwrap(),
+            [256, 1, 1],
+        );
+        let src = crate::wgsl::emit(&k, false);
+        println!("{src}");
+        let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
+        at("var<storage, read> p_x: array<vec4<f32>>;");
+        at("var<storage, read_write> p_y: array<vec4<f32>>;");
+        at("ug_vn = min(ug_vn, n_x);");
+        at("var ug_w_x = p_x[ug_v];");
+        // Four lanes, each with its own `i` and constant vector indices.
+        for lane in 0..4 {
+            at(&format!("let v_i_1: u32 = ug_v * 4u + {lane}u;"));
+            at(&format!(
+                "ug_w_y[{lane}] = ((p_a * ug_w_x[{lane}]) + ug_w_y[{lane}]);"
+            ));
+        }
+        let store = at("p_y[ug_v] = ug_w_y;");
+        let restart = at("v_i_1 = ug_vn * 4u + v_i_1;");
+        // The loop after: one lane of a vector per element, x checked.
+        let checked = at("ug_ld_x(v_i_1,");
+        assert!(store < restart && restart < checked);
+        at("if (i < n_x) { return p_x[i >> 2u][i & 3u]; }");
+    }
+}

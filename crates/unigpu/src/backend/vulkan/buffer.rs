@@ -46,11 +46,14 @@ impl<T> Drop for VkBuffer<T> {
     }
 }
 
-/// `bytes` rounded up to whole words, at least 16 bytes: wgpu has no empty
-/// buffer, and an empty array must still bind as an array of any element
-/// type (a runtime-sized `array<f64>` needs 8 bytes at least).
+/// `bytes` rounded up to whole 16-byte vectors, at least one: wgpu has no
+/// empty buffer, an empty array must still bind as an array of any element
+/// type, and a macro kernel's widened loop binds its arrays as
+/// `array<vec4<f32>>` (or `vec2` of 8-byte elements), whose length is the
+/// binding's size over 16: padded so, the last vector holds the last
+/// elements (crates/kernel-macros/src/widen.rs).
 pub(crate) fn padded(bytes: usize) -> u64 {
-    (bytes.max(16).div_ceil(4) * 4) as u64
+    (bytes.max(16).div_ceil(16) * 16) as u64
 }
 
 fn out_of_memory(device: &VkDevice, requested: usize) -> Error {
