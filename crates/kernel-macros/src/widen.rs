@@ -248,7 +248,6 @@ mod wgsl_tests {
             [256, 1, 1],
         );
         let src = crate::wgsl::emit(&k, false);
-        println!("{src}");
         let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
         at("var<storage, read> p_x: array<vec4<f32>>;");
         at("var<storage, read_write> p_y: array<vec4<f32>>;");
@@ -267,5 +266,45 @@ mod wgsl_tests {
         let checked = at("ug_ld_x(v_i_1,");
         assert!(store < restart && restart < checked);
         at("if (i < n_x) { return p_x[i >> 2u][i & 3u]; }");
+    }
+}
+
+#[cfg(test)]
+mod hoist_tests {
+    #[test]
+    fn the_wgsl_form_loads_four_iterations_of_a_phase_loop_first() {
+        let k = crate::inbounds::tests::kernel(
+            syn::parse_str(
+                "fn tree_sum(x: &[f32], partial: &mut [f32]) {
+                    let tile = shared::<f32, 256>();
+                    let l = local_id().x;
+                    let stride = num_workgroups().x * workgroup_size().x;
+                    let mut i = global_id().x;
+                    let mut v = 0.0f32;
+                    while i < x.len() { v += x[i]; i += stride; }
+                    tile[l] = v;
+                    barrier();
+                    if l == 0 { partial[workgroup_id().x] = tile[0] + tile[1]; }
+                }",
+            )
+            .unwrap(),
+            [256, 1, 1],
+        );
+        let src = crate::wgsl::emit(&k, false);
+        let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
+        // In range: three strides past `i` below `x.len()` (END here),
+        // with no wrap.
+        let guard = at(
+            "if (!((v_stride_2) <= 1431655765u && v_i_3 < (n_x) && 3u * (v_stride_2) < (n_x) - v_i_3)) { break; }",
+        );
+        let loads = at("let ug_h3_x = p_x[(v_i_3 + 3u * (v_stride_2))];");
+        // The adds in order, each on its own loaded value, `i` stepped
+        // between them; then the loop itself for the rest.
+        let adds: Vec<usize> = (0..4)
+            .map(|k| at(&format!("v_v_4 = (v_v_4 + ug_h{k}_x);")))
+            .collect();
+        assert!(guard < loads && loads < adds[0]);
+        assert!(adds.windows(2).all(|w| w[0] < w[1]));
+        assert!(at("ug_ld_x(v_i_3,") > adds[3]);
     }
 }
