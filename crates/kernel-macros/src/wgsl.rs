@@ -114,6 +114,37 @@ fn wgsl_proven(k: &Kernel) -> std::collections::BTreeSet<u32> {
     proven
 }
 
+/// Whether the widened loop's iteration names its `i` only as the index
+/// of widened arrays, so that its lanes need no `i` of their own. The
+/// WGSL form widens only such loops: on an H200's Vulkan driver the
+/// kernel tests' `gs_axpy`, whose lanes used `i` as a value (a
+/// neighbour's index, a stored number), never finished, where saxpy-like
+/// loops ran and checked out (not diagnosed for want of device time; the
+/// CUDA form widens both).
+fn index_only(w: &crate::widen::Widened) -> bool {
+    let var = w.loop_.var.as_str();
+    let is_i = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if n == var);
+    let wide = w.arrays();
+    let (mut named, mut as_index) = (0usize, 0usize);
+    visit_exprs(w.loop_.body, &mut |e| {
+        if is_i(e) {
+            named += 1;
+        }
+        if let ExprKind::Load(a, index, _) = &e.kind
+            && is_i(index)
+            && wide.contains(a)
+        {
+            as_index += 1;
+        }
+    });
+    crate::stride::stores(w.loop_.body, &mut |a, index| {
+        if is_i(index) && wide.contains(&a) {
+            as_index += 1;
+        }
+    });
+    named == as_index
+}
+
 /// The WGSL form; with `emulate_fma`, f32 `fma` rounds once on an adapter
 /// whose own `fma` rounds twice (chosen when the kernel is built).
 pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
@@ -130,7 +161,7 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
         lane: None,
         hoist: None,
     };
-    let widened = crate::widen::plan(k);
+    let widened = crate::widen::plan(k).filter(index_only);
     if let Some(w) = &widened {
         e.wide = w.arrays().into_iter().map(|a| (a, w.lanes)).collect();
     }
@@ -314,8 +345,9 @@ impl Emit<'_> {
             }
         }
         for lane in 0..lanes {
+            // No `i` in the lane: the iteration names it only as the
+            // index of widened arrays (`index_only`).
             self.line(3, "{");
-            self.line(4, &format!("let {var}: u32 = ug_v * {lanes}u + {lane}u;"));
             self.lane = Some((var.clone(), lane));
             self.block(w.loop_.body, 4);
             self.lane = None;

@@ -253,9 +253,9 @@ mod wgsl_tests {
         at("var<storage, read_write> p_y: array<vec4<f32>>;");
         at("ug_vn = min(ug_vn, n_x);");
         at("var ug_w_x = p_x[ug_v];");
-        // Four lanes, each with its own `i` and constant vector indices.
+        // Four lanes, with constant vector indices.
+        assert!(!src.contains("let v_i_1"), "a lane declares i:\n{src}");
         for lane in 0..4 {
-            at(&format!("let v_i_1: u32 = ug_v * 4u + {lane}u;"));
             at(&format!(
                 "ug_w_y[{lane}] = ((p_a * ug_w_x[{lane}]) + ug_w_y[{lane}]);"
             ));
@@ -306,5 +306,28 @@ mod hoist_tests {
         assert!(guard < loads && loads < adds[0]);
         assert!(adds.windows(2).all(|w| w[0] < w[1]));
         assert!(at("ug_ld_x(v_i_3,") > adds[3]);
+    }
+}
+
+#[cfg(test)]
+mod wgsl_index_only_tests {
+    #[test]
+    fn the_wgsl_form_leaves_a_loop_that_uses_i_as_a_value_unwidened() {
+        let k = crate::inbounds::tests::kernel(
+            syn::parse_str(
+                "fn numbered(x: &[f32], y: &mut [f32], z: &mut [u32]) {
+                    let stride = num_workgroups().x * workgroup_size().x;
+                    let mut i = global_id().x;
+                    while i < y.len() { y[i] = x[i]; z[i] = i as u32; i += stride; }
+                }",
+            )
+            .unwrap(),
+            [256, 1, 1],
+        );
+        // The CUDA form widens it; the WGSL form does not.
+        assert!(crate::widen::plan(&k).is_some());
+        assert!(crate::cuda::emit(&k).contains("ug_vec<unsigned int>"));
+        let wgsl = crate::wgsl::emit(&k, false);
+        assert!(!wgsl.contains("vec4") && !wgsl.contains("ug_vn"), "{wgsl}");
     }
 }

@@ -1673,6 +1673,67 @@ on_every_backend!(grid_stride_axpy_short_input_reports, |ctx| {
     }
 });
 
+/// Widened on every GPU form (widen.rs): `i` only indexes the arrays.
+#[unigpu::kernel]
+fn gs_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < y.len() {
+        y[i] = a * x[i] + y[i];
+        i += stride;
+    }
+}
+const GS_SAXPY_X_LINE: u32 = line!() - 4;
+
+// Lengths of any remainder by 4, and an `x` shorter than `y`: the widened
+// part stops at the shorter length's last whole vector, and the loop
+// after it gives the rest and reports the first index past `x`.
+on_every_backend!(
+    widened_saxpy_matches_the_host_and_reports_a_short_input,
+    |ctx| {
+        let k = gs_saxpy::kernel(ctx).unwrap();
+        for short in [false, true] {
+            let n = 4 * random_len(20_000) + random_len(4) - 1;
+            let nx = if short { n - random_len(n / 2) } else { n };
+            let (hx, hy) = (random_vec::<f32>(nx), random_vec::<f32>(n));
+            let x = ctx.upload(&hx).unwrap();
+            let mut y = ctx.upload(&hy).unwrap();
+            let groups = [1, 3, 40][random_len(3) - 1];
+            k.launch(
+                ctx,
+                Grid::new((groups, 1, 1), (256, 1, 1)),
+                (0.5, &x, &mut y),
+            )
+            .unwrap();
+            let synced = ctx.default_stream().sync();
+            if short {
+                assert_oob(
+                    synced,
+                    "gs_saxpy",
+                    &["x"],
+                    GS_SAXPY_X_LINE,
+                    ArrayAccess::Read,
+                );
+            } else {
+                synced.unwrap();
+            }
+            let got = y.download().unwrap();
+            for i in 0..n {
+                let xi = hx.get(i).copied().unwrap_or(0.0);
+                let what = format!("y[{i}] of {n} (x has {nx}), {groups} workgroups");
+                assert_same_or_contracted(
+                    ctx,
+                    got[i] as f64,
+                    (0.5 * xi + hy[i]) as f64,
+                    1e-6,
+                    2e3,
+                    &what,
+                );
+            }
+        }
+    }
+);
+
 /// `a` without its first element, as a DLPack import at a 4-byte offset
 /// (a producer's slice): on cuda and torch, memory that does not start on
 /// 16 bytes, which the CUDA form's widened loop (widen.rs) must leave to
