@@ -544,6 +544,26 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         mutated: "            facts.retain(|(v, _)| !v.is_empty());\n",
         tests: &["kernel_inbounds"],
     },
+    // The widened loop (widen.rs) handing over to the loop after it too
+    // early: elements of the last vectors run twice.
+    Mutation {
+        name: "kernel macro, wgsl emitter (widened loop): the loop after it restarts a vector early",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/wgsl.rs",
+        original: "        self.line(2, &format!(\"{var} = ug_vn * {lanes}u + {var};\"));\n",
+        mutated: "        self.line(2, &format!(\"{var} = ug_vn * {lanes}u - {lanes}u + {var};\"));\n",
+        tests: &["kernel_macro", "kernel_generic"],
+    },
+    // The hoisted loop (wgsl.rs, `hoisted`) loading the later iterations'
+    // elements one apart instead of a stride apart.
+    Mutation {
+        name: "kernel macro, wgsl emitter (hoisted loop): later loads one element apart",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/wgsl.rs",
+        original: "                    format!(\"{var} + {k}u * ({stride})\")\n",
+        mutated: "                    format!(\"{var} + {k}u\")\n",
+        tests: &["kernel_macro"],
+    },
 ];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
