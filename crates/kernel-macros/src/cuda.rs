@@ -270,16 +270,9 @@ impl Emit<'_> {
         });
         let (var, lanes) = (&w.loop_.var, w.lanes);
         let (end, step) = (self.expr(w.loop_.end), self.expr(w.step));
-        let arrays = w.arrays();
-        let names: Vec<String> = arrays
-            .iter()
-            .map(|&a| self.k.params[a].name.clone())
-            .collect();
+        let (arrays, names): (Vec<usize>, Vec<String>) = w.named(self.k).into_iter().unzip();
         self.line(1, "{");
-        self.line(
-            2,
-            &format!("// {lanes} iterations at a time, in 16-byte accesses (widen.rs)."),
-        );
+        self.line(2, &w.comment());
         self.line(2, &format!("unsigned int ug_vn = {end};"));
         for n in &names {
             self.line(2, &format!("if (n_{n} < ug_vn) ug_vn = n_{n};"));

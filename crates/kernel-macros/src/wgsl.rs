@@ -318,16 +318,9 @@ impl Emit<'_> {
     fn widened(&mut self, w: &crate::widen::Widened) {
         let (var, lanes) = (w.loop_.var.clone(), w.lanes);
         let (end, step) = (self.expr(w.loop_.end), self.expr(w.step));
-        let arrays = w.arrays();
-        let names: Vec<String> = arrays
-            .iter()
-            .map(|&a| self.k.params[a].name.clone())
-            .collect();
+        let (arrays, names): (Vec<usize>, Vec<String>) = w.named(self.k).into_iter().unzip();
         self.line(1, "{");
-        self.line(
-            2,
-            &format!("// {lanes} iterations at a time, in 16-byte accesses (widen.rs)."),
-        );
+        self.line(2, &w.comment());
         self.line(2, &format!("var ug_vn: u32 = {end};"));
         for n in &names {
             self.line(2, &format!("ug_vn = min(ug_vn, n_{n});"));

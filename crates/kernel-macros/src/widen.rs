@@ -51,6 +51,22 @@ impl Widened<'_> {
         all.dedup();
         all
     }
+
+    /// Every widened array with its parameter's name, in parameter order.
+    pub fn named(&self, k: &Kernel) -> Vec<(usize, String)> {
+        self.arrays()
+            .into_iter()
+            .map(|a| (a, k.params[a].name.clone()))
+            .collect()
+    }
+
+    /// The comment a GPU form's widened part opens with.
+    pub fn comment(&self) -> String {
+        format!(
+            "// {} iterations at a time, in 16-byte accesses (widen.rs).",
+            self.lanes
+        )
+    }
 }
 
 /// The kernel's grid-stride loop, widened, or `None` where it is not an
@@ -133,19 +149,24 @@ pub fn plan(k: &Kernel) -> Option<Widened<'_>> {
 mod tests {
     use super::*;
 
-    fn kernel(src: &str) -> Kernel {
+    pub(super) fn kernel(src: &str) -> Kernel {
         crate::inbounds::tests::kernel(syn::parse_str(src).unwrap(), [256, 1, 1])
     }
 
-    #[test]
-    fn saxpy_is_widened_with_y_loaded_and_stored() {
-        let k = kernel(
+    /// The grid-stride saxpy every GPU form widens.
+    pub(super) fn saxpy() -> Kernel {
+        kernel(
             "fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
                 let stride = num_workgroups().x * workgroup_size().x;
                 let mut i = global_id().x;
                 while i < y.len() { y[i] = a * x[i] + y[i]; i += stride; }
             }",
-        );
+        )
+    }
+
+    #[test]
+    fn saxpy_is_widened_with_y_loaded_and_stored() {
+        let k = saxpy();
         let w = plan(&k).expect("widened");
         assert_eq!(w.lanes, 4);
         assert_eq!((w.loads.clone(), w.stores.clone()), (vec![1, 2], vec![2]));
@@ -204,17 +225,7 @@ mod tests {
 mod cuda_tests {
     #[test]
     fn the_cuda_form_runs_the_widened_part_before_the_checked_loop() {
-        let k = crate::inbounds::tests::kernel(
-            syn::parse_str(
-                "fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-                    let stride = num_workgroups().x * workgroup_size().x;
-                    let mut i = global_id().x;
-                    while i < y.len() { y[i] = a * x[i] + y[i]; i += stride; }
-                }",
-            )
-            .unwrap(),
-            [256, 1, 1],
-        );
+        let k = super::tests::saxpy();
         let src = crate::cuda::emit(&k);
         let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
         // The vector length: END and both arrays' lengths, over 4 lanes.
@@ -236,17 +247,7 @@ mod cuda_tests {
 mod wgsl_tests {
     #[test]
     fn the_wgsl_form_binds_widened_arrays_as_vectors_and_writes_the_lanes_out() {
-        let k = crate::inbounds::tests::kernel(
-            syn::parse_str(
-                "fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-                    let stride = num_workgroups().x * workgroup_size().x;
-                    let mut i = global_id().x;
-                    while i < y.len() { y[i] = a * x[i] + y[i]; i += stride; }
-                }",
-            )
-            .unwrap(),
-            [256, 1, 1],
-        );
+        let k = super::tests::saxpy();
         let src = crate::wgsl::emit(&k, false);
         let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
         at("var<storage, read> p_x: array<vec4<f32>>;");
@@ -273,9 +274,8 @@ mod wgsl_tests {
 mod hoist_tests {
     #[test]
     fn the_wgsl_form_loads_four_iterations_of_a_phase_loop_first() {
-        let k = crate::inbounds::tests::kernel(
-            syn::parse_str(
-                "fn tree_sum(x: &[f32], partial: &mut [f32]) {
+        let k = super::tests::kernel(
+            "fn tree_sum(x: &[f32], partial: &mut [f32]) {
                     let tile = shared::<f32, 256>();
                     let l = local_id().x;
                     let stride = num_workgroups().x * workgroup_size().x;
@@ -286,9 +286,6 @@ mod hoist_tests {
                     barrier();
                     if l == 0 { partial[workgroup_id().x] = tile[0] + tile[1]; }
                 }",
-            )
-            .unwrap(),
-            [256, 1, 1],
         );
         let src = crate::wgsl::emit(&k, false);
         let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
@@ -313,16 +310,12 @@ mod hoist_tests {
 mod wgsl_index_only_tests {
     #[test]
     fn the_wgsl_form_leaves_a_loop_that_uses_i_as_a_value_unwidened() {
-        let k = crate::inbounds::tests::kernel(
-            syn::parse_str(
-                "fn numbered(x: &[f32], y: &mut [f32], z: &mut [u32]) {
+        let k = super::tests::kernel(
+            "fn numbered(x: &[f32], y: &mut [f32], z: &mut [u32]) {
                     let stride = num_workgroups().x * workgroup_size().x;
                     let mut i = global_id().x;
                     while i < y.len() { y[i] = x[i]; z[i] = i as u32; i += stride; }
                 }",
-            )
-            .unwrap(),
-            [256, 1, 1],
         );
         // The CUDA form widens it; the WGSL form does not.
         assert!(crate::widen::plan(&k).is_some());
