@@ -704,6 +704,9 @@ fn exits(stmts: &[&Stmt]) -> bool {
     stmts.iter().any(|s| any(s))
 }
 
+/// Rows a pass of [`rows`] takes together while all of them are whole.
+const ROWS: usize = 4;
+
 /// A phase with a grid-stride loop (stride.rs, `PhaseLoop`): the
 /// statements before it as a phase, then the loop row by row (row `k`
 /// runs the iteration of every invocation whose `i = first + li + k * S`
@@ -743,10 +746,13 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
     assigned(p.body, &mut named);
     let mut held: Vec<&String> = named.iter().filter(|n| cx.lifted.contains(*n)).collect();
     held.sort();
-    let held = held.iter().map(|n| {
-        let n = format_ident!("{}", n);
-        quote!(let #n = &mut #n[..__cnt];)
-    });
+    let held: Vec<TokenStream> = held
+        .iter()
+        .map(|n| {
+            let n = format_ident!("{}", n);
+            quote!(let #n = &mut #n[..__cnt];)
+        })
+        .collect();
     let fits = p.sliced.iter().map(|&a| {
         let q = param(cx.k, a);
         quote!(&& #q.len() >= __end)
@@ -757,12 +763,49 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
     });
     let after = plain_phase(cx, &stmts[p.at + 1..], in_loop);
     let i = format_ident!("{}", p.var);
+    // ROWS rows at a time while they are all whole: for each invocation,
+    // its next ROWS iterations in order (a schedule the kernel allows, as
+    // the rows are), so an accumulator stays in a register across them
+    // instead of going through memory each row.
+    let held_whole = held.clone();
+    let row_slices = (0..ROWS)
+        .flat_map(|r| p.sliced.iter().map(move |&a| (r, a)))
+        .map(|(r, a)| {
+            let q = param(cx.k, a);
+            let s = format_ident!("__s_{}_{}", a, r);
+            let r = r as u64;
+            quote!(let #s = &#q.slice()[(__lo as u64 + #r * __stride as u64) as usize..][..__n];)
+        });
+    let rows_of = (0..ROWS).map(|r| {
+        let rebind = p.sliced.iter().map(|&a| {
+            let (s, sr) = (format_ident!("__s_{}", a), format_ident!("__s_{}_{}", a, r));
+            quote!(let #s = #sr;)
+        });
+        let r = r as u32;
+        quote!({
+            #(#rebind)*
+            let #i: u32 = __lo.wrapping_add(#r.wrapping_mul(__stride)).wrapping_add(__li as u32);
+            #body
+        })
+    });
+    let rows_const = ROWS as u64;
     quote! {
         let __end: u32 = #end;
         match __g.rows(__end) {
             ::core::option::Option::Some((__first, __stride)) if true #(#fits)* => {
                 #before
                 let mut __lo: u32 = __first;
+                // All ROWS rows whole: the last ends by `__end`.
+                while (__lo as u64) + (#rows_const - 1) * __stride as u64 + __n as u64 <= __end as u64 {
+                    let __cnt = __n;
+                    #(#held_whole)*
+                    #(#row_slices)*
+                    for __li in 0..__n {
+                        let __ids = &__g.ids(__li);
+                        #(#rows_of)*
+                    }
+                    __lo = ((__lo as u64) + #rows_const * __stride as u64) as u32;
+                }
                 while __lo < __end {
                     let __cnt = ::core::cmp::min(__n as u32, __end - __lo) as usize;
                     #(#held)*

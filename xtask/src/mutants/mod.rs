@@ -214,6 +214,17 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "                    let __cnt = ::core::cmp::min(__n as u32 - 1, __end - __lo) as usize;\n",
         tests: &["kernel_macro"],
     },
+    // Rows taken four at a time (cpu.rs, `rows`) reading a later row's
+    // elements from the wrong place: one workgroup's width on instead of
+    // a grid's.
+    Mutation {
+        name: "kernel macro, cpu rows: a pass of four rows reads its later rows from the wrong place",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "            quote!(let #s = &#q.slice()[(__lo as u64 + #r * __stride as u64) as usize..][..__n];)\n",
+        mutated: "            quote!(let #s = &#q.slice()[(__lo as u64 + #r * __n as u64) as usize..][..__n];)\n",
+        tests: &["kernel_macro"],
+    },
     // (A per-workgroup scalar's update run by every invocation instead of
     // once is not listed: under it a kernel_macro test ran without end and
     // grew until the 2-core machine ran out of memory, 2026-11-27.)

@@ -524,13 +524,23 @@ pub struct Ids {
 /// since an atomic store may alias them; a local copy whose address never
 /// escapes keeps them in registers (saxpy on the 2-core CPU backend:
 /// 0.53× → 0.63× the built-in axpy).
+/// Workgroups a task runs at least: small workgroups are batched so a task
+/// is worth waking a core for (4096 invocations), but never into fewer
+/// than four tasks a thread of the pool, since an invocation's work is
+/// not known here (a grid-stride loop's may be thousands of elements).
+/// Before the cap, a tree sum over 4 Mi f32 in 2 to 16 workgroups of 256
+/// ran as one task, on one of the 2 cores.
+fn batch(groups: u64, per_group: u64) -> usize {
+    let tasks = rayon::current_num_threads() as u64 * 4;
+    (4096 / per_group).min(groups / tasks).max(1) as usize
+}
+
 pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
     let g = [grid.grid.0, grid.grid.1, grid.grid.2];
     let b = [grid.block.0, grid.block.1, grid.block.2];
     let groups = g.iter().map(|&d| d as u64).product::<u64>();
     let per_group = b.iter().map(|&d| d as u64).product::<u64>().max(1);
-    // Small workgroups are batched so a task is worth waking a core for.
-    let min_len = (4096 / per_group).max(1) as usize;
+    let min_len = batch(groups, per_group);
     (0..groups as usize)
         .into_par_iter()
         .with_min_len(min_len)
@@ -677,7 +687,7 @@ pub fn run_groups(grid: Grid, body: impl Fn(&Group) + Sync) {
     let b = [grid.block.0, grid.block.1, grid.block.2];
     let groups = g.iter().map(|&d| d as u64).product::<u64>();
     let per_group = b.iter().map(|&d| d as u64).product::<u64>().max(1);
-    let min_len = (4096 / per_group).max(1) as usize;
+    let min_len = batch(groups, per_group);
     (0..groups as usize)
         .into_par_iter()
         .with_min_len(min_len)
