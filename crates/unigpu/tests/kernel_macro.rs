@@ -1215,10 +1215,16 @@ fn every_emitted_wgsl_validates() {
         (with_helpers::NAME, with_helpers::WGSL),
         (uniform_exits::NAME, uniform_exits::WGSL),
         (uniform_loads::NAME, uniform_loads::WGSL),
+        // Widened (widen.rs), left unwidened (its lanes would use `i`),
+        // hoisted (wgsl.rs, `hoisted`).
+        (gs_saxpy::NAME, gs_saxpy::WGSL),
+        (gs_wide64::NAME, gs_wide64::WGSL),
+        (gs_axpy::NAME, gs_axpy::WGSL),
+        (rows_sum::NAME, rows_sum::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
-        let caps = if name == wide::NAME {
+        let caps = if name == wide::NAME || name == gs_wide64::NAME {
             naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64
         } else {
             naga::valid::Capabilities::empty()
@@ -1227,6 +1233,28 @@ fn every_emitted_wgsl_validates() {
             .validate(&module)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
     }
+}
+
+/// Which GPU forms widen or hoist the test kernels above (the tests run
+/// them on every backend; these say the fast forms are what ran).
+#[test]
+fn the_gpu_forms_widen_and_hoist_the_loops_they_should() {
+    for (name, cuda, wgsl) in [
+        (gs_saxpy::NAME, gs_saxpy::CUDA, gs_saxpy::WGSL),
+        (gs_wide64::NAME, gs_wide64::CUDA, gs_wide64::WGSL),
+    ] {
+        assert!(
+            cuda.contains("ug_vec<") && wgsl.contains("ug_vn"),
+            "{name} is widened"
+        );
+    }
+    assert!(
+        gs_wide64::WGSL.contains("array<vec2<f64>>")
+            && gs_wide64::WGSL.contains("array<vec2<i64>>")
+    );
+    // gs_axpy's lanes would use `i` as a value: CUDA only.
+    assert!(gs_axpy::CUDA.contains("ug_vec<") && !gs_axpy::WGSL.contains("ug_vn"));
+    assert!(rows_sum::WGSL.contains("ug_h3_x") && !rows_sum::CUDA.contains("ug_h"));
 }
 
 /// The CUDA form asks for each array's length after the declared
@@ -1733,6 +1761,51 @@ on_every_backend!(
         }
     }
 );
+
+/// Widened with two 8-byte lanes a vector (f64 and i64 share the width):
+/// on the GPUs `vec2<f64>`/`vec2<i64>` and `ug_vec<double>`/`<long long>`.
+#[unigpu::kernel]
+fn gs_wide64(s: f64, x: &[f64], y: &mut [f64], n: &mut [i64]) {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < y.len() {
+        y[i] = x[i] * s + y[i];
+        n[i] = n[i] * 3 - 1;
+        i += stride;
+    }
+}
+
+on_every_backend!(widened_64_bit_loop_matches_the_host, |ctx| {
+    let k = gs_wide64::kernel(ctx).unwrap();
+    let n = 2 * random_len(10_000) + random_len(2) - 1;
+    let (hx, hy, hn) = (
+        random_vec::<f64>(n),
+        random_vec::<f64>(n),
+        random_vec::<i64>(n),
+    );
+    let (x, mut y, mut c) = (
+        ctx.upload(&hx).unwrap(),
+        ctx.upload(&hy).unwrap(),
+        ctx.upload(&hn).unwrap(),
+    );
+    let groups = [1, 5, 64][random_len(3) - 1];
+    k.launch(
+        ctx,
+        Grid::new((groups, 1, 1), (256, 1, 1)),
+        (0.25, &x, &mut y, &mut c),
+    )
+    .unwrap();
+    let (gy, gn) = (y.download().unwrap(), c.download().unwrap());
+    for i in 0..n {
+        let what = format!("y[{i}] of {n}, {groups} workgroups");
+        assert_same_or_contracted(ctx, gy[i], hx[i] * 0.25 + hy[i], f64::EPSILON, 2e3, &what);
+        assert_eq!(
+            gn[i],
+            hn[i].wrapping_mul(3).wrapping_sub(1),
+            "n[{i}] of {n}"
+        );
+    }
+});
 
 /// `a` without its first element, as a DLPack import at a 4-byte offset
 /// (a producer's slice): on cuda and torch, memory that does not start on
