@@ -514,16 +514,6 @@ pub struct Ids {
     pub groups: [u32; 3],
 }
 
-/// Runs `body` once per invocation of `grid`: each workgroup is one task
-/// on rayon's pool and its invocations run as a loop, x fastest (no
-/// thread per invocation, so any workgroup size runs on any core count).
-///
-/// `body` is cloned into each task (the generated one is a `move` closure
-/// of array views and scalars, a few words): called through a shared
-/// reference, its captured pointers were loaded again after every store,
-/// since an atomic store may alias them; a local copy whose address never
-/// escapes keeps them in registers (saxpy on the 2-core CPU backend:
-/// 0.53× → 0.63× the built-in axpy).
 /// Workgroups a task runs at least: small workgroups are batched so a task
 /// is worth waking a core for (4096 invocations), but never into fewer
 /// than four tasks a thread of the pool, since an invocation's work is
@@ -535,6 +525,16 @@ fn batch(groups: u64, per_group: u64) -> usize {
     (4096 / per_group).min(groups / tasks).max(1) as usize
 }
 
+/// Runs `body` once per invocation of `grid`: each workgroup is one task
+/// on rayon's pool and its invocations run as a loop, x fastest (no
+/// thread per invocation, so any workgroup size runs on any core count).
+///
+/// `body` is cloned into each task (the generated one is a `move` closure
+/// of array views and scalars, a few words): called through a shared
+/// reference, its captured pointers were loaded again after every store,
+/// since an atomic store may alias them; a local copy whose address never
+/// escapes keeps them in registers (saxpy on the 2-core CPU backend:
+/// 0.53× → 0.63× the built-in axpy).
 pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
     let g = [grid.grid.0, grid.grid.1, grid.grid.2];
     let b = [grid.block.0, grid.block.1, grid.block.2];
