@@ -1807,29 +1807,6 @@ on_every_backend!(widened_64_bit_loop_matches_the_host, |ctx| {
     }
 });
 
-/// `a` without its first element, as a DLPack import at a 4-byte offset
-/// (a producer's slice): on cuda and torch, memory that does not start on
-/// 16 bytes, which the CUDA form's widened loop (widen.rs) must leave to
-/// the element-at-a-time loop.
-fn offset_by_one(ctx: &unigpu::Context, a: &mut unigpu::GpuArray<f32>) -> unigpu::GpuArray<f32> {
-    let raw = a
-        .to_dlpack(unigpu::DlpackSync::Host)
-        .unwrap()
-        .into_raw_versioned()
-        .unwrap_or_else(|_| panic!("a versioned export"));
-    // SAFETY: `raw` is the export's own tensor, valid until its deleter
-    // runs (the import below takes it over); the shape it points to has
-    // one axis of a.len() >= 1, and moving the start one element on while
-    // dropping one from the length keeps the view inside the allocation.
-    let tensor = unsafe {
-        let t = &mut (*raw).dl_tensor;
-        t.byte_offset += 4;
-        *t.shape -= 1;
-        unigpu::DlpackTensor::from_raw_versioned(raw).unwrap()
-    };
-    unigpu::GpuArray::from_dlpack(ctx, tensor).unwrap()
-}
-
 // The grid-stride axpy on arrays that start 4 bytes past 16, in every
 // combination: the CUDA form's widened part runs only when all its
 // arrays are aligned, and the results are the same either way.
@@ -1847,12 +1824,12 @@ on_every_cuda_backend!(
             let (mut x0, w) = (ctx.upload(&hx).unwrap(), ctx.upload(&hw).unwrap());
             let mut y0 = ctx.upload(&hy).unwrap();
             let (x, ox) = if shift_x {
-                (offset_by_one(ctx, &mut x0), 1)
+                (common::offset_by_one(ctx, &mut x0), 1)
             } else {
                 (ctx.upload(&hx[..n]).unwrap(), 0)
             };
             let (mut y, oy) = if shift_y {
-                (offset_by_one(ctx, &mut y0), 1)
+                (common::offset_by_one(ctx, &mut y0), 1)
             } else {
                 (ctx.upload(&hy[..n]).unwrap(), 0)
             };

@@ -244,3 +244,14 @@ pub struct HostExport<T: Element, X> {
     pub array: HostArray<T>,
     pub with: X,
 }
+
+impl<T: Element, X> HostExport<T, X> {
+    /// Whether `view`, of the tensor this export made, still spans the
+    /// whole array: a consumer may move its start or cut its shape (a
+    /// slice of it), and then it is another array over part of the memory,
+    /// not this one coming back.
+    pub fn spans(&self, view: &super::TensorView) -> bool {
+        let guard = self.array.read();
+        view.data == guard.as_ptr() as u64 && view.len == guard.len()
+    }
+}

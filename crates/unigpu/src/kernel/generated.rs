@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use super::module::KernelInner;
 use super::names::register;
-use super::{CompileOptions, CpuArgs, Grid, Kernel, ParamKind};
+use super::{CompileOptions, CpuArgs, Grid, Kernel, KernelDecl, ParamKind};
 use crate::backend::{Backend, KernelCode, ShaderSource, shader_kernel};
 use crate::{Context, DType, Error, Result};
 
@@ -198,7 +198,20 @@ pub fn build_with(
             } else {
                 pre.cuda + spec.cuda
             };
-            let k = ctx.compile_with(&src, &options)?.kernel(spec.name)?;
+            // The kernel's name is all the build needs of its declaration:
+            // `params` above are the arguments a launch passes, which the
+            // generated signature extends with lengths and the fault word.
+            let decl = || {
+                vec![KernelDecl {
+                    name: spec.name.to_string(),
+                    params: None,
+                    extern_c: true,
+                    template: false,
+                }]
+            };
+            let k = ctx
+                .compile_declared(&src, &options, decl)?
+                .kernel(spec.name)?;
             id = Some(k.inner.id);
             code.extend(
                 k.inner

@@ -734,3 +734,28 @@ impl Gate {
         );
     }
 }
+
+/// `a` without its first element, as a DLPack import of `a`'s own export
+/// moved on one element (a producer's slice): memory that starts
+/// `size_of::<T>()` bytes past `a`'s, so on cuda and torch not on 16 bytes.
+pub fn offset_by_one<T: Element>(
+    ctx: &Context,
+    a: &mut unigpu::GpuArray<T>,
+) -> unigpu::GpuArray<T> {
+    let raw = a
+        .to_dlpack(unigpu::DlpackSync::Host)
+        .unwrap()
+        .into_raw_versioned()
+        .unwrap_or_else(|_| panic!("a versioned export"));
+    // SAFETY: `raw` is the export's own tensor, valid until its deleter
+    // runs (the import below takes it over); the shape it points to has
+    // one axis of a.len() >= 1, and moving the start one element on while
+    // dropping one from the length keeps the view inside the allocation.
+    let tensor = unsafe {
+        let t = &mut (*raw).dl_tensor;
+        t.byte_offset += std::mem::size_of::<T>() as u64;
+        *t.shape -= 1;
+        unigpu::DlpackTensor::from_raw_versioned(raw).unwrap()
+    };
+    unigpu::GpuArray::from_dlpack(ctx, tensor).unwrap()
+}

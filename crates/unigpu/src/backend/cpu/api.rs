@@ -355,12 +355,16 @@ impl BufferApi for Cpu {
     }
 
     fn from_dlpack<T: Element>(_: &Self::Stream, tensor: ManagedTensor) -> Result<Self::Buffer<T>> {
+        let view = tensor.view()?;
         Ok(match tensor.owner::<HostExport<T, Tracker>>() {
-            // Our own export coming back: share the array's memory
+            // Our own export coming back whole: share the array's memory
             // through its lock, and its use tracking, rather than alias it
-            // with a second array that orders its work on its own.
-            Some(export) => CpuBuffer::shared(export.array.clone(), export.with.clone()),
-            None => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
+            // with a second array that orders its work on its own. (One
+            // whose start or length a consumer changed is a slice of it.)
+            Some(export) if export.spans(&view) => {
+                CpuBuffer::shared(export.array.clone(), export.with.clone())
+            }
+            _ => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
         })
     }
 }

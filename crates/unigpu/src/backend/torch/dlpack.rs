@@ -64,7 +64,13 @@ pub(crate) fn import<T: Element>(
     // record, so that a write through either, then a use through the other
     // on any stream, is ordered as on one buffer. The tensor is dropped
     // here (its deleter drops only the export's own reference).
-    if let Some(export) = tensor.owner::<bridge::TensorExport<Shared>>() {
+    // Only an export that still spans its whole tensor is the buffer
+    // coming back: one whose start or length a consumer changed (a slice
+    // of it) is imported below as any tensor.
+    if let Some(export) = tensor.owner::<bridge::TensorExport<Shared>>()
+        && view.data == export.tensor.data_address()?
+        && i64::try_from(view.len).ok() == Some(export.tensor.numel()?)
+    {
         let t = export.tensor.share()?;
         return Ok(TorchBuffer::from_shared(t, view.len, &export.with));
     }
