@@ -203,6 +203,9 @@ struct Cpu<'k> {
     /// Per-invocation variables every invocation holds the same value of
     /// ([`scalars`]): one per workgroup, assigned once, not per invocation.
     scalars: HashSet<String>,
+    /// Per-invocation variables that [`rows`]' whole-rows loop holds in a
+    /// local across its rows (named as plain locals, not `v[__li]`).
+    registers: HashSet<String>,
     /// Whether the kernel has a `return` (else no invocation is ever done
     /// early, and the phases skip the `__done` checks).
     returns: bool,
@@ -220,6 +223,7 @@ impl<'k> Cpu<'k> {
             uses: Default::default(),
             recording: std::cell::Cell::new(true),
             scalars: HashSet::new(),
+            registers: HashSet::new(),
             returns: true,
         }
     }
@@ -238,7 +242,10 @@ impl<'k> Cpu<'k> {
                 .insert(self.phase.get());
         }
         let n = format_ident!("{}", name);
-        if self.lifted.contains(name) && !self.scalars.contains(name) {
+        if self.lifted.contains(name)
+            && !self.scalars.contains(name)
+            && !self.registers.contains(name)
+        {
             quote!(#n[__li])
         } else {
             quote!(#n)
@@ -306,7 +313,7 @@ impl<'k> Cpu<'k> {
             } => {
                 let s = format_ident!("{}", self.k.shared[*array].name);
                 let (i, v) = (self.expr(index), self.expr(value));
-                quote!(#s.set(#i, #v, &__fault, #site);)
+                quote!(#s.set(__g.part(__li), #i, #v, &__fault, #site);)
             }
             Stmt::Eval(e) => {
                 let v = self.expr(e);
@@ -383,23 +390,8 @@ impl<'k> Cpu<'k> {
 /// per invocation; shared arrays are zeroed per workgroup.
 fn phased(k: &Kernel) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
-    let mut lifted = Vec::new();
-    lift(&k.body, &mut lifted);
     let returns = crate::stride::has_return(&k.body);
-    // First with every candidate lifted, to see which phases name each;
-    // then with only those named in more than one phase (or in a uniform
-    // condition) lifted: the others are locals of their phase's loop.
-    let mut first = Cpu::new(k);
-    first.phased = true;
-    first.returns = returns;
-    first.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
-    let _ = region(&mut first, &k.body, false);
-    let uses = first.uses.into_inner();
-    lifted.retain(|(n, _)| {
-        uses.get(n)
-            .is_some_and(|p| p.len() > 1 || p.contains(&usize::MAX))
-    });
-    let held = scalars(k, &lifted);
+    let (lifted, held) = lifted(k);
     let mut cx = Cpu::new(k);
     cx.phased = true;
     cx.returns = returns;
@@ -417,12 +409,13 @@ fn phased(k: &Kernel) -> TokenStream {
         }
         quote!(let mut #n: ::std::vec::Vec<#t> = ::std::vec![<#t as ::core::default::Default>::default(); __n];)
     });
+    let together = together(k, &cx.scalars);
     let shared = k.shared.iter().map(|s| {
         let (n, t, len) = (format_ident!("{}", s.name), ty(s.elem), &s.len);
-        quote!(let #n = #g::Shared::<#t>::new(#len);)
+        quote!(let #n = #g::Shared::<#t>::new(#len, __g);)
     });
     quote! {
-        #g::run_groups(__args.grid(), |__g: &#g::Group| {
+        #g::run_groups(__args.grid(), #together, |__g: &#g::Group| {
             let __n = __g.len();
             let mut __done = ::std::vec![false; __n];
             let mut __ndone = 0usize;
@@ -433,6 +426,34 @@ fn phased(k: &Kernel) -> TokenStream {
             #region
         });
     }
+}
+
+/// The phased form's variables that live across phases (`lift`), and
+/// which of them every invocation holds the same value of ([`scalars`]).
+/// First with every candidate lifted, to see which phases name each; then
+/// only those named in more than one phase (or in a uniform condition)
+/// stay lifted: the others are locals of their phase's loop.
+fn lifted(k: &Kernel) -> (Vec<(String, Ty)>, HashSet<String>) {
+    let mut lifted = Vec::new();
+    lift(&k.body, &mut lifted);
+    let mut first = Cpu::new(k);
+    first.phased = true;
+    first.returns = crate::stride::has_return(&k.body);
+    first.lifted = lifted.iter().map(|(n, _)| n.clone()).collect();
+    let _ = region(&mut first, &k.body, false);
+    let uses = first.uses.into_inner();
+    lifted.retain(|(n, _)| {
+        uses.get(n)
+            .is_some_and(|p| p.len() > 1 || p.contains(&usize::MAX))
+    });
+    let held = scalars(k, &lifted);
+    (lifted, held)
+}
+
+/// Whether the phased form runs a task's workgroups side by side
+/// (`NAME::CPU_TOGETHER`; [`together`]).
+pub fn runs_together(k: &Kernel) -> bool {
+    k.phased() && together(k, &lifted(k).1)
 }
 
 /// The lifted variables every invocation holds the same value of, so the
@@ -550,6 +571,84 @@ fn scalars(k: &Kernel, lifted: &[(String, Ty)]) -> HashSet<String> {
             return held;
         }
     }
+}
+
+/// Whether the phased form may run a task's workgroups side by side,
+/// phase by phase, as one `Group` (`generated::run_groups`): what a
+/// workgroup decides as one must not depend on which workgroup it is.
+/// So: every condition and bound around a barrier, and every
+/// per-workgroup value ([`scalars`], kept once for all of them), is made
+/// of literals, scalar parameters, lengths, the grid's sizes, such
+/// values and the counters of loops around barriers; and no loop around
+/// a barrier is left by `break` or `continue` (one workgroup's could
+/// leave while another's goes on).
+fn together(k: &Kernel, scalars: &HashSet<String>) -> bool {
+    fn walk<'a>(stmts: &'a [Stmt], loops: &mut HashSet<String>, conds: &mut Vec<&'a Expr>) -> bool {
+        let mut run: Vec<&Stmt> = Vec::new();
+        for s in stmts {
+            if !s.has_barrier() {
+                run.push(s);
+                continue;
+            }
+            if exits(&run) {
+                return false;
+            }
+            run.clear();
+            let ok = match s {
+                Stmt::Block(b) | Stmt::Loop(b) => walk(b, loops, conds),
+                Stmt::If { cond, then, els } => {
+                    conds.push(cond);
+                    walk(then, loops, conds) && walk(els, loops, conds)
+                }
+                Stmt::For {
+                    name,
+                    start,
+                    end,
+                    body,
+                    ..
+                } => {
+                    loops.insert(name.clone());
+                    conds.extend([start, end]);
+                    walk(body, loops, conds)
+                }
+                Stmt::While { cond, body } => {
+                    conds.push(cond);
+                    walk(body, loops, conds)
+                }
+                _ => true,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        !exits(&run)
+    }
+    fn defs<'a>(stmts: &'a [Stmt], names: &HashSet<String>, out: &mut Vec<&'a Expr>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { name, init: v, .. } | Stmt::Assign { name, value: v }
+                    if names.contains(name) =>
+                {
+                    out.push(v)
+                }
+                Stmt::Block(b) | Stmt::Loop(b) => defs(b, names, out),
+                Stmt::If { then, els, .. } => {
+                    defs(then, names, out);
+                    defs(els, names, out);
+                }
+                Stmt::For { body, .. } | Stmt::While { body, .. } => defs(body, names, out),
+                _ => {}
+            }
+        }
+    }
+    let (mut names, mut conds) = (HashSet::new(), Vec::new());
+    if !walk(&k.body, &mut names, &mut conds) {
+        return false;
+    }
+    defs(&k.body, scalars, &mut conds);
+    names.extend(scalars.iter().cloned());
+    let names: HashSet<&str> = names.iter().map(String::as_str).collect();
+    conds.iter().all(|e| crate::stride::is_uniform(e, &names))
 }
 
 /// A value every invocation of a workgroup computes alike (see
@@ -732,10 +831,6 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
         at: format_ident!("__li"),
         lens: false,
     });
-    cx.depth += 1;
-    let body = cx.block(p.body);
-    cx.depth -= 1;
-    cx.fast = fast;
     // The per-invocation variables the iteration names, cut to the row.
     let mut named = HashSet::new();
     visit_exprs(p.body, &mut |e| {
@@ -744,8 +839,44 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
         }
     });
     assigned(p.body, &mut named);
-    let mut held: Vec<&String> = named.iter().filter(|n| cx.lifted.contains(*n)).collect();
+    let mut held: Vec<String> = named
+        .into_iter()
+        .filter(|n| cx.lifted.contains(n) && !cx.scalars.contains(n))
+        .collect();
     held.sort();
+    cx.depth += 1;
+    let body = cx.block(p.body);
+    // The whole rows' form of the iteration: the held variables are locals
+    // of the invocation's pass over its rows (loaded before them, stored
+    // after), so they stay in registers: written `v[__li]`, the compiler
+    // must store each row's value, not knowing the arrays apart.
+    let recording = cx.recording.replace(false);
+    cx.registers = held.iter().cloned().collect();
+    let body_in_registers = cx.block(p.body);
+    cx.registers.clear();
+    cx.recording.set(recording);
+    cx.depth -= 1;
+    cx.fast = fast;
+    let mut written = HashSet::new();
+    assigned(p.body, &mut written);
+    lets(p.body, &mut written);
+    let (mut load, mut store) = (Vec::new(), Vec::new());
+    for n in &held {
+        let (v, a) = (format_ident!("{}", n), format_ident!("__held_{}", n));
+        if written.contains(n) {
+            load.push(quote!(let mut #v = #a[__li];));
+            store.push(quote!(#a[__li] = #v;));
+        } else {
+            load.push(quote!(let #v = #a[__li];));
+        }
+    }
+    let held_whole: Vec<TokenStream> = held
+        .iter()
+        .map(|n| {
+            let (v, a) = (format_ident!("{}", n), format_ident!("__held_{}", n));
+            quote!(let #a = &mut #v[..__cnt];)
+        })
+        .collect();
     let held: Vec<TokenStream> = held
         .iter()
         .map(|n| {
@@ -767,7 +898,6 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
     // its next ROWS iterations in order (a schedule the kernel allows, as
     // the rows are), so an accumulator stays in a register across them
     // instead of going through memory each row.
-    let held_whole = held.clone();
     let row_slices = (0..ROWS)
         .flat_map(|r| p.sliced.iter().map(move |&a| (r, a)))
         .map(|(r, a)| {
@@ -785,7 +915,7 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
         quote!({
             #(#rebind)*
             let #i: u32 = __lo.wrapping_add(#r.wrapping_mul(__stride)).wrapping_add(__li as u32);
-            #body
+            #body_in_registers
         })
     });
     let rows_const = ROWS as u64;
@@ -802,7 +932,9 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
                     #(#row_slices)*
                     for __li in 0..__n {
                         let __ids = &__g.ids(__li);
+                        #(#load)*
                         #(#rows_of)*
+                        #(#store)*
                     }
                     __lo = ((__lo as u64) + #rows_const * __stride as u64) as u32;
                 }
@@ -821,6 +953,25 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
                 #after
             }
             _ => { #whole }
+        }
+    }
+}
+
+/// The variables declared by `let` in `stmts`, at any depth (a lifted
+/// variable's `let` assigns its per-invocation slot).
+fn lets(stmts: &[Stmt], out: &mut HashSet<String>) {
+    for s in stmts {
+        match s {
+            Stmt::Let { name, .. } => {
+                out.insert(name.clone());
+            }
+            Stmt::Block(b) | Stmt::Loop(b) => lets(b, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } => lets(body, out),
+            Stmt::If { then, els, .. } => {
+                lets(then, out);
+                lets(els, out);
+            }
+            _ => {}
         }
     }
 }
@@ -926,9 +1077,13 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             current,
             site,
         } => {
-            let arr = match *mem {
-                Mem::Global(a) => param(k, a),
-                Mem::Shared(a) => format_ident!("{}", k.shared[a].name),
+            // A shared array's part is the invocation's workgroup's.
+            let (arr, part) = match *mem {
+                Mem::Global(a) => (param(k, a), quote!()),
+                Mem::Shared(a) => (
+                    format_ident!("{}", k.shared[a].name),
+                    quote!(__g.part(__li),),
+                ),
             };
             let o = format_ident!("{}", op.name());
             let (i, v) = (expr(cx, index), expr(cx, value));
@@ -942,12 +1097,12 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
                 let __i: u32 = #i;
                 let __c: #t = #c;
                 let __v: #t = #v;
-                #arr.atomic(::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c, &__fault, #site)
+                #arr.atomic(#part ::unigpu::kernel::generated::AtomicOp::#o, __i, __v, __c, &__fault, #site)
             })
         }
         ExprKind::SharedLoad(a, index, site) => {
             let (s, i) = (format_ident!("{}", k.shared[*a].name), expr(cx, index));
-            quote!(#s.get(#i, &__fault, #site))
+            quote!(#s.get(__g.part(__li), #i, &__fault, #site))
         }
         ExprKind::Scalar(i) => {
             let p = param(k, *i);

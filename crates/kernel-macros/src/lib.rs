@@ -430,6 +430,7 @@ fn module(
     let specs = param_specs(k);
     let grid_stride = stride::analyse(k).is_some();
     let rows = cpu::has_rows(k);
+    let together = cpu::runs_together(k);
     let arg_types = k.params.iter().map(|p| match p.kind {
         ParamKind::Array {
             elem,
@@ -501,6 +502,10 @@ fn module(
             /// row (all the workgroup's invocations at `i = first + li +
             /// k * S`, `k` in order; docs/kernels.md, "Speed").
             pub const CPU_ROWS: bool = #rows;
+            /// Whether the CPU form runs a task's workgroups side by side,
+            /// phase by phase, as one (what each decides as one does not
+            /// depend on which it is; docs/kernels.md, "Speed").
+            pub const CPU_TOGETHER: bool = #together;
             /// The workgroup size every launch must use.
             pub const WORKGROUP_SIZE: (u32, u32, u32) = (#x, #y, #z);
 

@@ -184,7 +184,7 @@ fn is_stride(e: &Expr, strides: &HashSet<&str>) -> bool {
 /// The same for every invocation and every iteration, with no effect and
 /// no memory read: literals, scalars, lengths, the grid's sizes, uniform
 /// lets, and arithmetic on them.
-fn is_uniform(e: &Expr, uniform: &HashSet<&str>) -> bool {
+pub(crate) fn is_uniform(e: &Expr, uniform: &HashSet<&str>) -> bool {
     match &e.kind {
         ExprKind::Lit(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => true,
         ExprKind::Id(b, _) => matches!(b, Builtin::Groups | Builtin::Size),

@@ -1961,6 +1961,91 @@ fn rows_sum_returns(x: &[f32], partial: &mut [f32]) {
     partial[workgroup_id().x] = t;
 }
 
+/// Not run together on the CPU (`CPU_TOGETHER`): how many rounds of a
+/// loop around barriers a workgroup runs depends on which workgroup it is,
+/// so each workgroup must decide for itself.
+#[unigpu::kernel(workgroup_size = 64)]
+fn group_rounds(x: &[u32], out: &mut [u32]) {
+    let a = shared::<u32, 64>();
+    let b = shared::<u32, 64>();
+    let l = local_id().x;
+    let i = global_id().x;
+    if i < x.len() {
+        a[l] = x[i];
+    }
+    barrier();
+    let rounds = workgroup_id().x % 5;
+    let mut r = 0usize;
+    while r < rounds {
+        b[l] = a[l] + a[(l + 1) % 64];
+        barrier();
+        a[l] = b[l] ^ (r as u32);
+        barrier();
+        r += 1;
+    }
+    if i < out.len() {
+        out[i] = a[l];
+    }
+}
+
+/// The host's `group_rounds`.
+fn group_rounds_host(x: &[u32], groups: usize) -> Vec<u32> {
+    let mut out = vec![0u32; x.len()];
+    for g in 0..groups {
+        let mut a: Vec<u32> = (0..64)
+            .map(|l| x.get(g * 64 + l).copied().unwrap_or(0))
+            .collect();
+        for r in 0..g % 5 {
+            let b: Vec<u32> = (0..64)
+                .map(|l| a[l].wrapping_add(a[(l + 1) % 64]))
+                .collect();
+            a = b.iter().map(|v| v ^ r as u32).collect();
+        }
+        for (l, v) in a.iter().enumerate() {
+            if let Some(o) = out.get_mut(g * 64 + l) {
+                *o = *v;
+            }
+        }
+    }
+    out
+}
+
+#[allow(clippy::assertions_on_constants)]
+#[test]
+fn workgroups_that_decide_alike_run_together_on_the_cpu() {
+    // Their conditions around barriers name sizes and lengths only.
+    assert!(tree_sum::CPU_TOGETHER && rows_sum::CPU_TOGETHER);
+    assert!(rows_sum_returns::CPU_TOGETHER);
+    // A per-workgroup value from the workgroup's id bounds the loop.
+    assert!(!group_rounds::CPU_TOGETHER);
+    // No barrier, no shared array: not the phased form at all.
+    assert!(!vector_add::CPU_TOGETHER);
+}
+
+// Every workgroup's own number of rounds, whether or not a task of the
+// CPU backend holds several workgroups (it does from 16 of them on 2
+// cores: `run_groups`).
+on_every_backend!(group_rounds_match_the_host, |ctx| {
+    let k = group_rounds::kernel(ctx).unwrap();
+    for groups in [1usize, 7, 16 + random_len(200)] {
+        let n = groups * 64 - random_len(63) + 1;
+        let hx = random_vec::<u32>(n);
+        let x = ctx.upload(&hx).unwrap();
+        let mut out = ctx.upload(&vec![u32::MAX; n]).unwrap();
+        k.launch(
+            ctx,
+            Grid::new((groups as u32, 1, 1), (64, 1, 1)),
+            (&x, &mut out),
+        )
+        .unwrap();
+        assert_eq!(
+            out.download().unwrap(),
+            group_rounds_host(&hx, groups),
+            "{groups} workgroups, {n} elements"
+        );
+    }
+});
+
 /// The host's `rows_sum`: per workgroup, each invocation's sum in its
 /// order, then the tree; and `seen`.
 fn rows_sum_host(x: &[f32], w: &[f32], n: usize, groups: usize) -> (Vec<f32>, Vec<u32>) {

@@ -225,6 +225,28 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "            quote!(let #s = &#q.slice()[(__lo as u64 + #r * __n as u64) as usize..][..__n];)\n",
         tests: &["kernel_macro"],
     },
+    // Workgroups run side by side whatever they decide (cpu.rs,
+    // `together`): one workgroup's rounds are run for all of a task's
+    // (`group_rounds_match_the_host`).
+    Mutation {
+        name: "kernel macro, cpu: workgroups that decide differently run together",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "    conds.iter().all(|e| crate::stride::is_uniform(e, &names))\n",
+        mutated: "    conds.iter().all(|e| crate::stride::is_uniform(e, &names)) || !conds.is_empty()\n",
+        tests: &["kernel_macro"],
+    },
+    // Workgroups run together sharing one shared array (generated.rs,
+    // `Shared`): each reads the others' partial sums
+    // (`a_shared_memory_tree_sum_matches_the_host`).
+    Mutation {
+        name: "kernel runtime: workgroups run together share one shared array",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/kernel/generated.rs",
+        original: "            self.cells.get(part as usize * self.len as usize + i as usize)\n",
+        mutated: "            self.cells.get(part as usize * 0 + i as usize)\n",
+        tests: &["kernel_macro"],
+    },
     // (A per-workgroup scalar's update run by every invocation instead of
     // once is not listed: under it a kernel_macro test ran without end and
     // grew until the 2-core machine ran out of memory, 2026-11-27.)
