@@ -1221,6 +1221,7 @@ fn every_emitted_wgsl_validates() {
         (gs_wide64::NAME, gs_wide64::WGSL),
         (gs_axpy::NAME, gs_axpy::WGSL),
         (rows_sum::NAME, rows_sum::WGSL),
+        (group_rounds::NAME, group_rounds::WGSL),
     ] {
         let module = naga::front::wgsl::parse_str(src)
             .unwrap_or_else(|e| panic!("{name}: {}\n{src}", e.emit_to_string(src)));
