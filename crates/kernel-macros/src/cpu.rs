@@ -838,7 +838,7 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
             named.insert(n.clone());
         }
     });
-    assigned(p.body, &mut named);
+    written(p.body, &mut named);
     let mut held: Vec<String> = named
         .into_iter()
         .filter(|n| cx.lifted.contains(n) && !cx.scalars.contains(n))
@@ -857,13 +857,12 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
     cx.recording.set(recording);
     cx.depth -= 1;
     cx.fast = fast;
-    let mut written = HashSet::new();
-    assigned(p.body, &mut written);
-    lets(p.body, &mut written);
+    let mut changed = HashSet::new();
+    written(p.body, &mut changed);
     let (mut load, mut store) = (Vec::new(), Vec::new());
     for n in &held {
         let (v, a) = (format_ident!("{}", n), format_ident!("__held_{}", n));
-        if written.contains(n) {
+        if changed.contains(n) {
             load.push(quote!(let mut #v = #a[__li];));
             store.push(quote!(#a[__li] = #v;));
         } else {
@@ -957,37 +956,19 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
     }
 }
 
-/// The variables declared by `let` in `stmts`, at any depth (a lifted
-/// variable's `let` assigns its per-invocation slot).
-fn lets(stmts: &[Stmt], out: &mut HashSet<String>) {
+/// The variables `stmts` assign or declare by `let`, at any depth (a
+/// lifted variable's `let` assigns its per-invocation slot).
+fn written(stmts: &[Stmt], out: &mut HashSet<String>) {
     for s in stmts {
         match s {
-            Stmt::Let { name, .. } => {
+            Stmt::Assign { name, .. } | Stmt::Let { name, .. } => {
                 out.insert(name.clone());
             }
-            Stmt::Block(b) | Stmt::Loop(b) => lets(b, out),
-            Stmt::For { body, .. } | Stmt::While { body, .. } => lets(body, out),
+            Stmt::Block(b) | Stmt::Loop(b) => written(b, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } => written(body, out),
             Stmt::If { then, els, .. } => {
-                lets(then, out);
-                lets(els, out);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The variables assigned in `stmts`, at any depth.
-fn assigned(stmts: &[Stmt], out: &mut HashSet<String>) {
-    for s in stmts {
-        match s {
-            Stmt::Assign { name, .. } => {
-                out.insert(name.clone());
-            }
-            Stmt::Block(b) | Stmt::Loop(b) => assigned(b, out),
-            Stmt::For { body, .. } | Stmt::While { body, .. } => assigned(body, out),
-            Stmt::If { then, els, .. } => {
-                assigned(then, out);
-                assigned(els, out);
+                written(then, out);
+                written(els, out);
             }
             _ => {}
         }
