@@ -133,8 +133,18 @@ const MUTATIONS: &[Mutation] = &[
         name: "an array's own DLPack export imported again with use tracking of its own",
         target: Target::Cpu,
         file: "crates/unigpu/src/backend/cpu/api.rs",
-        original: "            Some(export) => CpuBuffer::shared(export.array.clone(), export.with.clone()),\n",
-        mutated: "            Some(export) => CpuBuffer::shared(export.array.clone(), Tracker::default()),\n",
+        original: "                CpuBuffer::shared(export.array.clone(), export.with.clone())\n",
+        mutated: "                CpuBuffer::shared(export.array.clone(), Tracker::default())\n",
+        tests: &["dlpack"],
+    },
+    // A consumer's slice of an own export taken back as the whole array
+    // (`a_slice_of_an_own_export_is_that_slice`).
+    Mutation {
+        name: "a slice of an array's own DLPack export imported as the whole array",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/backend/cpu/api.rs",
+        original: "            Some(export) if export.spans(&view) => {\n",
+        mutated: "            Some(export) if export.spans(&view) || true => {\n",
         tests: &["dlpack"],
     },
     Mutation {
@@ -243,8 +253,8 @@ const MUTATIONS: &[Mutation] = &[
         name: "kernel runtime: workgroups run together share one shared array",
         target: Target::Cpu,
         file: "crates/unigpu/src/kernel/generated.rs",
-        original: "            self.cells.get(part as usize * self.len as usize + i as usize)\n",
-        mutated: "            self.cells.get(part as usize * 0 + i as usize)\n",
+        original: "                .get(part as usize * self.len as usize + i as usize)\n",
+        mutated: "                .get(part as usize * 0 + i as usize)\n",
         tests: &["kernel_macro"],
     },
     // (A per-workgroup scalar's update run by every invocation instead of
