@@ -4,6 +4,8 @@
 //!   sizes, names and DLPack type codes.
 //! - [`Scalar`]: a plain value passed to a kernel, with its dtype.
 //! - [`Grid`]: launch geometry as plain numbers.
+//! - [`Layout`]: an array's shape, strides and offset in its buffer, and
+//!   the views made from it (reshape, permute, slice, index, broadcast).
 //! - [`dlpack`]: the DLPack C ABI structs ([`dlpack::ffi`]), the owned
 //!   [`dlpack::ManagedTensor`], the descriptor validation
 //!   ([`dlpack::TensorView`]), and host memory that is a `Vec` or borrowed
@@ -29,11 +31,15 @@ pub mod dlpack;
 mod element;
 mod grid;
 pub mod image;
+mod layout;
 mod reduce;
 mod scalar;
 
 pub use element::{DType, Element, PerDtype};
 pub use grid::Grid;
+pub use layout::{
+    IntoShape, Layout, ShapeError, broadcast_shapes, element_count, infer_shape, row_major_strides,
+};
 pub use reduce::ReduceOp;
 pub use scalar::Scalar;
 

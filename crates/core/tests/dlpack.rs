@@ -126,10 +126,10 @@ fn contiguous_tensors_of_any_rank_import_without_copying() {
 fn bad_descriptors_are_rejected_and_still_deleted() {
     type Edit = fn(&mut DLManagedTensorVersioned);
     let cases: [(&str, Edit); 7] = [
-        ("only contiguous", |t| {
-            // shape [2, 3] with column-major strides
+        ("negative strides", |t| {
+            // shape [2, 3] with the first axis walked backwards
             // SAFETY: the producer's strides were allocated with 2 entries.
-            unsafe { *t.dl_tensor.strides.add(0) = 1 };
+            unsafe { *t.dl_tensor.strides.add(0) = -3 };
         }),
         ("version", |t| t.version.major = 2),
         ("NULL", |t| t.dl_tensor.data = std::ptr::null_mut()),

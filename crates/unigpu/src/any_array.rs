@@ -139,6 +139,36 @@ impl AnyArray {
         self.len() == 0
     }
 
+    /// The extent of each axis (see [`GpuArray::shape`]).
+    pub fn shape(&self) -> &[usize] {
+        with_array!(self, a => a.shape())
+    }
+
+    /// The step between neighbours along each axis, in elements.
+    pub fn strides(&self) -> &[isize] {
+        with_array!(self, a => a.strides())
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape().len()
+    }
+
+    /// Whether the elements are one row-major run of the memory.
+    pub fn is_contiguous(&self) -> bool {
+        with_array!(self, a => a.is_contiguous())
+    }
+
+    /// [`GpuArray::reshape`] for any dtype.
+    pub fn reshape(self, shape: impl crate::IntoShape) -> Result<AnyArray> {
+        let shape = shape.into_shape();
+        with_array!(self, a => a.reshape(shape).map(AnyArray::from))
+    }
+
+    /// [`GpuArray::to_contiguous`] for any dtype.
+    pub fn to_contiguous(&self) -> Result<AnyArray> {
+        with_array!(self, a => a.to_contiguous().map(AnyArray::from))
+    }
+
     pub fn size_bytes(&self) -> usize {
         with_array!(self, a => a.size_bytes())
     }

@@ -4,10 +4,17 @@
 use std::fmt;
 
 pub(crate) use crate::backend::Storage;
-use crate::stream::{Stream, check_len};
-use crate::{Context, DType, Element, Error, Result};
 
-/// `len` elements of `T` on the context's device.
+use crate::{Context, DType, Element, Error, Result};
+use unigpu_core::{IntoShape, Layout};
+
+/// Elements of `T` on the context's device, with a shape: any number of
+/// axes, row-major (the last axis varies fastest) when made here; a
+/// DLPack import keeps its producer's strides. A 1-D array of `len`
+/// elements is what `ctx.upload(&v)` and `ctx.zeros(len)` make, as before
+/// arrays had shapes. Views ([`GpuArray::view`], [`GpuArray::view_mut`],
+/// and from them `reshape`, `t`, `permute`, `slice`, `index`,
+/// `broadcast_to`) share the array's memory and its use tracking.
 ///
 /// Operations on an array go on the context's default stream; the
 /// `Stream` methods take arrays for work on other streams. Every use is
@@ -22,6 +29,8 @@ use crate::{Context, DType, Element, Error, Result};
 pub struct GpuArray<T: Element> {
     pub(crate) ctx: Context,
     pub(crate) storage: Storage<T>,
+    /// Where the elements sit in `storage`; always within it.
+    pub(crate) layout: Layout,
 }
 
 impl<T: Element> fmt::Debug for GpuArray<T> {
@@ -30,36 +39,107 @@ impl<T: Element> fmt::Debug for GpuArray<T> {
             .field("backend", &self.ctx.backend())
             .field("device_id", &self.ctx.device_id())
             .field("dtype", &T::DTYPE)
-            .field("len", &self.len())
+            .field("shape", &self.shape())
             .finish()
     }
 }
 
 impl<T: Element> GpuArray<T> {
-    pub(crate) fn zeros(ctx: &Context, len: usize) -> Result<Self> {
-        Ok(GpuArray {
+    /// A whole buffer as a 1-D array.
+    pub(crate) fn from_storage(ctx: &Context, storage: Storage<T>) -> Self {
+        let layout = Layout::contiguous(&[storage.len()]);
+        GpuArray {
             ctx: ctx.clone(),
-            storage: Storage::zeros(&ctx.default_stream().imp, len)?,
-        })
+            storage,
+            layout,
+        }
+    }
+
+    pub(crate) fn zeros(ctx: &Context, len: usize) -> Result<Self> {
+        let storage = Storage::zeros(&ctx.default_stream().imp, len)?;
+        Ok(Self::from_storage(ctx, storage))
     }
 
     pub(crate) fn uninit(ctx: &Context, len: usize) -> Result<Self> {
-        Ok(GpuArray {
-            ctx: ctx.clone(),
-            storage: Storage::alloc(&ctx.default_stream().imp, len)?,
-        })
+        let storage = Storage::alloc(&ctx.default_stream().imp, len)?;
+        Ok(Self::from_storage(ctx, storage))
     }
 
     pub(crate) fn from_host(ctx: &Context, host: &[T]) -> Result<Self> {
-        Ok(GpuArray {
-            ctx: ctx.clone(),
-            storage: Storage::from_host(&ctx.default_stream().imp, host)?,
-        })
+        let storage = Storage::from_host(&ctx.default_stream().imp, host)?;
+        Ok(Self::from_storage(ctx, storage))
     }
 
-    /// Number of elements.
+    /// A new contiguous array of `shape`, contents unspecified.
+    pub(crate) fn uninit_shaped(ctx: &Context, shape: &[usize]) -> Result<Self> {
+        let len =
+            unigpu_core::element_count(shape).map_err(|e| shape_error("an array's shape", e))?;
+        let mut a = Self::uninit(ctx, len)?;
+        a.layout = Layout::contiguous(shape);
+        Ok(a)
+    }
+
+    /// Number of elements (the product of the shape).
     pub fn len(&self) -> usize {
-        self.storage.len()
+        self.layout.len()
+    }
+
+    /// The extent of each axis.
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+
+    /// The number of axes.
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+
+    /// The step between neighbours along each axis, in elements.
+    pub fn strides(&self) -> &[isize] {
+        self.layout.strides()
+    }
+
+    /// Shape, strides and offset together.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Whether the elements are one row-major run of the memory (always
+    /// true of an array made here; a DLPack import may be strided).
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// The same array with shape `shape`, without copying (numpy's and
+    /// torch's rule): refused, naming both shapes, when the counts differ
+    /// or the strides cannot express it; [`GpuArray::to_contiguous`] first
+    /// then.
+    pub fn reshape(mut self, shape: impl IntoShape) -> Result<GpuArray<T>> {
+        self.layout = self
+            .layout
+            .reshape(&shape.into_shape())
+            .map_err(|e| shape_error("GpuArray::reshape", e))?;
+        Ok(self)
+    }
+
+    /// The buffer, where the array is all of it in order (what the
+    /// backends' whole-buffer operations take); else an error naming
+    /// `what` and the layout.
+    pub(crate) fn whole(&self, what: &'static str) -> Result<&Storage<T>> {
+        if self.layout.is_whole(self.storage.len()) {
+            Ok(&self.storage)
+        } else {
+            Err(not_whole(what, &self.layout))
+        }
+    }
+
+    /// As [`GpuArray::whole`], for writing.
+    pub(crate) fn whole_mut(&mut self, what: &'static str) -> Result<&mut Storage<T>> {
+        if self.layout.is_whole(self.storage.len()) {
+            Ok(&mut self.storage)
+        } else {
+            Err(not_whole(what, &self.layout))
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -81,74 +161,33 @@ impl<T: Element> GpuArray<T> {
         &self.ctx
     }
 
-    /// Copies the array to a new host vector, after every pending write to
-    /// it (on any stream) has finished. Blocks.
-    pub fn download(&self) -> Result<Vec<T>> {
-        let stream = self.ctx.default_stream();
-        let v = self.storage.read_vec(&stream.imp)?;
-        // A download waits as a sync does: it reports an out-of-bounds
-        // access of a generated kernel launched on the default stream.
-        stream.faults.check()?;
-        Ok(v)
-    }
-
-    /// Like [`GpuArray::download`], into a slice of the same length.
-    pub fn download_into(&self, host: &mut [T]) -> Result<()> {
-        check_len("GpuArray::download_into", self.len(), host.len())?;
-        let stream = self.ctx.default_stream();
-        self.storage.read(&stream.imp, host)?;
-        stream.faults.check()
-    }
-
-    /// Overwrites the array with `host` (same length), after every pending
-    /// use of it has finished.
-    pub fn upload_from(&mut self, host: &[T]) -> Result<()> {
-        check_len("GpuArray::upload_from", self.len(), host.len())?;
-        self.storage.write(&self.ctx.default_stream().imp, host)
-    }
-
-    /// Device-to-device copy into `dst`, on the context's default stream.
-    /// Arrays of different lengths are an error.
-    ///
-    /// `dst` may be on another device of the same backend: the copy is
-    /// read on this array's default stream and written on `dst`'s, each
-    /// after that array's pending uses, directly between the devices where
-    /// one reaches the other's memory ([`crate::DeviceList::peers`]), else
-    /// staged through page-locked host memory (cuda); between two Vulkan
-    /// adapters or two torch devices, staged through host memory.
-    pub fn copy_to(&self, dst: &mut GpuArray<T>) -> Result<()> {
-        if !self.ctx.same_device(&dst.ctx) {
-            if self.ctx.backend() != dst.ctx.backend() {
-                return Err(Error::ContextMismatch {
-                    what: "GpuArray::copy_to",
-                });
-            }
-            check_len("GpuArray::copy_to", dst.len(), self.len())?;
-            return self.storage.copy_between_devices(
-                &self.ctx.default_stream().imp,
-                &mut dst.storage,
-                &dst.ctx.default_stream().imp,
-            );
-        }
-        self.ctx.default_stream().copy(self, dst)
-    }
-
-    /// A copy of this array in `ctx`, which may be a context of another
-    /// backend or device. Between two devices of one backend the copy is
-    /// [`GpuArray::copy_to`]'s (direct, or staged through page-locked
-    /// memory). Between the torch and cuda backends on the same GPU the
-    /// copy stays on the GPU, ordered after the array's pending writes and
-    /// before later work on both sides. Any other move goes through host
-    /// memory.
+    /// A copy of this array in `ctx`, with the same shape, which may be a
+    /// context of another backend or device. Between two devices of one
+    /// backend the copy is [`GpuArray::copy_to`]'s (direct, or staged
+    /// through page-locked memory). Between the torch and cuda backends on
+    /// the same GPU the copy stays on the GPU, ordered after the array's
+    /// pending writes and before later work on both sides. Any other move
+    /// goes through host memory.
     pub fn to_context(&self, ctx: &Context) -> Result<GpuArray<T>> {
+        if !self.layout.is_whole(self.storage.len()) {
+            return self.to_contiguous()?.to_context(ctx);
+        }
+        let shape = self.layout.clone();
+        let mut out = self.to_context_flat(ctx)?;
+        out.layout = shape;
+        Ok(out)
+    }
+
+    /// [`GpuArray::to_context`] of a whole array, as a 1-D array.
+    fn to_context_flat(&self, ctx: &Context) -> Result<GpuArray<T>> {
         if self.ctx.same_device(ctx) {
             let mut out = GpuArray::uninit(ctx, self.len())?;
-            self.copy_to(&mut out)?;
+            self.storage_copy_to(&mut out)?;
             return Ok(out);
         }
         if self.ctx.backend() == ctx.backend() {
             let mut out = GpuArray::uninit(ctx, self.len())?;
-            match self.copy_to(&mut out) {
+            match self.storage_copy_to(&mut out) {
                 Ok(()) => return Ok(out),
                 // No path between the devices: through the host, below.
                 Err(Error::Unsupported { .. }) => {}
@@ -160,40 +199,63 @@ impl<T: Element> GpuArray<T> {
                 .storage
                 .move_to(&self.ctx.default_stream().imp, &ctx.default_stream().imp)
         {
-            return Ok(GpuArray {
-                ctx: ctx.clone(),
-                storage: moved?,
-            });
+            return Ok(GpuArray::from_storage(ctx, moved?));
         }
         ctx.upload(&self.download()?)
     }
 
-    /// A new array with the same contents.
+    /// [`GpuArray::copy_to`] of two whole arrays of one length, their
+    /// shapes ignored.
+    fn storage_copy_to(&self, dst: &mut GpuArray<T>) -> Result<()> {
+        if !self.ctx.same_device(&dst.ctx) {
+            return self.storage.copy_between_devices(
+                &self.ctx.default_stream().imp,
+                &mut dst.storage,
+                &dst.ctx.default_stream().imp,
+            );
+        }
+        self.ctx
+            .default_stream()
+            .imp
+            .copy(&self.storage, &mut dst.storage)
+    }
+
+    /// A new contiguous array with the same shape and contents.
     pub fn try_clone(&self) -> Result<GpuArray<T>> {
-        let mut out = GpuArray::uninit(&self.ctx, self.len())?;
-        self.copy_to(&mut out)?;
-        Ok(out)
+        self.view().to_contiguous()
+    }
+
+    /// A contiguous copy (the same shape, row-major), made on the device.
+    pub fn to_contiguous(&self) -> Result<GpuArray<T>> {
+        self.view().to_contiguous()
     }
 }
 
 impl Context {
-    /// An array of `len` elements whose contents are unspecified (zeroes on
-    /// the CPU backend, whatever the memory held on CUDA).
-    pub fn alloc<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        GpuArray::uninit(self, len)
+    /// An array of `shape` (a length, or `[rows, cols, ...]`) whose
+    /// contents are unspecified (zeroes on the CPU backend, whatever the
+    /// memory held on CUDA).
+    pub fn alloc<T: Element>(&self, shape: impl IntoShape) -> Result<GpuArray<T>> {
+        GpuArray::uninit_shaped(self, &shape.into_shape())
     }
 
-    /// An array of `len` zeroes.
-    pub fn alloc_zeros<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        GpuArray::zeros(self, len)
+    /// An array of `shape` (a length, or `[rows, cols, ...]`) holding zeroes.
+    pub fn alloc_zeros<T: Element>(&self, shape: impl IntoShape) -> Result<GpuArray<T>> {
+        let shape = shape.into_shape();
+        let len =
+            unigpu_core::element_count(&shape).map_err(|e| shape_error("Context::zeros", e))?;
+        let mut a = GpuArray::zeros(self, len)?;
+        a.layout = Layout::contiguous(&shape);
+        Ok(a)
     }
 
     /// Same as [`Context::alloc_zeros`].
-    pub fn zeros<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        self.alloc_zeros(len)
+    pub fn zeros<T: Element>(&self, shape: impl IntoShape) -> Result<GpuArray<T>> {
+        self.alloc_zeros(shape)
     }
 
-    /// An array holding a copy of `host`.
+    /// A 1-D array holding a copy of `host` (give it a shape with
+    /// [`GpuArray::reshape`]).
     pub fn alloc_upload<T: Element>(&self, host: &[T]) -> Result<GpuArray<T>> {
         GpuArray::from_host(self, host)
     }
@@ -204,33 +266,15 @@ impl Context {
     }
 }
 
-/// Transfers of arrays, ordered on a stream.
-impl Stream {
-    /// Copies `host` into `dst`, ordered on this stream. Returns once `host`
-    /// may be reused; the copy itself may still be pending.
-    pub fn upload<T: Element>(&self, host: &[T], dst: &mut GpuArray<T>) -> Result<()> {
-        check_len("Stream::upload", dst.len(), host.len())?;
-        self.imp.upload(host, &mut dst.storage)
-    }
+pub(crate) fn shape_error(what: &'static str, e: unigpu_core::ShapeError) -> Error {
+    Error::Shape { what, message: e.0 }
+}
 
-    /// Copies `src` into a new vector after the work before it on this
-    /// stream (and any work that writes `src`); blocks until it is done.
-    pub fn download<T: Element>(&self, src: &GpuArray<T>) -> Result<Vec<T>> {
-        let mut out = vec![T::default(); src.len()];
-        self.download_into(src, &mut out)?;
-        Ok(out)
-    }
-
-    /// Like [`Stream::download`], into an existing slice of the same length.
-    pub fn download_into<T: Element>(&self, src: &GpuArray<T>, host: &mut [T]) -> Result<()> {
-        check_len("Stream::download_into", src.len(), host.len())?;
-        self.imp.download_into(&src.storage, host)?;
-        self.faults.check()
-    }
-
-    /// Device-to-device copy of `src` into `dst`, ordered on this stream.
-    pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
-        check_len("Stream::copy", dst.len(), src.len())?;
-        self.imp.copy(&src.storage, &mut dst.storage)
+fn not_whole(what: &'static str, layout: &Layout) -> Error {
+    Error::Shape {
+        what,
+        message: format!(
+            "needs an array that is all of its memory in row-major order, not a view or strided array ({layout:?}); make one with to_contiguous()"
+        ),
     }
 }

@@ -100,7 +100,9 @@ impl ErrorKind {
             Error::Compile { .. } => ErrorKind::Compile,
             Error::KernelArgs { .. } => ErrorKind::KernelArgs,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::SizeMismatch { .. } => ErrorKind::SizeMismatch,
+            // A shape that does not fit is the same kind of mistake as a
+            // length that does not: C and Python report both alike.
+            Error::SizeMismatch { .. } | Error::Shape { .. } => ErrorKind::SizeMismatch,
             Error::DTypeMismatch { .. } => ErrorKind::DTypeMismatch,
             Error::ContextMismatch { .. } => ErrorKind::ContextMismatch,
             Error::Config(_) => ErrorKind::Config,

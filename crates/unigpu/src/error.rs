@@ -83,6 +83,11 @@ pub enum Error {
         expected: usize,
         actual: usize,
     },
+    /// A shape operation refused (a reshape the strides cannot express,
+    /// an axis out of range, shapes that do not broadcast), or an array
+    /// whose layout a call cannot take; the message names the shapes.
+    #[error("{what}: {message}")]
+    Shape { what: &'static str, message: String },
     /// A batch handed to a pipeline (`side` is "input" or "output") that
     /// is not the pipeline's batch length; `batch` is its index, so the
     /// caller can find the one slice that is off.

@@ -47,6 +47,10 @@
 
 #![forbid(unsafe_code)]
 
+// The facade's own kernels (`strided.rs`) are written with
+// `#[unigpu::kernel]`, whose output names `::unigpu`.
+extern crate self as unigpu;
+
 mod any_array;
 mod any_pinned;
 mod array;
@@ -69,7 +73,10 @@ mod peers;
 mod pinned;
 pub mod pipeline;
 mod stream;
+mod strided;
+mod transfer;
 mod unified;
+mod view;
 
 pub use any_array::AnyArray;
 pub use any_pinned::AnyPinned;
@@ -92,6 +99,8 @@ pub use pinned::PinnedBuffer;
 pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
 pub use unified::{HostView, HostViewMut};
+pub use unigpu_core::{IntoShape, Layout, ShapeError};
+pub use view::{ArrayView, ArrayViewMut};
 
 #[doc(hidden)]
 pub use unigpu_kernel_macros::__kernel_with_helpers;

@@ -69,7 +69,8 @@ impl Stream {
         dst: &mut GpuArray<T>,
     ) -> Result<()> {
         check_len("Stream::upload_pinned", dst.len(), src.len())?;
-        self.imp.upload_pinned(&src.imp, &mut dst.storage)
+        self.imp
+            .upload_pinned(&src.imp, dst.whole_mut("Stream::upload_pinned")?)
     }
 
     /// Copies `src` into `dst`, ordered on this stream. On CUDA it returns
@@ -80,6 +81,7 @@ impl Stream {
         dst: &mut PinnedBuffer<T>,
     ) -> Result<()> {
         check_len("Stream::download_pinned", src.len(), dst.len())?;
-        self.imp.download_pinned(&src.storage, &mut dst.imp)
+        self.imp
+            .download_pinned(src.whole("Stream::download_pinned")?, &mut dst.imp)
     }
 }

@@ -83,10 +83,8 @@ impl Context {
     /// Copies of the array ([`GpuArray::try_clone`], results of ops into
     /// new arrays) are ordinary device memory.
     pub fn alloc_unified<T: Element>(&self, len: usize) -> Result<GpuArray<T>> {
-        Ok(GpuArray {
-            ctx: self.clone(),
-            storage: Storage::alloc_unified(&self.default_stream().imp, len)?,
-        })
+        let storage = Storage::alloc_unified(&self.default_stream().imp, len)?;
+        Ok(GpuArray::from_storage(self, storage))
     }
 }
 

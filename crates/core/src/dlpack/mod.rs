@@ -120,7 +120,9 @@ impl ManagedTensor {
     /// allocated for as long as it lives.
     pub unsafe fn export(owner: Box<dyn Any + Send>, desc: Export) -> ManagedTensor {
         let mut ctx = Box::new(ExportCtx {
-            shape: [desc.len as i64],
+            len: desc.len,
+            shape: vec![desc.len as i64],
+            strides: Vec::new(),
             _owner: owner,
             versioned: DLManagedTensorVersioned {
                 version: DLPackVersion {
@@ -250,6 +252,44 @@ impl ManagedTensor {
         Ok(unsafe { ManagedTensor::export(Box::new(self), desc) })
     }
 
+    /// Describes this tensor, one made by [`Self::export`] here and not
+    /// handed out yet, as `layout` over the exported memory (its offset in
+    /// elements of `elem_bytes`): DLPack's shape, strides and byte offset.
+    /// The layout must lie within the exported elements. A tensor from
+    /// elsewhere is refused.
+    pub fn set_layout(&mut self, layout: &crate::Layout, elem_bytes: usize) -> Result<()> {
+        let Raw::Versioned(mut p) = self.raw else {
+            return Err(rejected(
+                "only a tensor exported here can be given a layout",
+            ));
+        };
+        // SAFETY: live per the invariant, and `&mut self` is the only handle.
+        let t = unsafe { p.as_mut() };
+        let ours = t
+            .deleter
+            .is_some_and(|d| std::ptr::fn_addr_eq(d, delete_versioned as unsafe extern "C" fn(_)));
+        if !ours {
+            return Err(rejected(
+                "only a tensor exported here can be given a layout",
+            ));
+        }
+        // SAFETY: our deleter means `manager_ctx` is our ExportCtx, owned
+        // by this value.
+        let ctx = unsafe { &mut *t.manager_ctx.cast::<ExportCtx>() };
+        let len = ctx.len;
+        layout
+            .check_within(len)
+            .map_err(|e| rejected(format!("the layout does not fit the exported memory: {e}")))?;
+        ctx.shape = layout.shape().iter().map(|&d| d as i64).collect();
+        ctx.strides = layout.strides().iter().map(|&s| s as i64).collect();
+        let t = &mut ctx.versioned.dl_tensor;
+        t.ndim = layout.ndim() as i32;
+        t.shape = ctx.shape.as_mut_ptr();
+        t.strides = ctx.strides.as_mut_ptr();
+        t.byte_offset = (layout.offset() * elem_bytes) as u64;
+        Ok(())
+    }
+
     /// Hands the tensor to a consumer as a `DLManagedTensorVersioned`; the
     /// consumer calls its deleter. A legacy tensor from outside cannot be
     /// re-exported as versioned and is returned as the error.
@@ -332,7 +372,12 @@ struct ExportCtx {
     versioned: DLManagedTensorVersioned,
     /// Made on demand by `into_raw_legacy`, sharing `shape`.
     legacy: Option<DLManagedTensor>,
-    shape: [i64; 1],
+    /// The extents and strides `dl_tensor` points at; never resized after
+    /// they are handed out, so their addresses stay valid.
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    /// How many elements the owner keeps alive from `data`.
+    len: usize,
     /// Keeps the memory alive; dropped with the context by the deleter.
     _owner: Box<dyn Any + Send>,
 }
@@ -363,16 +408,22 @@ unsafe extern "C" fn delete_legacy(p: *mut DLManagedTensor) {
     }
 }
 
-/// A validated tensor descriptor, flattened to one dimension: only
-/// contiguous (row-major, any number of dimensions) tensors are accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A validated tensor descriptor: the memory it spans, from its first
+/// element on, and the layout of its elements there. Strided tensors are
+/// accepted where every stride is non-negative (torch and CuPy make no
+/// others; a numpy array with a negative step must be copied first).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorView {
     /// The first element's address (`data + byte_offset`).
     pub data: u64,
     pub device: Device,
     pub dtype: DLDataType,
-    /// The number of elements (the product of the shape; 1 for 0-D).
+    /// The number of elements the memory spans from `data`: the product
+    /// of the shape (1 for 0-D) for a contiguous tensor, one past the
+    /// farthest element for a strided one (0 when there is no element).
     pub len: usize,
+    /// The elements' shape and strides over those `len`, offset 0.
+    pub layout: crate::Layout,
 }
 
 impl TensorView {
@@ -404,20 +455,30 @@ impl TensorView {
                 .checked_mul(d)
                 .ok_or_else(|| rejected("the element count overflows"))?;
         }
-        if !t.strides.is_null() && ndim > 0 && len > 0 {
+        let extents: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        let layout = if t.strides.is_null() || ndim == 0 {
+            crate::Layout::contiguous(&extents)
+        } else {
             // SAFETY: non-NULL, and DLPack promises `ndim` readable entries.
             let strides = unsafe { std::slice::from_raw_parts(t.strides, ndim) };
-            let mut expected: i64 = 1;
-            for (&d, &s) in shape.iter().zip(strides).rev() {
-                // A dimension of extent 1 may have any stride.
-                if d != 1 && s != expected {
-                    return Err(rejected(format!(
-                        "only contiguous tensors can be imported (shape {shape:?}, strides {strides:?}); make a contiguous copy first"
-                    )));
-                }
-                expected = expected.saturating_mul(d);
+            if let Some(s) = strides.iter().find(|&&s| s < 0) {
+                return Err(rejected(format!(
+                    "negative strides cannot be imported (shape {shape:?}, strides {strides:?}, stride {s}); make a copy first"
+                )));
             }
-        }
+            let strides: Vec<isize> = strides
+                .iter()
+                .map(|&s| isize::try_from(s))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| rejected(format!("strides {strides:?} overflow")))?;
+            crate::Layout::from_parts(&extents, &strides, 0).map_err(|e| rejected(e.0))?
+        };
+        // The memory the elements span (all of it for a contiguous tensor).
+        let len = if layout.is_contiguous() {
+            len
+        } else {
+            layout.extent().map_err(|e| rejected(e.0))?.1
+        };
         let elem = usize::from(t.dtype.bits).div_ceil(8).max(1);
         let bytes = len
             .checked_mul(elem)
@@ -442,6 +503,7 @@ impl TensorView {
             device: t.device,
             dtype: t.dtype,
             len,
+            layout,
         })
     }
 

@@ -16,7 +16,7 @@ impl Communicator {
         arrays: &mut [&mut GpuArray<T>],
         op: ReduceOp,
     ) -> Result<()> {
-        let recv = self.by_rank("Communicator::all_reduce", mutable(arrays))?;
+        let recv = self.by_rank("Communicator::all_reduce", mutable(arrays)?)?;
         let mut parts = self.parts(None, recv);
         self.shared.imp.all_reduce(&mut parts, op)
     }
@@ -30,8 +30,8 @@ impl Communicator {
         op: ReduceOp,
     ) -> Result<()> {
         let what = "Communicator::all_reduce_into";
-        let send = self.by_rank(what, shared(send))?;
-        let recv = self.by_rank(what, mutable(recv))?;
+        let send = self.by_rank(what, shared(send)?)?;
+        let recv = self.by_rank(what, mutable(recv)?)?;
         let mut parts = self.parts(Some(send), recv);
         self.shared.imp.all_reduce(&mut parts, op)
     }
@@ -43,7 +43,7 @@ impl Communicator {
         arrays: &mut [&mut GpuArray<T>],
         root: usize,
     ) -> Result<()> {
-        let recv = self.by_rank("Communicator::broadcast", mutable(arrays))?;
+        let recv = self.by_rank("Communicator::broadcast", mutable(arrays)?)?;
         let mut parts = self.parts(None, recv);
         self.shared.imp.broadcast(&mut parts, root)
     }
@@ -56,8 +56,8 @@ impl Communicator {
         recv: &mut [&mut GpuArray<T>],
     ) -> Result<()> {
         let what = "Communicator::all_gather";
-        let send = self.by_rank(what, shared(send))?;
-        let recv = self.by_rank(what, mutable(recv))?;
+        let send = self.by_rank(what, shared(send)?)?;
+        let recv = self.by_rank(what, mutable(recv)?)?;
         let mut parts = self.parts(Some(send), recv);
         self.shared.imp.all_gather(&mut parts)
     }
@@ -71,8 +71,8 @@ impl Communicator {
         op: ReduceOp,
     ) -> Result<()> {
         let what = "Communicator::reduce_scatter";
-        let send = self.by_rank(what, shared(send))?;
-        let recv = self.by_rank(what, mutable(recv))?;
+        let send = self.by_rank(what, shared(send)?)?;
+        let recv = self.by_rank(what, mutable(recv)?)?;
         let mut parts = self.parts(Some(send), recv);
         self.shared.imp.reduce_scatter(&mut parts, op)
     }
@@ -102,7 +102,7 @@ impl Communicator {
             ops.push(P2pImpl::Send {
                 local,
                 stream: &self.streams[local].imp,
-                array: &array.storage,
+                array: array.whole("Communicator::send")?,
                 peer: *to,
             });
         }
@@ -111,7 +111,7 @@ impl Communicator {
             ops.push(P2pImpl::Recv {
                 local,
                 stream: &self.streams[local].imp,
-                array: &mut array.storage,
+                array: array.whole_mut("Communicator::recv")?,
                 peer: *from,
             });
         }
@@ -165,17 +165,39 @@ impl Communicator {
     }
 }
 
+/// Collectives take whole buffers: each array must be all of its memory
+/// in order (not a strided DLPack import).
 fn shared<'a, T: Element>(
     arrays: &'a [&GpuArray<T>],
-) -> impl ExactSizeIterator<Item = (&'a Context, &'a Storage<T>)> {
-    arrays.iter().map(|a| (a.context(), &a.storage))
+) -> Result<std::vec::IntoIter<(&'a Context, &'a Storage<T>)>> {
+    let v: Result<Vec<_>> = arrays
+        .iter()
+        .map(|a| Ok((a.context(), a.whole("a collective")?)))
+        .collect();
+    Ok(v?.into_iter())
 }
 
 fn mutable<'a, T: Element>(
     arrays: &'a mut [&mut GpuArray<T>],
-) -> impl ExactSizeIterator<Item = (&'a Context, &'a mut Storage<T>)> {
-    arrays.iter_mut().map(|a| {
-        let a: &'a mut GpuArray<T> = a;
-        (&a.ctx, &mut a.storage)
-    })
+) -> Result<std::vec::IntoIter<(&'a Context, &'a mut Storage<T>)>> {
+    let v: Result<Vec<_>> = arrays
+        .iter_mut()
+        .map(|a| {
+            let a: &'a mut GpuArray<T> = a;
+            let ctx = &a.ctx;
+            let storage = if a.layout.is_whole(a.storage.len()) {
+                &mut a.storage
+            } else {
+                return Err(crate::Error::Shape {
+                    what: "a collective",
+                    message: format!(
+                        "needs arrays that are all of their memory in order, not {:?}; make one with to_contiguous()",
+                        a.layout
+                    ),
+                });
+            };
+            Ok((ctx, storage))
+        })
+        .collect();
+    Ok(v?.into_iter())
 }

@@ -52,23 +52,34 @@ impl<T: Element> GpuArray<T> {
     /// against it is the caller's duty, as in every DLPack exchange.
     pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
         let stream = &self.ctx.default_stream().imp;
-        self.storage.export_dlpack(stream, sync)
+        let mut tensor = self.storage.export_dlpack(stream, sync)?;
+        // Backends export their whole buffer as 1-D; the array's shape,
+        // strides and offset are the facade's to describe.
+        if self.layout != unigpu_core::Layout::contiguous(&[self.storage.len()]) {
+            tensor.set_layout(&self.layout, std::mem::size_of::<T>())?;
+        }
+        Ok(tensor)
     }
 
     /// Takes `tensor` as an array of `ctx` without copying. The tensor must
     /// be on the context's device (host memory for the CPU backend, the
-    /// same CUDA device for cuda and torch), hold `T`s, be contiguous and
-    /// writable; any shape is flattened. Work on the array is ordered after
+    /// same CUDA device for cuda and torch), hold `T`s and be writable; the
+    /// array keeps its shape and strides (a strided tensor stays strided:
+    /// negative strides are refused). Work on the array is ordered after
     /// the producer's only as far as the producer arranged it (DLPack's
     /// rule: the consumer passes its stream to the producer), except for an
     /// array's own export coming back (cpu, cuda, torch): that shares the
     /// original's use tracking, so the two are ordered as one array.
     pub fn from_dlpack(ctx: &Context, tensor: DlpackTensor) -> Result<GpuArray<T>> {
+        let layout = tensor.view()?.layout;
         let storage = Storage::from_dlpack(&ctx.default_stream().imp, tensor)?;
-        Ok(GpuArray {
-            ctx: ctx.clone(),
-            storage,
-        })
+        let mut array = GpuArray::from_storage(ctx, storage);
+        // The backend wrapped the memory the elements span, from the first.
+        layout
+            .check_within(array.storage.len())
+            .map_err(|e| crate::array::shape_error("GpuArray::from_dlpack", e))?;
+        array.layout = layout;
+        Ok(array)
     }
 }
 

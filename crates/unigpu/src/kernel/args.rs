@@ -28,6 +28,11 @@ pub(crate) mod sealed {
         fn arg(&self) -> BufferArg<'_>;
         /// The array as an argument the kernel writes (and may read).
         fn arg_mut(&mut self) -> BufferArg<'_>;
+        /// Whether the elements are all of the buffer, in order: a kernel
+        /// indexes the buffer, so it takes no other array.
+        fn is_whole(&self) -> bool {
+            true
+        }
     }
 }
 
@@ -46,6 +51,9 @@ impl<T: Element> sealed::Storage for GpuArray<T> {
     }
     fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
         sealed::BufferArg(self.storage.arg_mut())
+    }
+    fn is_whole(&self) -> bool {
+        self.layout.is_whole(self.storage.len())
     }
 }
 

@@ -88,6 +88,19 @@ fn check_args(kernel: &Kernel, args: &[Arg<'_>]) -> Result<()> {
         kernel: name.to_string(),
         message,
     };
+    for (i, a) in args.iter().enumerate() {
+        let whole = match a {
+            Arg::Array(a) => a.is_whole(),
+            Arg::ArrayMut(a) => a.is_whole(),
+            Arg::Scalar(_) => true,
+        };
+        if !whole {
+            return Err(bad(format!(
+                "argument {i} is a strided array (a DLPack import with strides): kernels index \
+                 whole contiguous arrays; pass a contiguous copy (to_contiguous())"
+            )));
+        }
+    }
     let Some(params) = kernel.params() else {
         return Ok(());
     };

@@ -4,7 +4,7 @@
 //! implementation a kernel carries runs instead, and on the vulkan backend
 //! its WGSL or SPIR-V.
 
-mod args;
+pub(crate) mod args;
 mod bounds;
 mod comments;
 mod compile;

@@ -3,12 +3,14 @@
 //! CPU).
 
 pub(crate) mod kinds;
+mod operand;
 
 pub use kinds::Float;
 pub(crate) use kinds::{Binary, Reduce, Unary};
+pub use operand::{AsView, AsViewMut};
 
 use crate::stream::check_len;
-use crate::{Context, Element, Error, GpuArray, Result, Stream};
+use crate::{ArrayView, ArrayViewMut, Context, Element, Error, GpuArray, Result, Stream};
 
 /// Built-in ops on one stream: `ctx.ops()` (the default stream) or
 /// `ctx.ops_on(&stream)`. Every call is stream-ordered like a kernel
@@ -40,86 +42,105 @@ impl<'a> Ops<'a> {
         self.ctx
     }
 
-    /// Sets every element of `x` to `value`.
-    pub fn fill<T: Element>(&self, x: &mut GpuArray<T>, value: T) -> Result<()> {
-        self.same_backend(&x.ctx, "fill")?;
-        self.stream.imp.fill(&mut x.storage, value)
+    /// Sets every element of `x` (an array or a writable view) to `value`.
+    pub fn fill<T: Element>(&self, x: &mut impl AsViewMut<T>, value: T) -> Result<()> {
+        let mut x = x.as_view_mut();
+        if !x.layout.is_whole(x.array.storage.len()) {
+            // A view: the value broadcast into its elements.
+            self.same_backend(&x.array.ctx, "fill")?;
+            let one = self.ctx.upload(&[value])?;
+            return x.assign(&one.view().reshape(Vec::<usize>::new())?);
+        }
+        self.same_backend(&x.array.ctx, "fill")?;
+        self.stream.imp.fill(&mut x.array.storage, value)
     }
 
-    /// `dst = src`.
+    /// `dst = src` (equal shapes, or two contiguous arrays of one length).
     pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
         self.stream.copy(src, dst)
     }
 
-    /// `out = a + b`, element-wise.
+    /// `out = a + b`, element-wise, broadcasting size-1 axes (numpy's
+    /// rules); `out` has the broadcast shape.
     pub fn add<T: Float>(
         &self,
-        a: &GpuArray<T>,
-        b: &GpuArray<T>,
-        out: &mut GpuArray<T>,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary(Binary::Add, a, b, out)
+        self.binary(Binary::Add, a.as_view(), b.as_view(), out.as_view_mut())
     }
 
-    /// `out = a - b`, element-wise.
+    /// `out = a - b`, element-wise, broadcasting as [`Ops::add`].
     pub fn sub<T: Float>(
         &self,
-        a: &GpuArray<T>,
-        b: &GpuArray<T>,
-        out: &mut GpuArray<T>,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary(Binary::Sub, a, b, out)
+        self.binary(Binary::Sub, a.as_view(), b.as_view(), out.as_view_mut())
     }
 
-    /// `out = a * b`, element-wise.
+    /// `out = a * b`, element-wise, broadcasting as [`Ops::add`].
     pub fn mul<T: Float>(
         &self,
-        a: &GpuArray<T>,
-        b: &GpuArray<T>,
-        out: &mut GpuArray<T>,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary(Binary::Mul, a, b, out)
+        self.binary(Binary::Mul, a.as_view(), b.as_view(), out.as_view_mut())
     }
 
-    /// `y = alpha * x + y`.
-    pub fn axpy<T: Float>(&self, alpha: T, x: &GpuArray<T>, y: &mut GpuArray<T>) -> Result<()> {
-        check_len("axpy", y.len(), x.len())?;
-        self.same_backend(&x.ctx, "axpy")?;
-        self.same_backend(&y.ctx, "axpy")?;
-        self.stream.imp.axpy(alpha, &x.storage, &mut y.storage)
+    /// `y = alpha * x + y` (`x` broadcast to `y`'s shape).
+    pub fn axpy<T: Float>(
+        &self,
+        alpha: T,
+        x: &impl AsView<T>,
+        y: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let (x, mut y) = (x.as_view(), y.as_view_mut());
+        if x.ndim() == 1 && y.ndim() == 1 {
+            check_len("axpy", y.len(), x.len())?;
+        }
+        let x = self.on().whole(&x, y.layout.shape(), "axpy")?;
+        self.on().write_whole(&mut y, true, "axpy", |y| {
+            self.stream.imp.axpy(alpha, x.storage(), y)
+        })
     }
 
     /// `x = alpha * x`.
-    pub fn scale<T: Float>(&self, alpha: T, x: &mut GpuArray<T>) -> Result<()> {
-        self.same_backend(&x.ctx, "scale")?;
-        self.stream.imp.scale(alpha, &mut x.storage)
+    pub fn scale<T: Float>(&self, alpha: T, x: &mut impl AsViewMut<T>) -> Result<()> {
+        let mut x = x.as_view_mut();
+        self.on()
+            .write_whole(&mut x, true, "scale", |x| self.stream.imp.scale(alpha, x))
     }
 
     /// `out = max(x, 0)`; a NaN stays NaN (as in torch and numpy), on
     /// every backend.
-    pub fn relu<T: Float>(&self, x: &GpuArray<T>, out: &mut GpuArray<T>) -> Result<()> {
-        self.unary(Unary::Relu, x, out)
+    pub fn relu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary(Unary::Relu, x.as_view(), out.as_view_mut())
     }
 
     /// `out = 1 / (1 + e^-x)`.
-    pub fn sigmoid<T: Float>(&self, x: &GpuArray<T>, out: &mut GpuArray<T>) -> Result<()> {
-        self.unary(Unary::Sigmoid, x, out)
+    pub fn sigmoid<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary(Unary::Sigmoid, x.as_view(), out.as_view_mut())
     }
 
     /// `out = tanh(x)`.
-    pub fn tanh<T: Float>(&self, x: &GpuArray<T>, out: &mut GpuArray<T>) -> Result<()> {
-        self.unary(Unary::Tanh, x, out)
+    pub fn tanh<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary(Unary::Tanh, x.as_view(), out.as_view_mut())
     }
 
     /// The sum of all elements (0 for an empty array), accumulated in
     /// `T::Acc` by a tree reduction.
-    pub fn sum<T: Float>(&self, x: &GpuArray<T>) -> Result<T> {
-        self.reduce(Reduce::Sum, x, None)
+    pub fn sum<T: Float>(&self, x: &impl AsView<T>) -> Result<T> {
+        self.reduce(Reduce::Sum, x.as_view(), None)
     }
 
     /// The largest element; NaNs are ignored unless every element is NaN.
     /// An empty array is an error.
-    pub fn max<T: Float>(&self, x: &GpuArray<T>) -> Result<T> {
+    pub fn max<T: Float>(&self, x: &impl AsView<T>) -> Result<T> {
+        let x = x.as_view();
         if x.is_empty() {
             return Err(Error::SizeMismatch {
                 what: "max of an empty array",
@@ -130,62 +151,151 @@ impl<'a> Ops<'a> {
         self.reduce(Reduce::Max, x, None)
     }
 
-    /// `sum(x[i] * y[i])`.
-    pub fn dot<T: Float>(&self, x: &GpuArray<T>, y: &GpuArray<T>) -> Result<T> {
+    /// `sum(x[i] * y[i])` over the elements of two arrays of one shape.
+    pub fn dot<T: Float>(&self, x: &impl AsView<T>, y: &impl AsView<T>) -> Result<T> {
+        let (x, y) = (x.as_view(), y.as_view());
         check_len("dot", x.len(), y.len())?;
+        if x.shape() != y.shape() && !(x.is_contiguous() && y.is_contiguous()) {
+            return Err(Error::Shape {
+                what: "dot",
+                message: format!("shapes {:?} and {:?} differ", x.shape(), y.shape()),
+            });
+        }
         self.reduce(Reduce::Dot, x, Some(y))
     }
 
-    /// `c = a · b` for row-major `a` (m×k), `b` (k×n) and `c` (m×n).
+    /// `c = a · b` for row-major `a` (m×k), `b` (k×n) and `c` (m×n) of
+    /// any shape with those lengths (1-D arrays, as before shapes). For
+    /// 2-D arrays and views, [`Ops::mm`] takes the sizes from the shapes.
     pub fn matmul<T: Float>(
         &self,
-        a: &GpuArray<T>,
-        b: &GpuArray<T>,
-        c: &mut GpuArray<T>,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        c: &mut impl AsViewMut<T>,
         (m, k, n): (usize, usize, usize),
     ) -> Result<()> {
-        for (what, arr, rows, cols) in [
+        let (a, b, mut c) = (a.as_view(), b.as_view(), c.as_view_mut());
+        for (what, len, rows, cols) in [
             ("matmul a", a.len(), m, k),
             ("matmul b", b.len(), k, n),
             ("matmul c", c.len(), m, n),
         ] {
             let expected = rows.saturating_mul(cols);
-            check_len(what, expected, arr)?;
+            check_len(what, expected, len)?;
         }
-        for arr in [&a.ctx, &b.ctx, &c.ctx] {
-            self.same_backend(arr, "matmul")?;
+        let a = self.on().whole(&a, a.layout.shape(), "matmul")?;
+        let b = self.on().whole(&b, b.layout.shape(), "matmul")?;
+        self.on().write_whole(&mut c, false, "matmul", |c| {
+            self.stream
+                .imp
+                .matmul(a.storage(), b.storage(), c, (m, k, n))
+        })
+    }
+
+    /// `out = a · b` for 2-D `a` (m×k), `b` (k×n) and `out` (m×n), the
+    /// sizes taken from the shapes. Any of them may be a view (`a.t()`);
+    /// a view that is not row-major is copied to a contiguous buffer first.
+    pub fn mm<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.as_view(), b.as_view(), out.as_view_mut());
+        let (&[m, k], &[k2, n], &[m2, n2]) = (a.shape(), b.shape(), out.shape()) else {
+            return Err(Error::Shape {
+                what: "mm",
+                message: format!(
+                    "takes 2-D arrays; got shapes {:?}, {:?} and {:?}",
+                    a.shape(),
+                    b.shape(),
+                    out.shape()
+                ),
+            });
+        };
+        if k != k2 || m != m2 || n != n2 {
+            return Err(Error::Shape {
+                what: "mm",
+                message: format!(
+                    "{:?} · {:?} is {:?}, not {:?}",
+                    a.shape(),
+                    b.shape(),
+                    [m, n],
+                    out.shape()
+                ),
+            });
         }
-        self.stream
-            .imp
-            .matmul(&a.storage, &b.storage, &mut c.storage, (m, k, n))
+        self.matmul(&a, &b, &mut out, (m, k, n))
     }
 
     fn binary<T: Float>(
         &self,
         op: Binary,
-        a: &GpuArray<T>,
-        b: &GpuArray<T>,
-        out: &mut GpuArray<T>,
+        a: ArrayView<'_, T>,
+        b: ArrayView<'_, T>,
+        mut out: ArrayViewMut<'_, T>,
     ) -> Result<()> {
-        check_len("element-wise op", out.len(), a.len())?;
-        check_len("element-wise op", out.len(), b.len())?;
-        for c in [&a.ctx, &b.ctx, &out.ctx] {
-            self.same_backend(c, "element-wise op")?;
+        let what = "element-wise op";
+        let flat = a.ndim() == 1 && b.ndim() == 1 && out.ndim() == 1;
+        let shape = match unigpu_core::broadcast_shapes(a.shape(), b.shape()) {
+            Ok(shape) if shape == out.shape() => shape,
+            // 1-D arrays of different lengths: the error they always gave.
+            _ if flat && a.len() != b.len() && a.len() != 1 && b.len() != 1 => {
+                return check_len(what, a.len(), b.len());
+            }
+            _ if flat && out.len() != a.len().max(b.len()) => {
+                return check_len(what, out.len(), a.len().max(b.len()));
+            }
+            Ok(shape) => {
+                return Err(Error::Shape {
+                    what,
+                    message: format!(
+                        "{:?} and {:?} broadcast to {shape:?}, the output is {:?}",
+                        a.shape(),
+                        b.shape(),
+                        out.shape()
+                    ),
+                });
+            }
+            Err(e) => return Err(crate::array::shape_error(what, e)),
+        };
+        let a = self.on().whole(&a, &shape, what)?;
+        let b = self.on().whole(&b, &shape, what)?;
+        self.on().write_whole(&mut out, false, what, |out| {
+            self.stream.imp.binary(op, a.storage(), b.storage(), out)
+        })
+    }
+
+    fn unary<T: Float>(
+        &self,
+        op: Unary,
+        x: ArrayView<'_, T>,
+        mut out: ArrayViewMut<'_, T>,
+    ) -> Result<()> {
+        let what = "element-wise op";
+        if x.shape() != out.shape() {
+            if x.ndim() == 1 && out.ndim() == 1 {
+                return check_len(what, out.len(), x.len());
+            }
+            return Err(Error::Shape {
+                what,
+                message: format!("the input is {:?}, the output {:?}", x.shape(), out.shape()),
+            });
         }
-        self.stream
-            .imp
-            .binary(op, &a.storage, &b.storage, &mut out.storage)
+        let shape = x.shape().to_vec();
+        let x = self.on().whole(&x, &shape, what)?;
+        self.on().write_whole(&mut out, false, what, |out| {
+            self.stream.imp.unary(op, x.storage(), out)
+        })
     }
 
-    fn unary<T: Float>(&self, op: Unary, x: &GpuArray<T>, out: &mut GpuArray<T>) -> Result<()> {
-        check_len("element-wise op", out.len(), x.len())?;
-        self.same_backend(&x.ctx, "element-wise op")?;
-        self.same_backend(&out.ctx, "element-wise op")?;
-        self.stream.imp.unary(op, &x.storage, &mut out.storage)
-    }
-
-    fn reduce<T: Float>(&self, op: Reduce, x: &GpuArray<T>, y: Option<&GpuArray<T>>) -> Result<T> {
-        self.same_backend(&x.ctx, "reduction")?;
+    fn reduce<T: Float>(
+        &self,
+        op: Reduce,
+        x: ArrayView<'_, T>,
+        y: Option<ArrayView<'_, T>>,
+    ) -> Result<T> {
+        self.same_backend(&x.array.ctx, "reduction")?;
         if self.stream.is_capturing() {
             return Err(Error::Unsupported {
                 backend: self.ctx.backend(),
@@ -196,12 +306,30 @@ impl<'a> Ops<'a> {
                 ),
             });
         }
-        if let Some(y) = y {
-            self.same_backend(&y.ctx, "reduction")?;
-        }
+        let shape = x.shape().to_vec();
+        let x = self.on().whole(&x, &shape, "reduction")?;
+        let y = match &y {
+            // Same length (checked by `dot`): read in the order of `x`'s shape.
+            Some(y) => {
+                let y = if y.shape() == shape.as_slice() {
+                    y.clone()
+                } else {
+                    y.clone().reshape(shape.clone())?
+                };
+                Some(self.on().whole(&y, &shape, "reduction")?)
+            }
+            None => None,
+        };
         self.stream
             .imp
-            .reduce(op, &x.storage, y.map(|y| &y.storage))
+            .reduce(op, x.storage(), y.as_ref().map(|y| y.storage()))
+    }
+
+    fn on(&self) -> operand::On<'a> {
+        operand::On {
+            ctx: self.ctx,
+            stream: self.stream,
+        }
     }
 
     fn same_backend(&self, other: &Context, what: &'static str) -> Result<()> {

@@ -1,0 +1,167 @@
+//! What ops take: arrays or views of them. The backends' ops work on whole
+//! buffers, so an operand that is not all of its buffer in row-major
+//! order (a transposed, sliced or broadcast view, a strided import) is
+//! first copied to a contiguous buffer on the op's stream, and a result
+//! written through such a view is computed into one and copied into
+//! place: one extra pass over that operand (docs/guide.md, "Arrays with
+//! shapes"). Whole operands go straight to the backend.
+
+use unigpu_core::Layout;
+
+use crate::backend::Storage;
+use crate::{ArrayView, ArrayViewMut, Context, Element, Error, GpuArray, Result, Stream};
+
+/// Anything an op reads, taken by reference: a `GpuArray`, an
+/// `ArrayView` or an `ArrayViewMut` (`ops.add(&a, &b.t(), &mut out)`).
+pub trait AsView<T: Element> {
+    fn as_view(&self) -> ArrayView<'_, T>;
+}
+
+/// Anything an op writes, taken by `&mut`: a `GpuArray` or an
+/// `ArrayViewMut`. A `&mut` parameter, so a caller's `&mut` array is
+/// reborrowed, not moved, and can be passed again.
+pub trait AsViewMut<T: Element> {
+    fn as_view_mut(&mut self) -> ArrayViewMut<'_, T>;
+}
+
+impl<T: Element> AsView<T> for GpuArray<T> {
+    fn as_view(&self) -> ArrayView<'_, T> {
+        self.view()
+    }
+}
+
+impl<T: Element> AsView<T> for ArrayView<'_, T> {
+    fn as_view(&self) -> ArrayView<'_, T> {
+        self.clone()
+    }
+}
+
+impl<T: Element> AsView<T> for ArrayViewMut<'_, T> {
+    fn as_view(&self) -> ArrayView<'_, T> {
+        ArrayViewMut::as_view(self)
+    }
+}
+
+impl<T: Element> AsViewMut<T> for GpuArray<T> {
+    fn as_view_mut(&mut self) -> ArrayViewMut<'_, T> {
+        self.view_mut()
+    }
+}
+
+impl<T: Element> AsViewMut<T> for ArrayViewMut<'_, T> {
+    fn as_view_mut(&mut self) -> ArrayViewMut<'_, T> {
+        ArrayViewMut {
+            layout: self.layout.clone(),
+            array: &mut *self.array,
+        }
+    }
+}
+
+/// An operand as the whole buffer the backend takes: the array's own
+/// where the view is all of it in order, else a contiguous copy.
+pub(super) enum Whole<'a, T: Element> {
+    Borrowed(&'a Storage<T>),
+    Copied(GpuArray<T>),
+}
+
+impl<T: Element> Whole<'_, T> {
+    pub(super) fn storage(&self) -> &Storage<T> {
+        match self {
+            Whole::Borrowed(s) => s,
+            Whole::Copied(a) => &a.storage,
+        }
+    }
+}
+
+/// Where an op runs: its context and stream.
+#[derive(Clone, Copy)]
+pub(super) struct On<'o> {
+    pub(super) ctx: &'o Context,
+    pub(super) stream: &'o Stream,
+}
+
+impl On<'_> {
+    fn same_backend(&self, other: &Context, what: &'static str) -> Result<()> {
+        if self.ctx.same_device(other) {
+            Ok(())
+        } else {
+            Err(Error::ContextMismatch { what })
+        }
+    }
+
+    /// `view` seen with `shape` (broadcast when it differs) as a whole
+    /// buffer of `shape`'s elements in row-major order.
+    pub(super) fn whole<'a, T: Element>(
+        &self,
+        view: &ArrayView<'a, T>,
+        shape: &[usize],
+        what: &'static str,
+    ) -> Result<Whole<'a, T>> {
+        self.same_backend(&view.array.ctx, what)?;
+        let layout = view
+            .layout
+            .broadcast_to(shape)
+            .map_err(|e| crate::array::shape_error(what, e))?;
+        if layout.is_whole(view.array.storage.len()) {
+            return Ok(Whole::Borrowed(&view.array.storage));
+        }
+        let mut copy = GpuArray::uninit_shaped(self.ctx, shape)?;
+        let dense = copy.layout.clone();
+        crate::strided::copy(
+            self.ctx,
+            self.stream,
+            &view.array.storage,
+            &layout,
+            &mut copy.storage,
+            &dense,
+        )?;
+        Ok(Whole::Copied(copy))
+    }
+
+    /// Runs `f` on the whole buffer of `out`'s elements: its own where the
+    /// view is all of it in order, else a contiguous buffer copied into
+    /// place after (and, where `f` reads it, `in_place`, filled from the
+    /// view first).
+    pub(super) fn write_whole<T: Element>(
+        &self,
+        out: &mut ArrayViewMut<'_, T>,
+        in_place: bool,
+        what: &'static str,
+        f: impl FnOnce(&mut Storage<T>) -> Result<()>,
+    ) -> Result<()> {
+        self.same_backend(&out.array.ctx, what)?;
+        if out.layout.is_whole(out.array.storage.len()) {
+            return f(&mut out.array.storage);
+        }
+        if out.layout.may_overlap() {
+            return Err(Error::Shape {
+                what,
+                message: format!(
+                    "the output {:?} may hold an element twice (a stride of 0, or strides that overlap): it can be read, not written",
+                    out.layout
+                ),
+            });
+        }
+        let mut tmp = GpuArray::uninit_shaped(self.ctx, out.layout.shape())?;
+        let dense: Layout = tmp.layout.clone();
+        if in_place {
+            crate::strided::copy(
+                self.ctx,
+                self.stream,
+                &out.array.storage,
+                &out.layout,
+                &mut tmp.storage,
+                &dense,
+            )?;
+        }
+        f(&mut tmp.storage)?;
+        crate::strided::copy(
+            self.ctx,
+            self.stream,
+            &tmp.storage,
+            &dense,
+            &mut out.array.storage,
+            &out.layout,
+        )
+    }
+}
