@@ -1,11 +1,14 @@
-//! `unigpu.Array`: a one-dimensional array in a context's memory, of one of
-//! the nine element types.
+//! `unigpu.Array`: an array with a shape in a context's memory, of one of
+//! the nine element types, or a view of one (numpy's rules: `a.T`,
+//! `a[1:, ::2]`, `a.reshape(...)` share the array's memory).
 
 use std::sync::{Arc, RwLock};
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use unigpu::{AnyArray, Context, DType};
+use pyo3::types::{PyEllipsis, PySlice, PyTuple};
+use unigpu::binding::Handle;
+use unigpu::{AnyArray, AnyView, AnyViewMut, Context, DType, Layout};
 
 use crate::context::PyContext;
 use crate::dtype;
@@ -16,21 +19,25 @@ use crate::errors::{call_err, err};
 /// keep it alive, and behind a lock, because Python threads share objects.
 pub(crate) type Shared = unigpu::binding::SharedArray;
 
-/// A one-dimensional array in a context's memory (device memory on CUDA,
-/// host memory on the CPU backend). Made by `Context.zeros`, `.empty`,
-/// `.array`, by ops, or `Array.to_context`; freed when the last reference
-/// goes (after the work pending on it).
+/// An array in a context's memory (device memory on CUDA, host memory on
+/// the CPU backend), with a shape, or a view of one. Made by
+/// `Context.zeros`, `.empty`, `.array`, by ops, or `Array.to_context`;
+/// freed when the last reference (views included) goes, after the work
+/// pending on it.
 #[pyclass(frozen, name = "Array", module = "unigpu")]
 pub struct PyArray {
     pub(crate) inner: Shared,
     pub(crate) dtype: DType,
-    pub(crate) len: usize,
+    /// The elements' layout in `inner`'s memory.
+    pub(crate) layout: Layout,
+    /// Whether this handle is a view (`layout` is not `inner`'s own).
+    pub(crate) view: bool,
     pub(crate) ctx: Context,
 }
 
 impl std::fmt::Debug for PyArray {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Array({}, len {})", self.dtype, self.len)
+        write!(f, "Array({}, shape {:?})", self.dtype, self.layout.shape())
     }
 }
 
@@ -38,10 +45,54 @@ impl PyArray {
     pub(crate) fn new(a: AnyArray) -> PyArray {
         PyArray {
             dtype: a.dtype(),
-            len: a.len(),
+            layout: a.layout().clone(),
+            view: false,
             ctx: a.context().clone(),
             inner: Arc::new(RwLock::new(a)),
         }
+    }
+
+    /// A view of the same memory with `layout`.
+    fn view_with(&self, layout: Layout) -> PyArray {
+        PyArray {
+            inner: self.inner.clone(),
+            dtype: self.dtype,
+            layout,
+            view: true,
+            ctx: self.ctx.clone(),
+        }
+    }
+
+    /// The number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.layout.len()
+    }
+
+    /// The array as the bindings' calls take it (the view's layout, if a
+    /// view).
+    pub(crate) fn handle(&self) -> Handle<'_> {
+        Handle {
+            array: &self.inner,
+            layout: self.view.then_some(&self.layout),
+        }
+    }
+
+    /// Runs `f` with this array (or view) read.
+    pub(crate) fn with_view<R>(&self, f: impl FnOnce(AnyView<'_>) -> R) -> R {
+        let a = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        f(AnyView {
+            array: &a,
+            layout: self.view.then_some(&self.layout),
+        })
+    }
+
+    /// Runs `f` with this array (or view) written.
+    pub(crate) fn with_view_mut<R>(&self, f: impl FnOnce(AnyViewMut<'_>) -> R) -> R {
+        let mut a = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        f(AnyViewMut {
+            array: &mut a,
+            layout: self.view.then_some(&self.layout),
+        })
     }
 
     pub(crate) fn lock(&self) -> &RwLock<AnyArray> {
@@ -58,12 +109,14 @@ impl PyArray {
         let py = obj.py();
         let host = dtype::host_data(obj, dtype)?;
         let (d, to_bf16, bytes) = (host.dtype, host.f32_to_bf16, host.bytes.as_bytes());
+        let shape = host.shape;
         py.detach(|| {
-            if to_bf16 {
+            let a = if to_bf16 {
                 AnyArray::from_bytes(ctx, d, &dtype::f32_bytes_to_bf16(bytes))
             } else {
                 AnyArray::from_bytes(ctx, d, bytes)
-            }
+            }?;
+            a.reshape(shape)
         })
         .map(PyArray::new)
         .map_err(err(py))
@@ -108,16 +161,16 @@ impl PyArray {
     /// patterns (numpy has no bfloat16): `unigpu.bf16_to_float32(bits)`
     /// converts, or `.view(ml_dtypes.bfloat16)` reinterprets.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        dtype::numpy_from(py, self.dtype, self.len * self.dtype.size_bytes(), |buf| {
-            py.detach(|| {
-                inner
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .download_bytes(buf)
-            })
-            .map_err(err(py))
-        })
+        let flat = dtype::numpy_from(
+            py,
+            self.dtype,
+            self.len() * self.dtype.size_bytes(),
+            |buf| {
+                py.detach(|| self.with_view(|v| v.download_bytes(buf)))
+                    .map_err(err(py))
+            },
+        )?;
+        flat.call_method1("reshape", (self.shape(py)?,))
     }
 
     /// A numpy array over the elements' own memory, without a copy, for an
@@ -175,21 +228,22 @@ impl PyArray {
             self.dtype.size_bytes()
         };
         let n = host.bytes.as_bytes().len() / src_elem;
-        if n != self.len {
+        if n != self.len() {
             return Err(err(py)(unigpu::Error::SizeMismatch {
                 what: "Array.upload",
-                expected: self.len,
+                expected: self.len(),
                 actual: n,
             }));
         }
-        let (to_bf16, bytes, inner) = (host.f32_to_bf16, host.bytes.as_bytes(), &self.inner);
+        let (to_bf16, bytes) = (host.f32_to_bf16, host.bytes.as_bytes());
         py.detach(|| {
-            let mut a = inner.write().unwrap_or_else(|e| e.into_inner());
-            if to_bf16 {
-                a.upload_bytes(&dtype::f32_bytes_to_bf16(bytes))
-            } else {
-                a.upload_bytes(bytes)
-            }
+            self.with_view_mut(|mut a| {
+                if to_bf16 {
+                    a.upload_bytes(&dtype::f32_bytes_to_bf16(bytes))
+                } else {
+                    a.upload_bytes(bytes)
+                }
+            })
         })
         .map_err(err(py))
     }
@@ -205,15 +259,105 @@ impl PyArray {
     /// A copy of this array in `ctx` (another device or backend).
     fn to_context(&self, py: Python<'_>, ctx: &Bound<'_, PyContext>) -> PyResult<PyArray> {
         let ctx = &ctx.get().ctx;
-        let inner = &self.inner;
         py.detach(|| {
-            inner
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .to_context(ctx)
+            self.with_view(|v| match v.layout {
+                None => v.array.to_context(ctx),
+                Some(_) => v.to_contiguous()?.to_context(ctx),
+            })
         })
         .map(PyArray::new)
         .map_err(err(py))
+    }
+
+    /// A new contiguous array with the same elements and shape.
+    fn copy(&self, py: Python<'_>) -> PyResult<PyArray> {
+        py.detach(|| self.with_view(|v| v.to_contiguous()))
+            .map(PyArray::new)
+            .map_err(err(py))
+    }
+
+    /// The same elements with `shape` (ints, or one tuple; one extent may
+    /// be -1): a view where the strides allow, else (a transposed array
+    /// flattened) a contiguous copy, as numpy's `reshape` does.
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
+        let shape: Vec<isize> =
+            if shape.len() == 1 && !shape.get_item(0)?.is_instance_of::<pyo3::types::PyInt>() {
+                shape.get_item(0)?.extract()?
+            } else {
+                shape.extract()?
+            };
+        let shape = unigpu::infer_shape(&shape, self.len()).map_err(shape_err)?;
+        match self.layout.reshape(&shape) {
+            Ok(layout) => Ok(self.view_with(layout)),
+            Err(_) => {
+                let copy = self.copy(py)?;
+                let layout = copy.layout.reshape(&shape).map_err(shape_err)?;
+                Ok(copy.view_with(layout))
+            }
+        }
+    }
+
+    /// Every axis reversed (a matrix transposed): a view.
+    #[getter(T)]
+    fn transposed(&self) -> PyArray {
+        self.view_with(self.layout.transpose())
+    }
+
+    /// The axes reordered (all reversed without arguments): a view.
+    #[pyo3(signature = (*axes))]
+    fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyArray> {
+        if axes.is_empty() {
+            return Ok(self.transposed());
+        }
+        let axes: Vec<isize> =
+            if axes.len() == 1 && !axes.get_item(0)?.is_instance_of::<pyo3::types::PyInt>() {
+                axes.get_item(0)?.extract()?
+            } else {
+                axes.extract()?
+            };
+        let n = self.layout.ndim() as isize;
+        let axes: Vec<usize> = axes
+            .iter()
+            .map(|&a| if a < 0 { a + n } else { a })
+            .map(|a| usize::try_from(a).unwrap_or(usize::MAX))
+            .collect();
+        Ok(self.view_with(self.layout.permute(&axes).map_err(shape_err)?))
+    }
+
+    /// numpy's basic indexing: ints, slices (any step) and `...`, one per
+    /// axis from the first; an int removes its axis. A view, or, when
+    /// every axis is indexed by an int, the element as a Python number.
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let layout = index_layout(&self.layout, key)?;
+        let v = self.view_with(layout);
+        if v.layout.ndim() == 0 {
+            let one = v.numpy(py)?;
+            return Ok(one.call_method0("item")?.unbind());
+        }
+        Ok(Bound::new(py, v)?.into_any().unbind())
+    }
+
+    /// `a[key] = value`: a number fills the elements `key` names; anything
+    /// `numpy.asarray` takes, with as many elements, is copied in (in C
+    /// order of the view's shape).
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let v = self.view_with(index_layout(&self.layout, key)?);
+        if value.is_instance_of::<pyo3::types::PyInt>()
+            || value.is_instance_of::<pyo3::types::PyFloat>()
+        {
+            let value = dtype::scalar_as(v.dtype, value, &|| "the value".to_string())?;
+            let ops = self.ctx.ops();
+            return py
+                .detach(|| unigpu::binding::fill(ops, v.handle(), value))
+                .map_err(crate::errors::call_err(py));
+        }
+        v.upload(py, value)
     }
 
     /// The element type's name: "f32", "f64", "f16", "bf16", "i32", "u32",
@@ -226,24 +370,37 @@ impl PyArray {
     /// The number of elements.
     #[getter]
     fn size(&self) -> usize {
-        self.len
+        self.len()
     }
 
-    /// `(len,)`: arrays are one-dimensional.
+    /// The extent of each axis.
     #[getter]
-    fn shape(&self) -> (usize,) {
-        (self.len,)
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.layout.shape())
     }
 
     #[getter]
     fn ndim(&self) -> usize {
-        1
+        self.layout.ndim()
+    }
+
+    /// Bytes between neighbours along each axis (numpy's `strides`).
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let size = self.dtype.size_bytes() as isize;
+        PyTuple::new(py, self.layout.strides().iter().map(|s| s * size))
+    }
+
+    /// Whether the elements are one row-major run of the memory.
+    #[getter]
+    fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
     }
 
     /// Size in bytes.
     #[getter]
     fn nbytes(&self) -> usize {
-        self.len * self.dtype.size_bytes()
+        self.len() * self.dtype.size_bytes()
     }
 
     /// Bytes per element.
@@ -260,17 +417,124 @@ impl PyArray {
         }
     }
 
-    fn __len__(&self) -> usize {
-        self.len
+    /// `self + other` element-wise (numpy's broadcasting), a new array.
+    fn __add__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyArray>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        crate::ops::operator(slf.py(), unigpu::binding::Binary::Add, slf, other)
+    }
+
+    /// `self - other` element-wise (numpy's broadcasting), a new array.
+    fn __sub__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyArray>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        crate::ops::operator(slf.py(), unigpu::binding::Binary::Sub, slf, other)
+    }
+
+    /// `self * other` element-wise (numpy's broadcasting), a new array.
+    fn __mul__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyArray>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        crate::ops::operator(slf.py(), unigpu::binding::Binary::Mul, slf, other)
+    }
+
+    /// `self @ other` of 2-D arrays or views, a new array.
+    fn __matmul__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyArray>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        crate::ops::matmul_operator(slf.py(), slf, other)
+    }
+
+    /// The extent of the first axis (numpy's rule); a 0-d array has none.
+    fn __len__(&self) -> PyResult<usize> {
+        self.layout
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d array"))
     }
 
     fn __repr__(&self) -> String {
         format!(
-            "unigpu.Array(dtype='{}', len={}, device='{}:{}')",
+            "unigpu.Array(dtype='{}', shape={:?}, device='{}:{}'{})",
             self.dtype,
-            self.len,
+            self.layout.shape(),
             self.ctx.backend_name(),
-            self.ctx.device_id()
+            self.ctx.device_id(),
+            if self.view { ", view" } else { "" }
         )
     }
+}
+
+fn shape_err(e: unigpu::ShapeError) -> PyErr {
+    PyValueError::new_err(e.0)
+}
+
+/// The layout `key` (numpy's basic indexing) names in `layout`.
+fn index_layout(layout: &Layout, key: &Bound<'_, PyAny>) -> PyResult<Layout> {
+    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+        Ok(t) => t.iter().collect(),
+        Err(_) => vec![key.clone()],
+    };
+    let ellipses = items
+        .iter()
+        .filter(|i| i.is_instance_of::<PyEllipsis>())
+        .count();
+    if ellipses > 1 {
+        return Err(PyIndexError::new_err(
+            "an index can only have a single ellipsis ('...')",
+        ));
+    }
+    let named = items.len() - ellipses;
+    if named > layout.ndim() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices: the array has {} dimensions, {named} were indexed",
+            layout.ndim()
+        )));
+    }
+    let mut out = layout.clone();
+    // The axis of `out` the next item indexes.
+    let mut axis = 0usize;
+    for item in &items {
+        if item.is_instance_of::<PyEllipsis>() {
+            axis += layout.ndim() - named;
+        } else if let Ok(s) = item.cast::<PySlice>() {
+            let d = out.shape()[axis];
+            let ix = s.indices(d as isize)?;
+            let (start, stop, step) = (ix.start, ix.stop, ix.step);
+            let range = if ix.slicelength == 0 {
+                0..0
+            } else if step > 0 {
+                start as usize..(start + (ix.slicelength as isize - 1) * step + 1) as usize
+            } else {
+                let last = start + (ix.slicelength as isize - 1) * step;
+                let _ = stop;
+                last as usize..start as usize + 1
+            };
+            // A positive step from the range's start, a negative one from
+            // its end: exactly the elements Python's slice names.
+            let range_step = if range.is_empty() { 1 } else { step };
+            out = out.slice(axis, range, range_step).map_err(shape_err)?;
+            axis += 1;
+        } else if let Ok(i) = item.extract::<isize>() {
+            let d = out.shape()[axis] as isize;
+            let j = if i < 0 { i + d } else { i };
+            if j < 0 || j >= d {
+                return Err(PyIndexError::new_err(format!(
+                    "index {i} is out of bounds for axis {axis} with size {d}"
+                )));
+            }
+            out = out.index(axis, j as usize).map_err(shape_err)?;
+        } else {
+            return Err(PyIndexError::new_err(format!(
+                "only integers, slices (`:`) and ellipsis (`...`) are valid indices, not {}",
+                item.get_type().name()?
+            )));
+        }
+    }
+    Ok(out)
 }

@@ -27,6 +27,21 @@ fn length(n: i64) -> PyResult<usize> {
         .map_err(|_| PyValueError::new_err(format!("array length must be >= 0, got {n}")))
 }
 
+/// A shape argument: an int (a 1-D array of that length) or a sequence of
+/// ints, each >= 0.
+fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    if let Ok(n) = shape.extract::<i64>() {
+        return Ok(vec![length(n)?]);
+    }
+    let dims: Vec<i64> = shape.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "a shape is an int or a sequence of ints, not {}",
+            shape.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })?;
+    dims.into_iter().map(length).collect()
+}
+
 /// A device plus its default stream. `Context()` picks the backend as
 /// unigpu.toml / UNIGPU_BACKEND / UNIGPU_DEVICE say, else torch → cuda →
 /// vulkan → cpu; `Context.new("cuda", 1)` takes exactly that device.
@@ -156,11 +171,18 @@ impl PyContext {
         .map_err(err(py))
     }
 
-    /// `n` zeros of `dtype` (the config's default dtype when None).
-    #[pyo3(signature = (n, dtype=None))]
-    fn zeros(&self, py: Python<'_>, n: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
-        let (n, d) = (length(n)?, self.dtype_or_default(dtype)?);
-        py.detach(|| AnyArray::zeros(&self.ctx, d, n))
+    /// Zeros of `shape` (an int, or a tuple of ints) and `dtype` (the
+    /// config's default dtype when None).
+    #[pyo3(signature = (shape, dtype=None))]
+    fn zeros(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let (shape, d) = (shape_of(shape)?, self.dtype_or_default(dtype)?);
+        let n = unigpu::Layout::contiguous(&shape).len();
+        py.detach(|| AnyArray::zeros(&self.ctx, d, n)?.reshape(shape))
             .map(PyArray::new)
             .map_err(err(py))
     }
@@ -197,11 +219,18 @@ impl PyContext {
         crate::pinned::PyPinned::new(&self.ctx, py, n, d)
     }
 
-    /// `n` elements of `dtype` with unspecified contents.
-    #[pyo3(signature = (n, dtype=None))]
-    fn empty(&self, py: Python<'_>, n: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyArray> {
-        let (n, d) = (length(n)?, self.dtype_or_default(dtype)?);
-        py.detach(|| AnyArray::alloc(&self.ctx, d, n))
+    /// An array of `shape` (an int, or a tuple of ints) and `dtype` with
+    /// unspecified contents.
+    #[pyo3(signature = (shape, dtype=None))]
+    fn empty(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let (shape, d) = (shape_of(shape)?, self.dtype_or_default(dtype)?);
+        let n = unigpu::Layout::contiguous(&shape).len();
+        py.detach(|| AnyArray::alloc(&self.ctx, d, n)?.reshape(shape))
             .map(PyArray::new)
             .map_err(err(py))
     }

@@ -201,11 +201,12 @@ pub(crate) fn export(
         } else {
             array.ctx.clone()
         };
-        let inner = array.inner.clone();
         let mut copied = py
             .detach(|| {
-                let a = inner.read().unwrap_or_else(|e| e.into_inner());
-                a.to_context(&target)
+                array.with_view(|v| match v.layout {
+                    None => v.array.to_context(&target),
+                    Some(_) => v.to_contiguous()?.to_context(&target),
+                })
             })
             .map_err(err(py))?;
         let sync = if to_host {
@@ -219,7 +220,6 @@ pub(crate) fn export(
         return into_capsule(py, tensor, versioned);
     }
     let (consumer, host) = consumer_sync(py, &array.ctx, stream)?;
-    let inner = array.inner.clone();
     let tensor = py
         .detach(|| {
             let sync = match (&consumer, host) {
@@ -227,10 +227,8 @@ pub(crate) fn export(
                 (None, true) => DlpackSync::Host,
                 (None, false) => DlpackSync::Unordered,
             };
-            inner
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .to_dlpack(sync)
+            // A view exports its own shape, strides and first element.
+            array.with_view_mut(|mut v| v.to_dlpack(sync))
         })
         .map_err(err(py))?;
     into_capsule(py, tensor, versioned)
@@ -238,12 +236,8 @@ pub(crate) fn export(
 
 /// `Array.data_ptr`.
 pub(crate) fn data_ptr(array: &PyArray, py: Python<'_>) -> PyResult<u64> {
-    let inner = array.inner.clone();
     py.detach(|| {
-        let tensor = inner
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .to_dlpack(DlpackSync::Unordered)?;
+        let tensor = array.with_view_mut(|mut v| v.to_dlpack(DlpackSync::Unordered))?;
         Ok(tensor.view()?.data)
     })
     .map_err(err(py))

@@ -130,6 +130,8 @@ pub(crate) struct HostData<'py> {
     pub bytes: Bound<'py, pyo3::types::PyBytes>,
     /// The bytes hold f32 values to be rounded to bf16.
     pub f32_to_bf16: bool,
+    /// The data's numpy shape (the bytes are in C order of it).
+    pub shape: Vec<usize>,
 }
 
 /// Refuses to convert `arr` to integer dtype `t` when a value does not fit:
@@ -223,10 +225,12 @@ pub(crate) fn host_data<'py>(
     let bytes = arr
         .call_method1("tobytes", ("C",))?
         .cast_into::<pyo3::types::PyBytes>()?;
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
     Ok(HostData {
         dtype,
         bytes,
         f32_to_bf16,
+        shape,
     })
 }
 

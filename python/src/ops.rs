@@ -38,20 +38,21 @@ impl On<'_> {
         .map_err(call_err(py))
     }
 
-    /// `out`, or a new array of `len` elements of `like`'s dtype.
+    /// `out`, or a new array of `shape` of `like`'s dtype.
     fn output<'py>(
         self,
         py: Python<'py>,
         out: Option<Bound<'py, PyArray>>,
         like: &PyArray,
-        len: usize,
+        shape: &[usize],
     ) -> PyResult<Bound<'py, PyArray>> {
         match out {
             Some(o) => Ok(o),
             None => {
                 let (ctx, d) = (self.ctx, like.dtype);
+                let len = unigpu::Layout::contiguous(shape).len();
                 let a = py
-                    .detach(|| AnyArray::alloc(ctx, d, len))
+                    .detach(|| AnyArray::alloc(ctx, d, len)?.reshape(shape.to_vec()))
                     .map_err(err(py))?;
                 Bound::new(py, PyArray::new(a))
             }
@@ -68,10 +69,19 @@ fn binary<'py>(
     out: Option<Bound<'py, PyArray>>,
 ) -> PyResult<Bound<'py, PyArray>> {
     let (a, b) = (a.get(), b.get());
-    let out = on.output(py, out, a, a.len)?;
+    // A new output has the shape the inputs broadcast to (a mismatch is
+    // the call's error, below).
+    let shape = unigpu::broadcast_shapes(a.layout.shape(), b.layout.shape())
+        .unwrap_or_else(|_| a.layout.shape().to_vec());
+    let out = on.output(py, out, a, &shape)?;
     let o = out.get();
     on.run(py, |ops| {
-        binding::binary(ops, op, [a.lock(), b.lock(), o.lock()], ["a", "b", "out"])
+        binding::binary(
+            ops,
+            op,
+            [a.handle(), b.handle(), o.handle()],
+            ["a", "b", "out"],
+        )
     })?;
     Ok(out)
 }
@@ -84,17 +94,17 @@ fn unary<'py>(
     out: Option<Bound<'py, PyArray>>,
 ) -> PyResult<Bound<'py, PyArray>> {
     let x = x.get();
-    let out = on.output(py, out, x, x.len)?;
+    let out = on.output(py, out, x, x.layout.shape())?;
     let o = out.get();
     on.run(py, |ops| {
-        binding::unary(ops, op, [x.lock(), o.lock()], ["x", "out"])
+        binding::unary(ops, op, [x.handle(), o.handle()], ["x", "out"])
     })?;
     Ok(out)
 }
 
 fn reduce(py: Python<'_>, on: On<'_>, op: Reduce, x: &PyArray) -> PyResult<Py<PyAny>> {
     let s = on.run(py, |ops| {
-        binding::reduce(ops, op, [x.lock(), x.lock()], ["x", "x"])
+        binding::reduce(ops, op, [x.handle(), x.handle()], ["x", "x"])
     })?;
     Ok(dtype::scalar_to_py(py, s)?.unbind())
 }
@@ -107,7 +117,7 @@ fn fill<'py>(
 ) -> PyResult<Bound<'py, PyArray>> {
     let a = x.get();
     let value = dtype::scalar_as(a.dtype, value, &|| "fill value".to_string())?;
-    on.run(py, |ops| binding::fill(ops, a.lock(), value))?;
+    on.run(py, |ops| binding::fill(ops, a.handle(), value))?;
     Ok(x)
 }
 
@@ -119,7 +129,7 @@ fn copy<'py>(
 ) -> PyResult<Bound<'py, PyArray>> {
     let (s, d) = (src.get(), dst.get());
     on.run(py, |ops| {
-        binding::copy(ops, [s.lock(), d.lock()], ["src", "dst"])
+        binding::copy(ops, [s.handle(), d.handle()], ["src", "dst"])
     })?;
     Ok(dst)
 }
@@ -134,7 +144,7 @@ fn axpy<'py>(
     let (xa, ya) = (x.get(), y.get());
     let alpha = dtype::scalar_as(ya.dtype, alpha, &|| "axpy alpha".to_string())?;
     on.run(py, |ops| {
-        binding::axpy(ops, alpha, [xa.lock(), ya.lock()], ["x", "y"])
+        binding::axpy(ops, alpha, [xa.handle(), ya.handle()], ["x", "y"])
     })?;
     Ok(y)
 }
@@ -147,13 +157,13 @@ fn scale<'py>(
 ) -> PyResult<Bound<'py, PyArray>> {
     let a = x.get();
     let alpha = dtype::scalar_as(a.dtype, alpha, &|| "scale alpha".to_string())?;
-    on.run(py, |ops| binding::scale(ops, alpha, a.lock()))?;
+    on.run(py, |ops| binding::scale(ops, alpha, a.handle()))?;
     Ok(x)
 }
 
 fn dot(py: Python<'_>, on: On<'_>, x: &PyArray, y: &PyArray) -> PyResult<Py<PyAny>> {
     let s = on.run(py, |ops| {
-        binding::reduce(ops, Reduce::Dot, [x.lock(), y.lock()], ["x", "y"])
+        binding::reduce(ops, Reduce::Dot, [x.handle(), y.handle()], ["x", "y"])
     })?;
     Ok(dtype::scalar_to_py(py, s)?.unbind())
 }
@@ -173,14 +183,41 @@ fn matmul<'py>(
     let len = m
         .checked_mul(n)
         .ok_or_else(|| PyValueError::new_err(format!("matmul: m*n = {m}*{n} overflows")))?;
-    let out = on.output(py, out, aa, len)?;
+    let out = on.output(py, out, aa, &[len])?;
     let o = out.get();
     on.run(py, |ops| {
         binding::matmul(
             ops,
-            [aa.lock(), ba.lock(), o.lock()],
+            [aa.handle(), ba.handle(), o.handle()],
             ["a", "b", "out"],
             (m, k, n),
+        )
+    })?;
+    Ok(out)
+}
+
+/// `a @ b` of 2-D arrays (or views such as `b.T`), the sizes from their
+/// shapes, into `out` (a new `(m, n)` array when None).
+fn mm<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let (aa, ba) = (a.get(), b.get());
+    let shape = match (aa.layout.shape(), ba.layout.shape()) {
+        (&[m, _], &[_, n]) => vec![m, n],
+        // The call names the shapes in its error.
+        _ => vec![0],
+    };
+    let out = on.output(py, out, aa, &shape)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        binding::mm(
+            ops,
+            [aa.handle(), ba.handle(), o.handle()],
+            ["a", "b", "out"],
         )
     })?;
     Ok(out)
@@ -396,6 +433,20 @@ impl PyOps {
         matmul(py, self.on(&stream), a, b, m, k, n, out)
     }
 
+    /// `a @ b` of 2-D arrays or views (`b.T`), the sizes from their
+    /// shapes, into `out` (a new `(m, n)` array when None); returns `out`.
+    #[pyo3(signature = (a, b, out=None, *, stream=None))]
+    fn mm<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyArray>,
+        b: &Bound<'py, PyArray>,
+        out: Option<Bound<'py, PyArray>>,
+        stream: Option<Bound<'py, PyStream>>,
+    ) -> PyResult<Bound<'py, PyArray>> {
+        mm(py, self.on(&stream), a, b, out)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "unigpu.Ops(device='{}:{}', stream={})",
@@ -589,7 +640,41 @@ fn m_matmul<'py>(
     matmul(py, on_array(a.get(), &stream), a, b, m, k, n, out)
 }
 
+/// `unigpu.mm(a, b, out=None, stream=None)`: see `Ops.mm`.
+#[pyfunction(name = "mm")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_mm<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    mm(py, on_array(a.get(), &stream), a, b, out)
+}
+
+/// `a ∘ b` for the Array operators (`a + b`): a new array on `a`'s
+/// context's default stream.
+pub(crate) fn operator<'py>(
+    py: Python<'py>,
+    op: Binary,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary(py, on_array(a.get(), &None), op, a, b, None)
+}
+
+/// `a @ b` for the Array operator.
+pub(crate) fn matmul_operator<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+) -> PyResult<Bound<'py, PyArray>> {
+    mm(py, on_array(a.get(), &None), a, b, None)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(m_mm, m)?)?;
     m.add_function(wrap_pyfunction!(m_fill, m)?)?;
     m.add_function(wrap_pyfunction!(m_copy, m)?)?;
     m.add_function(wrap_pyfunction!(m_add, m)?)?;

@@ -61,7 +61,7 @@ pub(crate) fn host_view<'py>(
         py,
         Box::new(inner.clone()),
         ptr,
-        array.len,
+        array.len(),
         array.dtype,
         writable,
     )

@@ -142,14 +142,17 @@ def test_uint16_data_is_not_a_dtype_of_its_own(cpu):
     assert cpu.array(np.zeros(3, np.uint16), dtype="bf16").dtype == "bf16"
 
 
-def test_layouts_are_flattened_in_c_order(cpu, rng):
+def test_uploads_keep_the_shape_in_c_order(cpu, rng):
     m = rng.standard_normal((6, 7)).astype(np.float32)
-    np.testing.assert_array_equal(cpu.array(m).numpy(), m.ravel())
-    np.testing.assert_array_equal(cpu.array(m.T).numpy(), m.T.ravel())  # Fortran order
-    np.testing.assert_array_equal(cpu.array(m[::2, 1::3]).numpy(), m[::2, 1::3].ravel())
+    np.testing.assert_array_equal(cpu.array(m).numpy(), m)
+    t = cpu.array(m.T)  # Fortran order in, a C-order copy with the shape
+    assert t.shape == (7, 6) and t.is_contiguous
+    np.testing.assert_array_equal(t.numpy(), m.T)
+    np.testing.assert_array_equal(cpu.array(m[::2, 1::3]).numpy(), m[::2, 1::3])
     big_endian = np.arange(5, dtype=">f4")
     np.testing.assert_array_equal(cpu.array(big_endian, dtype="f32").numpy(), np.arange(5))
-    assert len(cpu.array(np.float32(3.0))) == 1
+    scalar = cpu.array(np.float32(3.0))
+    assert scalar.shape == () and scalar.size == 1
 
 
 def test_upload_into_existing(ctx, rng):
@@ -215,7 +218,8 @@ def test_numpy_result_is_independent(cpu):
 
 def test_repr_and_context(cpu):
     a = cpu.zeros(3, "i32")
-    assert repr(a) == "unigpu.Array(dtype='i32', len=3, device='cpu:0')"
+    assert repr(a) == "unigpu.Array(dtype='i32', shape=[3], device='cpu:0')"
+    assert repr(a[1:]) == "unigpu.Array(dtype='i32', shape=[2], device='cpu:0', view)"
     assert a.context.backend == "cpu" and a.context.device_id == 0
     assert a.itemsize == 4
 

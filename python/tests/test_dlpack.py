@@ -53,11 +53,11 @@ def test_unigpu_from_dlpack_of_numpy_shares_memory(rng, dtype):
     np.testing.assert_array_equal(a.numpy(), host)
 
 
-def test_import_flattens_contiguous_shapes(rng):
+def test_import_keeps_the_shape(rng):
     host = rng.uniform(-1, 1, (3, 4, 5)).astype(np.float32)
     a = unigpu.from_dlpack(host)
-    assert len(a) == 60
-    np.testing.assert_array_equal(a.numpy(), host.ravel())
+    assert a.shape == (3, 4, 5) and a.size == 60
+    np.testing.assert_array_equal(a.numpy(), host)
 
 
 def test_ops_write_through_to_numpy(cpu, rng):
@@ -121,9 +121,9 @@ def test_rejected_inputs_raise(cpu, rng):
     ro.setflags(write=False)
     with pytest.raises((unigpu.DlpackError, BufferError)):
         unigpu.from_dlpack(ro)
-    strided = np.arange(20, dtype=np.float32)[::2]
-    with pytest.raises(unigpu.DlpackError, match="contiguous"):
-        unigpu.from_dlpack(strided)
+    backwards = np.arange(20, dtype=np.float32)[::-2]
+    with pytest.raises((unigpu.DlpackError, BufferError), match="negative|stride"):
+        unigpu.from_dlpack(backwards)
     with pytest.raises(unigpu.DlpackError, match="dtype"):
         unigpu.from_dlpack(np.zeros(4, dtype=np.complex64))
     with pytest.raises(ValueError, match="CPU"):

@@ -82,7 +82,7 @@ def test_bad_sizes(cpu):
         cpu.zeros(-1)
     with pytest.raises(ValueError):
         cpu.empty(-5, "f64")
-    with pytest.raises(OverflowError):
+    with pytest.raises((OverflowError, TypeError)):
         cpu.zeros(2**70)
     with pytest.raises(TypeError):
         cpu.zeros("3")

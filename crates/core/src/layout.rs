@@ -8,6 +8,7 @@
 //! the last axis varies fastest); views and DLPack imports may be strided.
 
 use std::fmt;
+use std::ops::Range;
 
 /// Why a shape operation was refused: the message names the shapes (and
 /// the axis) involved, as numpy's and torch's do.
@@ -381,15 +382,15 @@ impl Layout {
         Ok(out)
     }
 
-    /// Elements `start, start + step, ...` (before `stop`) of `axis`; the
-    /// axis is kept. `step` may be negative (then `start > stop`, as
-    /// Python's `a[5:1:-1]`), never 0. Bounds are checked, not clamped:
-    /// the Python front end clamps as Python's slices do before calling.
+    /// Elements `range` of `axis`, every `|step|`-th of them: from
+    /// `range.start` upwards when `step > 0`, from `range.end - 1`
+    /// downwards when `step < 0` (ndarray's rule; Python's `a[7:2:-2]` is
+    /// `range` 3..8, step -2). The axis is kept. Bounds are checked, not
+    /// clamped (the Python front end clamps as Python's slices do).
     pub fn slice(
         &self,
         axis: usize,
-        start: usize,
-        stop: usize,
+        range: Range<usize>,
         step: isize,
     ) -> Result<Layout, ShapeError> {
         let axis = axis_of(axis, self.ndim())?;
@@ -397,26 +398,19 @@ impl Layout {
         if step == 0 {
             return err("a slice step cannot be 0");
         }
-        let count = if step > 0 {
-            if start > stop || stop > d {
-                return err(format!(
-                    "slice {start}..{stop} is out of range for axis {axis} of extent {d}"
-                ));
-            }
-            (stop - start).div_ceil(step as usize)
-        } else {
-            if stop > start || start > d || (start > stop && start >= d) {
-                return err(format!(
-                    "slice {start}..{stop} by {step} is out of range for axis {axis} of extent {d}"
-                ));
-            }
-            (start - stop).div_ceil(step.unsigned_abs())
-        };
+        if range.start > range.end || range.end > d {
+            return err(format!(
+                "slice {}..{} is out of range for axis {axis} of extent {d}",
+                range.start, range.end
+            ));
+        }
+        let count = range.len().div_ceil(step.unsigned_abs());
         let mut out = self.clone();
         out.shape[axis] = count;
         if count > 0 {
-            let first = self.offset as isize + start as isize * self.strides[axis];
-            out.offset = usize::try_from(first)
+            let first = if step > 0 { range.start } else { range.end - 1 };
+            let at = self.offset as isize + first as isize * self.strides[axis];
+            out.offset = usize::try_from(at)
                 .map_err(|_| ShapeError(format!("{self:?}: slice start underflows")))?;
         }
         out.strides[axis] = self.strides[axis] * step;
@@ -580,7 +574,7 @@ mod tests {
         let t = l.transpose();
         assert_eq!(t.shape(), &[4, 3, 2]);
         assert_eq!(t.offsets().collect::<Vec<_>>(), brute(&t));
-        let s = l.slice(2, 3, 0, -2).unwrap();
+        let s = l.slice(2, 1..4, -2).unwrap();
         assert_eq!(s.shape(), &[2, 3, 2]);
         assert_eq!(s.offsets().take(4).collect::<Vec<_>>(), vec![3, 1, 7, 5]);
         assert_eq!(s.offsets().collect::<Vec<_>>(), brute(&s));
@@ -599,7 +593,7 @@ mod tests {
         let split = t.reshape(&[3, 2, 4]).unwrap();
         assert_eq!(split.offsets().collect::<Vec<_>>(), brute(&t).to_vec());
         // A column slice of rows: rows merge only where spacing allows.
-        let cols = l.slice(1, 0, 3, 1).unwrap();
+        let cols = l.slice(1, 0..3, 1).unwrap();
         assert!(cols.reshape(&[12]).is_err());
         assert_eq!(
             cols.reshape(&[2, 2, 3])
@@ -630,7 +624,8 @@ mod tests {
                         let d = l.shape()[axis];
                         let (a, b) = (rng.random_range(0..=d), rng.random_range(0..=d));
                         let step = rng.random_range(1..3) as isize;
-                        let s = l.slice(axis, a.min(b), a.max(b), step).unwrap();
+                        let step = if rng.random() { step } else { -step };
+                        let s = l.slice(axis, a.min(b)..a.max(b), step).unwrap();
                         let want: Vec<usize> = brute(&s);
                         assert_eq!(s.offsets().collect::<Vec<_>>(), want);
                         l = s;
@@ -695,9 +690,9 @@ mod tests {
     #[test]
     fn bad_input_is_an_error() {
         let l = Layout::contiguous(&[2, 3]);
-        assert!(l.slice(2, 0, 1, 1).is_err());
-        assert!(l.slice(1, 0, 4, 1).is_err());
-        assert!(l.slice(1, 0, 1, 0).is_err());
+        assert!(l.slice(2, 0..1, 1).is_err());
+        assert!(l.slice(1, 0..4, 1).is_err());
+        assert!(l.slice(1, 0..1, 0).is_err());
         assert!(l.index(0, 2).is_err());
         assert!(l.permute(&[0, 0]).is_err());
         assert!(l.permute(&[1]).is_err());
@@ -730,7 +725,7 @@ mod tests {
         let l = Layout::contiguous(&[4, 5, 6]);
         assert!(!l.may_overlap());
         assert!(!l.permute(&[2, 0, 1]).unwrap().may_overlap());
-        assert!(!l.slice(2, 5, 0, -2).unwrap().may_overlap());
+        assert!(!l.slice(2, 1..6, -2).unwrap().may_overlap());
         assert!(!l.index(1, 3).unwrap().may_overlap());
     }
 }

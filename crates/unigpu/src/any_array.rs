@@ -6,7 +6,11 @@
 
 use crate::element::PerDtype;
 use crate::kernel::{Arg, Scalar};
-use crate::{Context, DType, Element, Error, GpuArray, Location, Ops, Result, Stream, bf16, f16};
+use crate::ops::{Binary, Unary};
+use crate::{
+    ArrayView, ArrayViewMut, Context, DType, Element, Error, GpuArray, Layout, Location, Ops,
+    Result, Stream, bf16, f16,
+};
 
 /// A [`GpuArray`] of any of the nine element types.
 #[derive(Debug)]
@@ -151,6 +155,11 @@ impl AnyArray {
 
     pub fn ndim(&self) -> usize {
         self.shape().len()
+    }
+
+    /// Shape, strides and offset together.
+    pub fn layout(&self) -> &Layout {
+        with_array!(self, a => a.layout())
     }
 
     /// Whether the elements are one row-major run of the memory.
@@ -329,84 +338,298 @@ fn scalar_as<T: Element>(what: &'static str, s: Scalar) -> Result<T> {
     })
 }
 
+/// An [`AnyArray`], or a view of it: the layout of the elements in its
+/// memory (`None`: the array as it is). What the bindings pass for an
+/// array handle that is a view (`a.T`, `a[1:]` in Python).
+#[derive(Debug, Clone, Copy)]
+pub struct AnyView<'a> {
+    pub array: &'a AnyArray,
+    pub layout: Option<&'a Layout>,
+}
+
+/// As [`AnyView`], written.
+#[derive(Debug)]
+pub struct AnyViewMut<'a> {
+    pub array: &'a mut AnyArray,
+    pub layout: Option<&'a Layout>,
+}
+
+impl<'a> From<&'a AnyArray> for AnyView<'a> {
+    fn from(array: &'a AnyArray) -> Self {
+        AnyView {
+            array,
+            layout: None,
+        }
+    }
+}
+
+impl<'a> From<&'a mut AnyArray> for AnyViewMut<'a> {
+    fn from(array: &'a mut AnyArray) -> Self {
+        AnyViewMut {
+            array,
+            layout: None,
+        }
+    }
+}
+
+impl<'a> AnyView<'a> {
+    pub fn dtype(&self) -> DType {
+        self.array.dtype()
+    }
+
+    /// The typed view, or a dtype error naming `what`.
+    pub fn typed<T: Element>(&self, what: &'static str) -> Result<ArrayView<'a, T>> {
+        let a = self.array.typed::<T>(what)?;
+        match self.layout {
+            None => Ok(a.view()),
+            Some(l) => a.view_as(l.clone()),
+        }
+    }
+}
+
+impl AnyView<'_> {
+    /// The view's shape.
+    pub fn shape(&self) -> &[usize] {
+        match self.layout {
+            Some(l) => l.shape(),
+            None => self.array.shape(),
+        }
+    }
+
+    /// The elements' bytes, in row-major order of the shape; `out` must be
+    /// exactly as long. Blocks like [`GpuArray::download`].
+    pub fn download_bytes(&self, out: &mut [u8]) -> Result<()> {
+        let Some(layout) = self.layout else {
+            return self.array.download_bytes(out);
+        };
+        let want = layout.len() * self.array.dtype().size_bytes();
+        if out.len() != want {
+            return Err(Error::SizeMismatch {
+                what: "AnyView::download_bytes (bytes)",
+                expected: want,
+                actual: out.len(),
+            });
+        }
+        with_array!(self.array, a => {
+            let v = a.view_as(layout.clone())?.download()?;
+            out.copy_from_slice(bytemuck::cast_slice(&v));
+            Ok(())
+        })
+    }
+
+    /// A new contiguous array with the view's elements and shape.
+    pub fn to_contiguous(&self) -> Result<AnyArray> {
+        match self.layout {
+            None => self.array.to_contiguous(),
+            Some(l) => {
+                with_array!(self.array, a => a.view_as(l.clone())?.to_contiguous().map(AnyArray::from))
+            }
+        }
+    }
+}
+
+impl AnyViewMut<'_> {
+    /// Overwrites the elements from bytes in row-major order of the shape
+    /// (exactly as many).
+    pub fn upload_bytes(&mut self, src: &[u8]) -> Result<()> {
+        let Some(layout) = self.layout else {
+            return self.array.upload_bytes(src);
+        };
+        let want = layout.len() * self.array.dtype().size_bytes();
+        if src.len() != want {
+            return Err(Error::SizeMismatch {
+                what: "AnyViewMut::upload_bytes (bytes)",
+                expected: want,
+                actual: src.len(),
+            });
+        }
+        with_array!(&mut *self.array, a => a.view_mut_as(layout.clone())?.upload_from(&typed(src)))
+    }
+
+    /// [`ArrayViewMut::to_dlpack`] for any dtype.
+    pub fn to_dlpack(&mut self, sync: crate::DlpackSync<'_>) -> Result<crate::DlpackTensor> {
+        let layout = self.layout.cloned();
+        with_array!(&mut *self.array, a => match layout {
+            None => a.to_dlpack(sync),
+            Some(l) => a.view_mut_as(l)?.to_dlpack(sync),
+        })
+    }
+
+    /// The typed view, or a dtype error naming `what`.
+    pub fn typed<T: Element>(&mut self, what: &'static str) -> Result<ArrayViewMut<'_, T>> {
+        let layout = self.layout.cloned();
+        let a = self.array.typed_mut::<T>(what)?;
+        match layout {
+            None => Ok(a.view_mut()),
+            Some(l) => a.view_mut_as(l),
+        }
+    }
+}
+
 /// The built-in ops on [`AnyArray`]s: the same ops as [`Ops`], with the
 /// dtypes checked at run time (every operand must have the first operand's
 /// dtype, scalars included).
 impl Ops<'_> {
-    pub fn fill_any(&self, x: &mut AnyArray, value: Scalar) -> Result<()> {
-        with_dtype!(x.dtype(), T => self.fill(x.typed_mut::<T>("fill")?, scalar_as("fill value", value)?))
+    pub fn fill_any<'x>(&self, x: impl Into<AnyViewMut<'x>>, value: Scalar) -> Result<()> {
+        let mut x = x.into();
+        with_dtype!(x.array.dtype(), T => self.fill(&mut x.typed::<T>("fill")?, scalar_as("fill value", value)?))
     }
 
-    pub fn copy_any(&self, src: &AnyArray, dst: &mut AnyArray) -> Result<()> {
-        with_dtype!(src.dtype(), T => self.copy(src.typed::<T>("copy (src)")?, dst.typed_mut::<T>("copy (dst)")?))
+    pub fn copy_any<'x, 'y>(
+        &self,
+        src: impl Into<AnyView<'x>>,
+        dst: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        let (src, mut dst) = (src.into(), dst.into());
+        with_dtype!(src.dtype(), T => self.copy(&src.typed::<T>("copy (src)")?, &mut dst.typed::<T>("copy (dst)")?))
     }
 
-    pub fn add_any(&self, a: &AnyArray, b: &AnyArray, out: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "add", a.dtype(), T =>
-            self.add(a.typed::<T>("add (a)")?, b.typed::<T>("add (b)")?, out.typed_mut::<T>("add (out)")?))
+    /// `out = a ∘ b` (`op`), broadcasting as [`Ops::add`].
+    pub fn binary_any<'x, 'y, 'z>(
+        &self,
+        op: Binary,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.into(), b.into(), out.into());
+        let [na, nb, nout, name] = op.operands();
+        with_float!(self.context(), name, a.dtype(), T => {
+            let (a, b) = (a.typed::<T>(na)?, b.typed::<T>(nb)?);
+            self.binary(op, a, b, out.typed::<T>(nout)?)
+        })
     }
 
-    pub fn sub_any(&self, a: &AnyArray, b: &AnyArray, out: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "sub", a.dtype(), T =>
-            self.sub(a.typed::<T>("sub (a)")?, b.typed::<T>("sub (b)")?, out.typed_mut::<T>("sub (out)")?))
+    pub fn add_any<'x, 'y, 'z>(
+        &self,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        self.binary_any(Binary::Add, a, b, out)
     }
 
-    pub fn mul_any(&self, a: &AnyArray, b: &AnyArray, out: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "mul", a.dtype(), T =>
-            self.mul(a.typed::<T>("mul (a)")?, b.typed::<T>("mul (b)")?, out.typed_mut::<T>("mul (out)")?))
+    pub fn sub_any<'x, 'y, 'z>(
+        &self,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        self.binary_any(Binary::Sub, a, b, out)
     }
 
-    pub fn axpy_any(&self, alpha: Scalar, x: &AnyArray, y: &mut AnyArray) -> Result<()> {
+    pub fn mul_any<'x, 'y, 'z>(
+        &self,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        self.binary_any(Binary::Mul, a, b, out)
+    }
+
+    pub fn axpy_any<'x, 'y>(
+        &self,
+        alpha: Scalar,
+        x: impl Into<AnyView<'x>>,
+        y: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        let (x, mut y) = (x.into(), y.into());
         with_float!(self.context(), "axpy", x.dtype(), T =>
-            self.axpy(scalar_as::<T>("axpy alpha", alpha)?, x.typed::<T>("axpy (x)")?, y.typed_mut::<T>("axpy (y)")?))
+            self.axpy(scalar_as::<T>("axpy alpha", alpha)?, &x.typed::<T>("axpy (x)")?, &mut y.typed::<T>("axpy (y)")?))
     }
 
-    pub fn scale_any(&self, alpha: Scalar, x: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "scale", x.dtype(), T =>
-            self.scale(scalar_as::<T>("scale alpha", alpha)?, x.typed_mut::<T>("scale (x)")?))
+    pub fn scale_any<'x>(&self, alpha: Scalar, x: impl Into<AnyViewMut<'x>>) -> Result<()> {
+        let mut x = x.into();
+        with_float!(self.context(), "scale", x.array.dtype(), T =>
+            self.scale(scalar_as::<T>("scale alpha", alpha)?, &mut x.typed::<T>("scale (x)")?))
     }
 
-    pub fn relu_any(&self, x: &AnyArray, out: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "relu", x.dtype(), T =>
-            self.relu(x.typed::<T>("relu (x)")?, out.typed_mut::<T>("relu (out)")?))
+    /// `out = op(x)`.
+    pub fn unary_any<'x, 'y>(
+        &self,
+        op: Unary,
+        x: impl Into<AnyView<'x>>,
+        out: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        let (x, mut out) = (x.into(), out.into());
+        let [nx, nout, name] = op.operands();
+        with_float!(self.context(), name, x.dtype(), T => {
+            let x = x.typed::<T>(nx)?;
+            self.unary(op, x, out.typed::<T>(nout)?)
+        })
     }
 
-    pub fn sigmoid_any(&self, x: &AnyArray, out: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "sigmoid", x.dtype(), T =>
-            self.sigmoid(x.typed::<T>("sigmoid (x)")?, out.typed_mut::<T>("sigmoid (out)")?))
+    pub fn relu_any<'x, 'y>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        out: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        self.unary_any(Unary::Relu, x, out)
     }
 
-    pub fn tanh_any(&self, x: &AnyArray, out: &mut AnyArray) -> Result<()> {
-        with_float!(self.context(), "tanh", x.dtype(), T =>
-            self.tanh(x.typed::<T>("tanh (x)")?, out.typed_mut::<T>("tanh (out)")?))
+    pub fn sigmoid_any<'x, 'y>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        out: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        self.unary_any(Unary::Sigmoid, x, out)
+    }
+
+    pub fn tanh_any<'x, 'y>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        out: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        self.unary_any(Unary::Tanh, x, out)
     }
 
     /// The sum, as a scalar of the array's dtype.
-    pub fn sum_any(&self, x: &AnyArray) -> Result<Scalar> {
+    pub fn sum_any<'x>(&self, x: impl Into<AnyView<'x>>) -> Result<Scalar> {
+        let x = x.into();
         with_float!(self.context(), "sum", x.dtype(), T =>
-            self.sum(x.typed::<T>("sum (x)")?).map(Scalar::new))
+            self.sum(&x.typed::<T>("sum (x)")?).map(Scalar::new))
     }
 
     /// The largest element, as a scalar of the array's dtype.
-    pub fn max_any(&self, x: &AnyArray) -> Result<Scalar> {
+    pub fn max_any<'x>(&self, x: impl Into<AnyView<'x>>) -> Result<Scalar> {
+        let x = x.into();
         with_float!(self.context(), "max", x.dtype(), T =>
-            self.max(x.typed::<T>("max (x)")?).map(Scalar::new))
+            self.max(&x.typed::<T>("max (x)")?).map(Scalar::new))
     }
 
     /// The dot product, as a scalar of the arrays' dtype.
-    pub fn dot_any(&self, x: &AnyArray, y: &AnyArray) -> Result<Scalar> {
+    pub fn dot_any<'x, 'y>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        y: impl Into<AnyView<'y>>,
+    ) -> Result<Scalar> {
+        let (x, y) = (x.into(), y.into());
         with_float!(self.context(), "dot", x.dtype(), T =>
-            self.dot(x.typed::<T>("dot (x)")?, y.typed::<T>("dot (y)")?).map(Scalar::new))
+            self.dot(&x.typed::<T>("dot (x)")?, &y.typed::<T>("dot (y)")?).map(Scalar::new))
     }
 
-    pub fn matmul_any(
+    /// `c = a · b` with the sizes given (flat arrays), as [`Ops::matmul`].
+    pub fn matmul_any<'x, 'y, 'z>(
         &self,
-        a: &AnyArray,
-        b: &AnyArray,
-        c: &mut AnyArray,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        c: impl Into<AnyViewMut<'z>>,
         mkn: (usize, usize, usize),
     ) -> Result<()> {
+        let (a, b, mut c) = (a.into(), b.into(), c.into());
         with_float!(self.context(), "matmul", a.dtype(), T =>
-            self.matmul(a.typed::<T>("matmul (a)")?, b.typed::<T>("matmul (b)")?, c.typed_mut::<T>("matmul (c)")?, mkn))
+            self.matmul(&a.typed::<T>("matmul (a)")?, &b.typed::<T>("matmul (b)")?, &mut c.typed::<T>("matmul (c)")?, mkn))
+    }
+
+    /// `out = a · b` of 2-D arrays or views, as [`Ops::mm`].
+    pub fn mm_any<'x, 'y, 'z>(
+        &self,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.into(), b.into(), out.into());
+        with_float!(self.context(), "mm", a.dtype(), T =>
+            self.mm(&a.typed::<T>("mm (a)")?, &b.typed::<T>("mm (b)")?, &mut out.typed::<T>("mm (out)")?))
     }
 }

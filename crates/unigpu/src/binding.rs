@@ -23,7 +23,8 @@
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::{AnyArray, Error, Ops, Scalar};
+use crate::any_array::{AnyView, AnyViewMut};
+use crate::{AnyArray, Error, Layout, Ops, Scalar};
 
 pub use crate::ops::kinds::{Binary, Reduce, Unary};
 
@@ -331,88 +332,171 @@ pub fn split<'g>(views: Vec<View<'g>>) -> (Vec<&'g AnyArray>, Vec<&'g mut AnyArr
     (reads, writes)
 }
 
+/// One array argument as a binding names it: its shared array and, for
+/// a view (Python's `a.T`, `a[1:]`), the layout of the view's elements in
+/// that array's memory. Locking and aliasing go by the shared array, so a
+/// view and its array are one array to the rule above.
+#[derive(Debug, Clone, Copy)]
+pub struct Handle<'a> {
+    pub array: &'a RwLock<AnyArray>,
+    pub layout: Option<&'a Layout>,
+}
+
+impl<'a> From<&'a SharedArray> for Handle<'a> {
+    fn from(array: &'a SharedArray) -> Self {
+        Handle {
+            array,
+            layout: None,
+        }
+    }
+}
+
+impl<'a> From<&'a RwLock<AnyArray>> for Handle<'a> {
+    fn from(array: &'a RwLock<AnyArray>) -> Self {
+        Handle {
+            array,
+            layout: None,
+        }
+    }
+}
+
+/// The first array a call writes, as its body sees it.
+fn written(w: Vec<&mut AnyArray>) -> &mut AnyArray {
+    w.into_iter()
+        .next()
+        .expect("every call below names one written array")
+}
+
 /// `out = a ∘ b` on `ops`, with `a`, `b` read and `out` written under the
-/// module's rule.
-pub fn binary(
+/// module's rule; `a` and `b` broadcast to `out`'s shape.
+pub fn binary<'a>(
     ops: Ops<'_>,
     op: Binary,
-    [a, b, out]: [&RwLock<AnyArray>; 3],
+    arrays: [impl Into<Handle<'a>>; 3],
     names: [&str; 3],
 ) -> Result<(), CallError> {
+    let [a, b, out] = arrays.map(Into::into);
     with_arrays(
         &[
-            Operand::read(a, names[0]),
-            Operand::read(b, names[1]),
-            Operand::write(out, names[2]),
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(out.array, names[2]),
         ],
         |v| {
-            let (r, mut w) = split(v);
-            match op {
-                Binary::Add => ops.add_any(r[0], r[1], w[0]),
-                Binary::Sub => ops.sub_any(r[0], r[1], w[0]),
-                Binary::Mul => ops.mul_any(r[0], r[1], w[0]),
-            }
+            let (r, w) = split(v);
+            ops.binary_any(
+                op,
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
         },
     )
 }
 
 /// `out = op(x)` on `ops`.
-pub fn unary(
+pub fn unary<'a>(
     ops: Ops<'_>,
     op: Unary,
-    [x, out]: [&RwLock<AnyArray>; 2],
+    arrays: [impl Into<Handle<'a>>; 2],
     names: [&str; 2],
 ) -> Result<(), CallError> {
+    let [x, out] = arrays.map(Into::into);
     with_arrays(
-        &[Operand::read(x, names[0]), Operand::write(out, names[1])],
+        &[
+            Operand::read(x.array, names[0]),
+            Operand::write(out.array, names[1]),
+        ],
         |v| {
-            let (r, mut w) = split(v);
-            match op {
-                Unary::Relu => ops.relu_any(r[0], w[0]),
-                Unary::Sigmoid => ops.sigmoid_any(r[0], w[0]),
-                Unary::Tanh => ops.tanh_any(r[0], w[0]),
-            }
+            let (r, w) = split(v);
+            ops.unary_any(
+                op,
+                AnyView {
+                    array: r[0],
+                    layout: x.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
         },
     )
 }
 
 /// A reduction on `ops`: `Sum` and `Max` of `x`, `Dot` of `x` and `y`
 /// (`y` is ignored by the others).
-pub fn reduce(
+pub fn reduce<'a>(
     ops: Ops<'_>,
     op: Reduce,
-    [x, y]: [&RwLock<AnyArray>; 2],
+    arrays: [impl Into<Handle<'a>>; 2],
     names: [&str; 2],
 ) -> Result<Scalar, CallError> {
+    let [x, y] = arrays.map(Into::into);
     with_arrays(
-        &[Operand::read(x, names[0]), Operand::read(y, names[1])],
+        &[
+            Operand::read(x.array, names[0]),
+            Operand::read(y.array, names[1]),
+        ],
         |v| {
             let (r, _) = split(v);
+            let xv = AnyView {
+                array: r[0],
+                layout: x.layout,
+            };
             match op {
-                Reduce::Sum => ops.sum_any(r[0]),
-                Reduce::Max => ops.max_any(r[0]),
-                Reduce::Dot => ops.dot_any(r[0], r[1]),
+                Reduce::Sum => ops.sum_any(xv),
+                Reduce::Max => ops.max_any(xv),
+                Reduce::Dot => ops.dot_any(
+                    xv,
+                    AnyView {
+                        array: r[1],
+                        layout: y.layout,
+                    },
+                ),
             }
         },
     )
 }
 
 /// `dst = src` on `ops` (`copy(x, x)` leaves `x` as it is).
-pub fn copy(
+pub fn copy<'a>(
     ops: Ops<'_>,
-    [src, dst]: [&RwLock<AnyArray>; 2],
+    arrays: [impl Into<Handle<'a>>; 2],
     names: [&str; 2],
 ) -> Result<(), CallError> {
-    if std::ptr::eq(src, dst) {
+    let [src, dst] = arrays.map(Into::into);
+    if std::ptr::eq(src.array, dst.array) && src.layout == dst.layout {
         // The rule's result (the array as it was) without the copy it
         // would take.
-        return with_arrays(&[Operand::read(src, names[0])], |_| Ok(()));
+        return with_arrays(&[Operand::read(src.array, names[0])], |_| Ok(()));
     }
     with_arrays(
-        &[Operand::read(src, names[0]), Operand::write(dst, names[1])],
+        &[
+            Operand::read(src.array, names[0]),
+            Operand::write(dst.array, names[1]),
+        ],
         |v| {
-            let (r, mut w) = split(v);
-            ops.copy_any(r[0], w[0])
+            let (r, w) = split(v);
+            ops.copy_any(
+                AnyView {
+                    array: r[0],
+                    layout: src.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: dst.layout,
+                },
+            )
         },
     )
 }
@@ -426,54 +510,132 @@ pub fn copy_to([src, dst]: [&RwLock<AnyArray>; 2], names: [&str; 2]) -> Result<(
     with_arrays(
         &[Operand::read(src, names[0]), Operand::write(dst, names[1])],
         |v| {
-            let (r, mut w) = split(v);
-            r[0].copy_to(w[0])
+            let (r, w) = split(v);
+            r[0].copy_to(written(w))
         },
     )
 }
 
 /// Every element of `x` set to `value` on `ops`.
-pub fn fill(ops: Ops<'_>, x: &RwLock<AnyArray>, value: Scalar) -> Result<(), CallError> {
-    Ok(ops.fill_any(&mut write_guard(x), value)?)
+pub fn fill<'a>(ops: Ops<'_>, x: impl Into<Handle<'a>>, value: Scalar) -> Result<(), CallError> {
+    let x = x.into();
+    let mut g = write_guard(x.array);
+    Ok(ops.fill_any(
+        AnyViewMut {
+            array: &mut g,
+            layout: x.layout,
+        },
+        value,
+    )?)
 }
 
 /// `x = alpha·x` on `ops`.
-pub fn scale(ops: Ops<'_>, alpha: Scalar, x: &RwLock<AnyArray>) -> Result<(), CallError> {
-    Ok(ops.scale_any(alpha, &mut write_guard(x))?)
+pub fn scale<'a>(ops: Ops<'_>, alpha: Scalar, x: impl Into<Handle<'a>>) -> Result<(), CallError> {
+    let x = x.into();
+    let mut g = write_guard(x.array);
+    Ok(ops.scale_any(
+        alpha,
+        AnyViewMut {
+            array: &mut g,
+            layout: x.layout,
+        },
+    )?)
 }
 
 /// `y = alpha·x + y` on `ops`.
-pub fn axpy(
+pub fn axpy<'a>(
     ops: Ops<'_>,
     alpha: Scalar,
-    [x, y]: [&RwLock<AnyArray>; 2],
+    arrays: [impl Into<Handle<'a>>; 2],
     names: [&str; 2],
 ) -> Result<(), CallError> {
+    let [x, y] = arrays.map(Into::into);
     with_arrays(
-        &[Operand::read(x, names[0]), Operand::write(y, names[1])],
+        &[
+            Operand::read(x.array, names[0]),
+            Operand::write(y.array, names[1]),
+        ],
         |v| {
-            let (r, mut w) = split(v);
-            ops.axpy_any(alpha, r[0], w[0])
+            let (r, w) = split(v);
+            ops.axpy_any(
+                alpha,
+                AnyView {
+                    array: r[0],
+                    layout: x.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: y.layout,
+                },
+            )
         },
     )
 }
 
 /// `c = a·b` (row-major `m×k`, `k×n`) on `ops`.
-pub fn matmul(
+pub fn matmul<'a>(
     ops: Ops<'_>,
-    [a, b, c]: [&RwLock<AnyArray>; 3],
+    arrays: [impl Into<Handle<'a>>; 3],
     names: [&str; 3],
     mkn: (usize, usize, usize),
 ) -> Result<(), CallError> {
+    let [a, b, c] = arrays.map(Into::into);
     with_arrays(
         &[
-            Operand::read(a, names[0]),
-            Operand::read(b, names[1]),
-            Operand::write(c, names[2]),
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(c.array, names[2]),
         ],
         |v| {
-            let (r, mut w) = split(v);
-            ops.matmul_any(r[0], r[1], w[0], mkn)
+            let (r, w) = split(v);
+            ops.matmul_any(
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: c.layout,
+                },
+                mkn,
+            )
+        },
+    )
+}
+
+/// `out = a·b` of 2-D arrays or views, the sizes from their shapes.
+pub fn mm<'a>(
+    ops: Ops<'_>,
+    arrays: [impl Into<Handle<'a>>; 3],
+    names: [&str; 3],
+) -> Result<(), CallError> {
+    let [a, b, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(out.array, names[2]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.mm_any(
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
         },
     )
 }

@@ -78,7 +78,7 @@ mod transfer;
 mod unified;
 mod view;
 
-pub use any_array::AnyArray;
+pub use any_array::{AnyArray, AnyView, AnyViewMut};
 pub use any_pinned::AnyPinned;
 pub use array::GpuArray;
 pub use backend::{Backend, BackendAttempt, DeviceKind, Outcome};
@@ -99,7 +99,7 @@ pub use pinned::PinnedBuffer;
 pub use pipeline::{Pipeline, PipelineReport, Timeline};
 pub use stream::Stream;
 pub use unified::{HostView, HostViewMut};
-pub use unigpu_core::{IntoShape, Layout, ShapeError};
+pub use unigpu_core::{IntoShape, Layout, ShapeError, broadcast_shapes, infer_shape};
 pub use view::{ArrayView, ArrayViewMut};
 
 #[doc(hidden)]

@@ -48,6 +48,31 @@ impl<T: Element> GpuArray<T> {
         }
     }
 
+    /// The elements `layout` names in this array's memory (numpy's
+    /// `as_strided`, checked): refused when an element lies outside it.
+    /// What the bindings keep for a view.
+    pub fn view_as(&self, layout: Layout) -> Result<ArrayView<'_, T>> {
+        layout
+            .check_within(self.storage.len())
+            .map_err(|e| shape_error("GpuArray::view_as", e))?;
+        Ok(ArrayView {
+            layout,
+            array: self,
+        })
+    }
+
+    /// As [`GpuArray::view_as`], writable (a layout that may hold an
+    /// element twice is refused when written).
+    pub fn view_mut_as(&mut self, layout: Layout) -> Result<ArrayViewMut<'_, T>> {
+        layout
+            .check_within(self.storage.len())
+            .map_err(|e| shape_error("GpuArray::view_mut_as", e))?;
+        Ok(ArrayViewMut {
+            layout,
+            array: self,
+        })
+    }
+
     /// Every axis reversed (numpy's `.T`; a matrix transposed), as a view:
     /// no element moves.
     pub fn t(&self) -> ArrayView<'_, T> {
@@ -135,22 +160,17 @@ macro_rules! shape_ops {
 
             /// Elements `range` of `axis`; the axis is kept.
             pub fn slice(self, axis: usize, range: Range<usize>) -> Result<Self> {
-                self.slice_step(axis, range.start, range.end, 1)
+                self.slice_step(axis, range, 1)
             }
 
-            /// Elements `start, start + step, ...` before `stop` of `axis`
-            /// (Python's `start:stop:step`; a negative step walks down from
-            /// `start`, which is then above `stop`).
-            pub fn slice_step(
-                self,
-                axis: usize,
-                start: usize,
-                stop: usize,
-                step: isize,
-            ) -> Result<Self> {
+            /// Every `|step|`-th element of `range` along `axis`: upwards
+            /// from `range.start` for a positive step, downwards from
+            /// `range.end - 1` for a negative one (ndarray's rule;
+            /// `slice_step(0, 0..n, -1)` reverses the axis).
+            pub fn slice_step(self, axis: usize, range: Range<usize>, step: isize) -> Result<Self> {
                 let layout = self
                     .layout
-                    .slice(axis, start, stop, step)
+                    .slice(axis, range, step)
                     .map_err(|e| shape_error(concat!(stringify!($view), "::slice"), e))?;
                 Ok(Self { layout, ..self })
             }

@@ -66,7 +66,7 @@ on_every_backend!(views_read_the_elements_their_layout_names, |ctx| {
 
         // A slice with a step of the last axis, then an index of the first.
         let (lo, hi) = (d2 / 3, d2);
-        let s = a.view().slice_step(2, lo, hi, 2).unwrap();
+        let s = a.view().slice_step(2, lo..hi, 2).unwrap();
         let n2 = (hi - lo).div_ceil(2);
         assert_eq!(s.shape(), &[d0, d1, n2]);
         assert_same(
@@ -81,7 +81,7 @@ on_every_backend!(views_read_the_elements_their_layout_names, |ctx| {
         );
 
         // A negative step walks the axis backwards.
-        let rev = a.view().slice_step(1, d1 - 1, 0, -1).unwrap();
+        let rev = a.view().slice_step(1, 1..d1, -1).unwrap();
         assert_eq!(rev.shape(), &[d0, d1 - 1, d2]);
         assert_same(
             &gather(
@@ -157,7 +157,7 @@ on_every_backend!(writes_through_views_land_where_the_layout_says, |ctx| {
         let src = ctx.upload(&src_host).unwrap();
         let step = 2;
         {
-            let mut dst = a.view_mut().slice_step(1, 0, d1, step).unwrap();
+            let mut dst = a.view_mut().slice_step(1, 0..d1, step).unwrap();
             dst.assign(&src.view()).unwrap();
         }
         for i in 0..d0 {
@@ -339,7 +339,7 @@ on_every_backend!(ops_take_views_and_broadcast, |ctx| {
     // `a` and itself-transposed-back, written into every other row.
     let mut big = ctx.zeros::<f32>([d2, 2 * d1, d0]).unwrap();
     {
-        let mut rows = big.view_mut().slice_step(1, 0, 2 * d1, 2).unwrap();
+        let mut rows = big.view_mut().slice_step(1, 0..2 * d1, 2).unwrap();
         ops.sub(
             &a.t(),
             &a.t().index(1, 0).unwrap().reshape([d2, 1, d0]).unwrap(),

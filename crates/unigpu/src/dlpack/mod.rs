@@ -21,7 +21,7 @@ pub use unigpu_core::dlpack::{ManagedTensor as DlpackTensor, TensorView};
 
 use crate::backend::Storage;
 use crate::element::with_dtype;
-use crate::{AnyArray, Backend, Context, DType, Element, Error, GpuArray, Result};
+use crate::{AnyArray, ArrayViewMut, Backend, Context, DType, Element, Error, GpuArray, Result};
 
 /// The DLPack `(device_type, device_id)` of a backend's device: CPU 1,
 /// CUDA 2 (torch tensors here are CUDA tensors), Vulkan 7, as each backend
@@ -51,14 +51,7 @@ impl<T: Element> GpuArray<T> {
     /// write: until the consumer is done, ordering the array's other uses
     /// against it is the caller's duty, as in every DLPack exchange.
     pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
-        let stream = &self.ctx.default_stream().imp;
-        let mut tensor = self.storage.export_dlpack(stream, sync)?;
-        // Backends export their whole buffer as 1-D; the array's shape,
-        // strides and offset are the facade's to describe.
-        if self.layout != unigpu_core::Layout::contiguous(&[self.storage.len()]) {
-            tensor.set_layout(&self.layout, std::mem::size_of::<T>())?;
-        }
-        Ok(tensor)
+        self.view_mut().to_dlpack(sync)
     }
 
     /// Takes `tensor` as an array of `ctx` without copying. The tensor must
@@ -80,6 +73,24 @@ impl<T: Element> GpuArray<T> {
             .map_err(|e| crate::array::shape_error("GpuArray::from_dlpack", e))?;
         array.layout = layout;
         Ok(array)
+    }
+}
+
+impl<T: Element> ArrayViewMut<'_, T> {
+    /// Exports the view's elements as a DLPack tensor with the view's
+    /// shape and strides (its offset as the byte offset), sharing the
+    /// array's memory; see [`GpuArray::to_dlpack`].
+    pub fn to_dlpack(&mut self, sync: DlpackSync<'_>) -> Result<DlpackTensor> {
+        let array = &mut *self.array;
+        let stream = &array.ctx.default_stream().imp;
+        let len = array.storage.len();
+        let mut tensor = array.storage.export_dlpack(stream, sync)?;
+        // Backends export their whole buffer as 1-D; the shape, strides
+        // and offset are the facade's to describe.
+        if self.layout != unigpu_core::Layout::contiguous(&[len]) {
+            tensor.set_layout(&self.layout, std::mem::size_of::<T>())?;
+        }
+        Ok(tensor)
     }
 }
 

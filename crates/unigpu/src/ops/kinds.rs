@@ -52,12 +52,44 @@ pub enum Binary {
     Mul,
 }
 
+impl Binary {
+    /// The op's name, as the API spells it.
+    pub fn name(self) -> &'static str {
+        self.operands()[3]
+    }
+
+    /// What errors call the operands `a`, `b` and `out`, then the name.
+    pub(crate) fn operands(self) -> [&'static str; 4] {
+        match self {
+            Binary::Add => ["add (a)", "add (b)", "add (out)", "add"],
+            Binary::Sub => ["sub (a)", "sub (b)", "sub (out)", "sub"],
+            Binary::Mul => ["mul (a)", "mul (b)", "mul (out)", "mul"],
+        }
+    }
+}
+
 /// The element-wise ops that take one input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unary {
     Relu,
     Sigmoid,
     Tanh,
+}
+
+impl Unary {
+    /// The op's name, as the API spells it.
+    pub fn name(self) -> &'static str {
+        self.operands()[2]
+    }
+
+    /// What errors call the operands `x` and `out`, then the name.
+    pub(crate) fn operands(self) -> [&'static str; 3] {
+        match self {
+            Unary::Relu => ["relu (x)", "relu (out)", "relu"],
+            Unary::Sigmoid => ["sigmoid (x)", "sigmoid (out)", "sigmoid"],
+            Unary::Tanh => ["tanh (x)", "tanh (out)", "tanh"],
+        }
+    }
 }
 
 /// The reductions.

@@ -10,7 +10,7 @@ pub(crate) use kinds::{Binary, Reduce, Unary};
 pub use operand::{AsView, AsViewMut};
 
 use crate::stream::check_len;
-use crate::{ArrayView, ArrayViewMut, Context, Element, Error, GpuArray, Result, Stream};
+use crate::{ArrayView, ArrayViewMut, Context, Element, Error, Result, Stream};
 
 /// Built-in ops on one stream: `ctx.ops()` (the default stream) or
 /// `ctx.ops_on(&stream)`. Every call is stream-ordered like a kernel
@@ -55,9 +55,21 @@ impl<'a> Ops<'a> {
         self.stream.imp.fill(&mut x.array.storage, value)
     }
 
-    /// `dst = src` (equal shapes, or two contiguous arrays of one length).
-    pub fn copy<T: Element>(&self, src: &GpuArray<T>, dst: &mut GpuArray<T>) -> Result<()> {
-        self.stream.copy(src, dst)
+    /// `dst = src`: equal shapes, `src` broadcast to `dst`'s shape, or two
+    /// contiguous arrays of one length (the elements in order).
+    pub fn copy<T: Element>(
+        &self,
+        src: &impl AsView<T>,
+        dst: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let (src, mut dst) = (src.as_view(), dst.as_view_mut());
+        let whole = |l: &unigpu_core::Layout, len: usize| l.is_whole(len);
+        if whole(&src.layout, src.array.storage.len())
+            && whole(&dst.layout, dst.array.storage.len())
+        {
+            return self.stream.copy(src.array, dst.array);
+        }
+        self.on().copy(&src, &mut dst)
     }
 
     /// `out = a + b`, element-wise, broadcasting size-1 axes (numpy's
@@ -228,7 +240,7 @@ impl<'a> Ops<'a> {
         self.matmul(&a, &b, &mut out, (m, k, n))
     }
 
-    fn binary<T: Float>(
+    pub(crate) fn binary<T: Float>(
         &self,
         op: Binary,
         a: ArrayView<'_, T>,
@@ -266,7 +278,7 @@ impl<'a> Ops<'a> {
         })
     }
 
-    fn unary<T: Float>(
+    pub(crate) fn unary<T: Float>(
         &self,
         op: Unary,
         x: ArrayView<'_, T>,

@@ -118,6 +118,41 @@ impl On<'_> {
         Ok(Whole::Copied(copy))
     }
 
+    /// `dst = src` for views: `src` broadcast to `dst`'s shape, or, for
+    /// two contiguous views of one length, the elements in order.
+    pub(super) fn copy<T: Element>(
+        &self,
+        src: &ArrayView<'_, T>,
+        dst: &mut ArrayViewMut<'_, T>,
+    ) -> Result<()> {
+        let what = "copy";
+        self.same_backend(&src.array.ctx, what)?;
+        self.same_backend(&dst.array.ctx, what)?;
+        let from = if src.is_contiguous() && dst.is_contiguous() && src.len() == dst.len() {
+            src.layout.reshape(dst.shape())
+        } else {
+            src.layout.broadcast_to(dst.shape())
+        }
+        .map_err(|e| crate::array::shape_error(what, e))?;
+        if dst.layout.may_overlap() {
+            return Err(Error::Shape {
+                what,
+                message: format!(
+                    "the destination {:?} may hold an element twice: it can be read, not written",
+                    dst.layout
+                ),
+            });
+        }
+        crate::strided::copy(
+            self.ctx,
+            self.stream,
+            &src.array.storage,
+            &from,
+            &mut dst.array.storage,
+            &dst.layout,
+        )
+    }
+
     /// Runs `f` on the whole buffer of `out`'s elements: its own where the
     /// view is all of it in order, else a contiguous buffer copied into
     /// place after (and, where `f` reads it, `in_place`, filled from the
