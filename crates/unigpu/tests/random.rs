@@ -426,6 +426,24 @@ fn random_case() -> (u64, u64, usize) {
     (rng.random(), offset, common::random_len(5000))
 }
 
+/// Three random cases, the short lengths 1 to 5 and 7 at random offsets,
+/// and a call whose blocks cross 2^32 (the counter's low word carries into
+/// its high word partway through).
+fn cases() -> Vec<(u64, u64, usize)> {
+    let mut all: Vec<_> = (0..3).map(|_| random_case()).collect();
+    for n in [1, 2, 3, 4, 5, 7] {
+        let (seed, offset, _) = random_case();
+        all.push((seed, offset, n));
+    }
+    let (seed, _, _) = random_case();
+    all.push((
+        seed,
+        ((1u64 << 32) - 3) * 4 - rand::rng().random_range(0..4),
+        41,
+    ));
+    all
+}
+
 fn check_floats<T: Reference>(got: &[T], what: &str, want: impl Fn(usize) -> T) {
     for (i, g) in got.iter().enumerate() {
         let w = want(i);
@@ -438,8 +456,7 @@ fn check_floats<T: Reference>(got: &[T], what: &str, want: impl Fn(usize) -> T) 
     }
 }
 
-fn uniform_case<T: Reference>(ctx: &Context) {
-    let (seed, offset, n) = random_case();
+fn uniform_case<T: Reference>(ctx: &Context, (seed, offset, n): (u64, u64, usize)) {
     let mut g = Generator::new(seed);
     g.set_offset(offset);
     let first = offset.div_ceil(4);
@@ -453,8 +470,7 @@ fn uniform_case<T: Reference>(ctx: &Context) {
     assert_eq!(g.offset(), (first + n.div_ceil(per_block) as u64) * 4);
 }
 
-fn normal_case<T: Reference>(ctx: &Context) {
-    let (seed, offset, n) = random_case();
+fn normal_case<T: Reference>(ctx: &Context, (seed, offset, n): (u64, u64, usize)) {
     let mut rng = rand::rng();
     let (mean, std) = (rng.random_range(-10.0..10.0), rng.random_range(0.0..5.0));
     let mut g = Generator::new(seed);
@@ -475,8 +491,7 @@ fn normal_case<T: Reference>(ctx: &Context) {
     );
 }
 
-fn randint_case<T: IntReference>(ctx: &Context) {
-    let (seed, offset, n) = random_case();
+fn randint_case<T: IntReference>(ctx: &Context, (seed, offset, n): (u64, u64, usize)) {
     let (low, high) = T::random_bounds(&mut rand::rng());
     let mut g = Generator::new(seed);
     g.set_offset(offset);
@@ -498,27 +513,27 @@ fn randint_case<T: IntReference>(ctx: &Context) {
 }
 
 on_every_backend!(uniform_is_the_host_reference_bit_for_bit, |ctx| {
-    for _ in 0..3 {
-        uniform_case::<f32>(ctx);
-        uniform_case::<f16>(ctx);
-        uniform_case::<bf16>(ctx);
-        uniform_case::<f64>(ctx);
+    for case in cases() {
+        uniform_case::<f32>(ctx, case);
+        uniform_case::<f16>(ctx, case);
+        uniform_case::<bf16>(ctx, case);
+        uniform_case::<f64>(ctx, case);
     }
 });
 
 on_every_backend!(normal_is_the_host_reference_bit_for_bit, |ctx| {
-    for _ in 0..3 {
-        normal_case::<f32>(ctx);
-        normal_case::<f16>(ctx);
-        normal_case::<bf16>(ctx);
-        normal_case::<f64>(ctx);
+    for case in cases() {
+        normal_case::<f32>(ctx, case);
+        normal_case::<f16>(ctx, case);
+        normal_case::<bf16>(ctx, case);
+        normal_case::<f64>(ctx, case);
     }
 });
 
 on_every_backend!(randint_is_the_host_reference_bit_for_bit, |ctx| {
-    for _ in 0..3 {
-        randint_case::<i32>(ctx);
-        randint_case::<i64>(ctx);
+    for case in cases() {
+        randint_case::<i32>(ctx, case);
+        randint_case::<i64>(ctx, case);
     }
 });
 
