@@ -29,7 +29,8 @@
 //!   block: words (w0, w1) and (w2, w3)).
 //! - Normal: Box–Muller. f32 (and f16/bf16, computed in f32): words
 //!   (w0, w1) give elements 0 and 1, (w2, w3) elements 2 and 3;
-//!   u = ((wa >> 8) + 1) × 2^-24 in (0, 1], the angle 2π (wb >> 8) 2^-24,
+//!   u = (wa + 1) × 2^-32 in (0, 1] (in f32: (wa >> 8)·256 + (wa & 255),
+//!   then + 1, each sum rounded to nearest), the angle 2π (wb >> 8) 2^-24,
 //!   z0 = √(−2 ln u) cos θ, z1 = √(−2 ln u) sin θ, element = mean + std · z
 //!   (mean and std rounded to f32). f64: (w0, w1) give u = (53 bits + 1) ×
 //!   2^-53, (w2, w3) the angle's top 53 bits; 2 elements a block.
@@ -351,7 +352,12 @@ fn philox_normal<T>(out: &mut [T], key0: u32, key1: u32, blo: u32, bhi: u32, mea
                 wa = c2;
                 wb = c3;
             }
-            let u = ((wa >> 8u32) + 1u32) as f32 * 5.9604645e-8f32;
+            // u in (0, 1] from all 32 bits: exact below 2^-8 (where the
+            // tail of the normal comes from: |z| reaches 6.66, not the
+            // 5.77 of 24 bits), rounded to nearest above. Both parts
+            // convert exactly (below 2^24).
+            let u =
+                ((wa >> 8u32) as f32 * 256.0f32 + (wa & 255u32) as f32 + 1.0f32) * 2.3283064e-10f32;
             let radius = sqrt_f32(-2.0f32 * ln_unit_f32(u));
             let p = wb >> 8u32;
             let q = quadrant24(p);

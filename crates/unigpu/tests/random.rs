@@ -268,7 +268,7 @@ fn by_quadrant<F: std::ops::Neg<Output = F> + Copy>(q: u32, s: F, c: F) -> (F, F
 
 /// Box–Muller, f32: (cos, sin) elements from words (a, b).
 fn box_muller32(a: u32, b: u32) -> (f32, f32) {
-    let u = ((a >> 8) + 1) as f32 * 2f32.powi(-24);
+    let u = (((a >> 8) as f32 * 256.0 + (a & 255) as f32) + 1.0) * 2f32.powi(-32);
     let radius = sqrt32(-2.0 * ln32(u));
     let p = b >> 8;
     let q = ((p >> 21) + 1) >> 1;
@@ -698,8 +698,9 @@ fn the_device_math_is_accurate() {
     let (mut ln_e, mut sqrt_e, mut sin_e, mut cos_e) = (0f64, 0f64, 0f64, 0f64);
     let (mut ln_e64, mut sqrt_e64, mut sin_e64, mut cos_e64) = (0f64, 0f64, 0f64, 0f64);
     for _ in 0..200_000 {
-        // u as the kernels make it: (k + 1) 2^-24.
-        let u = (rng.random_range(0..1u32 << 24) + 1) as f32 * 2f32.powi(-24);
+        // u down to 2^-32, as the kernels make it.
+        let u = (rng.random::<u32>() >> rng.random_range(0..32)) as f32 * 2f32.powi(-32)
+            + 2f32.powi(-32);
         if u < 1.0 {
             ln_e = ln_e.max(rel(ln32(u) as f64, (u as f64).ln()) / f32::EPSILON as f64);
         }
@@ -744,7 +745,7 @@ fn box_muller_pairs_match_f64_std() {
     let (mut e32, mut e64) = (0f64, 0f64);
     for _ in 0..200_000 {
         let w: [u32; 4] = rng.random();
-        let u = ((w[0] >> 8) + 1) as f64 * 2f64.powi(-24);
+        let u = (((w[0] >> 8) as f32 * 256.0 + (w[0] & 255) as f32) + 1.0) as f64 * 2f64.powi(-32);
         let (r, t) = (
             (-2.0 * u.ln()).sqrt(),
             std::f64::consts::TAU * (w[1] >> 8) as f64 * 2f64.powi(-24),
@@ -764,6 +765,14 @@ fn box_muller_pairs_match_f64_std() {
         e64 = e64.max((z0 - r * t.cos()).abs().max((z1 - r * t.sin()).abs()) / r.max(1.0));
     }
     println!("Box-Muller: largest error / max(1, radius): f32 {e32:e}, f64 {e64:e}");
+    // The smallest u is 2^-32 (f32) and 2^-53 (f64): the tails reach
+    // √(64 ln 2) = 6.66 and √(106 ln 2) = 8.57.
+    assert!(
+        (box_muller32(0, 0).0 - 6.660_437).abs() < 1e-5,
+        "{:?}",
+        box_muller32(0, 0)
+    );
+    assert!((box_muller64([0; 4]).0 - (106f64 * 2f64.ln()).sqrt()).abs() < 1e-14);
     assert!(e32 < 4.0 * f32::EPSILON as f64, "f32: {e32:e}");
     // std's own ln, sqrt, sin and cos err by about an ulp each.
     assert!(e64 < 16.0 * f64::EPSILON, "f64: {e64:e}");
