@@ -224,6 +224,13 @@ fn rem_angle24(p: u32) -> f32 {
 /// Philox 4×32-10 and the element code, once for f32, f16 and bf16: each
 /// invocation fills four elements from its block; `bits` and `scale` are
 /// the type's (24, 2^-24 for f32).
+///
+/// Every kernel below repeats the same ten rounds: a device function
+/// returns one value, and one that gave a single word would run the ten
+/// rounds once per word, four times the work. The counter is (block low,
+/// block high, 0, 0) with block = (blo, bhi) + the invocation, carried
+/// into the high word; the key is bumped after every round (after the
+/// last it is unused), which is Random123's schedule.
 #[unigpu::kernel(T = [f32, f16, bf16])]
 fn philox_uniform<T>(
     out: &mut [T],
