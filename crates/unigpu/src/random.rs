@@ -40,7 +40,7 @@
 //!   2^-64·r ≤ 2^-32 of 1/r); i64 takes all 128 bits of a block and gives
 //!   low + ⌊W·r / 2^128⌋ (within 2^-64 of 1/r).
 
-use crate::{Context, Element, Error, GpuArray, Grid, Result, bf16, f16};
+use crate::{Context, Element, Error, GpuArray, Grid, IntoShape, Result, bf16, f16};
 
 // ---------------------------------------------------------------- device code
 
@@ -748,40 +748,49 @@ impl Generator {
         self.offset = offset;
     }
 
-    /// `len` numbers uniform in [0, 1) (docs/random.md says which bits).
-    pub fn uniform<T: RandomFloat>(&mut self, ctx: &Context, len: usize) -> Result<GpuArray<T>> {
-        let mut out = ctx.alloc::<T>(len)?;
+    /// An array of `shape` (a length, or `[rows, cols]` …) of numbers
+    /// uniform in [0, 1), in row-major order (docs/random.md says which
+    /// bits).
+    pub fn uniform<T: RandomFloat>(
+        &mut self,
+        ctx: &Context,
+        shape: impl IntoShape,
+    ) -> Result<GpuArray<T>> {
+        let mut out = ctx.alloc::<T>(shape)?;
         self.uniform_into(&mut out)?;
         Ok(out)
     }
 
-    /// Fills `out` with numbers uniform in [0, 1).
+    /// Fills `out` (a contiguous array) with numbers uniform in [0, 1).
     pub fn uniform_into<T: RandomFloat>(&mut self, out: &mut GpuArray<T>) -> Result<()> {
-        let Some((block, blocks)) = self.take(out.len(), T::UNIFORM_PER_BLOCK, "uniform")? else {
-            return Ok(());
-        };
-        T::launch_uniform(out, self.key(), block, blocks)
+        let key = self.key();
+        self.fill(
+            out.len(),
+            T::UNIFORM_PER_BLOCK,
+            "uniform",
+            |block, blocks| T::launch_uniform(out, key, block, blocks),
+        )
     }
 
-    /// `len` normal numbers of mean `mean` and standard deviation `std`
-    /// (Box–Muller; for f32, f16 and bf16 computed in f32, `mean` and
-    /// `std` rounded to f32). `mean` must be finite and `std` finite and
-    /// not negative.
+    /// An array of `shape` of normal numbers of mean `mean` and standard
+    /// deviation `std` (Box–Muller; for f32, f16 and bf16 computed in f32,
+    /// `mean` and `std` rounded to f32). `mean` must be finite and `std`
+    /// finite and not negative.
     pub fn normal<T: RandomFloat>(
         &mut self,
         ctx: &Context,
-        len: usize,
+        shape: impl IntoShape,
         mean: f64,
         std: f64,
     ) -> Result<GpuArray<T>> {
         check_normal(mean, std)?;
-        let mut out = ctx.alloc::<T>(len)?;
+        let mut out = ctx.alloc::<T>(shape)?;
         self.normal_into(&mut out, mean, std)?;
         Ok(out)
     }
 
-    /// Fills `out` with normal numbers of mean `mean` and standard
-    /// deviation `std`.
+    /// Fills `out` (a contiguous array) with normal numbers of mean `mean`
+    /// and standard deviation `std`.
     pub fn normal_into<T: RandomFloat>(
         &mut self,
         out: &mut GpuArray<T>,
@@ -789,28 +798,29 @@ impl Generator {
         std: f64,
     ) -> Result<()> {
         check_normal(mean, std)?;
-        let Some((block, blocks)) = self.take(out.len(), T::NORMAL_PER_BLOCK, "normal")? else {
-            return Ok(());
-        };
-        T::launch_normal(out, self.key(), block, blocks, mean, std)
+        let key = self.key();
+        self.fill(out.len(), T::NORMAL_PER_BLOCK, "normal", |block, blocks| {
+            T::launch_normal(out, key, block, blocks, mean, std)
+        })
     }
 
-    /// `len` integers uniform in [low, high) (multiply-shift, no
-    /// rejection; docs/random.md gives its bias bound). `low < high`.
+    /// An array of `shape` of integers uniform in [low, high)
+    /// (multiply-shift, no rejection; docs/random.md gives its bias
+    /// bound). `low < high`.
     pub fn randint<T: RandomInt>(
         &mut self,
         ctx: &Context,
-        len: usize,
+        shape: impl IntoShape,
         low: T,
         high: T,
     ) -> Result<GpuArray<T>> {
         T::range(low, high)?;
-        let mut out = ctx.alloc::<T>(len)?;
+        let mut out = ctx.alloc::<T>(shape)?;
         self.randint_into(&mut out, low, high)?;
         Ok(out)
     }
 
-    /// Fills `out` with integers uniform in [low, high).
+    /// Fills `out` (a contiguous array) with integers uniform in [low, high).
     pub fn randint_into<T: RandomInt>(
         &mut self,
         out: &mut GpuArray<T>,
@@ -818,24 +828,31 @@ impl Generator {
         high: T,
     ) -> Result<()> {
         let range = T::range(low, high)?;
-        let Some((block, blocks)) = self.take(out.len(), T::PER_BLOCK, "randint")? else {
-            return Ok(());
-        };
-        T::launch_randint(out, self.key(), block, blocks, low, range)
+        let key = self.key();
+        self.fill(out.len(), T::PER_BLOCK, "randint", |block, blocks| {
+            T::launch_randint(out, key, block, blocks, low, range)
+        })
     }
 
     fn key(&self) -> [u32; 2] {
         [self.seed as u32, (self.seed >> 32) as u32]
     }
 
-    /// Reserves the blocks for `len` elements at `per_block` a block: the
-    /// first block and how many, advancing the offset past them (None, and
-    /// no change, for no elements). The block counter has 64 bits: a call
-    /// that would run past its end is an error, not a wrap onto numbers
-    /// already given.
-    fn take(&mut self, len: usize, per_block: usize, call: &str) -> Result<Option<(u64, usize)>> {
+    /// Runs `launch` on the blocks for `len` elements at `per_block` a
+    /// block (the first block, how many) and, once it has succeeded,
+    /// moves the offset past them: a call that fails (a strided array, a
+    /// type the adapter lacks) uses nothing, and no elements use nothing.
+    /// The block counter has 64 bits: a call that would run past its end
+    /// is an error, not a wrap onto numbers already given.
+    fn fill(
+        &mut self,
+        len: usize,
+        per_block: usize,
+        call: &str,
+        launch: impl FnOnce(u64, usize) -> Result<()>,
+    ) -> Result<()> {
         if len == 0 {
-            return Ok(None);
+            return Ok(());
         }
         let blocks = len.div_ceil(per_block);
         let first = self.offset.div_ceil(4);
@@ -851,8 +868,9 @@ impl Generator {
                     ),
                 )
             })?;
+        launch(first, blocks)?;
         self.offset = end;
-        Ok(Some((first, blocks)))
+        Ok(())
     }
 }
 

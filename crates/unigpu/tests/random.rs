@@ -577,6 +577,54 @@ on_every_backend!(
     }
 );
 
+on_every_backend!(shapes_are_filled_in_row_major_order, |ctx| {
+    let seed = rand::rng().random::<u64>();
+    let mut g = Generator::new(seed);
+    let z = g.normal::<f32>(ctx, [3, 5], 0.5, 2.0).unwrap();
+    assert_eq!(z.shape(), &[3, 5]);
+    check_floats(&z.download().unwrap(), "normal [3, 5]", |i| {
+        f32::normal_ref(seed, 0, i, 0.5, 2.0)
+    });
+    // 15 elements are 4 blocks.
+    let k = g.randint::<i64>(ctx, vec![2, 1, 3], -4, 9).unwrap();
+    assert_eq!(k.shape(), &[2, 1, 3]);
+    for (i, v) in k.download().unwrap().iter().enumerate() {
+        assert_eq!(*v, i64::randint_ref(seed, 4, i, -4, 9));
+    }
+    let mut u = ctx.alloc::<f64>([2, 2]).unwrap();
+    g.uniform_into(&mut u).unwrap();
+    check_floats(&u.download().unwrap(), "uniform_into [2, 2]", |i| {
+        f64::uniform_ref(seed, 10, i)
+    });
+    assert_eq!(g.offset(), 12 * 4);
+});
+
+// A call whose launch fails uses nothing: a strided array (a DLPack
+// import of a transposed tensor) is refused by the launch, after the
+// arguments were checked.
+on_every_backend!(a_refused_launch_leaves_the_offset, |ctx| {
+    if ctx.backend() == unigpu::Backend::Vulkan {
+        return; // wgpu hands out no buffer address: vulkan arrays do not export
+    }
+    let mut a = ctx.zeros::<f32>([4, 6]).unwrap();
+    let mut tensor = a.to_dlpack(unigpu::DlpackSync::Host).unwrap();
+    tensor
+        .set_layout(&unigpu::Layout::contiguous(&[4, 6]).transpose(), 4)
+        .unwrap();
+    let mut b = ctx.from_dlpack(tensor).unwrap();
+    let b = b.get_mut::<f32>().unwrap();
+    assert!(!b.is_contiguous());
+    let mut g = Generator::new(7);
+    g.set_offset(40);
+    for e in [
+        g.normal_into(b, 0.0, 1.0).unwrap_err(),
+        g.uniform_into(b).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("strided"), "{e}");
+    }
+    assert_eq!(g.offset(), 40);
+});
+
 on_every_backend!(large_samples_have_the_right_moments, |ctx| {
     let n = 1 << 20;
     let mut g = Generator::new(rand::rng().random());
