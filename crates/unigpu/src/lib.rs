@@ -47,7 +47,7 @@
 
 #![forbid(unsafe_code)]
 
-// The facade's own kernels (`strided.rs`) are written with
+// The facade's own kernels (`strided.rs`, `random.rs`) are written with
 // `#[unigpu::kernel]`, whose output names `::unigpu`.
 extern crate self as unigpu;
 
@@ -72,6 +72,7 @@ pub mod ops;
 mod peers;
 mod pinned;
 pub mod pipeline;
+pub mod random;
 mod stream;
 mod strided;
 mod transfer;
