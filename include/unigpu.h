@@ -798,8 +798,8 @@ enum ug_status ug_array_to_dlpack(const struct ug_array *array, int64_t stream, 
  * The tensor is consumed in every case once it is not NULL: on success the
  * array owns it and calls its deleter when the array is freed and its work
  * is done; on failure (`UG_DLPACK` with the reason: wrong device, dtype,
- * not contiguous, read-only, unknown major version) the deleter has been
- * called. Any shape is flattened.
+ * negative strides, read-only, unknown major version) the deleter has
+ * been called. The array keeps the tensor's shape and strides.
  *
  * A tensor exported by this library (`ug_array_to_dlpack`) and imported
  * again shares the original array's memory and its record of pending
@@ -1373,6 +1373,128 @@ enum ug_status ug_stream_download_pinned(const struct ug_stream *stream, const s
  * and not in use by another thread.
  */
 void ug_pinned_free(struct ug_pinned *pinned);
+
+/**
+ * An array of `shape` (`ndim` extents, row-major) and `dtype` holding
+ * zeros.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `shape` is NULL or valid for reads of
+ * `ndim` values (NULL only when `ndim` is 0); `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_array_zeros_nd(const struct ug_context *ctx, uint32_t dtype, const size_t *shape, size_t ndim, struct ug_array **out);
+
+/**
+ * The number of axes, into `out`.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_ndim(const struct ug_array *array, size_t *out);
+
+/**
+ * Writes the extent of each axis to `shape` (`capacity` entries there;
+ * `UG_INVALID_ARGUMENT`, nothing written, when fewer than `ug_array_ndim`).
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `shape` is NULL or valid for writes of
+ * `capacity` values.
+ */
+enum ug_status ug_array_shape(const struct ug_array *array, size_t *shape, size_t capacity);
+
+/**
+ * Writes the step between neighbours along each axis, in elements
+ * (negative for a reversed axis, 0 for a broadcast one), to `strides`
+ * (`capacity` entries there, as `ug_array_shape`).
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `strides` is NULL or valid for writes
+ * of `capacity` values.
+ */
+enum ug_status ug_array_strides(const struct ug_array *array, ptrdiff_t *strides, size_t capacity);
+
+/**
+ * A view of `array` with `shape` (`ndim` extents), the same elements in
+ * row-major order, into `out`; `UG_SIZE_MISMATCH` naming both shapes when
+ * the counts differ or the strides cannot express it without a copy (a
+ * transposed array flattened: `ug_array_contiguous` first).
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `shape` is NULL or valid for reads of
+ * `ndim` values; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_reshape(const struct ug_array *array, const size_t *shape, size_t ndim, struct ug_array **out);
+
+/**
+ * A view with the axes reordered: axis `i` of the view is axis `axes[i]`
+ * of `array`; `axes` NULL (and `naxes` 0) reverses them all (a matrix
+ * transposed).
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `axes` is NULL or valid for reads of
+ * `naxes` values; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_transpose(const struct ug_array *array, const size_t *axes, size_t naxes, struct ug_array **out);
+
+/**
+ * A view of elements `start..stop` of `axis`, every `|step|`-th: from
+ * `start` upwards for a positive step, from `stop - 1` downwards for a
+ * negative one (`step` 0 is refused). The axis is kept.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_slice(const struct ug_array *array, size_t axis, size_t start, size_t stop, ptrdiff_t step, struct ug_array **out);
+
+/**
+ * A view of element `index` of `axis`, the axis removed.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_index(const struct ug_array *array, size_t axis, size_t index, struct ug_array **out);
+
+/**
+ * Whether the elements are one row-major run of the memory (1) or not
+ * (0), into `out`.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_is_contiguous(const struct ug_array *array, int32_t *out);
+
+/**
+ * A new contiguous array with the elements and shape of `array` (a view
+ * or an array), copied on the device.
+ *
+ * # Safety
+ *
+ * `array` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_contiguous(const struct ug_array *array, struct ug_array **out);
+
+/**
+ * `out = a · b` for 2-D arrays or views (`a` m×k, `b` k×n, `out` m×n),
+ * the sizes taken from their shapes, on `stream` (NULL: the default
+ * stream of `a`'s context). `UG_SIZE_MISMATCH` naming the shapes when they
+ * do not fit.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `a`, `b`, `out` are NULL or live
+ * arrays.
+ */
+enum ug_status ug_op_mm(const struct ug_stream *stream, const struct ug_array *a, const struct ug_array *b, struct ug_array *out);
 
 /**
  * Copies this thread's last error message into `buf`, like `snprintf`: at

@@ -309,6 +309,14 @@ pub(crate) fn launch(
         let declared = params.and_then(|p| p.get(i));
         if let Ok(a) = obj.cast::<PyArray>() {
             let a = a.get();
+            if a.view {
+                // A kernel indexes the whole buffer from its start.
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "kernel `{}` argument {i} is a view (shape {:?}): kernels take whole arrays; pass a.copy()",
+                    kernel.name(),
+                    a.layout.shape()
+                )));
+            }
             let writes = !matches!(
                 declared,
                 Some(ParamKind::Pointer {

@@ -1863,7 +1863,7 @@ static void test_dlpack(ug_context *ctx) {
     ug_status want = UG_DLPACK;
     switch (c) {
       case 0: ct->version.major = 2; break;                    /* unknown major version */
-      case 1: g_producer.strides[0] = 1; g_producer.strides[1] = 2; break; /* not contiguous */
+      case 1: g_producer.strides[0] = -3; break;                 /* a negative stride */
       case 2: ct->flags = DLPACK_FLAG_BITMASK_READ_ONLY; break;  /* read-only */
       case 3: ct->dl_tensor.dtype.lanes = 4; break;            /* vector dtype */
       case 4: want = UG_NULL_ARGUMENT; break;                    /* NULL out */
@@ -1873,6 +1873,26 @@ static void test_dlpack(ug_context *ctx) {
     EXPECT(ug_array_from_dlpack(c == 5 ? NULL : ctx, ct, c == 4 ? NULL : &b), want);
     CHECK(g_producer.deleted == 1 && b == (ug_array *)SENTINEL);
   }
+  /* Column-major (strides 1, 2): taken with its strides, no copy. */
+  ct = c_versioned(2, 3, expect);
+  g_producer.strides[0] = 1;
+  g_producer.strides[1] = 2;
+  OK(ug_array_from_dlpack(ctx, ct, &b));
+  {
+    size_t sh[2] = {0, 0};
+    ptrdiff_t st[2] = {0, 0};
+    OK(ug_array_shape(b, sh, 2));
+    OK(ug_array_strides(b, st, 2));
+    CHECK(sh[0] == 2 && sh[1] == 3 && st[0] == 1 && st[1] == 2);
+    float *cm = (float *)download(b, UG_DTYPE_F32, 6);
+    int ok = 1;
+    for (size_t i = 0; i < 2; i++)
+      for (size_t j = 0; j < 3; j++) ok &= cm[i * 3 + j] == expect[i + 2 * j];
+    CHECK(ok);
+    free(cm);
+  }
+  ug_array_free(b);
+  CHECK(g_producer.deleted == 1);
   DLManagedTensor *lt = c_legacy(4, 4, expect);
   lt->dl_tensor.dtype.bits = 64; /* claims f64 over f32 data of the same byte size: fine */
   lt->dl_tensor.shape[1] = 2;
@@ -2363,6 +2383,105 @@ static void test_error_texts(void) {
   }
 }
 
+/* Shapes and views (issue 28): arrays of a shape, views that share the
+   memory (reshape, transpose, slice with a step, index), ops on views with
+   broadcasting, mm with a transposed operand; every element against the
+   host's own indexing. */
+static void test_shapes(ug_context *ctx) {
+  size_t r = rand_len(2, 9), c = rand_len(2, 17);
+  float *h = (float *)random_buf(UG_DTYPE_F32, r * c, -10, 10);
+  ug_array *flat = upload(ctx, UG_DTYPE_F32, h, r * c);
+  size_t shape[2] = {r, c}, got[2] = {0, 0}, ndim = 0;
+  ptrdiff_t strides[2] = {0, 0};
+  ug_array *a = NULL, *t = NULL, *s = NULL, *row = NULL, *tc = NULL;
+  OK(ug_array_reshape(flat, shape, 2, &a));
+  OK(ug_array_ndim(a, &ndim));
+  OK(ug_array_shape(a, got, 2));
+  OK(ug_array_strides(a, strides, 2));
+  CHECK(ndim == 2 && got[0] == r && got[1] == c && strides[0] == (ptrdiff_t)c && strides[1] == 1);
+  EXPECT(ug_array_shape(a, got, 1), UG_INVALID_ARGUMENT);
+
+  /* Transposed: element (j, i) is h[i*c + j]. */
+  OK(ug_array_transpose(a, NULL, 0, &t));
+  OK(ug_array_shape(t, got, 2));
+  CHECK(got[0] == c && got[1] == r);
+  float *tb = (float *)download(t, UG_DTYPE_F32, r * c);
+  int ok = 1;
+  for (size_t j = 0; j < c; j++)
+    for (size_t i = 0; i < r; i++) ok &= tb[j * r + i] == h[i * c + j];
+  CHECK(ok);
+  int contiguous = 1;
+  OK(ug_array_is_contiguous(t, &contiguous));
+  CHECK(contiguous == 0);
+  /* A transposed view cannot be flattened without a copy: both shapes named. */
+  size_t n1 = r * c;
+  ug_array *bad = NULL;
+  EXPECT(ug_array_reshape(t, &n1, 1, &bad), UG_SIZE_MISMATCH);
+  CHECK(bad == NULL);
+  char want[64];
+  snprintf(want, sizeof want, "[%zu, %zu]", c, r);
+  ERROR_HAS(want);
+  OK(ug_array_contiguous(t, &tc));
+  OK(ug_array_is_contiguous(tc, &contiguous));
+  CHECK(contiguous == 1);
+  float *tcb = (float *)download(tc, UG_DTYPE_F32, r * c);
+  CHECK(memcmp(tcb, tb, r * c * sizeof(float)) == 0);
+
+  /* Columns c-1, c-3, ... (a negative step) of row r-1. */
+  OK(ug_array_index(a, 0, r - 1, &row));
+  OK(ug_array_slice(row, 0, 0, c, -2, &s));
+  size_t ns = (c + 1) / 2;
+  float *sb = (float *)download(s, UG_DTYPE_F32, ns);
+  ok = 1;
+  for (size_t k = 0; k < ns; k++) ok &= sb[k] == h[(r - 1) * c + (c - 1 - 2 * k)];
+  CHECK(ok);
+  EXPECT(ug_array_slice(row, 0, 0, c, 0, &bad), UG_SIZE_MISMATCH);
+  EXPECT(ug_array_index(a, 2, 0, &bad), UG_SIZE_MISMATCH);
+
+  /* Broadcasting: a (r x c) + its own last row (1 x c) into a new array. */
+  ug_array *out = NULL, *row2 = NULL;
+  size_t one_row[2] = {1, c};
+  OK(ug_array_reshape(row, one_row, 2, &row2));
+  OK(ug_array_zeros_nd(ctx, UG_DTYPE_F32, shape, 2, &out));
+  OK(ug_op_add(NULL, a, row2, out));
+  float *ob = (float *)download(out, UG_DTYPE_F32, r * c);
+  ok = 1;
+  for (size_t i = 0; i < r; i++)
+    for (size_t j = 0; j < c; j++) ok &= ob[i * c + j] == h[i * c + j] + h[(r - 1) * c + j];
+  CHECK(ok);
+  /* Writing through a view reaches the array: relu into the transpose. */
+  ug_array *outt = NULL;
+  OK(ug_array_transpose(out, NULL, 0, &outt));
+  OK(ug_op_relu(NULL, t, outt));
+  float *rb = (float *)download(out, UG_DTYPE_F32, r * c);
+  ok = 1;
+  for (size_t i = 0; i < r * c; i++) ok &= rb[i] == (h[i] > 0 ? h[i] : 0.0f);
+  CHECK(ok);
+
+  /* mm: a (r x c) times a^T (c x r) through the view, against doubles. */
+  ug_array *m = NULL;
+  size_t mshape[2] = {r, r};
+  OK(ug_array_zeros_nd(ctx, UG_DTYPE_F32, mshape, 2, &m));
+  OK(ug_op_mm(NULL, a, t, m));
+  float *mb = (float *)download(m, UG_DTYPE_F32, r * r);
+  ok = 1;
+  for (size_t i = 0; i < r; i++)
+    for (size_t j = 0; j < r; j++) {
+      double want_ij = 0, scale = 0;
+      for (size_t k = 0; k < c; k++) {
+        want_ij += (double)h[i * c + k] * h[j * c + k];
+        scale += fabs((double)h[i * c + k] * h[j * c + k]);
+      }
+      ok &= fabs(mb[i * r + j] - want_ij) <= 1e-5 * scale + 1e-30;
+    }
+  CHECK(ok);
+  EXPECT(ug_op_mm(NULL, a, a, m), r == c ? UG_OK : UG_SIZE_MISMATCH);
+
+  free(h), free(tb), free(tcb), free(sb), free(ob), free(rb), free(mb);
+  ug_array *all[] = {flat, a, t, s, row, tc, out, row2, outt, m};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ug_array_free(all[i]);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -2396,6 +2515,7 @@ int main(int argc, char **argv) {
   } else {
     test_contexts(ctx);
     test_arrays(ctx);
+    test_shapes(ctx);
     test_streams(ctx);
     test_graphs(ctx);
     test_kernels(ctx);

@@ -21,18 +21,44 @@ use crate::types::{dtype_arg, ug_dtype};
 #[derive(Debug)]
 pub struct ug_array {
     pub(crate) inner: unigpu::binding::SharedArray,
-    /// Fixed for the array's life, so the getters need no lock.
-    dtype: unigpu::DType,
-    len: usize,
+    /// Fixed for the handle's life, so the getters need no lock.
+    pub(crate) dtype: unigpu::DType,
+    /// The elements' layout in `inner`'s memory: the array's own, or a
+    /// view's (`ug_array_transpose`, `ug_array_slice`, ...).
+    pub(crate) layout: unigpu::Layout,
+    pub(crate) view: bool,
 }
 
 impl ug_array {
     pub(crate) fn handle(a: AnyArray) -> *mut ug_array {
         runtime::into_handle(ug_array {
             dtype: a.dtype(),
-            len: a.len(),
+            layout: a.layout().clone(),
+            view: false,
             inner: Arc::new(RwLock::new(a)),
         })
+    }
+
+    /// A new handle: a view of the same memory with `layout`.
+    pub(crate) fn view_handle(&self, layout: unigpu::Layout) -> *mut ug_array {
+        runtime::into_handle(ug_array {
+            inner: self.inner.clone(),
+            dtype: self.dtype,
+            layout,
+            view: true,
+        })
+    }
+
+    /// The array as the bindings' calls take it.
+    pub(crate) fn arg(&self) -> unigpu::binding::Handle<'_> {
+        unigpu::binding::Handle {
+            array: &self.inner,
+            layout: self.view.then_some(&self.layout),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.layout.len()
     }
 }
 
@@ -167,7 +193,7 @@ pub unsafe extern "C" fn ug_array_upload_from(
         let array = unsafe { runtime::handle_ref(array, "array") }?;
         // SAFETY: NULL or valid for `size_bytes` reads (see # Safety).
         let host = unsafe { runtime::slice_arg::<_, u8>(data.cast(), size_bytes, "data") }?;
-        locks::write(array, |a| a.upload_bytes(host).or_status())
+        locks::write_view(array, |mut a| a.upload_bytes(host).or_status())
     })
 }
 
@@ -191,7 +217,7 @@ pub unsafe extern "C" fn ug_array_download(
         let array = unsafe { runtime::handle_ref(array, "array") }?;
         // SAFETY: NULL or valid for `size_bytes` writes (see # Safety).
         let host = unsafe { runtime::slice_mut_arg::<_, u8>(dst.cast(), size_bytes, "dst") }?;
-        locks::read(array, |a| a.download_bytes(host).or_status())
+        locks::read_view(array, |a| a.download_bytes(host).or_status())
     })
 }
 
@@ -209,6 +235,12 @@ pub unsafe extern "C" fn ug_array_copy(src: *const ug_array, dst: *mut ug_array)
         let src = unsafe { runtime::handle_ref(src, "src") }?;
         // SAFETY: NULL or live (see # Safety).
         let dst = unsafe { runtime::handle_ref(dst, "dst") }?;
+        if src.view || dst.view {
+            // Views copy on the source's default stream through the ops.
+            let ops_ctx = locks::read(src, |a| Ok(a.context().clone()))?;
+            return unigpu::binding::copy(ops_ctx.ops(), [src.arg(), dst.arg()], ["src", "dst"])
+                .map_err(locks::fail_call);
+        }
         unigpu::binding::copy_to([&src.inner, &dst.inner], ["src", "dst"]).map_err(locks::fail_call)
     })
 }
@@ -228,7 +260,10 @@ pub unsafe extern "C" fn ug_array_to_context(
     let make = |c: &unigpu::Context| {
         // SAFETY: NULL or live (see # Safety).
         let array = unsafe { runtime::handle_ref(array, "array") }?;
-        locks::read(array, |a| a.to_context(c).or_status())
+        locks::read_view(array, |a| match a.layout {
+            None => a.array.to_context(c).or_status(),
+            Some(_) => a.to_contiguous().and_then(|x| x.to_context(c)).or_status(),
+        })
     };
     // SAFETY: the caller's promises (see # Safety).
     unsafe { new_array(ctx, out, make) }
@@ -262,7 +297,7 @@ unsafe fn getter<T>(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_array_len(array: *const ug_array, out: *mut usize) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { getter(array, out, |a| a.len) }
+    unsafe { getter(array, out, |a| a.len()) }
 }
 
 /// The size in bytes (elements times the element size).
@@ -273,7 +308,7 @@ pub unsafe extern "C" fn ug_array_len(array: *const ug_array, out: *mut usize) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ug_array_size_bytes(array: *const ug_array, out: *mut usize) -> ug_status {
     // SAFETY: the caller's promises (see # Safety).
-    unsafe { getter(array, out, |a| a.len * a.dtype.size_bytes()) }
+    unsafe { getter(array, out, |a| a.len() * a.dtype.size_bytes()) }
 }
 
 /// The element type.

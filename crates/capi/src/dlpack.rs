@@ -2,6 +2,7 @@
 //! tensors in as `DLManagedTensorVersioned` or the legacy `DLManagedTensor`,
 //! sharing memory both ways (docs/dlpack.md).
 
+use unigpu::AnyViewMut;
 use unigpu::DlpackSync;
 use unigpu::dlpack::DlpackTensor;
 use unigpu_capi_runtime::{self as runtime, Failure};
@@ -69,7 +70,13 @@ pub unsafe extern "C" fn ug_array_to_dlpack(
             (None, UG_DLPACK_NO_SYNC) => DlpackSync::Unordered,
             (None, _) => DlpackSync::Host,
         };
-        let tensor = a.to_dlpack(sync).or_status()?;
+        // A view exports its own shape, strides and first element.
+        let tensor = AnyViewMut {
+            array: &mut a,
+            layout: array.view.then_some(&array.layout),
+        }
+        .to_dlpack(sync)
+        .or_status()?;
         let raw = tensor
             .into_raw_versioned()
             .map_err(|_| Failure::new(ug_status::DLPACK, "the export has no versioned form"))?;
@@ -82,8 +89,8 @@ pub unsafe extern "C" fn ug_array_to_dlpack(
 /// The tensor is consumed in every case once it is not NULL: on success the
 /// array owns it and calls its deleter when the array is freed and its work
 /// is done; on failure (`UG_DLPACK` with the reason: wrong device, dtype,
-/// not contiguous, read-only, unknown major version) the deleter has been
-/// called. Any shape is flattened.
+/// negative strides, read-only, unknown major version) the deleter has
+/// been called. The array keeps the tensor's shape and strides.
 ///
 /// A tensor exported by this library (`ug_array_to_dlpack`) and imported
 /// again shares the original array's memory and its record of pending

@@ -280,6 +280,14 @@ pub unsafe extern "C" fn ug_kernel_launch(
             let what = format!("args[{i}].array");
             // SAFETY: NULL or live (see # Safety).
             let array: &ug_array = unsafe { runtime::handle_ref(a.array, &what) }?;
+            if array.view {
+                // A kernel indexes the whole buffer from its start.
+                return Err(Failure::invalid_argument(format!(
+                    "`{what}` is a view (shape {:?}, strides {:?}): kernels take whole arrays; pass a contiguous copy (ug_array_contiguous)",
+                    array.layout.shape(),
+                    array.layout.strides()
+                )));
+            }
             arrays.push(if use_ {
                 Operand::write(&array.inner, names[i].as_str())
             } else {

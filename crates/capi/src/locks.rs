@@ -6,8 +6,8 @@
 //! is `x += y`); an array written twice in one call is refused
 //! (`UG_INVALID_ARGUMENT`).
 
-use unigpu::AnyArray;
 use unigpu::binding::CallError;
+use unigpu::{AnyArray, AnyView, AnyViewMut};
 use unigpu_capi_runtime::Failure;
 
 use crate::array::ug_array;
@@ -24,6 +24,27 @@ pub(crate) fn fail_call(e: CallError) -> Failure<crate::status::ug_status> {
 /// Runs `f` with one array locked for reading.
 pub(crate) fn read<R>(a: &ug_array, f: impl FnOnce(&AnyArray) -> Result<R>) -> Result<R> {
     f(&a.inner.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs `f` with one array (or view) locked for reading.
+pub(crate) fn read_view<R>(a: &ug_array, f: impl FnOnce(AnyView<'_>) -> Result<R>) -> Result<R> {
+    let g = a.inner.read().unwrap_or_else(|e| e.into_inner());
+    f(AnyView {
+        array: &g,
+        layout: a.view.then_some(&a.layout),
+    })
+}
+
+/// Runs `f` with one array (or view) locked for writing.
+pub(crate) fn write_view<R>(
+    a: &ug_array,
+    f: impl FnOnce(AnyViewMut<'_>) -> Result<R>,
+) -> Result<R> {
+    let mut g = a.inner.write().unwrap_or_else(|e| e.into_inner());
+    f(AnyViewMut {
+        array: &mut g,
+        layout: a.view.then_some(&a.layout),
+    })
 }
 
 /// Runs `f` with one array locked for writing.

@@ -71,7 +71,7 @@ pub unsafe extern "C" fn ug_op_fill(
         // SAFETY: the caller's promises (see # Safety).
         let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
         let value = scalar_arg(&value, "value.dtype")?;
-        with_ops(s, x, |o| binding::fill(o, &x.inner, value))
+        with_ops(s, x, |o| binding::fill(o, x.arg(), value))
     })
 }
 
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn ug_op_copy(
             )
         };
         with_ops(s, src, |o| {
-            binding::copy(o, [&src.inner, &dst.inner], ["src", "dst"])
+            binding::copy(o, [src.arg(), dst.arg()], ["src", "dst"])
         })
     })
 }
@@ -124,7 +124,7 @@ unsafe fn binary(
             )
         };
         with_ops(s, a, |o| {
-            binding::binary(o, op, [&a.inner, &b.inner, &out.inner], ["a", "b", "out"])
+            binding::binary(o, op, [a.arg(), b.arg(), out.arg()], ["a", "b", "out"])
         })
     })
 }
@@ -195,7 +195,7 @@ pub unsafe extern "C" fn ug_op_axpy(
         let (s, x, y) = unsafe { (stream_arg(stream), array_arg(x, "x")?, array_arg(y, "y")?) };
         let alpha = scalar_arg(&alpha, "alpha.dtype")?;
         with_ops(s, x, |o| {
-            binding::axpy(o, alpha, [&x.inner, &y.inner], ["x", "y"])
+            binding::axpy(o, alpha, [x.arg(), y.arg()], ["x", "y"])
         })
     })
 }
@@ -215,7 +215,7 @@ pub unsafe extern "C" fn ug_op_scale(
         // SAFETY: the caller's promises (see # Safety).
         let (s, x) = unsafe { (stream_arg(stream), array_arg(x, "x")?) };
         let alpha = scalar_arg(&alpha, "alpha.dtype")?;
-        with_ops(s, x, |o| binding::scale(o, alpha, &x.inner))
+        with_ops(s, x, |o| binding::scale(o, alpha, x.arg()))
     })
 }
 
@@ -240,7 +240,7 @@ unsafe fn unary(
             )
         };
         with_ops(s, x, |o| {
-            binding::unary(o, op, [&x.inner, &out.inner], ["x", "out"])
+            binding::unary(o, op, [x.arg(), out.arg()], ["x", "out"])
         })
     })
 }
@@ -314,7 +314,7 @@ unsafe fn reduce(
             None => x,
         };
         let result = with_ops(s, x, |o| {
-            binding::reduce(o, op, [&x.inner, &y.inner], ["x", "y"])
+            binding::reduce(o, op, [x.arg(), y.arg()], ["x", "y"])
         })?;
         out.write(to_c_scalar(result));
         Ok(())
@@ -399,12 +399,7 @@ pub unsafe extern "C" fn ug_op_matmul(
             )
         };
         with_ops(s, a, |o| {
-            binding::matmul(
-                o,
-                [&a.inner, &b.inner, &c.inner],
-                ["a", "b", "c"],
-                (m, k, n),
-            )
+            binding::matmul(o, [a.arg(), b.arg(), c.arg()], ["a", "b", "c"], (m, k, n))
         })
     })
 }
