@@ -11,7 +11,7 @@ use crate::backend::Storage;
 use crate::kernel::args::{ArrayArg, sealed};
 use crate::kernel::{Arg, Grid, Kernel, Scalar};
 use crate::stream::Stream;
-use crate::{Context, DType, Element, Result};
+use crate::{Context, DType, Element, GpuArray, Result};
 
 /// `dst[dst layout's element i] = src[src layout's element i]` for every
 /// `i < n` in row-major order. `meta` holds the two first-element offsets,
@@ -160,7 +160,7 @@ pub(crate) fn copy<T: Element>(
     let Some(kernel) = copy_kernel::<T>(ctx)? else {
         return copy_through_host(stream, src, src_layout, dst, dst_layout);
     };
-    let meta = ctx.upload(&meta)?;
+    let meta = stage(ctx, stream, &meta)?;
     let ndim = axes.len() as u32;
     let (src, mut dst) = (Buffer(src), BufferMut(dst));
     let args = vec![
@@ -171,6 +171,16 @@ pub(crate) fn copy<T: Element>(
         Arg::Scalar(Scalar::new(n32)),
     ];
     stream.launch(&kernel, Grid::for_elems_with_block(n, 256), args)
+}
+
+/// A new array holding `host`, uploaded on `stream` without waiting for
+/// the work already on it (`Context::upload` waits): what a view's upload
+/// and the copy kernel's table go through, so that a gated stream never
+/// blocks the host.
+pub(crate) fn stage<T: Element>(ctx: &Context, stream: &Stream, host: &[T]) -> Result<GpuArray<T>> {
+    let mut staged = GpuArray::uninit(ctx, host.len())?;
+    stream.imp.upload(host, &mut staged.storage)?;
+    Ok(staged)
 }
 
 /// The same copy through host memory, for element types the kernel

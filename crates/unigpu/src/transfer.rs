@@ -44,7 +44,7 @@ impl<T: Element> GpuArray<T> {
             return self.storage.write(&self.ctx.default_stream().imp, host);
         }
         let ctx = self.ctx.clone();
-        let staged = GpuArray::from_host(&ctx, host)?;
+        let staged = crate::strided::stage(&ctx, ctx.default_stream(), host)?;
         crate::strided::copy(
             &ctx,
             ctx.default_stream(),

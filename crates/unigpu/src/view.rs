@@ -282,7 +282,7 @@ impl<'a, T: Element> ArrayViewMut<'a, T> {
         check_len("ArrayViewMut::upload_from", self.len(), host.len())?;
         self.check_writable("ArrayViewMut::upload_from")?;
         let ctx = self.array.ctx.clone();
-        let staged = ctx.upload(host)?;
+        let staged = crate::strided::stage(&ctx, ctx.default_stream(), host)?;
         crate::strided::copy(
             &ctx,
             ctx.default_stream(),

@@ -48,8 +48,10 @@ impl<'a> Ops<'a> {
         if !x.layout.is_whole(x.array.storage.len()) {
             // A view: the value broadcast into its elements.
             self.same_backend(&x.array.ctx, "fill")?;
-            let one = self.ctx.upload(&[value])?;
-            return x.assign(&one.view().reshape(Vec::<usize>::new())?);
+            let one = crate::strided::stage(self.ctx, self.stream, &[value])?;
+            return self
+                .on()
+                .copy(&one.view().reshape(Vec::<usize>::new())?, &mut x);
         }
         self.same_backend(&x.array.ctx, "fill")?;
         self.stream.imp.fill(&mut x.array.storage, value)
