@@ -3,10 +3,13 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::Cpu;
 use super::fence::Fence;
 use super::stream::CpuStream;
+use crate::backend::EventApi;
 use crate::lock::lock;
 use crate::{Error, Result};
+use std::sync::Arc;
 
 #[derive(Debug, Default)]
 pub(crate) struct CpuEvent {
@@ -58,5 +61,28 @@ impl CpuEvent {
             -((start - stop).as_secs_f64() * 1e3)
         };
         Ok(ms as f32)
+    }
+}
+
+impl EventApi for Cpu {
+    fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
+        Ok(Arc::new(CpuEvent::default()))
+    }
+
+    fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        event.record(stream)
+    }
+
+    fn event_sync(event: &Self::Event) -> Result<()> {
+        event.synchronize();
+        Ok(())
+    }
+
+    fn event_query(event: &Self::Event) -> Result<bool> {
+        Ok(event.query())
+    }
+
+    fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
+        start.elapsed_ms(end)
     }
 }

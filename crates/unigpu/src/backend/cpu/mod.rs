@@ -7,6 +7,7 @@ mod api;
 mod args;
 mod buffer;
 mod bytes;
+mod device;
 mod event;
 mod fence;
 pub(crate) mod memory;
@@ -16,6 +17,7 @@ mod stream;
 mod tracker;
 
 pub(crate) use buffer::{CpuBuffer, Tracker, check_distinct, replay, submit, submit_replayable};
+pub(crate) use device::CpuDevice;
 pub(crate) use event::CpuEvent;
 pub(crate) use stream::{CpuStream, Recorded, panic_message};
 

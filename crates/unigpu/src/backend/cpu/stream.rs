@@ -8,6 +8,8 @@ use std::thread::JoinHandle;
 
 use super::staging::Staging;
 use super::tracker::Tracker;
+use super::{Cpu, replay};
+use crate::backend::{GraphApi, StreamApi};
 use crate::lock::lock;
 use crate::{Error, Result};
 
@@ -218,4 +220,58 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
                 .map(|s| format!("a job panicked: {s}"))
         })
         .unwrap_or_else(|| "a job panicked".into())
+}
+
+impl StreamApi for Cpu {
+    fn stream_sync(stream: &Self::Stream) -> Result<()> {
+        stream.synchronize()
+    }
+
+    fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
+        Ok(stream.is_idle())
+    }
+
+    fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        match event.fence() {
+            Some(fence) => stream.enqueue(Box::new(move || {
+                fence.wait();
+                Ok(())
+            })),
+            // Never recorded: nothing to wait for, as on CUDA.
+            None => Ok(()),
+        }
+    }
+
+    fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        stream.enqueue(Box::new(move || {
+            f();
+            Ok(())
+        }))
+    }
+
+    fn native_stream(_: &Self::Stream) -> Option<u64> {
+        None
+    }
+}
+
+impl GraphApi for Cpu {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        stream.begin_capture()
+    }
+
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        stream.end_capture()
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.is_capturing()
+    }
+
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        graph.iter().try_for_each(|r| replay(stream, r))
+    }
+
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.len()
+    }
 }
