@@ -477,7 +477,7 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Vulkan,
-        file: "crates/unigpu/src/backend/vulkan/api.rs",
+        file: "crates/unigpu/src/backend/vulkan/stream.rs",
         original: "            Some(fence) => stream.wait_for(fence),\n",
         mutated: "            Some(fence) => {\n                drop(fence);\n                Ok(())\n            }\n",
         tests: &[],
@@ -544,7 +544,7 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a copy that skips its last word",
         target: Target::Vulkan,
-        file: "crates/unigpu/src/backend/vulkan/api.rs",
+        file: "crates/unigpu/src/backend/vulkan/buffer.rs",
         original: "        let size = from.size().min(to.size());\n",
         mutated: "        let size = from.size().min(to.size()) - 4;\n",
         tests: &[],

@@ -6,11 +6,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::Vulkan;
 use super::buffer::{MapSignal, read_mapped, readback};
 use super::device::VkDevice;
 use super::fence::Fence;
 use super::stream::VkStream;
 use crate::backend::Backend;
+use crate::backend::EventApi;
 use crate::error::{Error, Result};
 use crate::lock::lock;
 
@@ -166,5 +168,28 @@ impl VkEvent {
         let ns_per_tick = f64::from(self.device.queue.get_timestamp_period());
         let ticks = b as f64 - a as f64;
         Ok((ticks * ns_per_tick / 1e6) as f32)
+    }
+}
+
+impl EventApi for Vulkan {
+    fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event> {
+        Ok(Arc::new(VkEvent::new(&stream.device, timed)))
+    }
+
+    fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        event.record(stream)
+    }
+
+    fn event_sync(event: &Self::Event) -> Result<()> {
+        event.synchronize();
+        Ok(())
+    }
+
+    fn event_query(event: &Self::Event) -> Result<bool> {
+        Ok(event.query())
+    }
+
+    fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
+        start.elapsed_ms(end)
     }
 }

@@ -12,11 +12,13 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use super::Vulkan;
 use super::catch::Catch;
 use super::device::VkDevice;
 use super::fence::Fence;
 use super::tracker::Tracker;
 use crate::backend::Backend;
+use crate::backend::{GraphApi, StreamApi};
 use crate::error::{Error, Result};
 use crate::lock::lock;
 
@@ -514,5 +516,59 @@ impl Worker {
             });
         }
         self.horizon = last.into_iter().collect();
+    }
+}
+
+impl StreamApi for Vulkan {
+    fn stream_sync(stream: &Self::Stream) -> Result<()> {
+        stream.synchronize()
+    }
+
+    fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
+        Ok(stream.is_idle())
+    }
+
+    fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        match event.fence() {
+            Some(fence) => stream.wait_for(fence),
+            // Never recorded: nothing to wait for, as on CUDA.
+            None => Ok(()),
+        }
+    }
+
+    fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        stream.host_fn(f)
+    }
+
+    fn native_stream(_: &Self::Stream) -> Option<u64> {
+        None
+    }
+}
+
+impl GraphApi for Vulkan {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        stream.begin_capture()
+    }
+
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        Ok((stream.device.clone(), stream.end_capture()?))
+    }
+
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.is_capturing()
+    }
+
+    fn graph_launch((device, work): &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        // The recorded bind groups belong to the device that captured.
+        if !Arc::ptr_eq(device, &stream.device) {
+            return Err(Error::ContextMismatch {
+                what: "Graph::launch",
+            });
+        }
+        work.iter().try_for_each(|r| stream.replay(r))
+    }
+
+    fn graph_len((_, work): &Self::Graph) -> usize {
+        work.len()
     }
 }
