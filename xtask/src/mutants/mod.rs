@@ -272,7 +272,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/api.rs",
+        file: "crates/unigpu/src/backend/cuda/stream.rs",
         original: "        Ok(stream.handle.wait(event)?)\n",
         mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
@@ -280,7 +280,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "elapsed_ms in microseconds",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/api.rs",
+        file: "crates/unigpu/src/backend/cuda/event.rs",
         original: "        Ok(start.elapsed_ms(end)?)\n",
         mutated: "        Ok(start.elapsed_ms(end)? * 1e3)\n",
         tests: &["streams"],
@@ -344,7 +344,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/api.rs",
+        file: "crates/unigpu/src/backend/cuda/buffer.rs",
         original: "            DlpackSync::Host => ready.synchronize()?,\n",
         mutated: "            DlpackSync::Host => drop(ready),\n",
         tests: &["dlpack"],
