@@ -408,7 +408,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Torch,
-        file: "crates/unigpu/src/backend/torch/api.rs",
+        file: "crates/unigpu/src/backend/torch/stream.rs",
         original: "        Ok(stream.inner.wait_event(&event.read())?)\n",
         mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
@@ -416,7 +416,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "elapsed_ms in microseconds",
         target: Target::Torch,
-        file: "crates/unigpu/src/backend/torch/api.rs",
+        file: "crates/unigpu/src/backend/torch/stream.rs",
         original: "        Ok(a.elapsed_ms(&b)? as f32)\n",
         mutated: "        Ok(a.elapsed_ms(&b)? as f32 * 1e3)\n",
         tests: &["streams"],

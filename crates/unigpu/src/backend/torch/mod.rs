@@ -10,12 +10,13 @@ mod buffer;
 mod device;
 mod dlpack;
 mod graph;
+mod kernel;
 pub(crate) mod ops;
 mod stream;
 mod uses;
 
 pub(crate) use buffer::TorchBuffer;
-pub(crate) use device::{TorchDevice, device_count, open};
+pub(crate) use device::TorchDevice;
 pub(crate) use stream::{TorchEvent, TorchStream};
 
 use unigpu_torch_bridge as bridge;
@@ -29,6 +30,11 @@ pub(crate) fn torch_error(e: bridge::Error) -> Error {
         call: e.context().to_string(),
         message: e.message().to_string(),
     }
+}
+
+/// A driver error met through a torch context, said of torch.
+pub(crate) fn driver_error(e: unigpu_cuda_safe::SafeError) -> Error {
+    Error::from(e).on_backend(Backend::Torch)
 }
 
 impl From<bridge::Error> for Error {
