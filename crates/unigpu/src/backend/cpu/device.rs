@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use super::{Cpu, CpuStream, memory};
-use crate::backend::{Backend, DeviceApi};
+use crate::backend::{Backend, DeviceApi, StreamApi};
 use crate::lock::lock;
 use crate::{DeviceInfo, Error, MemoryInfo, MemoryStats, Result};
 
@@ -72,7 +72,7 @@ impl DeviceApi for Cpu {
         };
         let mut first = Ok(());
         for s in streams {
-            let r = s.synchronize();
+            let r = Self::stream_sync(&s);
             if first.is_ok() {
                 first = r;
             }

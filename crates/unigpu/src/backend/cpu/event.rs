@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use super::Cpu;
 use super::fence::Fence;
-use super::stream::CpuStream;
 use crate::backend::EventApi;
 use crate::lock::lock;
 use crate::{Error, Result};
@@ -18,25 +17,8 @@ pub(crate) struct CpuEvent {
 }
 
 impl CpuEvent {
-    pub(crate) fn record(&self, stream: &CpuStream) -> Result<()> {
-        let fence = Fence::default();
-        let signal = fence.clone();
-        stream.enqueue(Box::new(move || {
-            signal.signal();
-            Ok(())
-        }))?;
-        *lock(&self.recorded) = Some(fence);
-        Ok(())
-    }
-
     pub(crate) fn fence(&self) -> Option<Fence> {
         lock(&self.recorded).clone()
-    }
-
-    pub(crate) fn synchronize(&self) {
-        if let Some(f) = self.fence() {
-            f.wait();
-        }
     }
 
     /// Like cuEventQuery: true when never recorded or when reached.
@@ -51,17 +33,6 @@ impl CpuEvent {
                 message: format!("elapsed_ms: the {which} event was never recorded"),
             })
     }
-
-    pub(crate) fn elapsed_ms(&self, end: &CpuEvent) -> Result<f32> {
-        let start = self.timestamp("start")?;
-        let stop = end.timestamp("end")?;
-        let ms = if stop >= start {
-            (stop - start).as_secs_f64() * 1e3
-        } else {
-            -((start - stop).as_secs_f64() * 1e3)
-        };
-        Ok(ms as f32)
-    }
 }
 
 impl EventApi for Cpu {
@@ -70,11 +41,20 @@ impl EventApi for Cpu {
     }
 
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
-        event.record(stream)
+        let fence = Fence::default();
+        let signal = fence.clone();
+        stream.enqueue(Box::new(move || {
+            signal.signal();
+            Ok(())
+        }))?;
+        *lock(&event.recorded) = Some(fence);
+        Ok(())
     }
 
     fn event_sync(event: &Self::Event) -> Result<()> {
-        event.synchronize();
+        if let Some(f) = event.fence() {
+            f.wait();
+        }
         Ok(())
     }
 
@@ -83,6 +63,13 @@ impl EventApi for Cpu {
     }
 
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
-        start.elapsed_ms(end)
+        let start = start.timestamp("start")?;
+        let stop = end.timestamp("end")?;
+        let ms = if stop >= start {
+            (stop - start).as_secs_f64() * 1e3
+        } else {
+            -((start - stop).as_secs_f64() * 1e3)
+        };
+        Ok(ms as f32)
     }
 }

@@ -120,44 +120,8 @@ impl CpuStream {
         })
     }
 
-    /// Blocks until every job enqueued so far has run; returns (and
-    /// clears) the first error among them.
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        let mut p = lock(&self.shared.progress);
-        let target = p.submitted;
-        while p.completed < target {
-            p = self.shared.cv.wait(p).unwrap_or_else(|e| e.into_inner());
-        }
-        match p.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
     pub(crate) fn is_capturing(&self) -> bool {
         lock(&self.capture).is_some()
-    }
-
-    pub(crate) fn begin_capture(&self) -> Result<()> {
-        let mut capture = lock(&self.capture);
-        if capture.is_some() {
-            return Err(Error::Unsupported {
-                backend: crate::Backend::Cpu,
-                what: "begin_capture: this stream is already capturing; end that capture first"
-                    .into(),
-            });
-        }
-        *capture = Some(Vec::new());
-        Ok(())
-    }
-
-    pub(crate) fn end_capture(&self) -> Result<Vec<Recorded>> {
-        lock(&self.capture)
-            .take()
-            .ok_or_else(|| Error::Unsupported {
-                backend: crate::Backend::Cpu,
-                what: "end_capture: this stream is not capturing; call begin_capture first".into(),
-            })
     }
 
     /// Records `work` when capturing (and returns `None`), else hands it
@@ -174,11 +138,6 @@ impl CpuStream {
 
     pub(crate) fn staging(&self) -> &Arc<Staging> {
         &self.staging
-    }
-
-    pub(crate) fn is_idle(&self) -> bool {
-        let p = lock(&self.shared.progress);
-        p.completed == p.submitted
     }
 }
 
@@ -223,12 +182,23 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl StreamApi for Cpu {
+    /// Blocks until every job enqueued so far has run; returns (and
+    /// clears) the first error among them.
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
-        stream.synchronize()
+        let mut p = lock(&stream.shared.progress);
+        let target = p.submitted;
+        while p.completed < target {
+            p = stream.shared.cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        match p.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
-        Ok(stream.is_idle())
+        let p = lock(&stream.shared.progress);
+        Ok(p.completed == p.submitted)
     }
 
     fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
@@ -256,13 +226,28 @@ impl StreamApi for Cpu {
 
 impl GraphApi for Cpu {
     fn begin_capture(stream: &Self::Stream) -> Result<()> {
-        stream.begin_capture()
+        let mut capture = lock(&stream.capture);
+        if capture.is_some() {
+            return Err(Error::Unsupported {
+                backend: crate::Backend::Cpu,
+                what: "begin_capture: this stream is already capturing; end that capture first"
+                    .into(),
+            });
+        }
+        *capture = Some(Vec::new());
+        Ok(())
     }
 
     fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
-        stream.end_capture()
+        lock(&stream.capture)
+            .take()
+            .ok_or_else(|| Error::Unsupported {
+                backend: crate::Backend::Cpu,
+                what: "end_capture: this stream is not capturing; call begin_capture first".into(),
+            })
     }
 
+    // The inherent method, which `enqueue` asks too.
     fn is_capturing(stream: &Self::Stream) -> bool {
         stream.is_capturing()
     }

@@ -72,11 +72,6 @@ pub(crate) struct TorchEvent {
 }
 
 impl TorchEvent {
-    pub(crate) fn record(&self, stream: &TorchStream) -> Result<()> {
-        let mut ev = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        Ok(ev.record(&stream.inner)?)
-    }
-
     pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, bridge::TorchEvent> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -130,7 +125,8 @@ impl EventApi for Torch {
             "recording an event",
             "the event would mark no work until a replay; record it after end_capture",
         )?;
-        event.record(stream)
+        let mut ev = event.inner.write().unwrap_or_else(|e| e.into_inner());
+        Ok(ev.record(&stream.inner)?)
     }
 
     fn event_sync(event: &Self::Event) -> Result<()> {

@@ -64,25 +64,6 @@ impl VkEvent {
         self.current().map(|c| c.fence.clone())
     }
 
-    pub(crate) fn record(&self, stream: &VkStream) -> Result<()> {
-        if !Arc::ptr_eq(&self.device, &stream.device) {
-            return Err(Error::ContextMismatch {
-                what: "Event::record",
-            });
-        }
-        let timestamps = self.device.has(wgpu::Features::TIMESTAMP_QUERY);
-        let capture = if self.timed && timestamps {
-            self.record_timestamp(stream)?
-        } else {
-            Capture {
-                fence: stream.marker()?,
-                stamp: None,
-            }
-        };
-        *lock(&self.capture) = Some(Arc::new(capture));
-        Ok(())
-    }
-
     fn record_timestamp(&self, stream: &VkStream) -> Result<Capture> {
         if stream.is_capturing() {
             return Err(super::stream::not_capturable("an event record"));
@@ -129,12 +110,6 @@ impl VkEvent {
         })
     }
 
-    pub(crate) fn synchronize(&self) {
-        if let Some(f) = self.fence() {
-            f.wait_done();
-        }
-    }
-
     /// Like cuEventQuery: true when never recorded or when reached.
     pub(crate) fn query(&self) -> bool {
         self.fence().is_none_or(|f| f.is_done())
@@ -162,13 +137,6 @@ impl VkEvent {
             }),
         }
     }
-
-    pub(crate) fn elapsed_ms(&self, end: &VkEvent) -> Result<f32> {
-        let (a, b) = (self.ticks("start")?, end.ticks("end")?);
-        let ns_per_tick = f64::from(self.device.queue.get_timestamp_period());
-        let ticks = b as f64 - a as f64;
-        Ok((ticks * ns_per_tick / 1e6) as f32)
-    }
 }
 
 impl EventApi for Vulkan {
@@ -177,11 +145,28 @@ impl EventApi for Vulkan {
     }
 
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
-        event.record(stream)
+        if !Arc::ptr_eq(&event.device, &stream.device) {
+            return Err(Error::ContextMismatch {
+                what: "Event::record",
+            });
+        }
+        let timestamps = event.device.has(wgpu::Features::TIMESTAMP_QUERY);
+        let capture = if event.timed && timestamps {
+            event.record_timestamp(stream)?
+        } else {
+            Capture {
+                fence: stream.marker()?,
+                stamp: None,
+            }
+        };
+        *lock(&event.capture) = Some(Arc::new(capture));
+        Ok(())
     }
 
     fn event_sync(event: &Self::Event) -> Result<()> {
-        event.synchronize();
+        if let Some(f) = event.fence() {
+            f.wait_done();
+        }
         Ok(())
     }
 
@@ -190,6 +175,9 @@ impl EventApi for Vulkan {
     }
 
     fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
-        start.elapsed_ms(end)
+        let (a, b) = (start.ticks("start")?, end.ticks("end")?);
+        let ns_per_tick = f64::from(start.device.queue.get_timestamp_period());
+        let ticks = b as f64 - a as f64;
+        Ok((ticks * ns_per_tick / 1e6) as f32)
     }
 }

@@ -22,15 +22,6 @@ pub(crate) struct VkOpen {
     streams: Mutex<Vec<Weak<VkStream>>>,
 }
 
-impl VkOpen {
-    pub(crate) fn streams(&self) -> Vec<Arc<VkStream>> {
-        lock(&self.streams)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect()
-    }
-}
-
 impl DeviceApi for Vulkan {
     fn device_count() -> Result<usize> {
         Ok(adapters()?.len())
@@ -103,7 +94,11 @@ impl DeviceApi for Vulkan {
 
     fn synchronize(open: &Self::Device) -> Result<()> {
         let mut first = Ok(());
-        for s in open.streams() {
+        let streams: Vec<Arc<VkStream>> = lock(&open.streams)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for s in streams {
             let r = s.wait_enqueued();
             if first.is_ok() {
                 first = r;

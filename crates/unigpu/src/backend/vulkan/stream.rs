@@ -235,18 +235,6 @@ impl VkStream {
             .map(drop)
     }
 
-    pub(crate) fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
-        if self.is_capturing() {
-            return Err(not_capturable("a host function"));
-        }
-        let work: HostWork = Box::new(move || {
-            std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|p| Error::StreamWork {
-                message: panic_message(p.as_ref()),
-            })
-        });
-        self.enqueue(Work::Host(work), Vec::new(), Fence::default())
-    }
-
     /// A fence done once the work enqueued so far is (an untimed event).
     pub(crate) fn marker(&self) -> Result<Fence> {
         if self.is_capturing() {
@@ -265,16 +253,7 @@ impl VkStream {
         self.enqueue(Work::Wait(fence), Vec::new(), Fence::default())
     }
 
-    /// Blocks until the work enqueued so far is done; returns (and clears)
-    /// the first error among it, or one the device reported meanwhile.
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        if self.is_capturing() {
-            return Err(not_capturable("a sync"));
-        }
-        self.wait_enqueued()
-    }
-
-    /// What `synchronize` does, without its refusal during a capture: a
+    /// What `stream_sync` does, without its refusal during a capture: a
     /// context's sync waits for every stream, and a stream that captures
     /// (on another thread, say) has enqueued nothing since its capture
     /// began, so the sync waits for what came before and leaves the
@@ -291,26 +270,8 @@ impl VkStream {
         }
     }
 
-    pub(crate) fn is_idle(&self) -> bool {
-        let c = lock(&self.progress.counts);
-        c.completed == c.enqueued
-    }
-
     pub(crate) fn is_capturing(&self) -> bool {
         lock(&self.capture).is_some()
-    }
-
-    pub(crate) fn begin_capture(&self) -> Result<()> {
-        let mut capture = lock(&self.capture);
-        if capture.is_some() {
-            return Err(Error::Unsupported {
-                backend: Backend::Vulkan,
-                what: "begin_capture: this stream is already capturing; end that capture first"
-                    .into(),
-            });
-        }
-        *capture = Some(Vec::new());
-        Ok(())
     }
 
     pub(crate) fn end_capture(&self) -> Result<Vec<Recorded>> {
@@ -520,12 +481,18 @@ impl Worker {
 }
 
 impl StreamApi for Vulkan {
+    /// Blocks until the work enqueued so far is done; returns (and clears)
+    /// the first error among it, or one the device reported meanwhile.
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
-        stream.synchronize()
+        if stream.is_capturing() {
+            return Err(not_capturable("a sync"));
+        }
+        stream.wait_enqueued()
     }
 
     fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
-        Ok(stream.is_idle())
+        let c = lock(&stream.progress.counts);
+        Ok(c.completed == c.enqueued)
     }
 
     fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
@@ -537,7 +504,15 @@ impl StreamApi for Vulkan {
     }
 
     fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
-        stream.host_fn(f)
+        if stream.is_capturing() {
+            return Err(not_capturable("a host function"));
+        }
+        let work: HostWork = Box::new(move || {
+            std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|p| Error::StreamWork {
+                message: panic_message(p.as_ref()),
+            })
+        });
+        stream.enqueue(Work::Host(work), Vec::new(), Fence::default())
     }
 
     fn native_stream(_: &Self::Stream) -> Option<u64> {
@@ -547,13 +522,23 @@ impl StreamApi for Vulkan {
 
 impl GraphApi for Vulkan {
     fn begin_capture(stream: &Self::Stream) -> Result<()> {
-        stream.begin_capture()
+        let mut capture = lock(&stream.capture);
+        if capture.is_some() {
+            return Err(Error::Unsupported {
+                backend: Backend::Vulkan,
+                what: "begin_capture: this stream is already capturing; end that capture first"
+                    .into(),
+            });
+        }
+        *capture = Some(Vec::new());
+        Ok(())
     }
 
     fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
         Ok((stream.device.clone(), stream.end_capture()?))
     }
 
+    // The inherent method, which every enqueue asks too.
     fn is_capturing(stream: &Self::Stream) -> bool {
         stream.is_capturing()
     }
