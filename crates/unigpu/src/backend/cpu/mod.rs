@@ -2,6 +2,11 @@
 //! each stream is a worker thread with an ordered queue, events are fences
 //! the streams signal, and buffers track their pending uses so work on
 //! different streams is ordered the way CUDA orders it.
+//!
+//! The contract is implemented beside each handle's code: `api.rs` names
+//! the handle types, `device.rs` (`DeviceApi`), `stream.rs` (`StreamApi`,
+//! `GraphApi`), `event.rs` (`EventApi`), `buffer.rs` (`BufferApi`, the
+//! shared `PinnedApi`), `args.rs` (`KernelApi`), `ops.rs` (`BuiltinOps`).
 
 mod api;
 mod args;

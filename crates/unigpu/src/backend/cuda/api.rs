@@ -1,8 +1,5 @@
-//! The CUDA backend's handle types (`Handles`); the operations on each
-//! handle are implemented beside its code: `device.rs` (`DeviceApi`),
-//! `stream.rs` (`StreamApi`, `GraphApi`), `event.rs` (`EventApi`),
-//! `buffer.rs` (`BufferApi`, `PinnedApi`), `kernel.rs` (`KernelApi`),
-//! `ops.rs` (`BuiltinOps`).
+//! The CUDA backend's handle types (`Handles`). The operations on each
+//! handle are implemented in the file of its code (`mod.rs` lists them).
 
 use std::sync::Arc;
 

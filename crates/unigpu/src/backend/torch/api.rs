@@ -1,8 +1,5 @@
-//! The torch backend's handle types (`Handles`); the operations on each
-//! handle are implemented beside its code: `device.rs` (`DeviceApi`),
-//! `stream.rs` (`StreamApi`, `EventApi`), `graph.rs` (`GraphApi`),
-//! `buffer.rs` (`BufferApi`, and the shared pinned buffers), `kernel.rs`
-//! (`KernelApi`), `ops.rs` (`BuiltinOps`).
+//! The torch backend's handle types (`Handles`). The operations on each
+//! handle are implemented in the file of its code (`mod.rs` lists them).
 
 use std::sync::Arc;
 

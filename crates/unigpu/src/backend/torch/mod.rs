@@ -4,6 +4,11 @@
 //! opened beside torch on the same GPU (torch uses its primary context),
 //! for device queries, host callbacks on c10 streams and copies to and from
 //! the cuda backend.
+//!
+//! The contract is implemented beside each handle's code: `api.rs` names
+//! the handle types, `device.rs` (`DeviceApi`), `stream.rs` (`StreamApi`,
+//! `EventApi`), `graph.rs` (`GraphApi`), `buffer.rs` (`BufferApi`, the
+//! shared `PinnedApi`), `kernel.rs` (`KernelApi`), `ops.rs` (`BuiltinOps`).
 
 mod api;
 mod buffer;

@@ -23,7 +23,14 @@
 //!   timestamp where the adapter has timestamp queries (`event.rs`).
 //! - Kernels: WGSL or SPIR-V read by naga, compiled once per device and
 //!   launched with argument i at `@binding(i)` (`kernel.rs`).
-//! - Graphs: replayable work recorded from a capture and submitted again.
+//! - Graphs: replayable work recorded from a capture and submitted again
+//!   (`stream.rs`).
+//!
+//! The contract is implemented beside each handle's code: `api.rs` names
+//! the handle types, `open.rs` (`DeviceApi`, on a context's handle of the
+//! shared device), `stream.rs` (`StreamApi`, `GraphApi`), `event.rs`
+//! (`EventApi`), `buffer.rs` (`BufferApi`, the shared `PinnedApi`),
+//! `kernel.rs` (`KernelApi`), `ops.rs` (`BuiltinOps`).
 
 mod adapters;
 mod api;
