@@ -76,7 +76,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a graph replay that skips the first recorded job",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/stream.rs",
+        file: "crates/unigpu/src/backend/cpu/graph.rs",
         original: "        graph.iter().try_for_each(|r| replay(stream, r))\n",
         mutated: "        graph.iter().skip(1).try_for_each(|r| replay(stream, r))\n",
         tests: &["graphs"],
@@ -448,9 +448,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
         target: Target::Torch,
-        file: "crates/unigpu/src/backend/torch/dlpack.rs",
-        original: "        DlpackSync::Host => s.inner.synchronize()?,\n",
-        mutated: "        DlpackSync::Host => {}\n",
+        file: "crates/unigpu/src/backend/torch/buffer.rs",
+        original: "            DlpackSync::Host => stream.inner.synchronize()?,\n",
+        mutated: "            DlpackSync::Host => {}\n",
         tests: &["dlpack"],
     },
     Mutation {

@@ -12,11 +12,11 @@
 //! - `cpu/`, `cuda/`, `torch/`, `vulkan/`: one backend each, with its own
 //!   buffers, streams, events, ops, launch and DLPack. Each implements the
 //!   contract's traits where the handle's code is, as wgpu-hal's backends
-//!   do: `api.rs` names the handle types (`Handles`), `device.rs`,
-//!   `stream.rs`, `event.rs`, `buffer.rs`, `kernel.rs` (or the backend's
-//!   file of that handle: cpu's `args.rs`, torch's `graph.rs`, vulkan's
-//!   `open.rs`) implement `DeviceApi` ... `KernelApi`, `ops.rs`
-//!   `BuiltinOps`.
+//!   do: `api.rs` holds the marker type (`Cpu`, ...), the backend's
+//!   `mod.rs` its handle types (`impl Handles`), `device.rs`, `stream.rs`,
+//!   `event.rs`, `graph.rs`, `buffer.rs`, `kernel.rs` (or the backend's
+//!   file of that handle, as vulkan's `open.rs`) implement `DeviceApi` ...
+//!   `KernelApi`, `ops.rs` `BuiltinOps`.
 //! - `missing/`: the one stand-in, `Missing<K>`, for each backend built
 //!   without its feature (`cuda`, `torch`, `vulkan`), so the dispatch needs
 //!   no `cfg`.

@@ -6,10 +6,10 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use super::Cpu;
 use super::staging::Staging;
 use super::tracker::Tracker;
-use super::{Cpu, replay};
-use crate::backend::{GraphApi, StreamApi};
+use crate::backend::StreamApi;
 use crate::lock::lock;
 use crate::{Error, Result};
 
@@ -38,8 +38,9 @@ pub(crate) struct CpuStream {
     worker: Mutex<Option<JoinHandle<()>>>,
     /// Buffers that hold uploads until the worker copies them in.
     staging: Arc<Staging>,
-    /// The work recorded since `begin_capture`; `None` when not capturing.
-    capture: Mutex<Option<Vec<Recorded>>>,
+    /// The work recorded since `begin_capture`; `None` when not capturing
+    /// (`graph.rs` begins and ends captures).
+    pub(crate) capture: Mutex<Option<Vec<Recorded>>>,
 }
 
 /// One piece of work recorded by a capture: what it reads and writes, and
@@ -221,42 +222,5 @@ impl StreamApi for Cpu {
 
     fn native_stream(_: &Self::Stream) -> Option<u64> {
         None
-    }
-}
-
-impl GraphApi for Cpu {
-    fn begin_capture(stream: &Self::Stream) -> Result<()> {
-        let mut capture = lock(&stream.capture);
-        if capture.is_some() {
-            return Err(Error::Unsupported {
-                backend: crate::Backend::Cpu,
-                what: "begin_capture: this stream is already capturing; end that capture first"
-                    .into(),
-            });
-        }
-        *capture = Some(Vec::new());
-        Ok(())
-    }
-
-    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
-        lock(&stream.capture)
-            .take()
-            .ok_or_else(|| Error::Unsupported {
-                backend: crate::Backend::Cpu,
-                what: "end_capture: this stream is not capturing; call begin_capture first".into(),
-            })
-    }
-
-    // The inherent method, which `enqueue` asks too.
-    fn is_capturing(stream: &Self::Stream) -> bool {
-        stream.is_capturing()
-    }
-
-    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
-        graph.iter().try_for_each(|r| replay(stream, r))
-    }
-
-    fn graph_len(graph: &Self::Graph) -> usize {
-        graph.len()
     }
 }

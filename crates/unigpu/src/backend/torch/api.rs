@@ -1,34 +1,28 @@
-//! The torch backend's handle types (`Handles`). The operations on each
-//! handle are implemented in the file of its code (`mod.rs` lists them).
+//! The torch backend's marker type, what the contract's traits are
+//! implemented for (wgpu-hal's `Api`): `mod.rs` names its handle types
+//! (`Handles`) and lists the files that implement the operations on each;
+//! and what those files share.
 
-use std::sync::Arc;
+use crate::backend::{Backend, GraphApi, Handles};
+use crate::error::{Error, Result};
 
-use super::graph::TorchGraph;
-use super::{TorchBuffer, TorchDevice, TorchEvent, TorchStream};
-use crate::backend::{Backend, Handles};
-use crate::element::Element;
+/// A driver error met through a torch context, said of torch.
+pub(crate) fn driver_error(e: unigpu_cuda_safe::SafeError) -> Error {
+    Error::from(e).on_backend(Backend::Torch)
+}
 
+/// Refuses `what` while `stream` captures a graph, saying why. Asked
+/// through the contract (`graph.rs` keeps the captures) by the streams',
+/// events' and buffers' files, which `graph.rs` imports.
+pub(crate) fn refuse(stream: &<Torch as Handles>::Stream, what: &str, why: &str) -> Result<()> {
+    if Torch::is_capturing(stream) {
+        return Err(Error::Unsupported {
+            backend: Backend::Torch,
+            what: format!("{what} while the stream captures a graph: {why}"),
+        });
+    }
+    Ok(())
+}
 /// The torch backend: c10 streams and events, torch tensors and ops.
 #[derive(Debug)]
 pub(crate) struct Torch;
-
-impl Handles for Torch {
-    const KIND: Backend = Backend::Torch;
-    /// Torch tensors here are CUDA tensors.
-    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLCUDA;
-    type Device = TorchDevice;
-    type Stream = Arc<TorchStream>;
-    type Event = TorchEvent;
-
-    /// The c10 stream captured by the driver; the graph keeps the tensors
-    /// its work uses (`graph.rs`).
-    type Graph = TorchGraph;
-
-    type Buffer<T: Element> = TorchBuffer;
-
-    type HostView<'a, T: Element> = &'a [T];
-    type HostViewMut<'a, T: Element> = &'a mut [T];
-
-    /// The buffer and whether the kernel writes it.
-    type Arg<'a> = (&'a TorchBuffer, bool);
-}

@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use unigpu_torch_bridge as bridge;
 
-use unigpu_core::dlpack::ManagedTensor;
+use unigpu_core::dlpack::{ManagedTensor, ffi};
+use unigpu_cuda_safe::CudaEventHandle;
 
 use super::graph::{self, Kept};
 use super::uses::{Uses, order_use};
-use super::{Torch, TorchStream};
+use super::{Torch, TorchStream, refuse};
 use crate::backend::{Backend, BufferApi};
 use crate::device::Location;
 use crate::dlpack::sync::DlpackSync;
@@ -182,7 +183,7 @@ impl BufferApi for Torch {
         host: &[T],
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        graph::refuse(stream, "an upload from host memory", HOST_MEMORY)?;
+        refuse(stream, "an upload from host memory", HOST_MEMORY)?;
         let _current = stream.enter()?;
         dst.order(stream, true)?;
         Ok(dst.tensor_mut().write_bytes(bytemuck::cast_slice(host))?)
@@ -193,7 +194,7 @@ impl BufferApi for Torch {
         src: &Self::Buffer<T>,
         host: &mut [T],
     ) -> Result<()> {
-        graph::refuse(stream, "a download into host memory", HOST_MEMORY)?;
+        refuse(stream, "a download into host memory", HOST_MEMORY)?;
         let _current = stream.enter()?;
         src.order(stream, false)?;
         Ok(src.tensor.read_bytes(bytemuck::cast_slice_mut(host))?)
@@ -242,16 +243,66 @@ impl BufferApi for Torch {
         buffer: &mut Self::Buffer<T>,
         sync: DlpackSync<'_>,
     ) -> Result<ManagedTensor> {
-        graph::refuse(stream, "a DLPack export", DLPACK)?;
-        super::dlpack::export::<T>(stream, buffer, sync)
+        refuse(stream, "a DLPack export", DLPACK)?;
+        {
+            let _current = stream.enter()?;
+            // The consumer may write: order after every earlier use.
+            buffer.order(stream, true)?;
+        }
+        // The export carries the buffer'stream use record, so that an import of it
+        // in this process (`from_dlpack` below) is ordered with this buffer.
+        let tensor = buffer.tensor.to_managed_with::<T, _>(buffer.shared())?;
+        match sync {
+            DlpackSync::Host => stream.inner.synchronize()?,
+            DlpackSync::Stream(consumer) => {
+                let ready = CudaEventHandle::new(consumer.device())?;
+                stream.foreign.record(&ready)?;
+                consumer.wait(&ready)?;
+            }
+            DlpackSync::Unordered => {}
+        }
+        Ok(tensor)
     }
 
     fn from_dlpack<T: Element>(
         stream: &Self::Stream,
         tensor: ManagedTensor,
     ) -> Result<Self::Buffer<T>> {
-        graph::refuse(stream, "a DLPack import", DLPACK)?;
-        super::dlpack::import::<T>(stream, tensor)
+        refuse(stream, "a DLPack import", DLPACK)?;
+        let view = tensor.view()?;
+        let ordinal = stream.foreign.device().ordinal();
+        let ours = (ffi::kDLCUDA, ordinal as i32);
+        if (view.device.device_type, view.device.device_id) != ours {
+            return Err(Error::Dlpack {
+                message: format!(
+                    "the tensor is on DLPack device ({}, {}), this torch context is CUDA device {ordinal}",
+                    view.device.device_type, view.device.device_id,
+                ),
+            });
+        }
+        view.expect_dtype::<T>()?;
+        if tensor.is_read_only() {
+            return Err(Error::Dlpack {
+                message: "the tensor is read-only, and unigpu arrays are writable".into(),
+            });
+        }
+        // A buffer'stream own export coming back (same device and dtype, checked
+        // above): a second reference to the same tensor with the buffer'stream use
+        // record, so that a write through either, then a use through the other
+        // on any stream, is ordered as on one buffer. The tensor is dropped
+        // here (its deleter drops only the export'stream own reference).
+        // Only an export that still spans its whole tensor is the buffer
+        // coming back: one whose start or length a consumer changed (a slice
+        // of it) is imported below as any tensor.
+        if let Some(export) = tensor.owner::<bridge::TensorExport<Shared>>()
+            && view.data == export.tensor.data_address()?
+            && i64::try_from(view.len).ok() == Some(export.tensor.numel()?)
+        {
+            let t = export.tensor.share()?;
+            return Ok(TorchBuffer::from_shared(t, view.len, &export.with));
+        }
+        let t = bridge::Tensor::from_managed(tensor)?;
+        Ok(TorchBuffer::from_tensor(t, view.len, stream))
     }
 }
 

@@ -28,7 +28,7 @@ use unigpu_cuda_safe::ForeignGraph;
 use unigpu_torch_bridge as bridge;
 
 use super::uses::{Uses, order_use};
-use super::{Torch, TorchStream};
+use super::{Torch, TorchStream, refuse};
 use crate::backend::{Backend, GraphApi};
 use crate::error::{Error, Result};
 
@@ -55,25 +55,6 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 
 fn active() -> MutexGuard<'static, Option<HashMap<i64, Capture>>> {
     ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether `stream` is capturing. One atomic load when nothing is.
-pub(crate) fn is_capturing(stream: &TorchStream) -> bool {
-    COUNT.load(Ordering::Acquire) > 0
-        && active()
-            .as_ref()
-            .is_some_and(|a| a.contains_key(&stream.id))
-}
-
-/// Refuses `what` while `stream` captures, saying why.
-pub(crate) fn refuse(stream: &TorchStream, what: &str, why: &str) -> Result<()> {
-    if is_capturing(stream) {
-        return Err(Error::Unsupported {
-            backend: Backend::Torch,
-            what: format!("{what} while the stream captures a graph: {why}"),
-        });
-    }
-    Ok(())
 }
 
 /// When `stream` is capturing, gives the capture what `kept` makes (once
@@ -148,9 +129,12 @@ impl GraphApi for Torch {
         })
     }
 
-    // The free function, which `refuse` and `note_use` ask too.
+    /// One atomic load when nothing captures.
     fn is_capturing(stream: &Self::Stream) -> bool {
-        is_capturing(stream)
+        COUNT.load(Ordering::Acquire) > 0
+            && active()
+                .as_ref()
+                .is_some_and(|a| a.contains_key(&stream.id))
     }
 
     /// One replay, as a write of every kept tensor.

@@ -6,7 +6,7 @@ use std::sync::RwLock;
 use unigpu_cuda_safe::{CudaDevice, ForeignStream};
 use unigpu_torch_bridge as bridge;
 
-use super::{Torch, driver_error, graph};
+use super::{Torch, driver_error, refuse};
 use crate::Result;
 use crate::backend::{Backend, EventApi, StreamApi};
 
@@ -87,7 +87,7 @@ impl StreamApi for Torch {
     }
 
     fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
-        graph::refuse(
+        refuse(
             stream,
             "waiting for an event",
             "the event marks work outside the capture, which a replay cannot wait for; \
@@ -97,7 +97,7 @@ impl StreamApi for Torch {
     }
 
     fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
-        graph::refuse(
+        refuse(
             stream,
             "a host function",
             "it runs once, and a graph replays; enqueue it after launching the graph",
@@ -120,7 +120,7 @@ impl EventApi for Torch {
     }
 
     fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
-        graph::refuse(
+        refuse(
             stream,
             "recording an event",
             "the event would mark no work until a replay; record it after end_capture",
