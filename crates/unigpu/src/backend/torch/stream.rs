@@ -48,11 +48,6 @@ impl TorchStream {
         Ok(bridge::guard_stream(&self.inner)?)
     }
 
-    pub(crate) fn sync(&self) -> Result<()> {
-        self.inner.synchronize()?;
-        Ok(self.foreign.take_panic()?)
-    }
-
     /// Later work on `self` waits for the work enqueued on `earlier` so far.
     pub(crate) fn wait_for(&self, earlier: &TorchStream) -> Result<()> {
         if earlier.id == self.id {
@@ -78,8 +73,14 @@ impl TorchEvent {
 }
 
 impl StreamApi for Torch {
+    /// c10's sync, then a panic of a host function the driver ran; either
+    /// error said of torch.
     fn stream_sync(stream: &Self::Stream) -> Result<()> {
-        stream.sync().map_err(|e| e.on_backend(Backend::Torch))
+        let synced = (|| -> Result<()> {
+            stream.inner.synchronize()?;
+            Ok(stream.foreign.take_panic()?)
+        })();
+        synced.map_err(|e| e.on_backend(Backend::Torch))
     }
 
     fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
