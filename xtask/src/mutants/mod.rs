@@ -76,7 +76,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a graph replay that skips the first recorded job",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/graph.rs",
         original: "        graph.iter().try_for_each(|r| replay(stream, r))\n",
         mutated: "        graph.iter().skip(1).try_for_each(|r| replay(stream, r))\n",
         tests: &["graphs"],
@@ -84,7 +84,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/stream.rs",
         original: "            Some(fence) => stream.enqueue(Box::new(move || {\n                fence.wait();\n                Ok(())\n            })),",
         mutated: "            Some(fence) => stream.enqueue(Box::new(move || {\n                drop(fence);\n                Ok(())\n            })),",
         tests: &["streams"],
@@ -108,7 +108,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a copy that skips its last element",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/buffer.rs",
         original: "            to.write().copy_from_slice(&from.read());\n",
         mutated: "            let (mut to, from) = (to.write(), from.read());\n            let n = from.len().saturating_sub(1);\n            to[..n].copy_from_slice(&from[..n]);\n",
         tests: &["arrays"],
@@ -116,7 +116,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a host view of a unified array that does not wait for its pending writes",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/buffer.rs",
         original: "        buffer.uses.wait_writes();\n        Ok(buffer.data.read())\n",
         mutated: "        Ok(buffer.data.read())\n",
         tests: &["unified"],
@@ -124,7 +124,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/buffer.rs",
         original: "            DlpackSync::Host => buffer.uses.wait_all(),\n",
         mutated: "            DlpackSync::Host => {}\n",
         tests: &["dlpack"],
@@ -132,7 +132,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "an array's own DLPack export imported again with use tracking of its own",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/buffer.rs",
         original: "                CpuBuffer::shared(export.array.clone(), export.with.clone())\n",
         mutated: "                CpuBuffer::shared(export.array.clone(), Tracker::default())\n",
         tests: &["dlpack"],
@@ -142,7 +142,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a slice of an array's own DLPack export imported as the whole array",
         target: Target::Cpu,
-        file: "crates/unigpu/src/backend/cpu/api.rs",
+        file: "crates/unigpu/src/backend/cpu/buffer.rs",
         original: "            Some(export) if export.spans(&view) => {\n",
         mutated: "            Some(export) if export.spans(&view) || true => {\n",
         tests: &["dlpack"],
@@ -272,7 +272,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/api.rs",
+        file: "crates/unigpu/src/backend/cuda/stream.rs",
         original: "        Ok(stream.handle.wait(event)?)\n",
         mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
@@ -280,7 +280,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "elapsed_ms in microseconds",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/api.rs",
+        file: "crates/unigpu/src/backend/cuda/event.rs",
         original: "        Ok(start.elapsed_ms(end)?)\n",
         mutated: "        Ok(start.elapsed_ms(end)? * 1e3)\n",
         tests: &["streams"],
@@ -344,7 +344,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/api.rs",
+        file: "crates/unigpu/src/backend/cuda/buffer.rs",
         original: "            DlpackSync::Host => ready.synchronize()?,\n",
         mutated: "            DlpackSync::Host => drop(ready),\n",
         tests: &["dlpack"],
@@ -408,7 +408,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Torch,
-        file: "crates/unigpu/src/backend/torch/api.rs",
+        file: "crates/unigpu/src/backend/torch/stream.rs",
         original: "        Ok(stream.inner.wait_event(&event.read())?)\n",
         mutated: "        let _ = (stream, event);\n        Ok(())\n",
         tests: &["streams", "kernels", "ops"],
@@ -416,7 +416,7 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "elapsed_ms in microseconds",
         target: Target::Torch,
-        file: "crates/unigpu/src/backend/torch/api.rs",
+        file: "crates/unigpu/src/backend/torch/stream.rs",
         original: "        Ok(a.elapsed_ms(&b)? as f32)\n",
         mutated: "        Ok(a.elapsed_ms(&b)? as f32 * 1e3)\n",
         tests: &["streams"],
@@ -448,9 +448,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a DLPack export with DlpackSync::Host that does not wait for pending work",
         target: Target::Torch,
-        file: "crates/unigpu/src/backend/torch/dlpack.rs",
-        original: "        DlpackSync::Host => s.inner.synchronize()?,\n",
-        mutated: "        DlpackSync::Host => {}\n",
+        file: "crates/unigpu/src/backend/torch/buffer.rs",
+        original: "            DlpackSync::Host => stream.inner.synchronize()?,\n",
+        mutated: "            DlpackSync::Host => {}\n",
         tests: &["dlpack"],
     },
     Mutation {
@@ -477,7 +477,7 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a wait that does nothing",
         target: Target::Vulkan,
-        file: "crates/unigpu/src/backend/vulkan/api.rs",
+        file: "crates/unigpu/src/backend/vulkan/stream.rs",
         original: "            Some(fence) => stream.wait_for(fence),\n",
         mutated: "            Some(fence) => {\n                drop(fence);\n                Ok(())\n            }\n",
         tests: &[],
@@ -544,7 +544,7 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a copy that skips its last word",
         target: Target::Vulkan,
-        file: "crates/unigpu/src/backend/vulkan/api.rs",
+        file: "crates/unigpu/src/backend/vulkan/buffer.rs",
         original: "        let size = from.size().min(to.size());\n",
         mutated: "        let size = from.size().min(to.size()) - 4;\n",
         tests: &[],

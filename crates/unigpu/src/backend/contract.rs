@@ -101,8 +101,13 @@ pub(crate) trait DeviceApi: Handles {
     /// Waits for the work of every stream of the device; returns the first
     /// error.
     fn synchronize(device: &Self::Device) -> Result<()>;
-    /// The stream a new context's array operations use.
-    fn default_stream(device: &Self::Device) -> Result<Self::Stream>;
+    /// The stream a new context's array operations use. By default a new
+    /// stream of its own ([`DeviceApi::new_stream`]); a backend overrides
+    /// it where the device already has a stream that other code orders
+    /// its work on (torch's current c10 stream).
+    fn default_stream(device: &Self::Device) -> Result<Self::Stream> {
+        Self::new_stream(device)
+    }
     fn new_stream(device: &Self::Device) -> Result<Self::Stream>;
 
     /// Whether device `from` reaches device `to`'s memory directly, so
@@ -179,15 +184,28 @@ pub(crate) trait GraphApi: Handles {
 /// stream; a call that returns host data returns it complete; lengths and
 /// devices are checked by the caller.
 pub(crate) trait BufferApi: Handles {
-    /// Contents unspecified (zeroes where the backend must initialise).
-    fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
+    /// Contents unspecified. By default [`BufferApi::zeros`], for backends
+    /// without uninitialised memory (cpu: safe Rust's memory is
+    /// initialised; vulkan: wgpu zeroes every buffer it makes); a backend
+    /// that can skip the zeroing (cuda, torch) overrides it.
+    fn alloc<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        Self::zeros(stream, len)
+    }
     fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>>;
     fn from_host<T: Element>(stream: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>>;
     fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize;
     /// Blocks until `host` holds the buffer, after its pending writes
-    /// (`stream` is the context's default stream).
-    fn read<T: Element>(stream: &Self::Stream, src: &Self::Buffer<T>, host: &mut [T])
-    -> Result<()>;
+    /// (`stream` is the context's default stream). By default a
+    /// [`BufferApi::download_into`] on `stream`, which returns once `host`
+    /// holds the data; a backend overrides it where a read need not be
+    /// ordered on the stream (cpu copies under the buffer's lock).
+    fn read<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        Self::download_into(stream, src, host)
+    }
     /// A new vector holding the buffer, after its pending writes
     /// (`stream` is the context's default stream). Blocks. A backend
     /// overrides it where it can fill the vector without zeroing it first.

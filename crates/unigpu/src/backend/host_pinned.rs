@@ -21,42 +21,50 @@ impl<T: Element> HostPinned<T> {
 /// `PinnedApi` for a backend whose pinned buffer is a [`HostPinned`]:
 /// copies through the backend's own `upload` and `download_into`, which
 /// finish before they return. The one implementation cpu, torch and
-/// vulkan share; expanded beside the backend's other `impl`s.
+/// vulkan share; expanded in the backend's `buffer.rs`, beside its
+/// `BufferApi`.
 macro_rules! host_pinned_api {
     ($A:ty) => {
         impl $crate::backend::PinnedApi for $A {
-            type Pinned<T: Element> = $crate::backend::host_pinned::HostPinned<T>;
+            type Pinned<T: $crate::element::Element> = $crate::backend::host_pinned::HostPinned<T>;
 
-            fn pinned<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Pinned<T>> {
+            fn pinned<T: $crate::element::Element>(
+                _: &Self::Stream,
+                len: usize,
+            ) -> $crate::Result<Self::Pinned<T>> {
                 $crate::backend::host_pinned::HostPinned::zeros(len)
             }
 
-            fn pinned_len<T: Element>(pinned: &Self::Pinned<T>) -> usize {
+            fn pinned_len<T: $crate::element::Element>(pinned: &Self::Pinned<T>) -> usize {
                 pinned.0.len()
             }
 
-            fn pinned_slice<T: Element>(pinned: &Self::Pinned<T>) -> Result<&[T]> {
+            fn pinned_slice<T: $crate::element::Element>(
+                pinned: &Self::Pinned<T>,
+            ) -> $crate::Result<&[T]> {
                 Ok(&pinned.0)
             }
 
-            fn pinned_slice_mut<T: Element>(pinned: &mut Self::Pinned<T>) -> Result<&mut [T]> {
+            fn pinned_slice_mut<T: $crate::element::Element>(
+                pinned: &mut Self::Pinned<T>,
+            ) -> $crate::Result<&mut [T]> {
                 Ok(&mut pinned.0)
             }
 
-            fn upload_pinned<T: Element>(
+            fn upload_pinned<T: $crate::element::Element>(
                 stream: &Self::Stream,
                 src: &Self::Pinned<T>,
                 dst: &mut Self::Buffer<T>,
-            ) -> Result<()> {
-                Self::upload(stream, &src.0, dst)
+            ) -> $crate::Result<()> {
+                <Self as $crate::backend::BufferApi>::upload(stream, &src.0, dst)
             }
 
-            fn download_pinned<T: Element>(
+            fn download_pinned<T: $crate::element::Element>(
                 stream: &Self::Stream,
                 src: &Self::Buffer<T>,
                 dst: &mut Self::Pinned<T>,
-            ) -> Result<()> {
-                Self::download_into(stream, src, &mut dst.0)
+            ) -> $crate::Result<()> {
+                <Self as $crate::backend::BufferApi>::download_into(stream, src, &mut dst.0)
             }
         }
     };

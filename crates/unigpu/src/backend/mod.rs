@@ -10,7 +10,13 @@
 //!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
 //!   only file naming the variants.
 //! - `cpu/`, `cuda/`, `torch/`, `vulkan/`: one backend each, with its own
-//!   buffers, streams, events, ops, launch and DLPack.
+//!   buffers, streams, events, ops, launch and DLPack. Each implements the
+//!   contract's traits where the handle's code is, as wgpu-hal's backends
+//!   do: `api.rs` holds the marker type (`Cpu`, ...), the backend's
+//!   `mod.rs` its handle types (`impl Handles`), `device.rs`, `stream.rs`,
+//!   `event.rs`, `graph.rs`, `buffer.rs`, `kernel.rs` (or the backend's
+//!   file of that handle, as vulkan's `open.rs`) implement `DeviceApi` ...
+//!   `KernelApi`, `ops.rs` `BuiltinOps`.
 //! - `missing/`: the one stand-in, `Missing<K>`, for each backend built
 //!   without its feature (`cuda`, `torch`, `vulkan`), so the dispatch needs
 //!   no `cfg`.
@@ -19,7 +25,8 @@
 //!   What cuda and torch share; not backends. Built with the `cuda`
 //!   feature only.
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
-//!   memory of their own (cpu, torch); not a backend.
+//!   memory of their own (cpu, torch, vulkan), `host_pinned_api!`; not a
+//!   backend.
 //! - `host_memory.rs`: host memory accounting (requests checked against the
 //!   available memory) for the cpu backend and `host_pinned.rs`.
 //! - `unified.rs`: what the backends share about unified memory; not a

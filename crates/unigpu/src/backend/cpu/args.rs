@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use unigpu_core::dlpack::{HostArray, HostRead, HostWrite};
 
-use super::{CpuBuffer, Tracker};
+use super::tracker::Tracker;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use unigpu_core::Grid;
@@ -18,17 +18,6 @@ pub(crate) struct CpuArg {
     pub(crate) uses: Tracker,
     pub(crate) dtype: DType,
     pub(crate) writable: bool,
-}
-
-impl CpuArg {
-    pub(crate) fn new<T: Element>(buffer: &CpuBuffer<T>, writable: bool) -> CpuArg {
-        CpuArg {
-            data: Arc::new(buffer.data.clone()),
-            uses: buffer.uses.clone(),
-            dtype: T::DTYPE,
-            writable,
-        }
-    }
 }
 
 /// A CPU implementation of a kernel: gets the launch's arguments by

@@ -6,12 +6,18 @@ use std::sync::Arc;
 
 use unigpu_core::dlpack::{HostArray, HostMem};
 
+use super::Cpu;
 use super::fence::Fence;
 use super::memory::try_alloc_vec;
 use super::stream::{CpuStream, Recorded};
 pub(crate) use super::tracker::Tracker;
 use crate::backend::Backend;
+use crate::backend::BufferApi;
+use crate::backend::unified::not_unified;
+use crate::device::Location;
+use crate::dlpack::sync::DlpackSync;
 use crate::{Element, Error, Result};
+use unigpu_core::dlpack::{HostExport, ManagedTensor};
 
 /// Refuses work that writes `written` while it also uses `others`, when
 /// one of them is the same memory. Safe Rust cannot pass one array as `&`
@@ -117,16 +123,6 @@ pub(crate) struct CpuBuffer<T: Element> {
 }
 
 impl<T: Element> CpuBuffer<T> {
-    pub(crate) fn zeros(len: usize) -> Result<Self> {
-        Ok(Self::from_vec(try_alloc_vec(len)?))
-    }
-
-    pub(crate) fn from_slice(host: &[T]) -> Result<Self> {
-        let mut v = try_alloc_vec(host.len())?;
-        v.copy_from_slice(host);
-        Ok(Self::from_vec(v))
-    }
-
     fn from_vec(v: Vec<T>) -> Self {
         Self::from_mem(HostMem::from(v))
     }
@@ -163,3 +159,164 @@ impl<T: Element> CpuBuffer<T> {
         self.data.write().copy_from_slice(host);
     }
 }
+
+/// Signals its fence when dropped, so that a job waiting on it is never
+/// left waiting.
+struct SignalOnDrop(Fence);
+
+impl Drop for SignalOnDrop {
+    fn drop(&mut self) {
+        self.0.signal();
+    }
+}
+
+impl BufferApi for Cpu {
+    // `alloc` is the contract's default, `zeros`: host memory must be
+    // initialised to be safe Rust, and zeroing it is the cheapest way.
+    fn zeros<T: Element>(_: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        Ok(CpuBuffer::from_vec(try_alloc_vec(len)?))
+    }
+
+    fn from_host<T: Element>(_: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>> {
+        let mut v = try_alloc_vec(host.len())?;
+        v.copy_from_slice(host);
+        Ok(CpuBuffer::from_vec(v))
+    }
+
+    fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize {
+        buffer.len()
+    }
+
+    fn read<T: Element>(_: &Self::Stream, src: &Self::Buffer<T>, host: &mut [T]) -> Result<()> {
+        src.read_into(host);
+        Ok(())
+    }
+
+    fn write<T: Element>(_: &Self::Stream, dst: &mut Self::Buffer<T>, host: &[T]) -> Result<()> {
+        dst.write_from(host);
+        Ok(())
+    }
+
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        let staged = stream.staging().copy_of(host)?;
+        let (data, staging) = (dst.data.clone(), stream.staging().clone());
+        submit(stream, &[], &[&dst.uses], move || {
+            bytemuck::cast_slice_mut::<T, u8>(&mut data.write()).copy_from_slice(&staged);
+            staging.give_back(staged);
+            Ok(())
+        })
+        .map(drop)
+    }
+
+    fn download_into<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        // `host` is borrowed, so the worker cannot write it. Rather than
+        // have the worker copy into a staging vector for this thread to
+        // copy again, the worker waits for the work before the download,
+        // then holds the stream while this thread copies straight out of
+        // the buffer: one copy and no allocation, still ordered on the
+        // stream (a later writer of `src` waits for the job to end).
+        let (reached, copied) = (Fence::default(), Fence::default());
+        let (at_download, until_copied) = (reached.clone(), copied.clone());
+        submit(stream, &[&src.uses], &[], move || {
+            at_download.signal();
+            until_copied.wait();
+            Ok(())
+        })?;
+        // Releases the worker however this thread leaves.
+        let _release = SignalOnDrop(copied);
+        reached.wait();
+        host.copy_from_slice(&src.data.read());
+        Ok(())
+    }
+
+    fn copy<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        super::check_distinct(|| "copy".into(), dst, &[src])?;
+        let (from, to) = (src.data.clone(), dst.data.clone());
+        submit_replayable(stream, &[&src.uses], &[&dst.uses], move || {
+            to.write().copy_from_slice(&from.read());
+            Ok(())
+        })
+    }
+
+    /// Ordinary host memory: the host is the device.
+    fn alloc_unified<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        let mut buffer = Self::zeros::<T>(stream, len)?;
+        buffer.unified = true;
+        Ok(buffer)
+    }
+
+    fn is_unified<T: Element>(buffer: &Self::Buffer<T>) -> bool {
+        buffer.unified
+    }
+
+    fn host_view<T: Element>(buffer: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>> {
+        if !buffer.unified {
+            return Err(not_unified(Backend::Cpu));
+        }
+        buffer.uses.wait_writes();
+        Ok(buffer.data.read())
+    }
+
+    fn host_view_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>> {
+        if !buffer.unified {
+            return Err(not_unified(Backend::Cpu));
+        }
+        buffer.uses.wait_all();
+        Ok(buffer.data.write())
+    }
+
+    /// Nothing to move: the memory is the host's, which is the device.
+    fn prefetch<T: Element>(_: &Self::Stream, buffer: &Self::Buffer<T>, _: Location) -> Result<()> {
+        if !buffer.unified {
+            return Err(not_unified(Backend::Cpu));
+        }
+        Ok(())
+    }
+
+    fn to_dlpack<T: Element>(
+        _: &Self::Stream,
+        buffer: &mut Self::Buffer<T>,
+        sync: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        match sync {
+            DlpackSync::Host => buffer.uses.wait_all(),
+            DlpackSync::Unordered => {}
+            DlpackSync::Stream(_) => {
+                return Err(Error::Dlpack {
+                    message: "a CPU array cannot be ordered on a CUDA stream (a CPU consumer passes no stream)".into(),
+                });
+            }
+        }
+        // The tracker travels with the tensor, so that an import of it in
+        // this process orders its work with the original's.
+        Ok(buffer.data.to_dlpack_with(buffer.uses.clone()))
+    }
+
+    fn from_dlpack<T: Element>(_: &Self::Stream, tensor: ManagedTensor) -> Result<Self::Buffer<T>> {
+        let view = tensor.view()?;
+        Ok(match tensor.owner::<HostExport<T, Tracker>>() {
+            // Our own export coming back whole: share the array's memory
+            // through its lock, and its use tracking, rather than alias it
+            // with a second array that orders its work on its own. (One
+            // whose start or length a consumer changed is a slice of it.)
+            Some(export) if export.spans(&view) => {
+                CpuBuffer::shared(export.array.clone(), export.with.clone())
+            }
+            _ => CpuBuffer::from_mem(HostMem::from_dlpack(tensor)?),
+        })
+    }
+}
+
+crate::backend::host_pinned::host_pinned_api!(Cpu);

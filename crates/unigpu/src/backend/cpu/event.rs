@@ -3,10 +3,12 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::Cpu;
 use super::fence::Fence;
-use super::stream::CpuStream;
+use crate::backend::EventApi;
 use crate::lock::lock;
 use crate::{Error, Result};
+use std::sync::Arc;
 
 #[derive(Debug, Default)]
 pub(crate) struct CpuEvent {
@@ -15,25 +17,8 @@ pub(crate) struct CpuEvent {
 }
 
 impl CpuEvent {
-    pub(crate) fn record(&self, stream: &CpuStream) -> Result<()> {
-        let fence = Fence::default();
-        let signal = fence.clone();
-        stream.enqueue(Box::new(move || {
-            signal.signal();
-            Ok(())
-        }))?;
-        *lock(&self.recorded) = Some(fence);
-        Ok(())
-    }
-
     pub(crate) fn fence(&self) -> Option<Fence> {
         lock(&self.recorded).clone()
-    }
-
-    pub(crate) fn synchronize(&self) {
-        if let Some(f) = self.fence() {
-            f.wait();
-        }
     }
 
     /// Like cuEventQuery: true when never recorded or when reached.
@@ -48,9 +33,37 @@ impl CpuEvent {
                 message: format!("elapsed_ms: the {which} event was never recorded"),
             })
     }
+}
 
-    pub(crate) fn elapsed_ms(&self, end: &CpuEvent) -> Result<f32> {
-        let start = self.timestamp("start")?;
+impl EventApi for Cpu {
+    fn new_event(_: &Self::Stream, _timed: bool) -> Result<Self::Event> {
+        Ok(Arc::new(CpuEvent::default()))
+    }
+
+    fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        let fence = Fence::default();
+        let signal = fence.clone();
+        stream.enqueue(Box::new(move || {
+            signal.signal();
+            Ok(())
+        }))?;
+        *lock(&event.recorded) = Some(fence);
+        Ok(())
+    }
+
+    fn event_sync(event: &Self::Event) -> Result<()> {
+        if let Some(f) = event.fence() {
+            f.wait();
+        }
+        Ok(())
+    }
+
+    fn event_query(event: &Self::Event) -> Result<bool> {
+        Ok(event.query())
+    }
+
+    fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
+        let start = start.timestamp("start")?;
         let stop = end.timestamp("end")?;
         let ms = if stop >= start {
             (stop - start).as_secs_f64() * 1e3

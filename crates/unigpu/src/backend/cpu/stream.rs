@@ -6,8 +6,10 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use super::Cpu;
 use super::staging::Staging;
 use super::tracker::Tracker;
+use crate::backend::StreamApi;
 use crate::lock::lock;
 use crate::{Error, Result};
 
@@ -36,8 +38,9 @@ pub(crate) struct CpuStream {
     worker: Mutex<Option<JoinHandle<()>>>,
     /// Buffers that hold uploads until the worker copies them in.
     staging: Arc<Staging>,
-    /// The work recorded since `begin_capture`; `None` when not capturing.
-    capture: Mutex<Option<Vec<Recorded>>>,
+    /// The work recorded since `begin_capture`; `None` when not capturing
+    /// (`graph.rs` begins and ends captures).
+    pub(crate) capture: Mutex<Option<Vec<Recorded>>>,
 }
 
 /// One piece of work recorded by a capture: what it reads and writes, and
@@ -118,44 +121,8 @@ impl CpuStream {
         })
     }
 
-    /// Blocks until every job enqueued so far has run; returns (and
-    /// clears) the first error among them.
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        let mut p = lock(&self.shared.progress);
-        let target = p.submitted;
-        while p.completed < target {
-            p = self.shared.cv.wait(p).unwrap_or_else(|e| e.into_inner());
-        }
-        match p.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
     pub(crate) fn is_capturing(&self) -> bool {
         lock(&self.capture).is_some()
-    }
-
-    pub(crate) fn begin_capture(&self) -> Result<()> {
-        let mut capture = lock(&self.capture);
-        if capture.is_some() {
-            return Err(Error::Unsupported {
-                backend: crate::Backend::Cpu,
-                what: "begin_capture: this stream is already capturing; end that capture first"
-                    .into(),
-            });
-        }
-        *capture = Some(Vec::new());
-        Ok(())
-    }
-
-    pub(crate) fn end_capture(&self) -> Result<Vec<Recorded>> {
-        lock(&self.capture)
-            .take()
-            .ok_or_else(|| Error::Unsupported {
-                backend: crate::Backend::Cpu,
-                what: "end_capture: this stream is not capturing; call begin_capture first".into(),
-            })
     }
 
     /// Records `work` when capturing (and returns `None`), else hands it
@@ -172,11 +139,6 @@ impl CpuStream {
 
     pub(crate) fn staging(&self) -> &Arc<Staging> {
         &self.staging
-    }
-
-    pub(crate) fn is_idle(&self) -> bool {
-        let p = lock(&self.shared.progress);
-        p.completed == p.submitted
     }
 }
 
@@ -218,4 +180,47 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
                 .map(|s| format!("a job panicked: {s}"))
         })
         .unwrap_or_else(|| "a job panicked".into())
+}
+
+impl StreamApi for Cpu {
+    /// Blocks until every job enqueued so far has run; returns (and
+    /// clears) the first error among them.
+    fn stream_sync(stream: &Self::Stream) -> Result<()> {
+        let mut p = lock(&stream.shared.progress);
+        let target = p.submitted;
+        while p.completed < target {
+            p = stream.shared.cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        match p.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
+        let p = lock(&stream.shared.progress);
+        Ok(p.completed == p.submitted)
+    }
+
+    fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        match event.fence() {
+            Some(fence) => stream.enqueue(Box::new(move || {
+                fence.wait();
+                Ok(())
+            })),
+            // Never recorded: nothing to wait for, as on CUDA.
+            None => Ok(()),
+        }
+    }
+
+    fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        stream.enqueue(Box::new(move || {
+            f();
+            Ok(())
+        }))
+    }
+
+    fn native_stream(_: &Self::Stream) -> Option<u64> {
+        None
+    }
 }

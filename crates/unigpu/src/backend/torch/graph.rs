@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use unigpu_cuda_safe::ForeignGraph;
 use unigpu_torch_bridge as bridge;
 
-use super::TorchStream;
 use super::uses::{Uses, order_use};
-use crate::backend::Backend;
+use super::{Torch, TorchStream, refuse};
+use crate::backend::{Backend, GraphApi};
 use crate::error::{Error, Result};
 
 /// What a capture keeps of one tensor its work used.
@@ -55,25 +55,6 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 
 fn active() -> MutexGuard<'static, Option<HashMap<i64, Capture>>> {
     ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether `stream` is capturing. One atomic load when nothing is.
-pub(crate) fn is_capturing(stream: &TorchStream) -> bool {
-    COUNT.load(Ordering::Acquire) > 0
-        && active()
-            .as_ref()
-            .is_some_and(|a| a.contains_key(&stream.id))
-}
-
-/// Refuses `what` while `stream` captures, saying why.
-pub(crate) fn refuse(stream: &TorchStream, what: &str, why: &str) -> Result<()> {
-    if is_capturing(stream) {
-        return Err(Error::Unsupported {
-            backend: Backend::Torch,
-            what: format!("{what} while the stream captures a graph: {why}"),
-        });
-    }
-    Ok(())
 }
 
 /// When `stream` is capturing, gives the capture what `kept` makes (once
@@ -104,65 +85,76 @@ pub struct TorchGraph {
     kept: Vec<Kept>,
 }
 
-pub(crate) fn begin(stream: &TorchStream) -> Result<()> {
-    let mut active = active();
-    let map = active.get_or_insert_with(HashMap::new);
-    if map.contains_key(&stream.id) {
-        return Err(Error::Unsupported {
-            backend: Backend::Torch,
-            what: "begin_capture: this stream is already capturing; end that capture first".into(),
-        });
-    }
-    stream
-        .foreign
-        .begin_capture()
-        .map_err(|e| Error::from(e).on_backend(Backend::Torch))?;
-    map.insert(stream.id, Capture::default());
-    COUNT.store(map.len(), Ordering::Release);
-    Ok(())
-}
-
-pub(crate) fn end(stream: &TorchStream) -> Result<TorchGraph> {
-    let capture = {
+impl GraphApi for Torch {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
         let mut active = active();
         let map = active.get_or_insert_with(HashMap::new);
-        let Some(capture) = map.remove(&stream.id) else {
+        if map.contains_key(&stream.id) {
             return Err(Error::Unsupported {
                 backend: Backend::Torch,
-                what: "end_capture: this stream is not capturing; call begin_capture first".into(),
+                what: "begin_capture: this stream is already capturing; end that capture first"
+                    .into(),
             });
-        };
+        }
+        stream
+            .foreign
+            .begin_capture()
+            .map_err(|e| Error::from(e).on_backend(Backend::Torch))?;
+        map.insert(stream.id, Capture::default());
         COUNT.store(map.len(), Ordering::Release);
-        capture
-    };
-    let graph = stream
-        .foreign
-        .end_capture()
-        .map_err(|e| Error::from(e).on_backend(Backend::Torch))?;
-    Ok(TorchGraph {
-        graph,
-        kept: capture.kept,
-    })
-}
+        Ok(())
+    }
 
-impl TorchGraph {
-    /// Enqueues one replay on `stream`, as a write of every kept tensor.
-    pub(crate) fn launch(&self, stream: &Arc<TorchStream>) -> Result<()> {
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        let capture = {
+            let mut active = active();
+            let map = active.get_or_insert_with(HashMap::new);
+            let Some(capture) = map.remove(&stream.id) else {
+                return Err(Error::Unsupported {
+                    backend: Backend::Torch,
+                    what: "end_capture: this stream is not capturing; call begin_capture first"
+                        .into(),
+                });
+            };
+            COUNT.store(map.len(), Ordering::Release);
+            capture
+        };
+        let graph = stream
+            .foreign
+            .end_capture()
+            .map_err(|e| Error::from(e).on_backend(Backend::Torch))?;
+        Ok(TorchGraph {
+            graph,
+            kept: capture.kept,
+        })
+    }
+
+    /// One atomic load when nothing captures.
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        COUNT.load(Ordering::Acquire) > 0
+            && active()
+                .as_ref()
+                .is_some_and(|a| a.contains_key(&stream.id))
+    }
+
+    /// One replay, as a write of every kept tensor.
+    fn graph_launch(graph: &Self::Graph, stream: &Self::Stream) -> Result<()> {
         refuse(
             stream,
             "launching a graph",
             "a graph cannot replay inside another's capture",
         )?;
         let _current = stream.enter()?;
-        for k in &self.kept {
+        for k in &graph.kept {
             order_use(&k.uses, &k.tensor, k.home, stream, true)?;
         }
-        self.graph
+        graph
+            .graph
             .launch(&stream.foreign)
             .map_err(|e| Error::from(e).on_backend(Backend::Torch))
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.graph.node_count()
+    fn graph_len(graph: &Self::Graph) -> usize {
+        graph.graph.node_count()
     }
 }

@@ -32,38 +32,6 @@ fn rank(kind: wgpu::DeviceType) -> u8 {
     }
 }
 
-/// Why the fallback chain passes adapter `ordinal` over: it is a software
-/// adapter (and so, hardware coming first, are all), which runs slower than
-/// the CPU backend. Decided from the adapter's description, without
-/// opening it.
-pub(crate) fn fallback_refusal(ordinal: usize) -> Option<String> {
-    let info = adapters().ok()?.get(ordinal)?.get_info();
-    (info.device_type == wgpu::DeviceType::Cpu).then(|| {
-        format!(
-            "only a software adapter ({}, {} {}): the cpu backend is faster; \
-             backend = \"vulkan\" uses it anyway",
-            info.name, info.driver, info.driver_info
-        )
-    })
-}
-
-/// The first hardware (not software) adapter, described: what
-/// [`crate::backend::Api::hardware`] reports for vulkan.
-pub(crate) fn hardware() -> Option<String> {
-    let info = adapters()
-        .ok()?
-        .iter()
-        .map(wgpu::Adapter::get_info)
-        .find(|i| i.device_type != wgpu::DeviceType::Cpu)?;
-    Some(format!(
-        "a Vulkan adapter {} ({}, {} {})",
-        info.name,
-        kind_name(info.device_type),
-        info.driver,
-        info.driver_info
-    ))
-}
-
 pub(crate) fn kind_name(kind: wgpu::DeviceType) -> &'static str {
     match kind {
         wgpu::DeviceType::DiscreteGpu => "discrete GPU",

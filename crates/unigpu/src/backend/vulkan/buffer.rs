@@ -7,13 +7,21 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::Vulkan;
 use super::catch;
 use super::device::VkDevice;
+use super::errors::unsupported;
+use super::stream::VkStream;
 use super::tracker::Tracker;
 use crate::backend::Backend;
+use crate::backend::BufferApi;
+use crate::backend::unified::not_unified;
+use crate::device::Location;
+use crate::dlpack::sync::DlpackSync;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::lock::lock;
+use unigpu_core::dlpack::ManagedTensor;
 
 /// `len` elements of `T` in a wgpu buffer, with its pending uses.
 pub(crate) struct VkBuffer<T> {
@@ -192,3 +200,173 @@ pub(crate) fn read_mapped(buffer: &wgpu::Buffer, out: &mut [u8], what: &str) -> 
     out.copy_from_slice(&view[..out.len()]);
     Ok(())
 }
+
+fn no_dlpack() -> Error {
+    Error::Dlpack {
+        message: "a vulkan array cannot be shared through DLPack: wgpu gives no address or \
+                  memory handle of its buffers to safe code; move it with to_context or \
+                  download it"
+            .into(),
+    }
+}
+
+/// `alloc` is the contract's default, `zeros` (wgpu zeroes every buffer
+/// it makes); `read` its default, a `download_into`.
+impl BufferApi for Vulkan {
+    fn zeros<T: Element>(stream: &Self::Stream, len: usize) -> Result<Self::Buffer<T>> {
+        VkBuffer::zeros(&stream.device, len)
+    }
+
+    fn from_host<T: Element>(stream: &Self::Stream, host: &[T]) -> Result<Self::Buffer<T>> {
+        let mut buffer = VkBuffer::zeros(&stream.device, host.len())?;
+        Self::upload(stream, host, &mut buffer)?;
+        Ok(buffer)
+    }
+
+    fn len<T: Element>(buffer: &Self::Buffer<T>) -> usize {
+        buffer.len
+    }
+
+    fn write<T: Element>(
+        stream: &Self::Stream,
+        dst: &mut Self::Buffer<T>,
+        host: &[T],
+    ) -> Result<()> {
+        if let Some(done) = upload(stream, host, dst)? {
+            done.wait_done();
+        }
+        Ok(())
+    }
+
+    fn upload<T: Element>(
+        stream: &Self::Stream,
+        host: &[T],
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        upload(stream, host, dst).map(drop)
+    }
+
+    fn download_into<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        if host.is_empty() {
+            return Ok(());
+        }
+        let bytes = std::mem::size_of_val(host);
+        let (device, staging) = (&stream.device, &stream.device.staging);
+        let back = staging.download(padded(bytes), || readback(device, bytes))?;
+        let mapped = MapSignal::default();
+        let (source, target, on_mapped) = (src.buffer.clone(), back.clone(), mapped.callback());
+        let size = padded(bytes);
+        stream.submit(
+            &[&src.uses],
+            &[],
+            Box::new(move |enc| {
+                enc.copy_buffer_to_buffer(&source, 0, &target, 0, size);
+                enc.map_buffer_on_submit(&target, wgpu::MapMode::Read, ..size, on_mapped);
+                Ok(())
+            }),
+        )?;
+        mapped.wait("a download")?;
+        let read = read_mapped(&back, bytemuck::cast_slice_mut(host), "a download");
+        staging.download_read(back);
+        read
+    }
+
+    fn copy<T: Element>(
+        stream: &Self::Stream,
+        src: &Self::Buffer<T>,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        if src.len == 0 {
+            return Ok(());
+        }
+        let (from, to) = (src.buffer.clone(), dst.buffer.clone());
+        let size = from.size().min(to.size());
+        stream.submit_replayable(
+            &[&src.uses],
+            &[&dst.uses],
+            Arc::new(move |enc| {
+                enc.copy_buffer_to_buffer(&from, 0, &to, 0, size);
+                Ok(())
+            }),
+        )
+    }
+
+    fn alloc_unified<T: Element>(_: &Self::Stream, _: usize) -> Result<Self::Buffer<T>> {
+        Err(unsupported(
+            "alloc_unified: wgpu has no memory that the host and shaders address at once (a \
+             mapped buffer cannot be used by the GPU); upload and download, or use pinned \
+             buffers"
+                .into(),
+        ))
+    }
+
+    fn is_unified<T: Element>(_: &Self::Buffer<T>) -> bool {
+        false
+    }
+
+    fn host_view<T: Element>(_: &Self::Buffer<T>) -> Result<Self::HostView<'_, T>> {
+        Err(not_unified(Backend::Vulkan))
+    }
+
+    fn host_view_mut<T: Element>(_: &mut Self::Buffer<T>) -> Result<Self::HostViewMut<'_, T>> {
+        Err(not_unified(Backend::Vulkan))
+    }
+
+    fn prefetch<T: Element>(_: &Self::Stream, _: &Self::Buffer<T>, _: Location) -> Result<()> {
+        Err(not_unified(Backend::Vulkan))
+    }
+
+    fn to_dlpack<T: Element>(
+        _: &Self::Stream,
+        _: &mut Self::Buffer<T>,
+        _: DlpackSync<'_>,
+    ) -> Result<ManagedTensor> {
+        Err(no_dlpack())
+    }
+
+    fn from_dlpack<T: Element>(_: &Self::Stream, _: ManagedTensor) -> Result<Self::Buffer<T>> {
+        Err(no_dlpack())
+    }
+}
+
+/// Copies `host` into a staging buffer now (so it may be reused at once)
+/// and enqueues the copy into `dst`; the copy's fence, or `None` for no
+/// data.
+fn upload<T: Element>(
+    stream: &Arc<VkStream>,
+    host: &[T],
+    dst: &mut VkBuffer<T>,
+) -> Result<Option<super::fence::Fence>> {
+    if host.is_empty() {
+        return Ok(None);
+    }
+    let device = &stream.device;
+    let data: &[u8] = bytemuck::cast_slice(host);
+    let size = padded(data.len());
+    let staging = device.staging.upload(data, size, || {
+        create(
+            device,
+            data.len(),
+            size,
+            wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            true,
+        )
+    })?;
+    let (target, pool) = (dst.buffer.clone(), device.staging.clone());
+    let fence = stream.submit(
+        &[],
+        &[&dst.uses],
+        Box::new(move |enc| {
+            enc.copy_buffer_to_buffer(&staging, 0, &target, 0, size);
+            pool.upload_copied(enc, &staging);
+            Ok(())
+        }),
+    )?;
+    Ok(Some(fence))
+}
+
+crate::backend::host_pinned::host_pinned_api!(Vulkan);

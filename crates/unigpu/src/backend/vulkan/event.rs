@@ -6,11 +6,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::Vulkan;
 use super::buffer::{MapSignal, read_mapped, readback};
 use super::device::VkDevice;
 use super::fence::Fence;
 use super::stream::VkStream;
 use crate::backend::Backend;
+use crate::backend::EventApi;
 use crate::error::{Error, Result};
 use crate::lock::lock;
 
@@ -62,25 +64,6 @@ impl VkEvent {
         self.current().map(|c| c.fence.clone())
     }
 
-    pub(crate) fn record(&self, stream: &VkStream) -> Result<()> {
-        if !Arc::ptr_eq(&self.device, &stream.device) {
-            return Err(Error::ContextMismatch {
-                what: "Event::record",
-            });
-        }
-        let timestamps = self.device.has(wgpu::Features::TIMESTAMP_QUERY);
-        let capture = if self.timed && timestamps {
-            self.record_timestamp(stream)?
-        } else {
-            Capture {
-                fence: stream.marker()?,
-                stamp: None,
-            }
-        };
-        *lock(&self.capture) = Some(Arc::new(capture));
-        Ok(())
-    }
-
     fn record_timestamp(&self, stream: &VkStream) -> Result<Capture> {
         if stream.is_capturing() {
             return Err(super::stream::not_capturable("an event record"));
@@ -127,12 +110,6 @@ impl VkEvent {
         })
     }
 
-    pub(crate) fn synchronize(&self) {
-        if let Some(f) = self.fence() {
-            f.wait_done();
-        }
-    }
-
     /// Like cuEventQuery: true when never recorded or when reached.
     pub(crate) fn query(&self) -> bool {
         self.fence().is_none_or(|f| f.is_done())
@@ -160,10 +137,46 @@ impl VkEvent {
             }),
         }
     }
+}
 
-    pub(crate) fn elapsed_ms(&self, end: &VkEvent) -> Result<f32> {
-        let (a, b) = (self.ticks("start")?, end.ticks("end")?);
-        let ns_per_tick = f64::from(self.device.queue.get_timestamp_period());
+impl EventApi for Vulkan {
+    fn new_event(stream: &Self::Stream, timed: bool) -> Result<Self::Event> {
+        Ok(Arc::new(VkEvent::new(&stream.device, timed)))
+    }
+
+    fn record(event: &Self::Event, stream: &Self::Stream) -> Result<()> {
+        if !Arc::ptr_eq(&event.device, &stream.device) {
+            return Err(Error::ContextMismatch {
+                what: "Event::record",
+            });
+        }
+        let timestamps = event.device.has(wgpu::Features::TIMESTAMP_QUERY);
+        let capture = if event.timed && timestamps {
+            event.record_timestamp(stream)?
+        } else {
+            Capture {
+                fence: stream.marker()?,
+                stamp: None,
+            }
+        };
+        *lock(&event.capture) = Some(Arc::new(capture));
+        Ok(())
+    }
+
+    fn event_sync(event: &Self::Event) -> Result<()> {
+        if let Some(f) = event.fence() {
+            f.wait_done();
+        }
+        Ok(())
+    }
+
+    fn event_query(event: &Self::Event) -> Result<bool> {
+        Ok(event.query())
+    }
+
+    fn elapsed_ms(start: &Self::Event, end: &Self::Event) -> Result<f32> {
+        let (a, b) = (start.ticks("start")?, end.ticks("end")?);
+        let ns_per_tick = f64::from(start.device.queue.get_timestamp_period());
         let ticks = b as f64 - a as f64;
         Ok((ticks * ns_per_tick / 1e6) as f32)
     }

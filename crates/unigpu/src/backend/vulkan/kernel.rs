@@ -5,14 +5,21 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::Vulkan;
 use super::buffer::VkBuffer;
 use super::device::{Pipeline, VkDevice};
 use super::errors::unsupported;
 use super::shader::{Code, Shader, ShaderKernel};
 use super::stream::VkStream;
 use super::tracker::Tracker;
+use crate::backend::Backend;
+use crate::backend::KernelApi;
+use crate::backend::code::{KernelCode, KernelRef, ModuleCode, Program, ShaderSource};
+use crate::backend::contract::LaunchArg;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
+use crate::kernel::options::{CompileOptions, ImageFormat, Origin};
+use crate::kernel::signature::KernelDecl;
 use crate::kernel::signature::ParamKind;
 use unigpu_core::Grid;
 use unigpu_core::Scalar;
@@ -262,5 +269,69 @@ pub(crate) fn arg<T: Element>(buffer: &VkBuffer<T>, writable: bool) -> VkArg<'_>
         uses: &buffer.uses,
         dtype: T::DTYPE,
         writable,
+    }
+}
+
+impl KernelApi for Vulkan {
+    /// Nothing to compile from CUDA C++: kernels run their WGSL or SPIR-V.
+    fn compile(_: &Self::Device, _: &str, _: &CompileOptions, _: &[KernelDecl]) -> Result<Program> {
+        Ok(Program {
+            origin: Origin::NotCompiled,
+            log: String::new(),
+            code: ModuleCode::Host,
+        })
+    }
+
+    fn load_image(_: &Self::Device, format: ImageFormat, _: &[u8]) -> Result<Program> {
+        Err(Error::Unsupported {
+            backend: Backend::Vulkan,
+            what: format!(
+                "loading {format} code: a CUDA image cannot run on a Vulkan device; give the kernel a shader (Kernel::from_wgsl, Kernel::from_spirv)"
+            ),
+        })
+    }
+
+    fn shader_kernel(
+        name: &str,
+        source: ShaderSource<'_>,
+        word_arrays: &[(usize, DType)],
+    ) -> Result<KernelCode> {
+        let shader = match source {
+            ShaderSource::Wgsl(text) => ShaderKernel::wgsl(name, text)?,
+            ShaderSource::Spirv(bytes) => ShaderKernel::spirv(name, bytes)?,
+        };
+        Ok(KernelCode::Shader(shader.with_word_arrays(word_arrays)))
+    }
+
+    fn arg<T: Element>(buffer: &Self::Buffer<T>) -> Self::Arg<'_> {
+        arg(buffer, false)
+    }
+
+    fn arg_mut<T: Element>(buffer: &mut Self::Buffer<T>) -> Self::Arg<'_> {
+        arg(buffer, true)
+    }
+
+    fn launch<'a>(
+        stream: &Self::Stream,
+        kernel: KernelRef<'_>,
+        grid: Grid,
+        args: impl ExactSizeIterator<Item = Result<LaunchArg<'a, Self>>>,
+    ) -> Result<()> {
+        let name = kernel.name;
+        let shader = kernel.shader().ok_or_else(|| {
+            unsupported(format!(
+                "kernel `{name}` has no WGSL or SPIR-V code; attach one with Kernel::with_wgsl \
+                 or Kernel::with_spirv"
+            ))
+        })?;
+        let args = args
+            .map(|a| {
+                a.map(|a| match a {
+                    LaunchArg::Scalar(s) => KernelArg::Scalar(s),
+                    LaunchArg::Buffer(b) => KernelArg::Buffer(b),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        launch(stream, name, shader, grid, args)
     }
 }

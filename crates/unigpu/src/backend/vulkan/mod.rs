@@ -23,7 +23,17 @@
 //!   timestamp where the adapter has timestamp queries (`event.rs`).
 //! - Kernels: WGSL or SPIR-V read by naga, compiled once per device and
 //!   launched with argument i at `@binding(i)` (`kernel.rs`).
-//! - Graphs: replayable work recorded from a capture and submitted again.
+//! - Graphs: replayable work recorded from a capture and submitted again
+//!   (`stream.rs`).
+//!
+//! The contract is implemented beside each handle's code, as wgpu-hal lays
+//! a backend out: `api.rs` holds the marker type the traits are for (a
+//! file that imports none of the others, so that each can name it), this
+//! file the handle types (`impl Handles`, below), `open.rs`
+//! (`DeviceApi`, on a context's handle of the shared device), `stream.rs`
+//! (`StreamApi`, `GraphApi`), `event.rs` (`EventApi`), `buffer.rs`
+//! (`BufferApi`, the shared `PinnedApi`), `kernel.rs` (`KernelApi`),
+//! `ops.rs` (`BuiltinOps`).
 
 mod adapters;
 mod api;
@@ -48,3 +58,32 @@ mod tracker;
 
 pub(crate) use api::Vulkan;
 pub(crate) use shader::ShaderKernel;
+
+use std::sync::Arc;
+
+use crate::backend::{Backend, Handles};
+use crate::element::Element;
+use buffer::VkBuffer;
+use device::VkDevice;
+use event::VkEvent;
+use kernel::VkArg;
+use open::VkOpen;
+use stream::{Recorded, VkStream};
+
+impl Handles for Vulkan {
+    const KIND: Backend = Backend::Vulkan;
+    const DLPACK_DEVICE_TYPE: i32 = unigpu_core::dlpack::ffi::kDLVulkan;
+    type Device = VkOpen;
+
+    type Stream = Arc<VkStream>;
+    type Event = Arc<VkEvent>;
+
+    type Graph = (Arc<VkDevice>, Vec<Recorded>);
+
+    type Buffer<T: Element> = VkBuffer<T>;
+
+    type HostView<'a, T: Element> = &'a [T];
+    type HostViewMut<'a, T: Element> = &'a mut [T];
+
+    type Arg<'a> = VkArg<'a>;
+}

@@ -12,11 +12,13 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use super::Vulkan;
 use super::catch::Catch;
 use super::device::VkDevice;
 use super::fence::Fence;
 use super::tracker::Tracker;
 use crate::backend::Backend;
+use crate::backend::{GraphApi, StreamApi};
 use crate::error::{Error, Result};
 use crate::lock::lock;
 
@@ -233,18 +235,6 @@ impl VkStream {
             .map(drop)
     }
 
-    pub(crate) fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> Result<()> {
-        if self.is_capturing() {
-            return Err(not_capturable("a host function"));
-        }
-        let work: HostWork = Box::new(move || {
-            std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|p| Error::StreamWork {
-                message: panic_message(p.as_ref()),
-            })
-        });
-        self.enqueue(Work::Host(work), Vec::new(), Fence::default())
-    }
-
     /// A fence done once the work enqueued so far is (an untimed event).
     pub(crate) fn marker(&self) -> Result<Fence> {
         if self.is_capturing() {
@@ -263,16 +253,7 @@ impl VkStream {
         self.enqueue(Work::Wait(fence), Vec::new(), Fence::default())
     }
 
-    /// Blocks until the work enqueued so far is done; returns (and clears)
-    /// the first error among it, or one the device reported meanwhile.
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        if self.is_capturing() {
-            return Err(not_capturable("a sync"));
-        }
-        self.wait_enqueued()
-    }
-
-    /// What `synchronize` does, without its refusal during a capture: a
+    /// What `stream_sync` does, without its refusal during a capture: a
     /// context's sync waits for every stream, and a stream that captures
     /// (on another thread, say) has enqueued nothing since its capture
     /// began, so the sync waits for what came before and leaves the
@@ -289,26 +270,8 @@ impl VkStream {
         }
     }
 
-    pub(crate) fn is_idle(&self) -> bool {
-        let c = lock(&self.progress.counts);
-        c.completed == c.enqueued
-    }
-
     pub(crate) fn is_capturing(&self) -> bool {
         lock(&self.capture).is_some()
-    }
-
-    pub(crate) fn begin_capture(&self) -> Result<()> {
-        let mut capture = lock(&self.capture);
-        if capture.is_some() {
-            return Err(Error::Unsupported {
-                backend: Backend::Vulkan,
-                what: "begin_capture: this stream is already capturing; end that capture first"
-                    .into(),
-            });
-        }
-        *capture = Some(Vec::new());
-        Ok(())
     }
 
     pub(crate) fn end_capture(&self) -> Result<Vec<Recorded>> {
@@ -514,5 +477,83 @@ impl Worker {
             });
         }
         self.horizon = last.into_iter().collect();
+    }
+}
+
+impl StreamApi for Vulkan {
+    /// Blocks until the work enqueued so far is done; returns (and clears)
+    /// the first error among it, or one the device reported meanwhile.
+    fn stream_sync(stream: &Self::Stream) -> Result<()> {
+        if stream.is_capturing() {
+            return Err(not_capturable("a sync"));
+        }
+        stream.wait_enqueued()
+    }
+
+    fn stream_is_idle(stream: &Self::Stream) -> Result<bool> {
+        let c = lock(&stream.progress.counts);
+        Ok(c.completed == c.enqueued)
+    }
+
+    fn stream_wait(stream: &Self::Stream, event: &Self::Event) -> Result<()> {
+        match event.fence() {
+            Some(fence) => stream.wait_for(fence),
+            // Never recorded: nothing to wait for, as on CUDA.
+            None => Ok(()),
+        }
+    }
+
+    fn host_fn(stream: &Self::Stream, f: Box<dyn FnOnce() + Send>) -> Result<()> {
+        if stream.is_capturing() {
+            return Err(not_capturable("a host function"));
+        }
+        let work: HostWork = Box::new(move || {
+            std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|p| Error::StreamWork {
+                message: panic_message(p.as_ref()),
+            })
+        });
+        stream.enqueue(Work::Host(work), Vec::new(), Fence::default())
+    }
+
+    fn native_stream(_: &Self::Stream) -> Option<u64> {
+        None
+    }
+}
+
+impl GraphApi for Vulkan {
+    fn begin_capture(stream: &Self::Stream) -> Result<()> {
+        let mut capture = lock(&stream.capture);
+        if capture.is_some() {
+            return Err(Error::Unsupported {
+                backend: Backend::Vulkan,
+                what: "begin_capture: this stream is already capturing; end that capture first"
+                    .into(),
+            });
+        }
+        *capture = Some(Vec::new());
+        Ok(())
+    }
+
+    fn end_capture(stream: &Self::Stream) -> Result<Self::Graph> {
+        Ok((stream.device.clone(), stream.end_capture()?))
+    }
+
+    // The inherent method, which every enqueue asks too.
+    fn is_capturing(stream: &Self::Stream) -> bool {
+        stream.is_capturing()
+    }
+
+    fn graph_launch((device, work): &Self::Graph, stream: &Self::Stream) -> Result<()> {
+        // The recorded bind groups belong to the device that captured.
+        if !Arc::ptr_eq(device, &stream.device) {
+            return Err(Error::ContextMismatch {
+                what: "Graph::launch",
+            });
+        }
+        work.iter().try_for_each(|r| stream.replay(r))
+    }
+
+    fn graph_len((_, work): &Self::Graph) -> usize {
+        work.len()
     }
 }
