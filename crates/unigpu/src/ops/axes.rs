@@ -1,0 +1,512 @@
+//! Reductions over axes (sum, mean, max, min, argmax, argmin; numpy's
+//! `axis=` and `keepdims=`) and softmax / log-softmax over an axis, on
+//! every backend from kernels written once with `#[unigpu::kernel]`.
+//!
+//! The reduced axes are moved last (a view), the operand made one
+//! contiguous buffer of `rows × len` (a copy only where the view is not
+//! already that), and one workgroup reduces each row: every invocation
+//! runs over its elements `l, l + 256, ...` in order, then a shared-memory
+//! tree combines the 256 partial results. The same order on every
+//! backend, and no contraction, so a sum gives the same bits everywhere.
+//! f16/bf16 accumulate in f32, f32 in f32, f64 in f64.
+
+use unigpu_core::Layout;
+
+use crate::backend::Storage;
+use crate::kernel::args::{ArrayArg, sealed};
+use crate::kernel::{Arg, Grid, Kernel, Scalar};
+use crate::{Context, DType, Element, Error, GpuArray, Result};
+
+use super::operand::On;
+use super::{AsView, AsViewMut, Float};
+
+/// What a row reduction computes (the kernel's `op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowOp {
+    Sum = 0,
+    Max = 1,
+    Min = 2,
+    ArgMax = 3,
+    ArgMin = 4,
+    Mean = 5,
+}
+
+/// The two row kernels, for element types that accumulate in `$acc`
+/// (f32 for f32, f16 and bf16; f64 for f64): one body, two lists, because
+/// a generic kernel's every combination must type-check and an f16
+/// element is written from an f32 value, an f64 one from an f64.
+macro_rules! row_kernels {
+    ($reduce:ident, $softmax:ident, [$($t:ident),*], $acc:ident) => {
+/// Row `r` of `x` (`len` elements from `r * len`) reduced into `out[r]`
+/// (and, for argmax/argmin, its index into `index[r]`). Sum and mean
+/// (`op` 0, 5) add in `A`, the mean divides once at the end; max/min
+/// (1, 2) propagate NaN (numpy's and torch's `max`); argmax/argmin (3, 4)
+/// give the first NaN's index when there is one, else the first
+/// extreme's. A slot that saw no element holds index `u32::MAX`, which
+/// loses every comparison.
+#[crate::kernel(T = [$($t),*], workgroup_size = 256)]
+        fn $reduce<T>(x: &[T], out: &mut [T], index: &mut [u32], rows: u32, len: u32, op: u32) {
+    let best = shared::<$acc, 256>();
+    let at = shared::<u32, 256>();
+    let l = local_id().x;
+    let n = len as usize;
+    let adds = op == 0u32 || op == 5u32;
+    let wants_max = op == 1u32 || op == 3u32;
+    let mut row = workgroup_id().x;
+    while row < rows as usize {
+        let base = row * n;
+        let mut v = 0.0 as $acc;
+        let mut vi = 4294967295u32;
+        let mut j = l;
+        while j < n {
+            let c = x[base + j] as $acc;
+            if adds {
+                v += c;
+            } else if vi == 4294967295u32 {
+                v = c;
+                vi = j as u32;
+            } else if v == v {
+                // A NaN wins and stays; else the strictly larger (smaller).
+                let mut better = c < v;
+                if wants_max {
+                    better = c > v;
+                }
+                if c != c || better {
+                    v = c;
+                    vi = j as u32;
+                }
+            }
+            j += 256;
+        }
+        best[l] = v;
+        at[l] = vi;
+        barrier();
+        let mut stride = 128usize;
+        while stride > 0 {
+            if l < stride {
+                let a = best[l];
+                let b = best[l + stride];
+                let ia = at[l];
+                let ib = at[l + stride];
+                if adds {
+                    best[l] = a + b;
+                } else if ib != 4294967295u32 {
+                    // Take the other slot's candidate when it is better,
+                    // or as good and earlier.
+                    let mut take = false;
+                    if ia == 4294967295u32 {
+                        take = true;
+                    } else if a != a {
+                        take = b != b && ib < ia;
+                    } else if b != b {
+                        take = true;
+                    } else if wants_max {
+                        take = b > a || (b == a && ib < ia);
+                    } else {
+                        take = b < a || (b == a && ib < ia);
+                    }
+                    if take {
+                        best[l] = b;
+                        at[l] = ib;
+                    }
+                }
+            }
+            barrier();
+            stride /= 2;
+        }
+        if l == 0 {
+            if op == 5u32 {
+                out[row] = best[0] / (len as $acc);
+            } else {
+                out[row] = best[0];
+            }
+            index[row] = at[0];
+        }
+        barrier();
+        row += num_workgroups().x;
+    }
+}
+
+/// Row `r` of `x` (`len` elements) as its softmax (`log` 0) or
+/// log-softmax (`log` 1) into the same row of `out`: `exp(x - max) / sum`
+/// and `(x - max) - ln(sum)`, the max and sum in the accumulation type.
+#[crate::kernel(T = [$($t),*], workgroup_size = 256)]
+        fn $softmax<T>(x: &[T], out: &mut [T], rows: u32, len: u32, log: u32) {
+    let red = shared::<$acc, 256>();
+    let l = local_id().x;
+    let n = len as usize;
+    let mut row = workgroup_id().x;
+    while row < rows as usize {
+        let base = row * n;
+        // The row's max (a NaN propagates, as the result will).
+        let mut m = 0.0 as $acc;
+        let mut has = false;
+        let mut j = l;
+        while j < n {
+            let c = x[base + j] as $acc;
+            if !has || c != c || (m == m && c > m) {
+                m = c;
+                has = true;
+            }
+            j += 256;
+        }
+        red[l] = m;
+        barrier();
+        // Only the first min(n, 256) slots saw an element.
+        let mut stride = 128usize;
+        while stride > 0 {
+            if l < stride && l + stride < n {
+                let a = red[l];
+                let b = red[l + stride];
+                if a == a && (b != b || b > a) {
+                    red[l] = b;
+                }
+            }
+            barrier();
+            stride /= 2;
+        }
+        let mx = red[0];
+        barrier();
+        let mut s = 0.0 as $acc;
+        let mut k = l;
+        while k < n {
+            s += (x[base + k] as $acc - mx).exp();
+            k += 256;
+        }
+        red[l] = s;
+        barrier();
+        let mut half = 128usize;
+        while half > 0 {
+            if l < half {
+                red[l] += red[l + half];
+            }
+            barrier();
+            half /= 2;
+        }
+        let total = red[0];
+        let mut i = l;
+        while i < n {
+            let d = x[base + i] as $acc - mx;
+            if log == 1u32 {
+                out[base + i] = d - total.ln();
+            } else {
+                out[base + i] = d.exp() / total;
+            }
+            i += 256;
+        }
+        barrier();
+        row += num_workgroups().x;
+    }
+}
+
+    };
+}
+
+row_kernels!(rows_reduce, rows_softmax, [f32, f16, bf16], f32);
+row_kernels!(rows_reduce_f64, rows_softmax_f64, [f64], f64);
+
+/// A whole buffer as a kernel argument (the kernels index rows of it).
+struct Buf<'a, T: Element>(&'a Storage<T>);
+struct BufMut<'a, T: Element>(&'a mut Storage<T>);
+
+impl<T: Element> ArrayArg for Buf<'_, T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<T: Element> sealed::Storage for Buf<'_, T> {
+    fn arg(&self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+}
+
+impl<T: Element> ArrayArg for BufMut<'_, T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<T: Element> sealed::Storage for BufMut<'_, T> {
+    fn arg(&self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg_mut())
+    }
+}
+
+fn reduce_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
+    Ok(match T::DTYPE {
+        DType::F32 => (*rows_reduce::kernel::<f32>(ctx)?).clone(),
+        DType::F64 => (*rows_reduce_f64::kernel::<f64>(ctx)?).clone(),
+        DType::F16 => (*rows_reduce::kernel::<half::f16>(ctx)?).clone(),
+        DType::BF16 => (*rows_reduce::kernel::<half::bf16>(ctx)?).clone(),
+        other => unreachable!("Float is f32, f64, f16 or bf16, not {other}"),
+    })
+}
+
+fn softmax_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
+    Ok(match T::DTYPE {
+        DType::F32 => (*rows_softmax::kernel::<f32>(ctx)?).clone(),
+        DType::F64 => (*rows_softmax_f64::kernel::<f64>(ctx)?).clone(),
+        DType::F16 => (*rows_softmax::kernel::<half::f16>(ctx)?).clone(),
+        DType::BF16 => (*rows_softmax::kernel::<half::bf16>(ctx)?).clone(),
+        other => unreachable!("Float is f32, f64, f16 or bf16, not {other}"),
+    })
+}
+
+/// Workgroups for `rows` rows: one a row, at most 65535 (each then takes
+/// every `num_workgroups`-th row).
+fn row_grid(rows: usize) -> Grid {
+    let groups = rows.clamp(1, 65535) as u32;
+    Grid::new((groups, 1, 1), (256, 1, 1))
+}
+
+fn u32_of(n: usize, what: &'static str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::Shape {
+        what,
+        message: format!("{n} is more than the 32-bit counts of generated kernels"),
+    })
+}
+
+/// The reduced axes (`None`: all), checked and sorted.
+fn axes_of(ndim: usize, axes: Option<&[usize]>, what: &'static str) -> Result<Vec<usize>> {
+    let mut a: Vec<usize> = match axes {
+        None => (0..ndim).collect(),
+        Some(a) => a.to_vec(),
+    };
+    a.sort_unstable();
+    if let Some(&bad) = a.iter().find(|&&x| x >= ndim) {
+        return Err(Error::Shape {
+            what,
+            message: format!("axis {bad} is out of range for an array of {ndim} dimensions"),
+        });
+    }
+    if a.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::Shape {
+            what,
+            message: format!("axes {a:?} name an axis twice"),
+        });
+    }
+    Ok(a)
+}
+
+/// The kept axes, then the reduced ones: the permutation that puts the
+/// reduced axes last, and the shape it gives.
+fn reduced_last(shape: &[usize], reduced: &[usize]) -> (Vec<usize>, usize, usize) {
+    let kept: Vec<usize> = (0..shape.len()).filter(|a| !reduced.contains(a)).collect();
+    let rows = kept.iter().map(|&a| shape[a]).product();
+    let len = reduced.iter().map(|&a| shape[a]).product();
+    let order = kept.into_iter().chain(reduced.iter().copied()).collect();
+    (order, rows, len)
+}
+
+/// The result's shape: the kept axes, with 1 for each reduced one when
+/// `keepdims`.
+fn result_shape(shape: &[usize], reduced: &[usize], keepdims: bool) -> Vec<usize> {
+    (0..shape.len())
+        .filter_map(|a| match (reduced.contains(&a), keepdims) {
+            (false, _) => Some(shape[a]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()
+}
+
+impl<'o> super::Ops<'o> {
+    /// Rows of `x` (the reduced axes last) reduced by `op`: the values
+    /// and the indices (into the flattened reduced axes).
+    fn rows<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+        op: RowOp,
+        what: &'static str,
+    ) -> Result<(GpuArray<T>, GpuArray<u32>)> {
+        let x = x.as_view();
+        let on: On<'_> = self.on();
+        let reduced = axes_of(x.ndim(), axes, what)?;
+        let (order, rows, len) = reduced_last(x.shape(), &reduced);
+        if len == 0 && !matches!(op, RowOp::Sum | RowOp::Mean) {
+            return Err(Error::Shape {
+                what,
+                message: format!(
+                    "the reduced axes {reduced:?} of shape {:?} hold no element",
+                    x.shape()
+                ),
+            });
+        }
+        let moved = x.clone().permute(&order)?;
+        let moved_shape = moved.shape().to_vec();
+        let whole = on.whole(&moved, &moved_shape, what)?;
+        let mut out = GpuArray::<T>::uninit(self.ctx, rows)?;
+        let mut index = GpuArray::<u32>::uninit(self.ctx, rows)?;
+        if rows > 0 {
+            let kernel = reduce_kernel::<T>(self.ctx)?;
+            let (src, mut dst, mut idx) = (
+                Buf(whole.storage()),
+                BufMut(&mut out.storage),
+                BufMut(&mut index.storage),
+            );
+            let args = vec![
+                Arg::Array(&src),
+                Arg::ArrayMut(&mut dst),
+                Arg::ArrayMut(&mut idx),
+                Arg::Scalar(Scalar::new(u32_of(rows, what)?)),
+                Arg::Scalar(Scalar::new(u32_of(len, what)?)),
+                Arg::Scalar(Scalar::new(op as u32)),
+            ];
+            self.stream.launch(&kernel, row_grid(rows), args)?;
+        }
+        let shape = result_shape(x.shape(), &reduced, keepdims);
+        out.layout = Layout::contiguous(&shape);
+        index.layout = Layout::contiguous(&shape);
+        Ok((out, index))
+    }
+
+    /// The sum over `axes` (`None`: every axis), accumulated in `T::Acc`
+    /// (0 for no element); the reduced axes removed, or kept with extent
+    /// 1 when `keepdims` (numpy's `sum(axis=, keepdims=)`).
+    pub fn sum_axes<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<GpuArray<T>> {
+        Ok(self.rows(x, axes, keepdims, RowOp::Sum, "sum_axes")?.0)
+    }
+
+    /// The mean over `axes`: the sum as [`Ops::sum_axes`], divided once
+    /// by the element count at the end (NaN for no element, as numpy).
+    pub fn mean_axes<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<GpuArray<T>> {
+        Ok(self.rows(x, axes, keepdims, RowOp::Mean, "mean_axes")?.0)
+    }
+
+    /// The largest element over `axes`; a NaN propagates (numpy's and
+    /// torch's `max`; [`Ops::max`] of a whole array ignores NaN instead).
+    /// No element is an error.
+    pub fn max_axes<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<GpuArray<T>> {
+        Ok(self.rows(x, axes, keepdims, RowOp::Max, "max_axes")?.0)
+    }
+
+    /// The smallest element over `axes`; NaN as [`Ops::max_axes`].
+    pub fn min_axes<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<GpuArray<T>> {
+        Ok(self.rows(x, axes, keepdims, RowOp::Min, "min_axes")?.0)
+    }
+
+    /// The index along `axis` (`None`: into the flattened array) of the
+    /// largest element, the first of equal ones; a NaN's index when there
+    /// is one (numpy's `argmax`).
+    pub fn argmax<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axis: Option<usize>,
+        keepdims: bool,
+    ) -> Result<GpuArray<u32>> {
+        let axes = axis.map(|a| vec![a]);
+        Ok(self
+            .rows(x, axes.as_deref(), keepdims, RowOp::ArgMax, "argmax")?
+            .1)
+    }
+
+    /// As [`Ops::argmax`], the smallest.
+    pub fn argmin<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axis: Option<usize>,
+        keepdims: bool,
+    ) -> Result<GpuArray<u32>> {
+        let axes = axis.map(|a| vec![a]);
+        Ok(self
+            .rows(x, axes.as_deref(), keepdims, RowOp::ArgMin, "argmin")?
+            .1)
+    }
+
+    /// `out = softmax(x)` along `axis`: `exp(x - max) / sum(exp(x - max))`,
+    /// in `T::Acc`; `out` has `x`'s shape (a view is fine).
+    pub fn softmax<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axis: usize,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.softmax_impl(x, axis, out, false, "softmax")
+    }
+
+    /// `out = log_softmax(x)` along `axis`: `(x - max) - ln(sum(exp(x -
+    /// max)))`, in `T::Acc`.
+    pub fn log_softmax<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axis: usize,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.softmax_impl(x, axis, out, true, "log_softmax")
+    }
+
+    fn softmax_impl<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        axis: usize,
+        out: &mut impl AsViewMut<T>,
+        log: bool,
+        what: &'static str,
+    ) -> Result<()> {
+        let (x, out) = (x.as_view(), out.as_view_mut());
+        if x.shape() != out.shape() {
+            return Err(Error::Shape {
+                what,
+                message: format!("the input is {:?}, the output {:?}", x.shape(), out.shape()),
+            });
+        }
+        let reduced = axes_of(x.ndim(), Some(&[axis]), what)?;
+        let (order, rows, len) = reduced_last(x.shape(), &reduced);
+        let on = self.on();
+        let moved = x.permute(&order)?;
+        let moved_shape = moved.shape().to_vec();
+        let whole = on.whole(&moved, &moved_shape, what)?;
+        let mut moved_out = out.permute(&order)?;
+        if rows == 0 || len == 0 {
+            return Ok(());
+        }
+        let kernel = softmax_kernel::<T>(self.ctx)?;
+        let (rows32, len32) = (u32_of(rows, what)?, u32_of(len, what)?);
+        on.write_whole(&mut moved_out, false, what, |dst| {
+            let (src, mut dst) = (Buf(whole.storage()), BufMut(dst));
+            let args = vec![
+                Arg::Array(&src),
+                Arg::ArrayMut(&mut dst),
+                Arg::Scalar(Scalar::new(rows32)),
+                Arg::Scalar(Scalar::new(len32)),
+                Arg::Scalar(Scalar::new(u32::from(log))),
+            ];
+            self.stream.launch(&kernel, row_grid(rows), args)
+        })
+    }
+}

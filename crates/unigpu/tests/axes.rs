@@ -1,0 +1,248 @@
+//! Reductions over axes and softmax (issue 28, item 5 in part), on every
+//! backend, against host references computed in f64 by plain loops over
+//! the row-major host copy.
+
+mod common;
+
+use common::random_vec;
+use rand::Rng;
+use unigpu::{Context, Error, GpuArray};
+
+/// A random array of `shape` whose elements are small, some negative.
+fn random_f32(ctx: &Context, shape: &[usize]) -> (GpuArray<f32>, Vec<f32>) {
+    let host: Vec<f32> = random_vec::<f32>(shape.iter().product())
+        .into_iter()
+        .map(|v| {
+            if v.is_finite() {
+                (v % 8.0).clamp(-8.0, 8.0)
+            } else {
+                0.5
+            }
+        })
+        .collect();
+    (ctx.upload(&host).unwrap().reshape(shape).unwrap(), host)
+}
+
+/// The host reference: for each output position (kept axes, row-major),
+/// the elements over the reduced axes in row-major order of those axes.
+fn groups(shape: &[usize], reduced: &[usize], host: &[f32]) -> Vec<Vec<(usize, f32)>> {
+    let kept: Vec<usize> = (0..shape.len()).filter(|a| !reduced.contains(a)).collect();
+    let rows: usize = kept.iter().map(|&a| shape[a]).product();
+    let len: usize = reduced.iter().map(|&a| shape[a]).product();
+    let strides: Vec<usize> = (0..shape.len())
+        .map(|a| shape[a + 1..].iter().product())
+        .collect();
+    (0..rows)
+        .map(|r| {
+            let mut at = 0;
+            let mut rest = r;
+            for &a in kept.iter().rev() {
+                at += (rest % shape[a]) * strides[a];
+                rest /= shape[a];
+            }
+            (0..len)
+                .map(|k| {
+                    let (mut off, mut rest) = (at, k);
+                    for &a in reduced.iter().rev() {
+                        off += (rest % shape[a]) * strides[a];
+                        rest /= shape[a];
+                    }
+                    (k, host[off])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+on_every_backend!(reductions_over_axes_match_the_host, |ctx| {
+    let mut rng = rand::rng();
+    let ops = ctx.ops();
+    for _ in 0..6 {
+        let shape = [
+            rng.random_range(1..5usize),
+            rng.random_range(1..7),
+            rng.random_range(1..300),
+        ];
+        let (a, host) = random_f32(ctx, &shape);
+        let mut reduced: Vec<usize> = (0..3).filter(|_| rng.random_bool(0.5)).collect();
+        if reduced.is_empty() {
+            reduced.push(rng.random_range(0..3));
+        }
+        let keepdims = rng.random_bool(0.5);
+        let want_shape: Vec<usize> = (0..3)
+            .filter_map(|i| match (reduced.contains(&i), keepdims) {
+                (false, _) => Some(shape[i]),
+                (true, true) => Some(1),
+                (true, false) => None,
+            })
+            .collect();
+        let g = groups(&shape, &reduced, &host);
+
+        let sum = ops.sum_axes(&a, Some(&reduced), keepdims).unwrap();
+        assert_eq!(sum.shape(), want_shape.as_slice());
+        let got = sum.download().unwrap();
+        let mean = ops
+            .mean_axes(&a, Some(&reduced), keepdims)
+            .unwrap()
+            .download()
+            .unwrap();
+        for (r, row) in g.iter().enumerate() {
+            let want: f64 = row.iter().map(|&(_, v)| v as f64).sum();
+            let bound: f64 =
+                row.iter().map(|&(_, v)| (v as f64).abs()).sum::<f64>() * row.len() as f64 * 6e-8;
+            assert!(
+                (got[r] as f64 - want).abs() <= bound + 1e-30,
+                "sum {reduced:?} row {r}: {} vs {want}",
+                got[r]
+            );
+            let wm = want / row.len() as f64;
+            assert!(
+                (mean[r] as f64 - wm).abs() <= bound / row.len() as f64 + wm.abs() * 1.2e-7 + 1e-30,
+                "mean row {r}"
+            );
+        }
+        let max = ops
+            .max_axes(&a, Some(&reduced), keepdims)
+            .unwrap()
+            .download()
+            .unwrap();
+        let min = ops
+            .min_axes(&a, Some(&reduced), keepdims)
+            .unwrap()
+            .download()
+            .unwrap();
+        for (r, row) in g.iter().enumerate() {
+            let wmax = row
+                .iter()
+                .map(|&(_, v)| v)
+                .fold(f32::NEG_INFINITY, f32::max);
+            let wmin = row.iter().map(|&(_, v)| v).fold(f32::INFINITY, f32::min);
+            assert_eq!(
+                (max[r], min[r]),
+                (wmax, wmin),
+                "max/min {reduced:?} row {r}"
+            );
+        }
+    }
+});
+
+on_every_backend!(argmax_takes_the_first_extreme_or_the_first_nan, |ctx| {
+    let mut rng = rand::rng();
+    let ops = ctx.ops();
+    let (rows, len) = (rng.random_range(1..9usize), rng.random_range(1..700usize));
+    // Few distinct values, so ties are common; some NaNs in some rows.
+    let mut host: Vec<f32> = (0..rows * len)
+        .map(|_| rng.random_range(0..5) as f32)
+        .collect();
+    for r in 0..rows {
+        if r % 3 == 1 {
+            let j = rng.random_range(0..len);
+            host[r * len + j] = f32::NAN;
+            let k = rng.random_range(0..len);
+            host[r * len + k] = f32::NAN;
+        }
+    }
+    let a = ctx.upload(&host).unwrap().reshape([rows, len]).unwrap();
+    let am = ops.argmax(&a, Some(1), false).unwrap().download().unwrap();
+    let an = ops.argmin(&a, Some(1), false).unwrap().download().unwrap();
+    let mx = ops
+        .max_axes(&a, Some(&[1]), false)
+        .unwrap()
+        .download()
+        .unwrap();
+    for r in 0..rows {
+        let row = &host[r * len..(r + 1) * len];
+        let first_nan = row.iter().position(|v| v.is_nan());
+        let wmax = first_nan.unwrap_or_else(|| {
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            row.iter().position(|&v| v == m).unwrap()
+        });
+        let wmin = first_nan.unwrap_or_else(|| {
+            let m = row.iter().copied().fold(f32::INFINITY, f32::min);
+            row.iter().position(|&v| v == m).unwrap()
+        });
+        assert_eq!(
+            (am[r] as usize, an[r] as usize),
+            (wmax, wmin),
+            "row {r}: {row:?}"
+        );
+        assert_eq!(
+            mx[r].is_nan(),
+            first_nan.is_some(),
+            "max of row {r} propagates NaN"
+        );
+    }
+    // Over the flattened array, and over a transposed view.
+    let flat = ops.argmax(&a, None, false).unwrap();
+    assert_eq!(flat.shape(), &[] as &[usize]);
+    let fi = flat.download().unwrap()[0] as usize;
+    let first_nan = host.iter().position(|v| v.is_nan());
+    let m = host.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    assert_eq!(
+        fi,
+        first_nan.unwrap_or_else(|| host.iter().position(|&v| v == m).unwrap())
+    );
+    let t = ops.argmax(&a.t(), Some(0), true).unwrap();
+    assert_eq!(t.shape(), &[1, rows]);
+    assert_eq!(t.download().unwrap(), am);
+    match ops.argmax(&a, Some(2), false) {
+        Err(Error::Shape { message, .. }) => assert!(message.contains("axis 2"), "{message}"),
+        other => panic!("argmax over a missing axis: {other:?}"),
+    }
+    let empty = ctx.zeros::<f32>([3, 0]).unwrap();
+    assert!(matches!(
+        ops.max_axes(&empty, Some(&[1]), false),
+        Err(Error::Shape { .. })
+    ));
+    assert_eq!(
+        ops.sum_axes(&empty, Some(&[1]), false)
+            .unwrap()
+            .download()
+            .unwrap(),
+        vec![0.0; 3]
+    );
+});
+
+on_every_backend!(softmax_over_any_axis_matches_the_host, |ctx| {
+    let mut rng = rand::rng();
+    let ops = ctx.ops();
+    for _ in 0..4 {
+        let shape = [rng.random_range(1..6usize), rng.random_range(1..600usize)];
+        let (a, host) = random_f32(ctx, &shape);
+        let axis = rng.random_range(0..2);
+        let mut out = ctx.zeros::<f32>(shape).unwrap();
+        let mut lout = ctx.zeros::<f32>(shape).unwrap();
+        ops.softmax(&a, axis, &mut out).unwrap();
+        ops.log_softmax(&a, axis, &mut lout).unwrap();
+        let (got, lgot) = (out.download().unwrap(), lout.download().unwrap());
+        let g = groups(&shape, &[axis], &host);
+        for (r, row) in g.iter().enumerate() {
+            let m = row
+                .iter()
+                .map(|&(_, v)| v as f64)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let s: f64 = row.iter().map(|&(_, v)| (v as f64 - m).exp()).sum();
+            for &(k, v) in row {
+                let (i, j) = if axis == 1 { (r, k) } else { (k, r) };
+                let at = i * shape[1] + j;
+                let want = (v as f64 - m).exp() / s;
+                let lwant = (v as f64 - m) - s.ln();
+                assert!(
+                    (got[at] as f64 - want).abs() <= 1e-5 * want + 1e-7,
+                    "softmax [{i},{j}]: {} vs {want}",
+                    got[at]
+                );
+                assert!(
+                    (lgot[at] as f64 - lwant).abs() <= 1e-5 * lwant.abs() + 2e-6,
+                    "log_softmax [{i},{j}]: {} vs {lwant}",
+                    lgot[at]
+                );
+            }
+        }
+        // Into a transposed output view: the same values, transposed.
+        let mut t = ctx.zeros::<f32>([shape[1], shape[0]]).unwrap();
+        ops.softmax(&a, axis, &mut t.view_mut().t()).unwrap();
+        let tt = t.t().download().unwrap();
+        assert_eq!(tt, got);
+    }
+});
