@@ -29,6 +29,7 @@ mod kernel;
 mod ops;
 mod pending;
 mod pinned;
+mod random;
 mod stream;
 mod unified;
 
@@ -44,6 +45,7 @@ fn _unigpu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
     m.add_class::<stream::PyStream>()?;
     m.add_class::<pinned::PyPinned>()?;
+    m.add_class::<random::PyGenerator>()?;
     m.add_class::<stream::PyEvent>()?;
     m.add_class::<stream::PyGraph>()?;
     m.add_class::<kernel::PyModule_>()?;

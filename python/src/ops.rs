@@ -589,26 +589,260 @@ fn m_tanh<'py>(
     unary(py, on_array(x.get(), &stream), Unary::Tanh, x, out)
 }
 
-/// The sum of the elements.
+/// The sum of the elements, a number; with `axis` (an int or a tuple of
+/// ints, negative from the end) or `keepdims`, the sums over those axes as
+/// a new array (numpy's `sum(axis=, keepdims=)`).
 #[pyfunction(name = "sum")]
-#[pyo3(signature = (x, *, stream=None))]
+#[pyo3(signature = (x, axis=None, keepdims=false, *, stream=None))]
 fn m_sum(
     py: Python<'_>,
     x: &Bound<'_, PyArray>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
     stream: Option<Bound<'_, PyStream>>,
 ) -> PyResult<Py<PyAny>> {
-    reduce(py, on_array(x.get(), &stream), Reduce::Sum, x.get())
+    let on = on_array(x.get(), &stream);
+    if axis.is_none() && !keepdims {
+        return reduce(py, on, Reduce::Sum, x.get());
+    }
+    over_axes(py, on, x.get(), axis, keepdims, AxesOp::Sum)
 }
 
-/// The largest element.
+/// The largest element, a number (NaN ignored unless every element is
+/// NaN); with `axis` or `keepdims`, the largest over those axes as a new
+/// array, where a NaN propagates (numpy's `max(axis=)`).
 #[pyfunction(name = "max")]
-#[pyo3(signature = (x, *, stream=None))]
+#[pyo3(signature = (x, axis=None, keepdims=false, *, stream=None))]
 fn m_max(
     py: Python<'_>,
     x: &Bound<'_, PyArray>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
     stream: Option<Bound<'_, PyStream>>,
 ) -> PyResult<Py<PyAny>> {
-    reduce(py, on_array(x.get(), &stream), Reduce::Max, x.get())
+    let on = on_array(x.get(), &stream);
+    if axis.is_none() && !keepdims {
+        return reduce(py, on, Reduce::Max, x.get());
+    }
+    over_axes(py, on, x.get(), axis, keepdims, AxesOp::Max)
+}
+
+/// The smallest over `axis` (all axes by default), a new array; NaN
+/// propagates.
+#[pyfunction(name = "min")]
+#[pyo3(signature = (x, axis=None, keepdims=false, *, stream=None))]
+fn m_min(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    over_axes(
+        py,
+        on_array(x.get(), &stream),
+        x.get(),
+        axis,
+        keepdims,
+        AxesOp::Min,
+    )
+}
+
+/// The mean over `axis` (all axes by default), a new array.
+#[pyfunction(name = "mean")]
+#[pyo3(signature = (x, axis=None, keepdims=false, *, stream=None))]
+fn m_mean(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    over_axes(
+        py,
+        on_array(x.get(), &stream),
+        x.get(),
+        axis,
+        keepdims,
+        AxesOp::Mean,
+    )
+}
+
+/// The index of the largest element along `axis` (of the flattened
+/// array when None): a u32 array, the first of equal ones, a NaN's when
+/// there is one.
+#[pyfunction(name = "argmax")]
+#[pyo3(signature = (x, axis=None, keepdims=false, *, stream=None))]
+fn m_argmax(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    over_axes(
+        py,
+        on_array(x.get(), &stream),
+        x.get(),
+        axis,
+        keepdims,
+        AxesOp::ArgMax,
+    )
+}
+
+/// As `argmax`, the smallest.
+#[pyfunction(name = "argmin")]
+#[pyo3(signature = (x, axis=None, keepdims=false, *, stream=None))]
+fn m_argmin(
+    py: Python<'_>,
+    x: &Bound<'_, PyArray>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    stream: Option<Bound<'_, PyStream>>,
+) -> PyResult<Py<PyAny>> {
+    over_axes(
+        py,
+        on_array(x.get(), &stream),
+        x.get(),
+        axis,
+        keepdims,
+        AxesOp::ArgMin,
+    )
+}
+
+/// `softmax(x)` along `axis` (default the last) into `out` (a new array
+/// when None).
+#[pyfunction(name = "softmax")]
+#[pyo3(signature = (x, axis=-1, out=None, *, stream=None))]
+fn m_softmax<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    axis: isize,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    softmax(py, on_array(x.get(), &stream), x, axis, out, false)
+}
+
+/// `log_softmax(x)` along `axis` (default the last) into `out`.
+#[pyfunction(name = "log_softmax")]
+#[pyo3(signature = (x, axis=-1, out=None, *, stream=None))]
+fn m_log_softmax<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    axis: isize,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    softmax(py, on_array(x.get(), &stream), x, axis, out, true)
+}
+
+/// The reductions over axes.
+#[derive(Clone, Copy)]
+enum AxesOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+}
+
+/// An axis given from Python (negative from the end) as an index.
+fn axis_index(axis: isize, ndim: usize) -> PyResult<usize> {
+    let a = if axis < 0 { axis + ndim as isize } else { axis };
+    usize::try_from(a)
+        .ok()
+        .filter(|&a| a < ndim)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyIndexError::new_err(format!(
+                "axis {axis} is out of bounds for an array of {ndim} dimensions"
+            ))
+        })
+}
+
+fn over_axes(
+    py: Python<'_>,
+    on: On<'_>,
+    x: &PyArray,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    op: AxesOp,
+) -> PyResult<Py<PyAny>> {
+    let ndim = x.layout.ndim();
+    let axes: Option<Vec<usize>> = match axis {
+        None => None,
+        Some(a) => {
+            let list: Vec<isize> = match a.extract::<isize>() {
+                Ok(one) => vec![one],
+                Err(_) => a.extract()?,
+            };
+            Some(
+                list.into_iter()
+                    .map(|a| axis_index(a, ndim))
+                    .collect::<PyResult<_>>()?,
+            )
+        }
+    };
+    let single = match (&axes, op) {
+        (Some(a), AxesOp::ArgMax | AxesOp::ArgMin) if a.len() != 1 => {
+            return Err(PyValueError::new_err("argmax and argmin take one axis"));
+        }
+        (Some(a), _) => a.first().copied(),
+        (None, _) => None,
+    };
+    let result = py
+        .detach(|| {
+            x.with_view(|v| {
+                let ops = match on.stream {
+                    Some(s) => on.ctx.ops_on(s),
+                    None => on.ctx.ops(),
+                };
+                let axes = axes.as_deref();
+                match op {
+                    AxesOp::Sum => ops.sum_axes_any(v, axes, keepdims),
+                    AxesOp::Mean => ops.mean_axes_any(v, axes, keepdims),
+                    AxesOp::Max => ops.max_axes_any(v, axes, keepdims),
+                    AxesOp::Min => ops.min_axes_any(v, axes, keepdims),
+                    AxesOp::ArgMax => ops.arg_extreme_any(v, single, keepdims, true),
+                    AxesOp::ArgMin => ops.arg_extreme_any(v, single, keepdims, false),
+                }
+            })
+        })
+        .map_err(err(py))?;
+    Ok(Bound::new(py, PyArray::new(result))?.into_any().unbind())
+}
+
+fn softmax<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    x: &Bound<'py, PyArray>,
+    axis: isize,
+    out: Option<Bound<'py, PyArray>>,
+    log: bool,
+) -> PyResult<Bound<'py, PyArray>> {
+    let xa = x.get();
+    let axis = axis_index(axis, xa.layout.ndim())?;
+    let out = on.output(py, out, xa, xa.layout.shape())?;
+    let o = out.get();
+    if std::sync::Arc::ptr_eq(&xa.inner, &o.inner) {
+        return Err(PyValueError::new_err(
+            "softmax: `out` shares memory with `x`; pass a separate array",
+        ));
+    }
+    py.detach(|| {
+        xa.with_view(|v| {
+            o.with_view_mut(|w| {
+                let ops = match on.stream {
+                    Some(s) => on.ctx.ops_on(s),
+                    None => on.ctx.ops(),
+                };
+                ops.softmax_any(v, axis, w, log)
+            })
+        })
+    })
+    .map_err(err(py))?;
+    Ok(out)
 }
 
 /// The dot product.
@@ -674,6 +908,12 @@ pub(crate) fn matmul_operator<'py>(
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(m_min, m)?)?;
+    m.add_function(wrap_pyfunction!(m_mean, m)?)?;
+    m.add_function(wrap_pyfunction!(m_argmax, m)?)?;
+    m.add_function(wrap_pyfunction!(m_argmin, m)?)?;
+    m.add_function(wrap_pyfunction!(m_softmax, m)?)?;
+    m.add_function(wrap_pyfunction!(m_log_softmax, m)?)?;
     m.add_function(wrap_pyfunction!(m_mm, m)?)?;
     m.add_function(wrap_pyfunction!(m_fill, m)?)?;
     m.add_function(wrap_pyfunction!(m_copy, m)?)?;

@@ -621,6 +621,89 @@ impl Ops<'_> {
             self.matmul(&a.typed::<T>("matmul (a)")?, &b.typed::<T>("matmul (b)")?, &mut c.typed::<T>("matmul (c)")?, mkn))
     }
 
+    /// A reduction over `axes` (`None`: all) of any float dtype, as
+    /// [`Ops::sum_axes`] (`Reduce::Sum`), [`Ops::max_axes`] (`Max`); see
+    /// also `mean_axes_any`, `min_axes_any`.
+    pub fn sum_axes_any<'x>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<AnyArray> {
+        let x = x.into();
+        with_float!(self.context(), "sum", x.dtype(), T =>
+            self.sum_axes(&x.typed::<T>("sum (x)")?, axes, keepdims).map(AnyArray::from))
+    }
+
+    /// [`Ops::mean_axes`] for any float dtype.
+    pub fn mean_axes_any<'x>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<AnyArray> {
+        let x = x.into();
+        with_float!(self.context(), "mean", x.dtype(), T =>
+            self.mean_axes(&x.typed::<T>("mean (x)")?, axes, keepdims).map(AnyArray::from))
+    }
+
+    /// [`Ops::max_axes`] for any float dtype.
+    pub fn max_axes_any<'x>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<AnyArray> {
+        let x = x.into();
+        with_float!(self.context(), "max", x.dtype(), T =>
+            self.max_axes(&x.typed::<T>("max (x)")?, axes, keepdims).map(AnyArray::from))
+    }
+
+    /// [`Ops::min_axes`] for any float dtype.
+    pub fn min_axes_any<'x>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        axes: Option<&[usize]>,
+        keepdims: bool,
+    ) -> Result<AnyArray> {
+        let x = x.into();
+        with_float!(self.context(), "min", x.dtype(), T =>
+            self.min_axes(&x.typed::<T>("min (x)")?, axes, keepdims).map(AnyArray::from))
+    }
+
+    /// [`Ops::argmax`] (`max` true) or [`Ops::argmin`] for any float
+    /// dtype: a u32 array of indices.
+    pub fn arg_extreme_any<'x>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        axis: Option<usize>,
+        keepdims: bool,
+        max: bool,
+    ) -> Result<AnyArray> {
+        let x = x.into();
+        let what = if max { "argmax" } else { "argmin" };
+        with_float!(self.context(), what, x.dtype(), T => {
+            let v = x.typed::<T>(what)?;
+            if max { self.argmax(&v, axis, keepdims) } else { self.argmin(&v, axis, keepdims) }.map(AnyArray::from)
+        })
+    }
+
+    /// [`Ops::softmax`] (`log` false) or [`Ops::log_softmax`] for any
+    /// float dtype.
+    pub fn softmax_any<'x, 'y>(
+        &self,
+        x: impl Into<AnyView<'x>>,
+        axis: usize,
+        out: impl Into<AnyViewMut<'y>>,
+        log: bool,
+    ) -> Result<()> {
+        let (x, mut out) = (x.into(), out.into());
+        with_float!(self.context(), "softmax", x.dtype(), T => {
+            let (v, mut o) = (x.typed::<T>("softmax (x)")?, out.typed::<T>("softmax (out)")?);
+            if log { self.log_softmax(&v, axis, &mut o) } else { self.softmax(&v, axis, &mut o) }
+        })
+    }
+
     /// `out = a · b` of 2-D arrays or views, as [`Ops::mm`].
     pub fn mm_any<'x, 'y, 'z>(
         &self,

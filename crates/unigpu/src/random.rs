@@ -40,7 +40,9 @@
 //!   2^-64·r ≤ 2^-32 of 1/r); i64 takes all 128 bits of a block and gives
 //!   low + ⌊W·r / 2^128⌋ (within 2^-64 of 1/r).
 
-use crate::{Context, Element, Error, GpuArray, Grid, IntoShape, Result, bf16, f16};
+use crate::{
+    AnyArray, Context, DType, Element, Error, GpuArray, Grid, IntoShape, Result, bf16, f16,
+};
 
 // ---------------------------------------------------------------- device code
 
@@ -1065,5 +1067,78 @@ impl RandomInt for i64 {
             Grid::for_elems(blocks),
             (out, key[0], key[1], blo, bhi, low, range),
         )
+    }
+}
+
+/// The generator for the bindings (C, Python), which name the element
+/// type at run time.
+impl Generator {
+    /// [`Generator::uniform`] of `dtype` (f32, f64, f16 or bf16).
+    pub fn uniform_any(
+        &mut self,
+        ctx: &Context,
+        dtype: DType,
+        shape: &[usize],
+    ) -> Result<AnyArray> {
+        let shape = shape.to_vec();
+        Ok(match dtype {
+            DType::F32 => self.uniform::<f32>(ctx, shape)?.into(),
+            DType::F64 => self.uniform::<f64>(ctx, shape)?.into(),
+            DType::F16 => self.uniform::<f16>(ctx, shape)?.into(),
+            DType::BF16 => self.uniform::<bf16>(ctx, shape)?.into(),
+            other => return Err(not_random(other, "uniform", "f32, f64, f16 and bf16")),
+        })
+    }
+
+    /// [`Generator::normal`] of `dtype` (f32, f64, f16 or bf16).
+    pub fn normal_any(
+        &mut self,
+        ctx: &Context,
+        dtype: DType,
+        shape: &[usize],
+        mean: f64,
+        std: f64,
+    ) -> Result<AnyArray> {
+        let shape = shape.to_vec();
+        Ok(match dtype {
+            DType::F32 => self.normal::<f32>(ctx, shape, mean, std)?.into(),
+            DType::F64 => self.normal::<f64>(ctx, shape, mean, std)?.into(),
+            DType::F16 => self.normal::<f16>(ctx, shape, mean, std)?.into(),
+            DType::BF16 => self.normal::<bf16>(ctx, shape, mean, std)?.into(),
+            other => return Err(not_random(other, "normal", "f32, f64, f16 and bf16")),
+        })
+    }
+
+    /// [`Generator::randint`] of `dtype` (i32 or i64; `low` and `high`
+    /// must fit it).
+    pub fn randint_any(
+        &mut self,
+        ctx: &Context,
+        dtype: DType,
+        shape: &[usize],
+        low: i64,
+        high: i64,
+    ) -> Result<AnyArray> {
+        let shape = shape.to_vec();
+        let narrow = |v: i64| {
+            i32::try_from(v).map_err(|_| Error::KernelArgs {
+                kernel: "Generator::randint".into(),
+                message: format!("{v} does not fit in i32"),
+            })
+        };
+        Ok(match dtype {
+            DType::I32 => self
+                .randint::<i32>(ctx, shape, narrow(low)?, narrow(high)?)?
+                .into(),
+            DType::I64 => self.randint::<i64>(ctx, shape, low, high)?.into(),
+            other => return Err(not_random(other, "randint", "i32 and i64")),
+        })
+    }
+}
+
+fn not_random(dtype: DType, what: &str, takes: &str) -> Error {
+    Error::KernelArgs {
+        kernel: format!("Generator::{what}"),
+        message: format!("{dtype} arrays: {what} makes {takes}"),
     }
 }
