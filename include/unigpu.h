@@ -261,6 +261,19 @@ typedef enum ug_location {
 } ug_location;
 
 /**
+ * The reductions over axes (`ug_op_reduce_axes`'s `op`, a `uint32_t`
+ * holding one of these values).
+ */
+typedef enum ug_axes_op {
+  UG_AXES_OP_SUM = 0,
+  UG_AXES_OP_MEAN = 1,
+  UG_AXES_OP_MAX = 2,
+  UG_AXES_OP_MIN = 3,
+  UG_AXES_OP_ARG_MAX = 4,
+  UG_AXES_OP_ARG_MIN = 5,
+} ug_axes_op;
+
+/**
  * An array on a context's device. Thread-safe: calls that read it may run
  * at once from many threads; a call that writes it waits for them.
  *
@@ -294,6 +307,13 @@ typedef struct ug_event ug_event;
  * Free it with `ug_fallback_chain_free`.
  */
 typedef struct ug_fallback_chain ug_fallback_chain;
+
+/**
+ * A counter-based random generator: a seed and an offset (where the next
+ * call starts in the seed's stream, in 32-bit words). Thread-safe: calls
+ * from several threads take turns.
+ */
+typedef struct ug_generator ug_generator;
 
 /**
  * Kernels, built-in ops and device copies captured from a stream, replayed
@@ -1375,6 +1395,75 @@ enum ug_status ug_stream_download_pinned(const struct ug_stream *stream, const s
 void ug_pinned_free(struct ug_pinned *pinned);
 
 /**
+ * A generator of `seed` at offset 0, into `out`.
+ *
+ * # Safety
+ *
+ * `out` is NULL or valid for writes.
+ */
+enum ug_status ug_generator_new(uint64_t seed, struct ug_generator **out);
+
+/**
+ * The generator's offset, into `out`.
+ *
+ * # Safety
+ *
+ * `g` is NULL or a live generator; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_generator_offset(const struct ug_generator *g, uint64_t *out);
+
+/**
+ * Moves the generator to `offset` (to replay a stream).
+ *
+ * # Safety
+ *
+ * `g` is NULL or a live generator.
+ */
+enum ug_status ug_generator_set_offset(const struct ug_generator *g, uint64_t offset);
+
+/**
+ * A new array of `shape` (`ndim` extents) of numbers uniform in [0, 1),
+ * of `dtype` (f32, f64, f16 or bf16), in `ctx`; the offset moves past
+ * them.
+ *
+ * # Safety
+ *
+ * `g` and `ctx` are NULL or live; `shape` is NULL or valid for reads of
+ * `ndim` values; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_generator_uniform(const struct ug_generator *g, const struct ug_context *ctx, uint32_t dtype, const size_t *shape, size_t ndim, struct ug_array **out);
+
+/**
+ * As `ug_generator_uniform`, normal numbers of mean `mean` and standard
+ * deviation `std` (Box-Muller).
+ *
+ * # Safety
+ *
+ * As `ug_generator_uniform`.
+ */
+enum ug_status ug_generator_normal(const struct ug_generator *g, const struct ug_context *ctx, uint32_t dtype, const size_t *shape, size_t ndim, double mean, double std, struct ug_array **out);
+
+/**
+ * As `ug_generator_uniform`, integers uniform in [low, high) of `dtype`
+ * (i32 or i64).
+ *
+ * # Safety
+ *
+ * As `ug_generator_uniform`.
+ */
+enum ug_status ug_generator_randint(const struct ug_generator *g, const struct ug_context *ctx, uint32_t dtype, const size_t *shape, size_t ndim, int64_t low, int64_t high, struct ug_array **out);
+
+/**
+ * Frees a generator. NULL is a no-op.
+ *
+ * # Safety
+ *
+ * `g` is NULL or a generator from this library, not freed before and not
+ * in use by another thread.
+ */
+void ug_generator_free(struct ug_generator *g);
+
+/**
  * An array of `shape` (`ndim` extents, row-major) and `dtype` holding
  * zeros.
  *
@@ -1495,6 +1584,35 @@ enum ug_status ug_array_contiguous(const struct ug_array *array, struct ug_array
  * arrays.
  */
 enum ug_status ug_op_mm(const struct ug_stream *stream, const struct ug_array *a, const struct ug_array *b, struct ug_array *out);
+
+/**
+ * `op` over `axes` (`naxes` of them; `axes` NULL: every axis) of `x`,
+ * into a new array `out`: the reduced axes removed, or kept with extent 1
+ * when `keepdims` is not 0 (numpy's `axis=`, `keepdims=`). Sum and mean
+ * accumulate in f32 (f64 for f64); max and min propagate NaN. ArgMax and
+ * ArgMin take one axis (or NULL: the flattened array) and give u32
+ * indices, the first extreme's, or the first NaN's. On `stream` (NULL:
+ * the default stream of `x`'s context).
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `x` is NULL or a live array; `axes`
+ * is NULL or valid for reads of `naxes` values; `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_op_reduce_axes(const struct ug_stream *stream, uint32_t op, const struct ug_array *x, const size_t *axes, size_t naxes, int32_t keepdims, struct ug_array **out);
+
+/**
+ * `out = softmax(x)` along `axis` (`log` 0), or `log_softmax(x)` (`log`
+ * not 0), `out` of `x`'s shape (a view is fine). `out` may be `x` (the
+ * bindings' rule: `x` is then read from a copy taken first).
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `x` and `out` are NULL or live
+ * arrays.
+ */
+enum ug_status ug_op_softmax(const struct ug_stream *stream, const struct ug_array *x, size_t axis, int32_t log, struct ug_array *out);
 
 /**
  * Copies this thread's last error message into `buf`, like `snprintf`: at

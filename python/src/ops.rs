@@ -825,23 +825,9 @@ fn softmax<'py>(
     let axis = axis_index(axis, xa.layout.ndim())?;
     let out = on.output(py, out, xa, xa.layout.shape())?;
     let o = out.get();
-    if std::sync::Arc::ptr_eq(&xa.inner, &o.inner) {
-        return Err(PyValueError::new_err(
-            "softmax: `out` shares memory with `x`; pass a separate array",
-        ));
-    }
-    py.detach(|| {
-        xa.with_view(|v| {
-            o.with_view_mut(|w| {
-                let ops = match on.stream {
-                    Some(s) => on.ctx.ops_on(s),
-                    None => on.ctx.ops(),
-                };
-                ops.softmax_any(v, axis, w, log)
-            })
-        })
-    })
-    .map_err(err(py))?;
+    on.run(py, |ops| {
+        binding::softmax(ops, [xa.handle(), o.handle()], ["x", "out"], axis, log)
+    })?;
     Ok(out)
 }
 

@@ -2482,6 +2482,80 @@ static void test_shapes(ug_context *ctx) {
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) ug_array_free(all[i]);
 }
 
+/* Reductions over axes, softmax and the generator (issue 28), against the
+   host's own loops. */
+static void test_reductions_and_random(ug_context *ctx) {
+  size_t r = rand_len(1, 6), c = rand_len(1, 400);
+  size_t shape[2] = {r, c};
+  ug_generator *g = NULL, *g2 = NULL;
+  OK(ug_generator_new(42, &g));
+  ug_array *x = NULL, *again = NULL;
+  OK(ug_generator_normal(g, ctx, UG_DTYPE_F32, shape, 2, 0.0, 2.0, &x));
+  uint64_t off = 0;
+  OK(ug_generator_offset(g, &off));
+  CHECK(off >= r * c);
+  OK(ug_generator_set_offset(g, 0));
+  OK(ug_generator_normal(g, ctx, UG_DTYPE_F32, shape, 2, 0.0, 2.0, &again));
+  float *h = (float *)download(x, UG_DTYPE_F32, r * c);
+  float *h2 = (float *)download(again, UG_DTYPE_F32, r * c);
+  CHECK(memcmp(h, h2, r * c * sizeof(float)) == 0);
+  OK(ug_generator_new(42, &g2));
+  ug_array *u = NULL;
+  OK(ug_generator_uniform(g2, ctx, UG_DTYPE_F64, shape, 2, &u));
+  double *hu = (double *)download(u, UG_DTYPE_F64, r * c);
+  int ok = 1;
+  for (size_t i = 0; i < r * c; i++) ok &= hu[i] >= 0.0 && hu[i] < 1.0;
+  CHECK(ok);
+  EXPECT(ug_generator_randint(g2, ctx, UG_DTYPE_I32, shape, 2, 5, 5, &u), UG_KERNEL_ARGS);
+
+  /* Sums over axis 1, argmax over axis 1. */
+  ug_array *s = NULL, *am = NULL, *sm = NULL;
+  size_t axis1 = 1;
+  OK(ug_op_reduce_axes(NULL, UG_AXES_OP_SUM, x, &axis1, 1, 0, &s));
+  OK(ug_op_reduce_axes(NULL, UG_AXES_OP_ARG_MAX, x, &axis1, 1, 0, &am));
+  float *hs = (float *)download(s, UG_DTYPE_F32, r);
+  uint32_t *ham = (uint32_t *)download(am, UG_DTYPE_U32, r);
+  ok = 1;
+  for (size_t i = 0; i < r; i++) {
+    double want = 0, scale = 0;
+    size_t best = 0;
+    for (size_t j = 0; j < c; j++) {
+      want += h[i * c + j];
+      scale += fabs(h[i * c + j]);
+      if (h[i * c + j] > h[i * c + best]) best = j;
+    }
+    ok &= fabs(hs[i] - want) <= 1e-6 * scale * (double)c + 1e-30;
+    ok &= ham[i] == best;
+  }
+  CHECK(ok);
+  size_t bad_axis = 2;
+  EXPECT(ug_op_reduce_axes(NULL, UG_AXES_OP_SUM, x, &bad_axis, 1, 0, &sm), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_reduce_axes(NULL, 9, x, NULL, 0, 0, &sm), UG_INVALID_ARGUMENT);
+
+  /* Softmax rows sum to 1. */
+  OK(ug_array_zeros_nd(ctx, UG_DTYPE_F32, shape, 2, &sm));
+  OK(ug_op_softmax(NULL, x, 1, 0, sm));
+  float *hsm = (float *)download(sm, UG_DTYPE_F32, r * c);
+  ok = 1;
+  for (size_t i = 0; i < r; i++) {
+    double m = -INFINITY, total = 0;
+    for (size_t j = 0; j < c; j++) m = fmax(m, h[i * c + j]);
+    for (size_t j = 0; j < c; j++) total += exp(h[i * c + j] - m);
+    for (size_t j = 0; j < c; j++) {
+      double want = exp(h[i * c + j] - m) / total;
+      ok &= fabs(hsm[i * c + j] - want) <= 1e-5 * want + 1e-7;
+    }
+  }
+  CHECK(ok);
+
+  free(h), free(h2), free(hu), free(hs), free(ham), free(hsm);
+  ug_array *all[] = {x, again, u, s, am, sm};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ug_array_free(all[i]);
+  ug_generator_free(g);
+  ug_generator_free(g2);
+  ug_generator_free(NULL);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -2516,6 +2590,7 @@ int main(int argc, char **argv) {
     test_contexts(ctx);
     test_arrays(ctx);
     test_shapes(ctx);
+    test_reductions_and_random(ctx);
     test_streams(ctx);
     test_graphs(ctx);
     test_kernels(ctx);

@@ -53,6 +53,7 @@ pub mod kernel;
 mod locks;
 pub mod ops;
 pub mod pinned;
+pub mod random;
 pub mod shape;
 pub mod status;
 pub mod stream;

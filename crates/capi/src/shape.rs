@@ -346,3 +346,134 @@ pub unsafe extern "C" fn ug_op_mm(
             .map_err(locks::fail_call)
     })
 }
+
+/// The reductions over axes (`ug_op_reduce_axes`'s `op`, a `uint32_t`
+/// holding one of these values).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ug_axes_op {
+    Sum = 0,
+    Mean = 1,
+    Max = 2,
+    Min = 3,
+    ArgMax = 4,
+    ArgMin = 5,
+}
+
+/// `op` over `axes` (`naxes` of them; `axes` NULL: every axis) of `x`,
+/// into a new array `out`: the reduced axes removed, or kept with extent 1
+/// when `keepdims` is not 0 (numpy's `axis=`, `keepdims=`). Sum and mean
+/// accumulate in f32 (f64 for f64); max and min propagate NaN. ArgMax and
+/// ArgMin take one axis (or NULL: the flattened array) and give u32
+/// indices, the first extreme's, or the first NaN's. On `stream` (NULL:
+/// the default stream of `x`'s context).
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` is NULL or a live array; `axes`
+/// is NULL or valid for reads of `naxes` values; `out` is NULL or valid for
+/// writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_reduce_axes(
+    stream: *const ug_stream,
+    op: u32,
+    x: *const ug_array,
+    axes: *const usize,
+    naxes: usize,
+    keepdims: i32,
+    out: *mut *mut ug_array,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: NULL or valid for writes (see # Safety).
+        let out = unsafe { Out::new(out, "out") }?;
+        // SAFETY: NULL or live (see # Safety).
+        let x = unsafe { runtime::handle_ref(x, "x") }?;
+        // SAFETY: NULL or live (see # Safety).
+        let stream = unsafe { stream.as_ref() };
+        let axes: Option<Vec<usize>> = if axes.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL and valid for `naxes` reads (see # Safety).
+            Some(unsafe { runtime::slice_arg::<_, usize>(axes, naxes, "axes") }?.to_vec())
+        };
+        let op = match op {
+            0 => ug_axes_op::Sum,
+            1 => ug_axes_op::Mean,
+            2 => ug_axes_op::Max,
+            3 => ug_axes_op::Min,
+            4 => ug_axes_op::ArgMax,
+            5 => ug_axes_op::ArgMin,
+            other => {
+                return Err(Failure::invalid_argument(format!(
+                    "`op` is {other}, not a ug_axes_op value (0 to 5)"
+                )));
+            }
+        };
+        let single = match (&axes, op) {
+            (Some(a), ug_axes_op::ArgMax | ug_axes_op::ArgMin) if a.len() != 1 => {
+                return Err(Failure::invalid_argument(
+                    "argmax and argmin take one axis (or NULL)",
+                ));
+            }
+            (Some(a), _) => a.first().copied(),
+            (None, _) => None,
+        };
+        let keep = keepdims != 0;
+        let a = locks::read_view(x, |v| {
+            let ctx = v.array.context().clone();
+            let ops = match stream {
+                Some(s) => ctx.ops_on(&s.stream),
+                None => ctx.ops(),
+            };
+            let axes = axes.as_deref();
+            match op {
+                ug_axes_op::Sum => ops.sum_axes_any(v, axes, keep),
+                ug_axes_op::Mean => ops.mean_axes_any(v, axes, keep),
+                ug_axes_op::Max => ops.max_axes_any(v, axes, keep),
+                ug_axes_op::Min => ops.min_axes_any(v, axes, keep),
+                ug_axes_op::ArgMax => ops.arg_extreme_any(v, single, keep, true),
+                ug_axes_op::ArgMin => ops.arg_extreme_any(v, single, keep, false),
+            }
+            .or_status()
+        })?;
+        out.write(ug_array::handle(a));
+        Ok(())
+    })
+}
+
+/// `out = softmax(x)` along `axis` (`log` 0), or `log_softmax(x)` (`log`
+/// not 0), `out` of `x`'s shape (a view is fine). `out` may be `x` (the
+/// bindings' rule: `x` is then read from a copy taken first).
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream; `x` and `out` are NULL or live
+/// arrays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_op_softmax(
+    stream: *const ug_stream,
+    x: *const ug_array,
+    axis: usize,
+    log: i32,
+    out: *mut ug_array,
+) -> ug_status {
+    runtime::guard(|| {
+        // SAFETY: NULL or live (see # Safety).
+        let (x, out) = unsafe {
+            (
+                runtime::handle_ref(x, "x")?,
+                runtime::handle_ref(out, "out")?,
+            )
+        };
+        // SAFETY: NULL or live (see # Safety).
+        let stream = unsafe { stream.as_ref() };
+        let ctx = locks::read(x, |a| Ok(a.context().clone()))?;
+        let ops = match stream {
+            Some(s) => ctx.ops_on(&s.stream),
+            None => ctx.ops(),
+        };
+        unigpu::binding::softmax(ops, [x.arg(), out.arg()], ["x", "out"], axis, log != 0)
+            .map_err(locks::fail_call)
+    })
+}

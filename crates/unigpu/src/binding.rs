@@ -275,9 +275,15 @@ pub fn aliased_writes(first: &str, second: &str) -> String {
 /// ordinary stream-ordered device copy; the array remembers it as a
 /// reader, so the call's write waits for it).
 fn snapshot(a: &AnyArray) -> crate::Result<AnyArray> {
-    let mut copy = AnyArray::alloc(a.context(), a.dtype(), a.len())?;
-    a.copy_to(&mut copy)?;
-    Ok(copy)
+    // A copy of the whole memory with the array's own layout, so that a
+    // view's layout names the same elements in it. (A strided import is
+    // copied compact: a view of one, aliased, is refused by its bounds.)
+    if a.is_contiguous() {
+        let mut copy = AnyArray::alloc(a.context(), a.dtype(), a.len())?;
+        a.copy_to(&mut copy)?;
+        return copy.reshape(a.shape().to_vec());
+    }
+    a.to_contiguous()
 }
 
 impl Locked<'_> {
@@ -602,6 +608,40 @@ pub fn matmul<'a>(
                     layout: c.layout,
                 },
                 mkn,
+            )
+        },
+    )
+}
+
+/// `out = softmax(x)` along `axis` (`log`: `log_softmax`), `out` of `x`'s
+/// shape; `out` may not be `x` itself (a row is read after parts of it
+/// are written).
+pub fn softmax<'a>(
+    ops: Ops<'_>,
+    arrays: [impl Into<Handle<'a>>; 2],
+    names: [&str; 2],
+    axis: usize,
+    log: bool,
+) -> Result<(), CallError> {
+    let [x, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(x.array, names[0]),
+            Operand::write(out.array, names[1]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.softmax_any(
+                AnyView {
+                    array: r[0],
+                    layout: x.layout,
+                },
+                axis,
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+                log,
             )
         },
     )
