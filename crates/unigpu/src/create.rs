@@ -98,7 +98,8 @@ impl Context {
         }
         let count = ((stop - start) / step).ceil();
         let n = if count > 0.0 { count } else { 0.0 };
-        if !(n <= u32::MAX as f64) {
+        // Never NaN: the arguments are finite and the step is not 0.
+        if n > u32::MAX as f64 {
             return Err(bad(
                 "arange",
                 format!(
