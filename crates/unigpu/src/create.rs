@@ -12,21 +12,27 @@ use crate::{Context, Element, Error, GpuArray, Result};
 
 /// `out[i] = i * step + start` in f64 (one multiply, one add, each
 /// rounded to nearest even; never fused on a backend that forbids
-/// contraction, docs/kernels.md), the last element `last` where
-/// `pin_last`, floored where `floor`.
+/// contraction, docs/kernels.md), element 1 `second` where `pin_second`,
+/// the last element `last` where `pin_last`, floored where `floor`.
+#[allow(clippy::too_many_arguments)]
 #[crate::kernel(workgroup_size = 256)]
 fn ramp_f64(
     out: &mut [f64],
     start: f64,
     step: f64,
+    second: f64,
     last: f64,
     n: u32,
+    pin_second: bool,
     pin_last: bool,
     floor: bool,
 ) {
     let i = global_id().x;
     if i < n as usize {
         let mut v = (i as f64) * step + start;
+        if pin_second && i == 1 {
+            v = second;
+        }
         if pin_last && i + 1 == n as usize {
             v = last;
         }
@@ -81,8 +87,10 @@ impl Context {
 
     /// Values from `start` up to (not including) `stop` by `step`, as
     /// numpy's `arange(start, stop, step)`: `ceil((stop - start) / step)`
-    /// elements (none when that is not positive), element `i` computed
-    /// as `i * step + start` in f64, then cast to `T` by the cast rule
+    /// elements (none when that is not positive), computed in f64 as
+    /// numpy computes a float64 arange: element 0 is `start`, element 1
+    /// `start + step`, element `i >= 2` is `i * d + start` with
+    /// `d = (start + step) - start`; then cast to `T` by the cast rule
     /// ([`GpuArray::astype`]: toward zero for integers). Refused, with an
     /// error: a step of 0, any argument NaN or infinite, more elements
     /// than 2^32 − 1. Integers above 2^53 are not exact (the arithmetic
@@ -108,7 +116,9 @@ impl Context {
                 ),
             ));
         }
-        self.ramp("arange", n as usize, start, step, None, false)
+        let second = start + step;
+        let d = second - start;
+        self.ramp("arange", n as usize, start, d, Some(second), None, false)
     }
 
     /// `num` values evenly spaced from `start` to `stop`, both included
@@ -137,16 +147,26 @@ impl Context {
             0.0
         };
         let last = if num > 1 { Some(stop) } else { None };
-        self.ramp("linspace", num, start, step, last, T::DTYPE.is_integer())
+        self.ramp(
+            "linspace",
+            num,
+            start,
+            step,
+            None,
+            last,
+            T::DTYPE.is_integer(),
+        )
     }
 
     /// `n` values of `ramp_f64`, cast to `T`.
+    #[allow(clippy::too_many_arguments)]
     fn ramp<T: Element>(
         &self,
         call: &str,
         n: usize,
         start: f64,
         step: f64,
+        second: Option<f64>,
         last: Option<f64>,
         floor: bool,
     ) -> Result<GpuArray<T>> {
@@ -158,8 +178,10 @@ impl Context {
                 Arg::ArrayMut(&mut v),
                 Arg::Scalar(Scalar::new(start)),
                 Arg::Scalar(Scalar::new(step)),
+                Arg::Scalar(Scalar::new(second.unwrap_or(0.0))),
                 Arg::Scalar(Scalar::new(last.unwrap_or(0.0))),
                 Arg::Scalar(Scalar::new(n32)),
+                Arg::Scalar(Scalar::new(u32::from(second.is_some()))),
                 Arg::Scalar(Scalar::new(u32::from(last.is_some()))),
                 Arg::Scalar(Scalar::new(u32::from(floor))),
             ];

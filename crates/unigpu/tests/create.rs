@@ -61,9 +61,18 @@ fn assert_bits<T: FromF64>(what: &str, want: &[T], got: &[T]) {
 }
 
 fn arange_ref<T: FromF64>(start: f64, stop: f64, step: f64) -> Vec<T> {
+    // numpy's float64 arange: element 1 is `start + step`, the others
+    // `i * d + start` with `d` the difference of the first two.
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
+    let d = (start + step) - start;
     (0..n)
-        .map(|i| T::from_f64(i as f64 * step + start))
+        .map(|i| {
+            T::from_f64(if i == 1 {
+                start + step
+            } else {
+                i as f64 * d + start
+            })
+        })
         .collect()
 }
 
@@ -99,6 +108,8 @@ fn ranges<T: FromF64>(ctx: &Context) {
         (5.0, 5.0, 1.0),
         (5.0, 0.0, 1.0),
         (-1e3, 1e3, 3.7),
+        (1e3, -1e3, -3.7),
+        (0.1, 5e3, 1e3),
         (16_777_215.0, 16_777_230.0, 1.0),
     ];
     for _ in 0..4 {
