@@ -269,6 +269,18 @@ impl PyArray {
         .map_err(err(py))
     }
 
+    /// A new contiguous array of `dtype` with this one's elements (a
+    /// view's included) cast by Rust's `as` rule, the same on every
+    /// backend: float → int truncates toward zero and saturates, NaN → 0;
+    /// int → int wraps; int → float rounds to nearest even; to f16/bf16
+    /// through f32 (docs/guide.md, "Casts").
+    fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+        let d = dtype::parse(dtype)?;
+        py.detach(|| self.with_view(|v| v.astype(d)))
+            .map(PyArray::new)
+            .map_err(err(py))
+    }
+
     /// A new contiguous array with the same elements and shape.
     fn copy(&self, py: Python<'_>) -> PyResult<PyArray> {
         py.detach(|| self.with_view(|v| v.to_contiguous()))

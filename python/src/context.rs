@@ -249,6 +249,120 @@ impl PyContext {
         PyArray::from_host(&self.ctx, data, d)
     }
 
+    /// An array of `shape` and `dtype` (the config's default dtype when
+    /// None) holding ones (numpy's `ones`).
+    #[pyo3(signature = (shape, dtype=None))]
+    fn ones(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let one = 1i64.into_pyobject(py)?.into_any();
+        self.full(py, shape, &one, dtype)
+    }
+
+    /// An array of `shape` with every element `fill_value`, of `dtype`
+    /// (the config's default when None): an integer dtype takes an int
+    /// that fits it (else OverflowError/TypeError), a float dtype any
+    /// real number, rounded to nearest (numpy's `full`).
+    #[pyo3(signature = (shape, fill_value, dtype=None))]
+    fn full(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        fill_value: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let (shape, d) = (shape_of(shape)?, self.dtype_or_default(dtype)?);
+        let value = dtype::scalar_as(d, fill_value, &|| "fill_value".to_string())?;
+        let n = unigpu::Layout::contiguous(&shape).len();
+        py.detach(|| {
+            let mut a = AnyArray::alloc(&self.ctx, d, n)?;
+            self.ctx.ops().fill_any(&mut a, value)?;
+            a.reshape(shape)
+        })
+        .map(PyArray::new)
+        .map_err(err(py))
+    }
+
+    /// numpy's `arange`: `arange(stop)`, `arange(start, stop[, step])`;
+    /// `ceil((stop - start) / step)` elements, element `i` is
+    /// `i * step + start` in float64, then cast to `dtype` (default: int64
+    /// when every argument is an int, else float64) as `astype` casts.
+    /// ValueError-like errors (UnigpuError) for a step of 0 or a NaN.
+    #[pyo3(signature = (start, stop=None, step=None, dtype=None))]
+    fn arange(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        stop: Option<&Bound<'_, PyAny>>,
+        step: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let ints = [Some(start), stop, step]
+            .iter()
+            .flatten()
+            .all(|x| x.is_instance_of::<pyo3::types::PyInt>());
+        let d = match dtype {
+            Some(d) => dtype::parse(d)?,
+            None if ints => DType::I64,
+            None => DType::F64,
+        };
+        let (start, stop): (f64, f64) = match stop {
+            Some(stop) => (start.extract()?, stop.extract()?),
+            None => (0.0, start.extract()?),
+        };
+        let step: f64 = step.map(|s| s.extract()).transpose()?.unwrap_or(1.0);
+        py.detach(|| {
+            unigpu_core::with_dtype!(d, T => self.ctx.arange::<T>(start, stop, step).map(AnyArray::from))
+        })
+        .map(PyArray::new)
+        .map_err(err(py))
+    }
+
+    /// numpy's `linspace(start, stop, num=50)`, endpoint included: element
+    /// `i` is `i * step + start` with `step = (stop - start) / (num - 1)`
+    /// in float64, the last is `stop`; cast to `dtype` (default float64),
+    /// integer dtypes floored first (as numpy 2).
+    #[pyo3(signature = (start, stop, num=50, dtype=None))]
+    fn linspace(
+        &self,
+        py: Python<'_>,
+        start: f64,
+        stop: f64,
+        num: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let d = dtype.map(dtype::parse).transpose()?.unwrap_or(DType::F64);
+        let num = length(num)?;
+        py.detach(|| {
+            unigpu_core::with_dtype!(d, T => self.ctx.linspace::<T>(start, stop, num).map(AnyArray::from))
+        })
+        .map(PyArray::new)
+        .map_err(err(py))
+    }
+
+    /// numpy's `eye(N, M=None)`: ones on the main diagonal of an N×M
+    /// (N×N) array of `dtype` (the config's default when None).
+    #[pyo3(signature = (n, m=None, dtype=None))]
+    fn eye(
+        &self,
+        py: Python<'_>,
+        n: i64,
+        m: Option<i64>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyArray> {
+        let d = self.dtype_or_default(dtype)?;
+        let rows = length(n)?;
+        let cols = m.map(length).transpose()?.unwrap_or(rows);
+        py.detach(|| {
+            unigpu_core::with_dtype!(d, T => self.ctx.eye_rect::<T>(rows, cols).map(AnyArray::from))
+        })
+        .map(PyArray::new)
+        .map_err(err(py))
+    }
+
     /// Same as `array`.
     #[pyo3(signature = (data, dtype=None))]
     fn upload(

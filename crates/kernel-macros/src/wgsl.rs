@@ -869,6 +869,20 @@ impl Emit<'_> {
                 )
             });
             format!("{f}({x})")
+        } else if from.is_int()
+            && to.is_int()
+            && from.bits() < to.bits()
+            && from.is_signed() != to.is_signed()
+        {
+            // Widen within the source's signedness first (sign- or
+            // zero-extends, as Rust's `as`), then reinterpret: naga
+            // extends by the target's signedness, so `u64(i32)` zero- and
+            // `i64(u32)` sign-extended.
+            let wide = match from {
+                Ty::I32 => Ty::I64,
+                _ => Ty::U64,
+            };
+            format!("{}({}({x}))", ty(to), ty(wide))
         } else {
             format!("{}({x})", ty(to))
         }
