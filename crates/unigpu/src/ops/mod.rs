@@ -2,6 +2,7 @@
 //! activations, reductions, and matmul (cuBLAS on CUDA, faer on the
 //! CPU).
 
+mod elementwise;
 pub(crate) mod kinds;
 mod operand;
 
