@@ -60,9 +60,13 @@ fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
             } else {
                 r = f + 1.0;
             }
-            if r == 0.0 {
-                // -0.3 and -0.5 round to -0, as numpy's.
-                r = v * 0.0;
+            if v == 0.0 {
+                r = v;
+            } else if r == 0.0 && v < 0.0 {
+                // -0.3 and -0.5 round to -0, as numpy's: r is f + 1 = +0
+                // here, and a sign flip is exact (a product with 0.0 is
+                // folded to +0 by lavapipe's compiler).
+                r = -r;
             }
         } else if op == 5 {
             // torch's min(max(x, lo), hi): NaN x or a NaN bound gives NaN.
@@ -395,7 +399,7 @@ impl Ops<'_> {
         let shape = x.shape().to_vec();
         let x = self.on().whole(&x, &shape, name)?;
         self.same_backend(&out.array.ctx, name)?;
-        if out.len() == 0 {
+        if out.is_empty() {
             return Ok(());
         }
         let kernel = kernel_for::<T>(self.ctx, group, name)?;
@@ -427,7 +431,7 @@ impl Ops<'_> {
         let a = self.on().whole(&a, &shape, name)?;
         let b = self.on().whole(&b, &shape, name)?;
         self.same_backend(&out.array.ctx, name)?;
-        if out.len() == 0 {
+        if out.is_empty() {
             return Ok(());
         }
         let kernel = kernel_for::<T>(self.ctx, group, name)?;
