@@ -101,7 +101,13 @@ fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
         } else if op == 2 {
             r = v.sqrt();
         } else if op == 3 {
-            r = rsqrt(v);
+            if v > 0.0 {
+                r = rsqrt(v);
+            } else {
+                // WGSL leaves inverseSqrt of 0 and negatives undefined:
+                // ±0 give ±inf, negatives and NaN give NaN, everywhere.
+                r = 1.0 / v.sqrt();
+            }
         } else if op == 4 {
             r = v.sin();
         } else if op == 5 {
