@@ -921,3 +921,69 @@ on_every_backend!(mismatched_shapes_are_errors, |ctx| {
     // Nothing was written.
     assert_eq!(out.download().unwrap(), vec![0.0; 6]);
 });
+
+on_every_backend!(empty_arrays_are_no_ops, |ctx| {
+    let e = ctx.upload::<f32>(&[]).unwrap().reshape([0, 3]).unwrap();
+    let mut out = ctx.upload::<f32>(&[]).unwrap().reshape([0, 3]).unwrap();
+    let mut mask = ctx.upload::<u8>(&[]).unwrap().reshape([0, 3]).unwrap();
+    let row = ctx.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+    let ops = ctx.ops();
+    ops.exp(&e, &mut out).unwrap();
+    ops.round(&e, &mut out).unwrap();
+    ops.div(&e, &row, &mut out).unwrap();
+    ops.pow(&row, &e, &mut out).unwrap();
+    ops.lt(&e, &row, &mut mask).unwrap();
+    ops.where_(&mask, &e, &row, &mut out).unwrap();
+    assert_eq!(out.download().unwrap(), Vec::<f32>::new());
+});
+
+// A capture records the kernels (replayed on new inputs: the clamp's
+// bounds and the scalar exponent live in the graph), and refuses the ops
+// whose u8 mask passes through the host, saying why.
+on_every_backend!(ops_replay_in_graphs_and_masks_are_refused_there, |ctx| {
+    let n = 1 + common::random_len(5000);
+    let s = ctx.create_stream().unwrap();
+    let x0 = inputs::<f32>(n, -4.0, 4.0);
+    let mut x = ctx.upload(&x0).unwrap();
+    let mut c = ctx.zeros::<f32>(n).unwrap();
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    let mut mask = ctx.zeros::<u8>(n).unwrap();
+    ctx.sync().unwrap();
+    let graph = s
+        .capture(|s| {
+            let ops = ctx.ops_on(s);
+            ops.clamp(&x, -1.5, 2.0, &mut c)?;
+            ops.pow_scalar(&c, 2.0, &mut out)?;
+            match ops.lt(&x, &c, &mut mask) {
+                Err(Error::Unsupported { what, .. }) => assert!(what.contains("graph"), "{what}"),
+                other => panic!("lt while capturing: {other:?}"),
+            }
+            match ops.where_(&mask, &x, &c, &mut out) {
+                Err(Error::Unsupported { .. }) => Ok(()),
+                other => panic!("where_ while capturing: {other:?}"),
+            }
+        })
+        .unwrap();
+    for _ in 0..2 {
+        let x1 = inputs::<f32>(n, -4.0, 4.0);
+        s.upload(&x1, &mut x).unwrap();
+        graph.launch(&s).unwrap();
+        let got = s.download(&out).unwrap();
+        for (&x, &g) in x1.iter().zip(&got) {
+            let want = torch_clamp(x as f64, -1.5, 2.0).powi(2);
+            let b = if ctx.backend() == Backend::Vulkan {
+                vulkan_pow(want.sqrt(), 2.0)
+            } else {
+                ulps(4.0)
+            };
+            check(
+                "clamp then pow (replayed)",
+                &format!("x = {x:e}"),
+                g,
+                want,
+                b,
+                ctx.backend(),
+            );
+        }
+    }
+});

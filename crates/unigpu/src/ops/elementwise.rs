@@ -371,6 +371,21 @@ fn broadcast_out(what: &'static str, shapes: &[&[usize]], out: &[usize]) -> Resu
 }
 
 impl Ops<'_> {
+    /// Comparisons and `where_` move their mask through the host, which a
+    /// graph's replay cannot do.
+    fn not_capturing(&self, name: &str) -> Result<()> {
+        if self.stream.is_capturing() {
+            return Err(Error::Unsupported {
+                backend: self.ctx.backend(),
+                what: format!(
+                    "{name} on a stream that captures a graph: its u8 mask passes through \
+                     the host (the kernel language has no u8), which a replay cannot do"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Launches `kernel` over `n` elements with `args`.
     fn run_kernel(&self, kernel: &Kernel, n: usize, args: Vec<Arg<'_>>) -> Result<()> {
         if n > u32::MAX as usize {
@@ -675,6 +690,7 @@ impl Ops<'_> {
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
         let name = op.name();
+        self.not_capturing(name)?;
         let (a, b, mut mask) = (a.as_view(), b.as_view(), mask.as_view_mut());
         let shape = broadcast_out(name, &[a.shape(), b.shape()], mask.shape())?;
         let a = self.on().whole(&a, &shape, name)?;
@@ -782,6 +798,7 @@ impl Ops<'_> {
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
         let name = "where";
+        self.not_capturing(name)?;
         let (mask, a, b, mut out) = (mask.as_view(), a.as_view(), b.as_view(), out.as_view_mut());
         let shape = broadcast_out(name, &[mask.shape(), a.shape(), b.shape()], out.shape())?;
         let mask = self.on().whole(&mask, &shape, name)?;
