@@ -6,9 +6,9 @@
 //!
 //! One kernel per *group* of ops, the op chosen by a `u32` code: a kernel
 //! is compiled per element type and backend on first use (NVRTC on CUDA,
-//! a pipeline on vulkan), so five kernels × four types cost 20 builds
-//! where one kernel an op would cost ~100; the branch on a uniform code
-//! costs nothing measurable next to the memory traffic. The groups are
+//! a pipeline on vulkan), so six kernels × four types cost 24 builds
+//! where one kernel an op would cost ~120; the branch on a uniform code
+//! should cost little next to the memory traffic (not measured). The groups are
 //! split by what a backend can build: `unary_math` and `binary_pow` use
 //! transcendental functions, which WGSL has for f32 only, so on vulkan
 //! their f64 instances are refused up front (`Error::Unsupported`) while
