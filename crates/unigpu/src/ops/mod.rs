@@ -3,6 +3,7 @@
 //! CPU).
 
 mod axes;
+mod elementwise;
 pub(crate) mod kinds;
 mod operand;
 

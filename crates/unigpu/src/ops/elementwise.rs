@@ -1,0 +1,832 @@
+//! The element-wise ops written once with `#[unigpu::kernel]` (issue 28,
+//! item 5): unary math and rounding, clamp, binary div / minimum /
+//! maximum / pow, comparisons giving a u8 mask, and `where_`. Each runs
+//! on every backend that runs generated kernels, for f32, f64, f16 and
+//! bf16 (f16/bf16 read as f32 and rounded once when written).
+//!
+//! One kernel per *group* of ops, the op chosen by a `u32` code: a kernel
+//! is compiled per element type and backend on first use (NVRTC on CUDA,
+//! a pipeline on vulkan), so six kernels × four types cost 24 builds
+//! where one kernel an op would cost ~120; the branch on a uniform code
+//! should cost little next to the memory traffic (not measured). The groups are
+//! split by what a backend can build: `unary_math` and `binary_pow` use
+//! transcendental functions, which WGSL has for f32 only, so on vulkan
+//! their f64 instances are refused up front (`Error::Unsupported`) while
+//! the exact ops (`unary_exact`, `binary_op`, comparisons, `where_`) run
+//! in f64 wherever the adapter has shader-f64.
+//!
+//! Scalars of the element type (clamp's bounds, pow's exponent) travel
+//! in a 2-element array of `T`: the kernel language has no f16/bf16
+//! values, only f16/bf16 array elements read as f32.
+//!
+//! The kernel language has no u8, so comparison masks are computed as
+//! u32 and narrowed to u8 through the host, and `where_`'s u8 mask is
+//! widened to u32 the same way (one download and one upload of the mask;
+//! the u8 strided copies in strided.rs go through the host alike).
+
+use crate::backend::Storage;
+use crate::kernel::args::{ArrayArg, sealed};
+use crate::kernel::{Arg, Grid, Kernel, Scalar};
+use crate::stream::check_len;
+use crate::{ArrayView, Backend, Context, DType, Element, Error, GpuArray, Result};
+
+use super::{AsView, AsViewMut, Float, Ops};
+
+/// Exact ops: neg, abs, floor, ceil, round (half to even), clamp.
+#[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let v = x[i];
+        let mut r = v;
+        if op == 0 {
+            r = -v;
+        } else if op == 1 {
+            r = v.abs();
+        } else if op == 2 {
+            r = v.floor();
+        } else if op == 3 {
+            r = v.ceil();
+        } else if op == 4 {
+            // Half to even, as numpy and torch: v - floor(v) is exact.
+            let f = v.floor();
+            let d = v - f;
+            if d > 0.5 {
+                r = f + 1.0;
+            } else if d < 0.5 {
+                r = f;
+            } else if (f * 0.5).floor() == f * 0.5 {
+                r = f;
+            } else {
+                r = f + 1.0;
+            }
+            if v == 0.0 {
+                r = v;
+            } else if r == 0.0 && v < 0.0 {
+                // -0.3 and -0.5 round to -0, as numpy's: r is f + 1 = +0
+                // here, and a sign flip is exact (a product with 0.0 is
+                // folded to +0 by lavapipe's compiler).
+                r = -r;
+            }
+        } else if op == 5 {
+            // torch's min(max(x, lo), hi): NaN x or a NaN bound gives NaN.
+            let lo = p[0];
+            let hi = p[1];
+            if v < lo {
+                r = lo;
+            }
+            if r > hi {
+                r = hi;
+            }
+            if lo != lo || hi != hi {
+                r = lo + hi;
+            }
+        }
+        out[i] = r;
+    }
+}
+
+/// Ops through the math functions: exp, log, sqrt, rsqrt, sin, cos,
+/// gelu (tanh form), silu, pow(x, p[0]).
+#[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let v = x[i];
+        let mut r = v;
+        if op == 0 {
+            r = v.exp();
+        } else if op == 1 {
+            r = v.ln();
+        } else if op == 2 {
+            r = v.sqrt();
+        } else if op == 3 {
+            if v > 0.0 {
+                r = rsqrt(v);
+            } else {
+                // WGSL leaves inverseSqrt of 0 and negatives undefined:
+                // ±0 give ±inf, negatives and NaN give NaN, everywhere.
+                r = 1.0 / v.sqrt();
+            }
+        } else if op == 4 {
+            r = v.sin();
+        } else if op == 5 {
+            r = v.cos();
+        } else if op == 6 {
+            // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+            let u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+            r = 0.5 * v * (1.0 + u.tanh());
+        } else if op == 7 {
+            r = v / (1.0 + (-v).exp());
+        } else if op == 8 {
+            r = pow(v, p[0]);
+        }
+        out[i] = r;
+    }
+}
+
+/// div, minimum, maximum (NaN-propagating; -0 below +0).
+#[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn binary_op<T>(a: &[T], b: &[T], out: &mut [T], op: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let x = a[i];
+        let y = b[i];
+        let mut r = x / y;
+        if op == 1 || op == 2 {
+            if x != x || y != y {
+                r = x + y;
+            } else if x == y {
+                if x == 0.0 {
+                    // Signed zeros: maximum(+0, -0) = +0, minimum = -0.
+                    if op == 2 {
+                        r = x + y;
+                    } else {
+                        r = -((-x) + (-y));
+                    }
+                } else {
+                    r = x;
+                }
+            } else if op == 1 {
+                if x < y {
+                    r = x;
+                } else {
+                    r = y;
+                }
+            } else if x > y {
+                r = x;
+            } else {
+                r = y;
+            }
+        }
+        out[i] = r;
+    }
+}
+
+/// `a ** b`, C's pow.
+#[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn binary_pow<T>(a: &[T], b: &[T], out: &mut [T]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = pow(a[i], b[i]);
+    }
+}
+
+/// lt, le, gt, ge, eq, ne as 0/1 (IEEE: every comparison with a NaN is
+/// false but `ne`).
+#[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn compare<T>(a: &[T], b: &[T], out: &mut [u32], op: u32) {
+    let i = global_id().x;
+    if i < out.len() {
+        let x = a[i];
+        let y = b[i];
+        let mut r = false;
+        if op == 0 {
+            r = x < y;
+        } else if op == 1 {
+            r = x <= y;
+        } else if op == 2 {
+            r = x > y;
+        } else if op == 3 {
+            r = x >= y;
+        } else if op == 4 {
+            r = x == y;
+        } else {
+            r = x != y;
+        }
+        out[i] = r as u32;
+    }
+}
+
+/// `out = m != 0 ? a : b`.
+#[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn select<T>(m: &[u32], a: &[T], b: &[T], out: &mut [T]) {
+    let i = global_id().x;
+    if i < out.len() {
+        if m[i] != 0 {
+            out[i] = a[i];
+        } else {
+            out[i] = b[i];
+        }
+    }
+}
+
+/// The groups of kernels above.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Group {
+    Exact,
+    Math,
+    Binary,
+    Pow,
+    Compare,
+    Select,
+}
+
+/// The instance of `group`'s kernel for `T`.
+fn kernel_for<T: Float>(ctx: &Context, group: Group, name: &str) -> Result<Kernel> {
+    macro_rules! pick {
+        ($k:ident) => {
+            match T::DTYPE {
+                DType::F32 => (*$k::kernel::<f32>(ctx)?).clone(),
+                DType::F64 => (*$k::kernel::<f64>(ctx)?).clone(),
+                DType::F16 => (*$k::kernel::<half::f16>(ctx)?).clone(),
+                DType::BF16 => (*$k::kernel::<half::bf16>(ctx)?).clone(),
+                other => {
+                    return Err(Error::Unsupported {
+                        backend: ctx.backend(),
+                        what: format!("{name} of {other:?}"),
+                    });
+                }
+            }
+        };
+    }
+    if matches!(group, Group::Math | Group::Pow)
+        && T::DTYPE == DType::F64
+        && ctx.backend() == Backend::Vulkan
+    {
+        return Err(Error::Unsupported {
+            backend: ctx.backend(),
+            what: format!(
+                "{name} of f64: WGSL's exp, log, sin, cos, tanh and pow take f32 only \
+                 (compute in f32, or on another backend)"
+            ),
+        });
+    }
+    Ok(match group {
+        Group::Exact => pick!(unary_exact),
+        Group::Math => pick!(unary_math),
+        Group::Binary => pick!(binary_op),
+        Group::Pow => pick!(binary_pow),
+        Group::Compare => pick!(compare),
+        Group::Select => pick!(select),
+    })
+}
+
+/// A whole buffer as a kernel argument (the kernels index buffer
+/// positions; every operand is made whole first).
+struct Buffer<'a, T: Element>(&'a Storage<T>);
+struct BufferMut<'a, T: Element>(&'a mut Storage<T>);
+
+impl<T: Element> ArrayArg for Buffer<'_, T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<T: Element> sealed::Storage for Buffer<'_, T> {
+    fn arg(&self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
+        // Only ever passed as read.
+        sealed::BufferArg(self.0.arg())
+    }
+}
+
+impl<T: Element> ArrayArg for BufferMut<'_, T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<T: Element> sealed::Storage for BufferMut<'_, T> {
+    fn arg(&self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg_mut())
+    }
+}
+
+/// The op codes the kernels take.
+const NEG: u32 = 0;
+const ABS: u32 = 1;
+const FLOOR: u32 = 2;
+const CEIL: u32 = 3;
+const ROUND: u32 = 4;
+const CLAMP: u32 = 5;
+const EXP: u32 = 0;
+const LOG: u32 = 1;
+const SQRT: u32 = 2;
+const RSQRT: u32 = 3;
+const SIN: u32 = 4;
+const COS: u32 = 5;
+const GELU: u32 = 6;
+const SILU: u32 = 7;
+const POW_SCALAR: u32 = 8;
+const DIV: u32 = 0;
+const MINIMUM: u32 = 1;
+const MAXIMUM: u32 = 2;
+
+/// The comparisons: `a OP b` element-wise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cmp {
+    fn code(self) -> u32 {
+        self as u32
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Cmp::Lt => "lt",
+            Cmp::Le => "le",
+            Cmp::Gt => "gt",
+            Cmp::Ge => "ge",
+            Cmp::Eq => "eq",
+            Cmp::Ne => "ne",
+        }
+    }
+}
+
+/// The broadcast shape of operands `shapes` that `out` must have.
+fn broadcast_out(what: &'static str, shapes: &[&[usize]], out: &[usize]) -> Result<Vec<usize>> {
+    let mut shape = shapes[0].to_vec();
+    for s in &shapes[1..] {
+        shape = unigpu_core::broadcast_shapes(&shape, s)
+            .map_err(|e| crate::array::shape_error(what, e))?;
+    }
+    if shape != out {
+        return Err(Error::Shape {
+            what,
+            message: format!(
+                "the operands {shapes:?} broadcast to {shape:?}, the output is {out:?}"
+            ),
+        });
+    }
+    Ok(shape)
+}
+
+impl Ops<'_> {
+    /// Comparisons and `where_` move their mask through the host, which a
+    /// graph's replay cannot do.
+    fn not_capturing(&self, name: &str) -> Result<()> {
+        if self.stream.is_capturing() {
+            return Err(Error::Unsupported {
+                backend: self.ctx.backend(),
+                what: format!(
+                    "{name} on a stream that captures a graph: its u8 mask passes through \
+                     the host (the kernel language has no u8), which a replay cannot do"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Launches `kernel` over `n` elements with `args`.
+    fn run_kernel(&self, kernel: &Kernel, n: usize, args: Vec<Arg<'_>>) -> Result<()> {
+        if n > u32::MAX as usize {
+            return Err(Error::Shape {
+                what: "element-wise op",
+                message: format!("{n} elements do not fit the 32-bit indices of generated kernels"),
+            });
+        }
+        self.stream
+            .launch(kernel, Grid::for_elems_with_block(n, 256), args)
+    }
+
+    fn unary_kernel<T: Float>(
+        &self,
+        group: Group,
+        op: u32,
+        name: &'static str,
+        params: [T; 2],
+        x: ArrayView<'_, T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let mut out = out.as_view_mut();
+        if x.shape() != out.shape() {
+            if x.ndim() == 1 && out.ndim() == 1 {
+                return check_len(name, out.len(), x.len());
+            }
+            return Err(Error::Shape {
+                what: name,
+                message: format!("the input is {:?}, the output {:?}", x.shape(), out.shape()),
+            });
+        }
+        let shape = x.shape().to_vec();
+        let x = self.on().whole(&x, &shape, name)?;
+        self.same_backend(&out.array.ctx, name)?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let kernel = kernel_for::<T>(self.ctx, group, name)?;
+        let p = self.ctx.upload(&params)?;
+        let n = out.len();
+        self.on().write_whole(&mut out, false, name, |out| {
+            let (x, mut out) = (Buffer(x.storage()), BufferMut(out));
+            let args = vec![
+                Arg::Array(&x),
+                Arg::Array(&p),
+                Arg::ArrayMut(&mut out),
+                Arg::Scalar(Scalar::new(op)),
+            ];
+            self.run_kernel(&kernel, n, args)
+        })
+    }
+
+    fn binary_kernel<T: Float>(
+        &self,
+        group: Group,
+        op: u32,
+        name: &'static str,
+        a: ArrayView<'_, T>,
+        b: ArrayView<'_, T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let mut out = out.as_view_mut();
+        let shape = broadcast_out(name, &[a.shape(), b.shape()], out.shape())?;
+        let a = self.on().whole(&a, &shape, name)?;
+        let b = self.on().whole(&b, &shape, name)?;
+        self.same_backend(&out.array.ctx, name)?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let kernel = kernel_for::<T>(self.ctx, group, name)?;
+        let n = out.len();
+        self.on().write_whole(&mut out, false, name, |out| {
+            let (a, b, mut out) = (Buffer(a.storage()), Buffer(b.storage()), BufferMut(out));
+            let mut args = vec![Arg::Array(&a), Arg::Array(&b), Arg::ArrayMut(&mut out)];
+            if group == Group::Binary {
+                args.push(Arg::Scalar(Scalar::new(op)));
+            }
+            self.run_kernel(&kernel, n, args)
+        })
+    }
+
+    /// `out = -x`.
+    pub fn neg<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Exact,
+            NEG,
+            "neg",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = |x|` (`abs(-0) = +0`, `abs(NaN)` is NaN).
+    pub fn abs<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Exact,
+            ABS,
+            "abs",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = floor(x)`, exact.
+    pub fn floor<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Exact,
+            FLOOR,
+            "floor",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = ceil(x)`, exact.
+    pub fn ceil<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Exact,
+            CEIL,
+            "ceil",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = round(x)`, halves to even as numpy's and torch's `round`
+    /// (`round(2.5) = 2`, `round(-0.5) = -0`), exact.
+    pub fn round<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Exact,
+            ROUND,
+            "round",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = min(max(x, lo), hi)` as torch's `clamp` (so `lo > hi` gives
+    /// `hi`); a NaN `x` or a NaN bound gives NaN.
+    pub fn clamp<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        lo: T,
+        hi: T,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.unary_kernel(Group::Exact, CLAMP, "clamp", [lo, hi], x.as_view(), out)
+    }
+
+    /// `out = e^x`.
+    pub fn exp<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(Group::Math, EXP, "exp", [T::default(); 2], x.as_view(), out)
+    }
+
+    /// `out = ln(x)` (NaN below 0, -inf at ±0).
+    pub fn log<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(Group::Math, LOG, "log", [T::default(); 2], x.as_view(), out)
+    }
+
+    /// `out = sqrt(x)` (NaN below 0, `sqrt(-0) = -0`).
+    pub fn sqrt<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Math,
+            SQRT,
+            "sqrt",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = 1 / sqrt(x)`.
+    pub fn rsqrt<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Math,
+            RSQRT,
+            "rsqrt",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = sin(x)`.
+    pub fn sin<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(Group::Math, SIN, "sin", [T::default(); 2], x.as_view(), out)
+    }
+
+    /// `out = cos(x)`.
+    pub fn cos<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(Group::Math, COS, "cos", [T::default(); 2], x.as_view(), out)
+    }
+
+    /// `out = gelu(x)` in its tanh form, torch's
+    /// `gelu(x, approximate="tanh")`:
+    /// `0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))` (within 3·10⁻⁴ of
+    /// the erf form; the erf form is not built yet).
+    pub fn gelu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Math,
+            GELU,
+            "gelu",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = x / (1 + e^-x)` (x · sigmoid(x); NaN at -inf, as torch's).
+    pub fn silu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
+        self.unary_kernel(
+            Group::Math,
+            SILU,
+            "silu",
+            [T::default(); 2],
+            x.as_view(),
+            out,
+        )
+    }
+
+    /// `out = x ** p` for a scalar `p`, with C's special cases.
+    pub fn pow_scalar<T: Float>(
+        &self,
+        x: &impl AsView<T>,
+        p: T,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let params = [p, T::default()];
+        self.unary_kernel(Group::Math, POW_SCALAR, "pow", params, x.as_view(), out)
+    }
+
+    /// `out = a / b`, broadcasting as [`Ops::add`] (IEEE: `x / 0` is ±inf,
+    /// `0 / 0` NaN).
+    pub fn div<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.binary_kernel(Group::Binary, DIV, "div", a.as_view(), b.as_view(), out)
+    }
+
+    /// numpy's `minimum`: the smaller element; NaN if either is NaN (as
+    /// numpy and torch); `minimum(-0, +0) = -0`.
+    pub fn minimum<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.binary_kernel(
+            Group::Binary,
+            MINIMUM,
+            "minimum",
+            a.as_view(),
+            b.as_view(),
+            out,
+        )
+    }
+
+    /// numpy's `maximum`: the larger element; NaN if either is NaN;
+    /// `maximum(-0, +0) = +0`.
+    pub fn maximum<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.binary_kernel(
+            Group::Binary,
+            MAXIMUM,
+            "maximum",
+            a.as_view(),
+            b.as_view(),
+            out,
+        )
+    }
+
+    /// `out = a ** b`, broadcasting, with C's special cases (`pow(x, 0) = 1`
+    /// even for NaN, `pow(1, y) = 1`, negative bases only to integer powers).
+    pub fn pow<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        self.binary_kernel(Group::Pow, 0, "pow", a.as_view(), b.as_view(), out)
+    }
+
+    /// `mask = a OP b` element-wise as 0/1, broadcasting as [`Ops::add`];
+    /// a NaN compares as IEEE says (false, but true for `ne`).
+    fn compare<T: Float>(
+        &self,
+        op: Cmp,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        let name = op.name();
+        self.not_capturing(name)?;
+        let (a, b, mut mask) = (a.as_view(), b.as_view(), mask.as_view_mut());
+        let shape = broadcast_out(name, &[a.shape(), b.shape()], mask.shape())?;
+        let a = self.on().whole(&a, &shape, name)?;
+        let b = self.on().whole(&b, &shape, name)?;
+        self.same_backend(&mask.array.ctx, name)?;
+        let n = mask.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = kernel_for::<T>(self.ctx, Group::Compare, name)?;
+        let mut wide = GpuArray::<u32>::uninit_shaped(self.ctx, &shape)?;
+        {
+            let (a, b, mut w) = (
+                Buffer(a.storage()),
+                Buffer(b.storage()),
+                BufferMut(&mut wide.storage),
+            );
+            let args = vec![
+                Arg::Array(&a),
+                Arg::Array(&b),
+                Arg::ArrayMut(&mut w),
+                Arg::Scalar(Scalar::new(op.code())),
+            ];
+            self.run_kernel(&kernel, n, args)?;
+        }
+        // No u8 in the kernel language: narrowed on the host.
+        let bytes: Vec<u8> = wide
+            .storage
+            .read_vec(&self.stream.imp)?
+            .into_iter()
+            .map(|w| w as u8)
+            .collect();
+        self.on().write_whole(&mut mask, false, name, |m| {
+            m.write(&self.stream.imp, &bytes)
+        })
+    }
+
+    /// `mask = a < b` as 0/1, broadcasting as [`Ops::add`]; a NaN compares as IEEE says (false, but true for [`Ops::ne`]).
+    pub fn lt<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        self.compare(Cmp::Lt, a, b, mask)
+    }
+
+    /// `mask = a <= b`.
+    pub fn le<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        self.compare(Cmp::Le, a, b, mask)
+    }
+
+    /// `mask = a > b`.
+    pub fn gt<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        self.compare(Cmp::Gt, a, b, mask)
+    }
+
+    /// `mask = a >= b`.
+    pub fn ge<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        self.compare(Cmp::Ge, a, b, mask)
+    }
+
+    /// `mask = a == b` (`-0 == +0`; NaN equals nothing).
+    pub fn eq<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        self.compare(Cmp::Eq, a, b, mask)
+    }
+
+    /// `mask = a != b` (true where either is NaN).
+    pub fn ne<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        mask: &mut impl AsViewMut<u8>,
+    ) -> Result<()> {
+        self.compare(Cmp::Ne, a, b, mask)
+    }
+
+    /// `out = mask != 0 ? a : b` element-wise, the three broadcast to
+    /// `out`'s shape (numpy's `where`).
+    pub fn where_<T: Float>(
+        &self,
+        mask: &impl AsView<u8>,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let name = "where";
+        self.not_capturing(name)?;
+        let (mask, a, b, mut out) = (mask.as_view(), a.as_view(), b.as_view(), out.as_view_mut());
+        let shape = broadcast_out(name, &[mask.shape(), a.shape(), b.shape()], out.shape())?;
+        let mask = self.on().whole(&mask, &shape, name)?;
+        let a = self.on().whole(&a, &shape, name)?;
+        let b = self.on().whole(&b, &shape, name)?;
+        self.same_backend(&out.array.ctx, name)?;
+        let n = out.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = kernel_for::<T>(self.ctx, Group::Select, name)?;
+        // No u8 in the kernel language: widened on the host.
+        let wide: Vec<u32> = mask
+            .storage()
+            .read_vec(&self.stream.imp)?
+            .into_iter()
+            .map(u32::from)
+            .collect();
+        let wide = self.ctx.upload(&wide)?;
+        self.on().write_whole(&mut out, false, name, |out| {
+            let (a, b, mut out) = (Buffer(a.storage()), Buffer(b.storage()), BufferMut(out));
+            let args = vec![
+                Arg::Array(&wide),
+                Arg::Array(&a),
+                Arg::Array(&b),
+                Arg::ArrayMut(&mut out),
+            ];
+            self.run_kernel(&kernel, n, args)
+        })
+    }
+}
