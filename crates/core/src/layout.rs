@@ -8,6 +8,8 @@
 //! the last axis varies fastest); views and DLPack imports may be strided.
 
 use std::fmt;
+
+use smallvec::SmallVec;
 use std::ops::Range;
 
 /// Why a shape operation was refused: the message names the shapes (and
@@ -23,10 +25,14 @@ fn err<T>(message: impl Into<String>) -> Result<T, ShapeError> {
 /// Shape, strides and offset of an array's elements in its buffer.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+    shape: Dims<usize>,
+    strides: Dims<isize>,
     offset: usize,
 }
+
+/// Per-axis values, inline up to 4 axes: most arrays are made and dropped
+/// without allocating for their layout.
+type Dims<T> = SmallVec<[T; 4]>;
 
 impl fmt::Debug for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -40,7 +46,11 @@ impl fmt::Debug for Layout {
 
 /// The row-major strides of `shape`.
 pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+    strides_of(shape).to_vec()
+}
+
+fn strides_of(shape: &[usize]) -> Dims<isize> {
+    let mut strides: Dims<isize> = SmallVec::from_elem(0, shape.len());
     let mut step: isize = 1;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = step;
@@ -171,8 +181,8 @@ impl Layout {
     /// A row-major layout of `shape` from element 0.
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout {
-            shape: shape.to_vec(),
-            strides: row_major_strides(shape),
+            shape: SmallVec::from_slice(shape),
+            strides: strides_of(shape),
             offset: 0,
         }
     }
@@ -193,8 +203,8 @@ impl Layout {
         }
         element_count(shape)?;
         let layout = Layout {
-            shape: shape.to_vec(),
-            strides: strides.to_vec(),
+            shape: SmallVec::from_slice(shape),
+            strides: SmallVec::from_slice(strides),
             offset,
         };
         layout.extent()?;
@@ -323,15 +333,15 @@ impl Layout {
         }
         if len == 0 || self.is_contiguous() {
             return Ok(Layout {
-                shape: shape.to_vec(),
-                strides: row_major_strides(shape),
+                shape: SmallVec::from_slice(shape),
+                strides: strides_of(shape),
                 offset: self.offset,
             });
         }
         match nocopy_strides(&self.shape, &self.strides, shape) {
             Some(strides) => Ok(Layout {
-                shape: shape.to_vec(),
-                strides,
+                shape: SmallVec::from_slice(shape),
+                strides: strides.into(),
                 offset: self.offset,
             }),
             None => err(format!(
@@ -459,8 +469,8 @@ impl Layout {
             }
         }
         Ok(Layout {
-            shape: shape.to_vec(),
-            strides,
+            shape: SmallVec::from_slice(shape),
+            strides: strides.into(),
             offset: self.offset,
         })
     }
