@@ -138,42 +138,52 @@ fn axis_of(axis: usize, ndim: usize) -> Result<usize, ShapeError> {
 /// a 1-D array as before shapes), an array or slice of extents
 /// (`ctx.zeros::<f32>([2, 3])`), or a `Vec`.
 pub trait IntoShape {
-    fn into_shape(self) -> Vec<usize>;
+    fn into_shape(self) -> Shape;
 }
 
+/// A shape as [`IntoShape`] gives it: inline up to 4 axes, so that
+/// `ctx.alloc::<f32>(n)` allocates nothing on the heap for it.
+pub type Shape = SmallVec<[usize; 4]>;
+
 impl IntoShape for usize {
-    fn into_shape(self) -> Vec<usize> {
-        vec![self]
+    fn into_shape(self) -> Shape {
+        smallvec::smallvec![self]
     }
 }
 
 impl<const N: usize> IntoShape for [usize; N] {
-    fn into_shape(self) -> Vec<usize> {
-        self.to_vec()
+    fn into_shape(self) -> Shape {
+        SmallVec::from_slice(&self)
     }
 }
 
 impl IntoShape for &[usize] {
-    fn into_shape(self) -> Vec<usize> {
-        self.to_vec()
+    fn into_shape(self) -> Shape {
+        SmallVec::from_slice(self)
     }
 }
 
 impl<const N: usize> IntoShape for &[usize; N] {
-    fn into_shape(self) -> Vec<usize> {
-        self.to_vec()
+    fn into_shape(self) -> Shape {
+        SmallVec::from_slice(self)
     }
 }
 
 impl IntoShape for Vec<usize> {
-    fn into_shape(self) -> Vec<usize> {
-        self
+    fn into_shape(self) -> Shape {
+        SmallVec::from_vec(self)
     }
 }
 
 impl IntoShape for &Vec<usize> {
-    fn into_shape(self) -> Vec<usize> {
-        self.clone()
+    fn into_shape(self) -> Shape {
+        SmallVec::from_slice(self)
+    }
+}
+
+impl IntoShape for Shape {
+    fn into_shape(self) -> Shape {
+        self
     }
 }
 

@@ -74,9 +74,12 @@ impl<T: Element> GpuArray<T> {
     pub(crate) fn uninit_shaped(ctx: &Context, shape: &[usize]) -> Result<Self> {
         let len =
             unigpu_core::element_count(shape).map_err(|e| shape_error("an array's shape", e))?;
-        let mut a = Self::uninit(ctx, len)?;
-        a.layout = Layout::contiguous(shape);
-        Ok(a)
+        let storage = Storage::alloc(&ctx.default_stream().imp, len)?;
+        Ok(GpuArray {
+            ctx: ctx.clone(),
+            storage,
+            layout: Layout::contiguous(shape),
+        })
     }
 
     /// Number of elements (the product of the shape).
