@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::any_array::{AnyView, AnyViewMut};
 use crate::{AnyArray, Error, Layout, Ops, Scalar};
 
-pub use crate::ops::kinds::{Binary, Reduce, Unary};
+pub use crate::ops::kinds::{Binary, BinaryMath, Compare, Reduce, Unary, UnaryMath};
 
 /// An array as the bindings hold it: shared by handles, locked per call.
 pub type SharedArray = Arc<RwLock<AnyArray>>;
@@ -429,6 +429,149 @@ pub fn unary<'a>(
                 AnyView {
                     array: r[0],
                     layout: x.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `out = op(x)` for the math ops of one input on `ops` (`params`: see
+/// [`Ops::unary_math_any`]).
+pub fn unary_math<'a>(
+    ops: Ops<'_>,
+    op: UnaryMath,
+    params: [Scalar; 2],
+    arrays: [impl Into<Handle<'a>>; 2],
+    names: [&str; 2],
+) -> Result<(), CallError> {
+    let [x, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(x.array, names[0]),
+            Operand::write(out.array, names[1]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.unary_math_any(
+                op,
+                params,
+                AnyView {
+                    array: r[0],
+                    layout: x.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `out = op(a, b)` (`div`, `minimum`, `maximum`, `pow`) on `ops`,
+/// broadcasting as [`binary`].
+pub fn binary_math<'a>(
+    ops: Ops<'_>,
+    op: BinaryMath,
+    arrays: [impl Into<Handle<'a>>; 3],
+    names: [&str; 3],
+) -> Result<(), CallError> {
+    let [a, b, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(out.array, names[2]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.binary_math_any(
+                op,
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `mask = a op b` (a u8 0/1 mask) on `ops`, broadcasting as [`binary`].
+pub fn compare<'a>(
+    ops: Ops<'_>,
+    op: Compare,
+    arrays: [impl Into<Handle<'a>>; 3],
+    names: [&str; 3],
+) -> Result<(), CallError> {
+    let [a, b, mask] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(mask.array, names[2]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.compare_any(
+                op,
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: mask.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `out = mask != 0 ? a : b` on `ops` (`mask` u8), the four broadcast to
+/// `out`'s shape.
+pub fn where_<'a>(
+    ops: Ops<'_>,
+    arrays: [impl Into<Handle<'a>>; 4],
+    names: [&str; 4],
+) -> Result<(), CallError> {
+    let [mask, a, b, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(mask.array, names[0]),
+            Operand::read(a.array, names[1]),
+            Operand::read(b.array, names[2]),
+            Operand::write(out.array, names[3]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.where_any(
+                AnyView {
+                    array: r[0],
+                    layout: mask.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[2],
+                    layout: b.layout,
                 },
                 AnyViewMut {
                     array: written(w),
