@@ -1240,7 +1240,7 @@ fn m_cos<'py>(
     m_unary(py, UnaryMath::Cos, no_params(x), x, out, stream)
 }
 
-/// GELU (the erf form).
+/// GELU in its tanh form (torch's `approximate="tanh"`).
 #[pyfunction(name = "gelu")]
 #[pyo3(signature = (x, out=None, *, stream=None))]
 fn m_gelu<'py>(

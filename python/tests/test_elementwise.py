@@ -1,0 +1,279 @@
+"""The element-wise math ops, comparisons and `where` from Python (numpy's
+names) and the Array operators, every element against numpy: random
+inputs salted with NaN, ±inf, ±0 and negatives; exact ops bit for bit,
+transcendental ones within a few f32 ulps; broadcasting, views and out=
+views."""
+
+import math
+import operator
+
+import numpy as np
+import pytest
+
+import unigpu
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, -0.5, 3.0])
+
+
+def salted(rng, shape, dtype=np.float32, scale=4.0):
+    """Random values with the special ones scattered in."""
+    v = rng.uniform(-scale, scale, size=shape)
+    flat = v.reshape(-1)
+    k = min(len(SPECIAL), flat.size // 3)
+    idx = rng.choice(flat.size, size=k, replace=False)
+    flat[idx] = SPECIAL[:k]
+    return v.astype(dtype)
+
+
+def same_bits(got, want):
+    """Equal element for element, NaN where NaN, and -0 where -0."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
+
+
+def close(got, want, rtol, atol=0.0):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    np.testing.assert_array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)])
+    np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=atol)
+
+
+def gelu_tanh(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def silu(x):
+    x = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x / (1.0 + np.exp(-x))
+
+
+EXACT = {
+    "negative": np.negative,
+    "abs": np.abs,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+}
+# Computed in f64 and rounded once, within a few f32 ulps (numpy's f32 libm
+# is itself not correctly rounded).
+MATH = {
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "gelu": gelu_tanh,
+    "silu": silu,
+}
+
+
+@pytest.fixture
+def cpu():
+    return unigpu.Context.new("cpu")
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_unary_bit_for_bit(cpu, rng, name, dtype):
+    h = salted(rng, (7, 33), dtype)
+    got = getattr(unigpu, name)(cpu.array(h)).numpy()
+    same_bits(got, EXACT[name](h))
+
+
+@pytest.mark.parametrize("name", sorted(MATH))
+def test_transcendental_unary_f32(cpu, rng, name):
+    h = salted(rng, (5, 41), np.float32)
+    got = getattr(unigpu, name)(cpu.array(h)).numpy()
+    assert got.dtype == np.float32
+    with np.errstate(all="ignore"):
+        want = MATH[name](h.astype(np.float64)).astype(np.float32)
+    # gelu's tanh form cancels in `1 + tanh(...)` for x below -3: an
+    # absolute bound there (one f32 ulp of tanh, times |x|/2).
+    close(got, want, rtol=2e-6, atol=1e-6 if name == "gelu" else 2e-7)
+
+
+def test_transcendental_unary_f64(cpu, rng):
+    h = salted(rng, (64,), np.float64)
+    for name in ("exp", "log", "sqrt", "sin", "cos"):
+        with np.errstate(all="ignore"):
+            want = MATH[name](h)
+        close(getattr(unigpu, name)(cpu.array(h)).numpy(), want, rtol=1e-13, atol=1e-300)
+
+
+def test_clip_and_clamp(cpu, rng):
+    h = salted(rng, (50,))
+    got = unigpu.clip(cpu.array(h), -1.5, 2.0).numpy()
+    same_bits(got, np.clip(h, np.float32(-1.5), np.float32(2.0)))
+    same_bits(unigpu.clamp(cpu.array(h), -1.5, 2.0).numpy(), got)
+
+
+def test_power_scalar_and_array(cpu, rng):
+    h = salted(rng, (6, 20))
+    for p in (2.0, 3.0, 0.5, -1.0, 0.0):
+        with np.errstate(all="ignore"):
+            want = np.power(h.astype(np.float64), p).astype(np.float32)
+        close(unigpu.power(cpu.array(h), p).numpy(), want, rtol=2e-6, atol=1e-30)
+        close((cpu.array(h) ** p).numpy(), want, rtol=2e-6, atol=1e-30)
+    e = salted(rng, (1, 20), scale=3.0)
+    with np.errstate(all="ignore"):
+        want = np.power(h.astype(np.float64), e.astype(np.float64)).astype(np.float32)
+    close(unigpu.power(cpu.array(h), cpu.array(e)).numpy(), want, rtol=4e-6, atol=1e-30)
+    close((cpu.array(h) ** cpu.array(e)).numpy(), want, rtol=4e-6, atol=1e-30)
+    # A number base: 2 ** e.
+    with np.errstate(all="ignore"):
+        want = np.power(2.0, e.astype(np.float64)).astype(np.float32)
+    close((2.0 ** cpu.array(e)).numpy(), want, rtol=4e-6)
+
+
+@pytest.mark.parametrize(
+    "name,ref",
+    [("divide", np.divide), ("minimum", np.minimum), ("maximum", np.maximum)],
+)
+def test_binary_broadcast_bit_for_bit(cpu, rng, name, ref):
+    a = salted(rng, (4, 1, 9))
+    b = salted(rng, (3, 9))
+    with np.errstate(all="ignore"):
+        want = ref(a, b)
+    got = getattr(unigpu, name)(cpu.array(a), cpu.array(b))
+    assert got.shape == (4, 3, 9)
+    same_bits(got.numpy(), want)
+    # A number operand broadcasts as numpy's scalar.
+    with np.errstate(all="ignore"):
+        same_bits(getattr(unigpu, name)(cpu.array(a), 0.5).numpy(), ref(a, np.float32(0.5)))
+
+
+COMPARE = [
+    ("less", np.less, operator.lt),
+    ("less_equal", np.less_equal, operator.le),
+    ("greater", np.greater, operator.gt),
+    ("greater_equal", np.greater_equal, operator.ge),
+    ("equal", np.equal, operator.eq),
+    ("not_equal", np.not_equal, operator.ne),
+]
+
+
+@pytest.mark.parametrize("name,ref,op", COMPARE)
+def test_comparisons_give_u8_masks(cpu, rng, name, ref, op):
+    a = salted(rng, (5, 12))
+    b = salted(rng, (1, 12))
+    # Some equal pairs (and -0 against +0) so == and != are tested.
+    a[0] = b[0]
+    a[1, :2] = [0.0, -0.0]
+    b[0, :2] = [-0.0, 0.0]
+    a[0, :2] = [0.0, -0.0]
+    want = ref(a, b).astype(np.uint8)
+    got = getattr(unigpu, name)(cpu.array(a), cpu.array(b))
+    assert got.dtype == "u8"
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(op(cpu.array(a), cpu.array(b)).numpy(), want)
+    np.testing.assert_array_equal(op(cpu.array(a), 0.25).numpy(), ref(a, np.float32(0.25)).astype(np.uint8))
+
+
+def test_where(cpu, rng):
+    a = salted(rng, (6, 10))
+    b = salted(rng, (10,))
+    mask = (rng.uniform(size=(6, 1)) < 0.5).astype(np.uint8) * rng.integers(1, 255, size=(6, 1), dtype=np.uint8)
+    got = unigpu.where(cpu.array(mask), cpu.array(a), cpu.array(b))
+    same_bits(got.numpy(), np.where(mask != 0, a, b))
+    # A number for either side, and a comparison's mask.
+    x = cpu.array(a)
+    relu = unigpu.where(x > 0.0, x, 0.0)
+    same_bits(relu.numpy(), np.where(a > 0, a, np.float32(0.0)))
+
+
+def test_views_in_and_out(cpu, rng):
+    h = salted(rng, (8, 6))
+    x = cpu.array(h)
+    # A transposed and a strided view in.
+    same_bits(unigpu.negative(x.T).numpy(), -h.T)
+    same_bits(unigpu.floor(x[::2]).numpy(), np.floor(h[::2]))
+    with np.errstate(all="ignore"):
+        same_bits(unigpu.divide(x.T, x.T[:, :1]).numpy(), h.T / h.T[:, :1])
+    np.testing.assert_array_equal(unigpu.less(x[::2], x[1::2]).numpy(), (h[::2] < h[1::2]).astype(np.uint8))
+    # out= a view: only its elements are written.
+    out = cpu.array(np.full((6, 8), 7.0, np.float32))
+    r = unigpu.abs(x.T[:, ::2], out=out[:, ::2])
+    want = np.full((6, 8), 7.0, np.float32)
+    want[:, ::2] = np.abs(h.T[:, ::2])
+    same_bits(out.numpy(), want)
+    assert r.shape == (6, 4)
+    mask = cpu.array(np.full((8, 6), 9, np.uint8))
+    unigpu.greater(x[::2], 0.0, out=mask[1::2])
+    wm = np.full((8, 6), 9, np.uint8)
+    wm[1::2] = (h[::2] > 0).astype(np.uint8)
+    np.testing.assert_array_equal(mask.numpy(), wm)
+
+
+def test_out_may_be_an_input(cpu, rng):
+    h = salted(rng, (30,))
+    x = cpu.array(h)
+    r = unigpu.sqrt(x, out=x)
+    assert r is x
+    with np.errstate(invalid="ignore"):
+        close(x.numpy(), np.sqrt(h.astype(np.float64)).astype(np.float32), rtol=2e-6)
+    y = cpu.array(h)
+    with np.errstate(all="ignore"):
+        want = np.maximum(h, h[::-1])
+    unigpu.maximum(y, y[::-1], out=y)
+    same_bits(y.numpy(), want)
+
+
+def test_operators(cpu, rng):
+    a = salted(rng, (3, 7))
+    b = salted(rng, (7,))
+    x, y = cpu.array(a), cpu.array(b)
+    with np.errstate(all="ignore"):
+        same_bits((x / y).numpy(), a / b)
+        same_bits((2.0 / x).numpy(), np.float32(2.0) / a)
+        same_bits((x / 4.0).numpy(), a / np.float32(4.0))
+        same_bits((-x).numpy(), -a)
+        same_bits(abs(x).numpy(), np.abs(a))
+        same_bits((x + 1.5).numpy(), a + np.float32(1.5))
+        same_bits((1.5 + x).numpy(), np.float32(1.5) + a)
+        same_bits((1.5 - x).numpy(), np.float32(1.5) - a)
+        same_bits((x - 1.5).numpy(), a - np.float32(1.5))
+        same_bits((3.0 * x).numpy(), np.float32(3.0) * a)
+        same_bits((x + y).numpy(), a + b)
+
+
+def test_eq_keeps_identity_hash(cpu):
+    x = cpu.array(np.arange(4, dtype=np.float32))
+    y = cpu.array(np.arange(4, dtype=np.float32))
+    # Hashable by identity: dict keys and sets still work.
+    d = {x: 1, y: 2}
+    assert d[x] == 1 and d[y] == 2
+    assert hash(x) == hash(x) and len({x, y, x}) == 2
+    # == with a non-number falls back to identity (no error).
+    assert (x == None) is False  # noqa: E711
+    assert (x != "a") is True
+    with pytest.raises(TypeError):
+        x < "a"  # noqa: B015
+
+
+def test_errors(cpu):
+    i = cpu.array(np.arange(4, dtype=np.int32))
+    with pytest.raises(unigpu.UnigpuError):
+        unigpu.exp(i)
+    f = cpu.array(np.zeros(4, np.float32))
+    with pytest.raises(unigpu.UnigpuError):
+        unigpu.divide(f, cpu.array(np.zeros(3, np.float32)))
+    with pytest.raises(TypeError):
+        unigpu.clip(f, "a", 1.0)
+    with pytest.raises(TypeError):
+        unigpu.maximum(1.0, 2.0)
+    with pytest.raises(TypeError):
+        pow(f, 2.0, 3)
+    # A mask must be u8.
+    with pytest.raises(unigpu.UnigpuError):
+        unigpu.where(f, f, f)
