@@ -883,6 +883,47 @@ mod tests {
     }
 
     #[test]
+    fn the_math_ops_comparisons_and_where_follow_the_same_rule() {
+        let ctx = Context::cpu().unwrap();
+        let mut rng = StdRng::seed_from_u64(28);
+        for n in [1, 7, 64, 1000] {
+            let (xv, yv) = (random(&mut rng, n), random(&mut rng, n));
+            let (x, y) = (array(&ctx, &xv), array(&ctx, &yv));
+            // x = clamp(x, -1, 2), in place
+            let params = [Scalar::new(-1.0f32), Scalar::new(2.0f32)];
+            unary_math(ctx.ops(), UnaryMath::Clamp, params, [&x, &x], ["x", "out"]).unwrap();
+            let xc: Vec<f32> = xv.iter().map(|v| v.clamp(-1.0, 2.0)).collect();
+            assert_eq!(values(&x), xc);
+            // y = maximum(y, x), in place
+            binary_math(
+                ctx.ops(),
+                BinaryMath::Maximum,
+                [&y, &x, &y],
+                ["a", "b", "out"],
+            )
+            .unwrap();
+            let ym: Vec<f32> = yv.iter().zip(&xc).map(|(a, b)| a.max(*b)).collect();
+            assert_eq!(values(&y), ym);
+            // mask = x < y (u8), then x = mask ? x : y, in place
+            let mask = RwLock::new(AnyArray::alloc(&ctx, DType::U8, n).unwrap());
+            compare(ctx.ops(), Compare::Lt, [&x, &y, &mask], ["a", "b", "mask"]).unwrap();
+            let mut m = vec![0u8; n];
+            read_guard(&mask).download_bytes(&mut m).unwrap();
+            let want: Vec<u8> = xc.iter().zip(&ym).map(|(a, b)| u8::from(a < b)).collect();
+            assert_eq!(m, want);
+            where_(ctx.ops(), [&mask, &x, &y, &x], ["mask", "a", "b", "out"]).unwrap();
+            let want: Vec<f32> = (0..n)
+                .map(|i| if m[i] != 0 { xc[i] } else { ym[i] })
+                .collect();
+            assert_eq!(values(&x), want);
+            // A float mask is refused with the dtype error, not a panic.
+            let e = where_(ctx.ops(), [&x, &x, &y, &y], ["mask", "a", "b", "out"]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::DTypeMismatch);
+            ctx.default_stream().sync().unwrap();
+        }
+    }
+
+    #[test]
     fn an_array_written_twice_is_refused_before_anything_is_locked() {
         let ctx = Context::cpu().unwrap();
         let (x, y) = (array(&ctx, &[1.0]), array(&ctx, &[2.0]));
