@@ -80,7 +80,7 @@ MATH = {
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_exact_unary_bit_for_bit(ctx, rng, name, dtype):
     h = salted(rng, (7, 33), dtype)
     got = getattr(unigpu, name)(ctx.array(h)).numpy()
@@ -296,3 +296,21 @@ def test_errors(ctx):
     # A mask must be u8.
     with pytest.raises(unigpu.UnigpuError):
         unigpu.where(f, f, f)
+
+
+def test_stream_kwarg_and_a_chain_on_two_streams(ctx, rng):
+    # `stream=` is taken by every kind (unary, clip, comparison, where),
+    # each step reading the previous one's output on the other stream
+    # (ordered by the arrays' last-writer tracking). Not a gated ordering
+    # test: test_streams.py holds those for the shared machinery.
+    h = salted(rng, (257,))
+    s1, s2 = ctx.stream(), ctx.stream()
+    x = ctx.array(h)
+    a = unigpu.abs(x, stream=s1)
+    b = unigpu.clip(a, 0.0, 3.0, stream=s2)
+    m = unigpu.greater(b, 1.0, stream=s1)
+    r = unigpu.where(m, b, unigpu.negative(b, stream=s2), stream=s1)
+    s1.sync()
+    s2.sync()
+    hb = np.clip(np.abs(h), np.float32(0.0), np.float32(3.0))
+    same_bits(r.numpy(), np.where(hb > 1.0, hb, -hb))
