@@ -7,12 +7,13 @@ use std::sync::{Arc, RwLock};
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PySlice, PyTuple};
-use unigpu::binding::Handle;
+use unigpu::binding::{Compare, Handle, UnaryMath};
 use unigpu::{AnyArray, AnyView, AnyViewMut, Context, DType, Layout};
 
 use crate::context::PyContext;
 use crate::dtype;
 use crate::errors::{call_err, err};
+use crate::ops::Arith;
 
 /// How a Python `Array` holds its data: shared, so that whatever else
 /// needs the array to outlive the Python object (a DLPack capsule) can
@@ -430,27 +431,121 @@ impl PyArray {
     }
 
     /// `self + other` element-wise (numpy's broadcasting), a new array.
-    fn __add__<'py>(
-        slf: &Bound<'py, Self>,
-        other: &Bound<'py, PyArray>,
-    ) -> PyResult<Bound<'py, PyArray>> {
-        crate::ops::operator(slf.py(), unigpu::binding::Binary::Add, slf, other)
+    fn __add__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Add, false)
     }
 
     /// `self - other` element-wise (numpy's broadcasting), a new array.
-    fn __sub__<'py>(
-        slf: &Bound<'py, Self>,
-        other: &Bound<'py, PyArray>,
-    ) -> PyResult<Bound<'py, PyArray>> {
-        crate::ops::operator(slf.py(), unigpu::binding::Binary::Sub, slf, other)
+    fn __sub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Sub, false)
     }
 
     /// `self * other` element-wise (numpy's broadcasting), a new array.
-    fn __mul__<'py>(
+    fn __mul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Mul, false)
+    }
+
+    /// `other + self` for a Python number `other`.
+    fn __radd__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Add, true)
+    }
+
+    /// `other - self` for a Python number `other`.
+    fn __rsub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Sub, true)
+    }
+
+    /// `other * self` for a Python number `other`.
+    fn __rmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Mul, true)
+    }
+
+    /// `self / other` element-wise (an array or a number), a new array.
+    fn __truediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Div, false)
+    }
+
+    /// `other / self` for a Python number `other`.
+    fn __rtruediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, Arith::Div, true)
+    }
+
+    /// `self ** other`: a number exponent by `pow_scalar`, an array one
+    /// element-wise (broadcast). No modulo.
+    fn __pow__<'py>(
         slf: &Bound<'py, Self>,
-        other: &Bound<'py, PyArray>,
-    ) -> PyResult<Bound<'py, PyArray>> {
-        crate::ops::operator(slf.py(), unigpu::binding::Binary::Mul, slf, other)
+        other: &Bound<'py, PyAny>,
+        modulo: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if modulo.is_some_and(|m| !m.is_none()) {
+            return Err(PyTypeError::new_err(
+                "pow() with a modulo is not supported for unigpu.Array",
+            ));
+        }
+        crate::ops::arith(slf, other, Arith::Pow, false)
+    }
+
+    /// `other ** self` for a Python number `other`.
+    fn __rpow__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        modulo: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if modulo.is_some_and(|m| !m.is_none()) {
+            return Err(PyTypeError::new_err(
+                "pow() with a modulo is not supported for unigpu.Array",
+            ));
+        }
+        crate::ops::arith(slf, other, Arith::Pow, true)
+    }
+
+    /// `-self`, a new array.
+    fn __neg__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyArray>> {
+        crate::ops::unary_operator(slf, UnaryMath::Neg)
+    }
+
+    /// `abs(self)`, a new array.
+    fn __abs__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyArray>> {
+        crate::ops::unary_operator(slf, UnaryMath::Abs)
+    }
+
+    /// `self < other` element-wise, a new u8 0/1 mask (numpy's `<` gives
+    /// bool).
+    fn __lt__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::compare_operator(slf, other, Compare::Lt)
+    }
+
+    /// `self <= other`, a u8 mask.
+    fn __le__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::compare_operator(slf, other, Compare::Le)
+    }
+
+    /// `self > other`, a u8 mask.
+    fn __gt__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::compare_operator(slf, other, Compare::Gt)
+    }
+
+    /// `self >= other`, a u8 mask.
+    fn __ge__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::compare_operator(slf, other, Compare::Ge)
+    }
+
+    /// `self == other` element-wise, a u8 mask (an operand neither an
+    /// Array nor a number: identity, as Python's default).
+    fn __eq__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::compare_operator(slf, other, Compare::Eq)
+    }
+
+    /// `self != other`, a u8 mask.
+    fn __ne__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::compare_operator(slf, other, Compare::Ne)
+    }
+
+    /// Identity, as before `__eq__` was element-wise (a class defining
+    /// `__eq__` alone is unhashable): an Array stays usable as a dict key
+    /// or in a set, by identity.
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
     }
 
     /// `self @ other` of 2-D arrays or views, a new array.

@@ -5,10 +5,10 @@
 //! (`unigpu::binding`, as in C): an output may be one of the inputs
 //! (`add(x, y, out=x)`), that input read from a copy taken first.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use unigpu::binding::{self, Binary, CallError, Reduce, Unary};
-use unigpu::{AnyArray, Context, Ops, Stream};
+use unigpu::binding::{self, Binary, BinaryMath, CallError, Compare, Reduce, Unary, UnaryMath};
+use unigpu::{AnyArray, Context, DType, Ops, Scalar, Stream};
 
 use crate::array::PyArray;
 use crate::dtype;
@@ -46,10 +46,21 @@ impl On<'_> {
         like: &PyArray,
         shape: &[usize],
     ) -> PyResult<Bound<'py, PyArray>> {
+        self.output_of(py, out, like.dtype, shape)
+    }
+
+    /// `out`, or a new array of `shape` of dtype `d`.
+    fn output_of<'py>(
+        self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyArray>>,
+        d: DType,
+        shape: &[usize],
+    ) -> PyResult<Bound<'py, PyArray>> {
         match out {
             Some(o) => Ok(o),
             None => {
-                let (ctx, d) = (self.ctx, like.dtype);
+                let ctx = self.ctx;
                 let len = unigpu::Layout::contiguous(shape).len();
                 let a = py
                     .detach(|| AnyArray::alloc(ctx, d, len)?.reshape(shape.to_vec()))
@@ -873,6 +884,503 @@ fn m_mm<'py>(
     mm(py, on_array(a.get(), &stream), a, b, out)
 }
 
+// ---- The element-wise math ops, comparisons and `where` (numpy's names).
+
+/// The operands of a call that may be Python numbers (numpy's scalar
+/// broadcasting): each Array as it is, each number a 0-d array of the
+/// first Array's dtype on its context.
+fn operands<'py, const N: usize>(
+    py: Python<'py>,
+    objs: [&Bound<'py, PyAny>; N],
+    names: [&str; N],
+) -> PyResult<[Bound<'py, PyArray>; N]> {
+    let arrays: Vec<Option<Bound<'py, PyArray>>> = objs
+        .iter()
+        .map(|o| o.extract::<Bound<'py, PyArray>>().ok())
+        .collect();
+    let like = arrays.iter().flatten().next().ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "{}: expected at least one unigpu.Array",
+            names.join(", ")
+        ))
+    })?;
+    let (ctx, d) = (like.get().ctx.clone(), like.get().dtype);
+    let mut out = Vec::with_capacity(N);
+    for ((a, o), name) in arrays.iter().zip(objs).zip(names) {
+        out.push(match a {
+            Some(a) => a.clone(),
+            None => {
+                let s = dtype::scalar_as(d, o, &|| name.to_string())?;
+                let a = py
+                    .detach(|| {
+                        AnyArray::from_bytes(&ctx, d, s.bytes())?.reshape(Vec::<usize>::new())
+                    })
+                    .map_err(err(py))?;
+                Bound::new(py, PyArray::new(a))?
+            }
+        });
+    }
+    Ok(out
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("one array per operand")))
+}
+
+/// The shape `shapes` broadcast to (a mismatch is the call's error, so the
+/// first shape stands in for it here).
+fn broadcast(shapes: &[&[usize]]) -> Vec<usize> {
+    let mut s = shapes[0].to_vec();
+    for t in &shapes[1..] {
+        match unigpu::broadcast_shapes(&s, t) {
+            Ok(b) => s = b,
+            Err(_) => return shapes[0].to_vec(),
+        }
+    }
+    s
+}
+
+fn unary_math<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    op: UnaryMath,
+    params: [Scalar; 2],
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let x = x.get();
+    let out = on.output(py, out, x, x.layout.shape())?;
+    let o = out.get();
+    on.run(py, |ops| {
+        binding::unary_math(ops, op, params, [x.handle(), o.handle()], ["x", "out"])
+    })?;
+    Ok(out)
+}
+
+/// `x`, `out` and `stream` of a module-level math op of one input.
+fn m_unary<'py>(
+    py: Python<'py>,
+    op: UnaryMath,
+    params: [Scalar; 2],
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    unary_math(py, on_array(x.get(), &stream), op, params, x, out)
+}
+
+fn no_params(x: &Bound<'_, PyArray>) -> [Scalar; 2] {
+    [Scalar::from_f64(x.get().dtype, 0.0); 2]
+}
+
+fn binary_math<'py>(
+    py: Python<'py>,
+    op: BinaryMath,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: &Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let [a, b] = operands(py, [a, b], ["a", "b"])?;
+    let (a, b) = (a.get(), b.get());
+    let on = on_array(a, stream);
+    let shape = broadcast(&[a.layout.shape(), b.layout.shape()]);
+    let out = on.output(py, out, a, &shape)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        binding::binary_math(
+            ops,
+            op,
+            [a.handle(), b.handle(), o.handle()],
+            ["a", "b", "out"],
+        )
+    })?;
+    Ok(out)
+}
+
+pub(crate) fn compare<'py>(
+    py: Python<'py>,
+    op: Compare,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: &Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let [a, b] = operands(py, [a, b], ["a", "b"])?;
+    let (a, b) = (a.get(), b.get());
+    let on = on_array(a, stream);
+    let shape = broadcast(&[a.layout.shape(), b.layout.shape()]);
+    let out = on.output_of(py, out, DType::U8, &shape)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        binding::compare(
+            ops,
+            op,
+            [a.handle(), b.handle(), o.handle()],
+            ["a", "b", "out"],
+        )
+    })?;
+    Ok(out)
+}
+
+/// `x ** p`: `pow_scalar` for a number `p`, else the element-wise `pow`.
+pub(crate) fn power<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    p: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: &Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    if let (Ok(xa), Err(_)) = (
+        x.extract::<Bound<'py, PyArray>>(),
+        p.extract::<Bound<'py, PyArray>>(),
+    ) {
+        let d = xa.get().dtype;
+        let p = dtype::scalar_as(d, p, &|| "power exponent".to_string())?;
+        let params = [p, Scalar::from_f64(d, 0.0)];
+        return unary_math(
+            py,
+            on_array(xa.get(), stream),
+            UnaryMath::PowScalar,
+            params,
+            &xa,
+            out,
+        );
+    }
+    binary_math(py, BinaryMath::Pow, x, p, out, stream)
+}
+
+/// `-x`.
+#[pyfunction(name = "negative")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_negative<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Neg, no_params(x), x, out, stream)
+}
+
+/// `x` clamped to `[lo, hi]` (numbers; NaN stays NaN).
+#[pyfunction(name = "clip")]
+#[pyo3(signature = (x, lo, hi, out=None, *, stream=None))]
+fn m_clip<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    lo: &Bound<'py, PyAny>,
+    hi: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let d = x.get().dtype;
+    let params = [
+        dtype::scalar_as(d, lo, &|| "clip lo".to_string())?,
+        dtype::scalar_as(d, hi, &|| "clip hi".to_string())?,
+    ];
+    m_unary(py, UnaryMath::Clamp, params, x, out, stream)
+}
+
+/// `x ** p`, `p` a number or an array (broadcast).
+#[pyfunction(name = "power")]
+#[pyo3(signature = (x, p, out=None, *, stream=None))]
+fn m_power<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    p: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    power(py, x, p, out, &stream)
+}
+
+/// `out = a if mask else b` element-wise (`mask` a u8 array; `a`, `b`
+/// arrays or numbers), the three broadcast.
+#[pyfunction(name = "where")]
+#[pyo3(signature = (mask, a, b, out=None, *, stream=None))]
+fn m_where<'py>(
+    py: Python<'py>,
+    mask: &Bound<'py, PyArray>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    let [a, b] = operands(py, [a, b], ["a", "b"])?;
+    let (m, a, b) = (mask.get(), a.get(), b.get());
+    let on = on_array(a, &stream);
+    let shape = broadcast(&[m.layout.shape(), a.layout.shape(), b.layout.shape()]);
+    let out = on.output(py, out, a, &shape)?;
+    let o = out.get();
+    on.run(py, |ops| {
+        binding::where_(
+            ops,
+            [m.handle(), a.handle(), b.handle(), o.handle()],
+            ["mask", "a", "b", "out"],
+        )
+    })?;
+    Ok(out)
+}
+
+/// `|x|`.
+#[pyfunction(name = "abs")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_abs<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Abs, no_params(x), x, out, stream)
+}
+
+/// `floor(x)`.
+#[pyfunction(name = "floor")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_floor<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Floor, no_params(x), x, out, stream)
+}
+
+/// `ceil(x)`.
+#[pyfunction(name = "ceil")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_ceil<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Ceil, no_params(x), x, out, stream)
+}
+
+/// `x` rounded to the nearest integer, halves to even (numpy's).
+#[pyfunction(name = "round")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_round<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Round, no_params(x), x, out, stream)
+}
+
+/// `e**x`.
+#[pyfunction(name = "exp")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_exp<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Exp, no_params(x), x, out, stream)
+}
+
+/// The natural log.
+#[pyfunction(name = "log")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_log<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Log, no_params(x), x, out, stream)
+}
+
+/// `sqrt(x)`.
+#[pyfunction(name = "sqrt")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_sqrt<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Sqrt, no_params(x), x, out, stream)
+}
+
+/// `1 / sqrt(x)`.
+#[pyfunction(name = "rsqrt")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_rsqrt<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Rsqrt, no_params(x), x, out, stream)
+}
+
+/// `sin(x)`.
+#[pyfunction(name = "sin")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_sin<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Sin, no_params(x), x, out, stream)
+}
+
+/// `cos(x)`.
+#[pyfunction(name = "cos")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_cos<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Cos, no_params(x), x, out, stream)
+}
+
+/// GELU in its tanh form (torch's `approximate="tanh"`).
+#[pyfunction(name = "gelu")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_gelu<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Gelu, no_params(x), x, out, stream)
+}
+
+/// SiLU, `x * sigmoid(x)`.
+#[pyfunction(name = "silu")]
+#[pyo3(signature = (x, out=None, *, stream=None))]
+fn m_silu<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    m_unary(py, UnaryMath::Silu, no_params(x), x, out, stream)
+}
+
+/// `a / b`, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "divide")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_divide<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary_math(py, BinaryMath::Div, a, b, out, &stream)
+}
+
+/// The smaller of `a` and `b` (NaN if either is), broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "minimum")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_minimum<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary_math(py, BinaryMath::Minimum, a, b, out, &stream)
+}
+
+/// The larger of `a` and `b` (NaN if either is), broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "maximum")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_maximum<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    binary_math(py, BinaryMath::Maximum, a, b, out, &stream)
+}
+
+/// `a < b` as a u8 0/1 mask, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "less")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_less<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    compare(py, Compare::Lt, a, b, out, &stream)
+}
+
+/// `a <= b` as a u8 0/1 mask, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "less_equal")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_less_equal<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    compare(py, Compare::Le, a, b, out, &stream)
+}
+
+/// `a > b` as a u8 0/1 mask, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "greater")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_greater<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    compare(py, Compare::Gt, a, b, out, &stream)
+}
+
+/// `a >= b` as a u8 0/1 mask, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "greater_equal")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_greater_equal<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    compare(py, Compare::Ge, a, b, out, &stream)
+}
+
+/// `a == b` as a u8 0/1 mask, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "equal")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_equal<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    compare(py, Compare::Eq, a, b, out, &stream)
+}
+
+/// `a != b` as a u8 0/1 mask, broadcast; `a`, `b` arrays or numbers.
+#[pyfunction(name = "not_equal")]
+#[pyo3(signature = (a, b, out=None, *, stream=None))]
+fn m_not_equal<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<Bound<'py, PyArray>>,
+    stream: Option<Bound<'py, PyStream>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    compare(py, Compare::Ne, a, b, out, &stream)
+}
+
 /// `a ∘ b` for the Array operators (`a + b`): a new array on `a`'s
 /// context's default stream.
 pub(crate) fn operator<'py>(
@@ -891,6 +1399,95 @@ pub(crate) fn matmul_operator<'py>(
     b: &Bound<'py, PyArray>,
 ) -> PyResult<Bound<'py, PyArray>> {
     mm(py, on_array(a.get(), &None), a, b, None)
+}
+
+/// The arithmetic the Array operators do (`a + b`, `2.0 / a`, `a ** 2`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+}
+
+/// `other` for an Array operator: an Array, a Python number (a 0-d array
+/// of `slf`'s dtype), or None for anything else, for which the operator
+/// returns NotImplemented (so Python tries the other operand, and `==`
+/// falls back to identity).
+fn other_operand<'py>(
+    slf: &Bound<'py, PyArray>,
+    other: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyArray>>> {
+    if let Ok(a) = other.extract::<Bound<'py, PyArray>>() {
+        return Ok(Some(a));
+    }
+    if other.extract::<f64>().is_err() {
+        return Ok(None);
+    }
+    let [_, o] = operands(slf.py(), [slf.as_any(), other], ["self", "other"])?;
+    Ok(Some(o))
+}
+
+/// `slf ∘ other` (`reflected`: `other ∘ slf`) for the Array operators: a
+/// new array on `slf`'s context's default stream.
+pub(crate) fn arith<'py>(
+    slf: &Bound<'py, PyArray>,
+    other: &Bound<'py, PyAny>,
+    op: Arith,
+    reflected: bool,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let Some(o) = other_operand(slf, other)? else {
+        return Ok(py.NotImplemented());
+    };
+    let is_number = !other.is_instance_of::<PyArray>();
+    let (a, b) = if reflected {
+        (o, slf.clone())
+    } else {
+        (slf.clone(), o)
+    };
+    let r = match op {
+        Arith::Add => operator(py, Binary::Add, &a, &b)?,
+        Arith::Sub => operator(py, Binary::Sub, &a, &b)?,
+        Arith::Mul => operator(py, Binary::Mul, &a, &b)?,
+        Arith::Div => binary_math(py, BinaryMath::Div, a.as_any(), b.as_any(), None, &None)?,
+        // `a ** 2.0` by `pow_scalar`, exact for small integer powers as
+        // numpy's.
+        Arith::Pow if is_number && !reflected => power(py, slf.as_any(), other, None, &None)?,
+        Arith::Pow => binary_math(py, BinaryMath::Pow, a.as_any(), b.as_any(), None, &None)?,
+    };
+    Ok(r.into_any().unbind())
+}
+
+/// `slf < other` (...) for the Array operators: a u8 0/1 mask.
+pub(crate) fn compare_operator<'py>(
+    slf: &Bound<'py, PyArray>,
+    other: &Bound<'py, PyAny>,
+    op: Compare,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let Some(o) = other_operand(slf, other)? else {
+        return Ok(py.NotImplemented());
+    };
+    Ok(compare(py, op, slf.as_any(), o.as_any(), None, &None)?
+        .into_any()
+        .unbind())
+}
+
+/// `-slf`, `abs(slf)` for the Array operators.
+pub(crate) fn unary_operator<'py>(
+    slf: &Bound<'py, PyArray>,
+    op: UnaryMath,
+) -> PyResult<Bound<'py, PyArray>> {
+    unary_math(
+        slf.py(),
+        on_array(slf.get(), &None),
+        op,
+        no_params(slf),
+        slf,
+        None,
+    )
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -915,5 +1512,30 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(m_max, m)?)?;
     m.add_function(wrap_pyfunction!(m_dot, m)?)?;
     m.add_function(wrap_pyfunction!(m_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(m_negative, m)?)?;
+    m.add_function(wrap_pyfunction!(m_clip, m)?)?;
+    m.add_function(wrap_pyfunction!(m_power, m)?)?;
+    m.add_function(wrap_pyfunction!(m_where, m)?)?;
+    m.add_function(wrap_pyfunction!(m_abs, m)?)?;
+    m.add_function(wrap_pyfunction!(m_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(m_ceil, m)?)?;
+    m.add_function(wrap_pyfunction!(m_round, m)?)?;
+    m.add_function(wrap_pyfunction!(m_exp, m)?)?;
+    m.add_function(wrap_pyfunction!(m_log, m)?)?;
+    m.add_function(wrap_pyfunction!(m_sqrt, m)?)?;
+    m.add_function(wrap_pyfunction!(m_rsqrt, m)?)?;
+    m.add_function(wrap_pyfunction!(m_sin, m)?)?;
+    m.add_function(wrap_pyfunction!(m_cos, m)?)?;
+    m.add_function(wrap_pyfunction!(m_gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(m_silu, m)?)?;
+    m.add_function(wrap_pyfunction!(m_divide, m)?)?;
+    m.add_function(wrap_pyfunction!(m_minimum, m)?)?;
+    m.add_function(wrap_pyfunction!(m_maximum, m)?)?;
+    m.add_function(wrap_pyfunction!(m_less, m)?)?;
+    m.add_function(wrap_pyfunction!(m_less_equal, m)?)?;
+    m.add_function(wrap_pyfunction!(m_greater, m)?)?;
+    m.add_function(wrap_pyfunction!(m_greater_equal, m)?)?;
+    m.add_function(wrap_pyfunction!(m_equal, m)?)?;
+    m.add_function(wrap_pyfunction!(m_not_equal, m)?)?;
     Ok(())
 }

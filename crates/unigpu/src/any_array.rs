@@ -6,7 +6,7 @@
 
 use crate::element::PerDtype;
 use crate::kernel::{Arg, Scalar};
-use crate::ops::{Binary, Unary};
+use crate::ops::{Binary, BinaryMath, Compare, Unary, UnaryMath};
 use crate::{
     ArrayView, ArrayViewMut, Context, DType, Element, Error, GpuArray, Layout, Location, Ops,
     Result, Stream, bf16, f16,
@@ -595,6 +595,111 @@ impl Ops<'_> {
         let x = x.into();
         with_float!(self.context(), "max", x.dtype(), T =>
             self.max(&x.typed::<T>("max (x)")?).map(Scalar::new))
+    }
+
+    /// `out = op(x)` for the math ops of one input (`neg`, `exp`, ...);
+    /// `params` are `Clamp`'s `[lo, hi]` and `PowScalar`'s `[p, _]`, each
+    /// a scalar of `x`'s dtype (ignored by the other ops).
+    pub fn unary_math_any<'x, 'y>(
+        &self,
+        op: UnaryMath,
+        params: [Scalar; 2],
+        x: impl Into<AnyView<'x>>,
+        out: impl Into<AnyViewMut<'y>>,
+    ) -> Result<()> {
+        let (x, mut out) = (x.into(), out.into());
+        let name = op.name();
+        with_float!(self.context(), name, x.dtype(), T => {
+            let x = x.typed::<T>(name)?;
+            let out = &mut out.typed::<T>(name)?;
+            match op {
+                UnaryMath::Neg => self.neg(&x, out),
+                UnaryMath::Abs => self.abs(&x, out),
+                UnaryMath::Floor => self.floor(&x, out),
+                UnaryMath::Ceil => self.ceil(&x, out),
+                UnaryMath::Round => self.round(&x, out),
+                UnaryMath::Clamp => self.clamp(
+                    &x,
+                    scalar_as::<T>("clamp lo", params[0])?,
+                    scalar_as::<T>("clamp hi", params[1])?,
+                    out,
+                ),
+                UnaryMath::Exp => self.exp(&x, out),
+                UnaryMath::Log => self.log(&x, out),
+                UnaryMath::Sqrt => self.sqrt(&x, out),
+                UnaryMath::Rsqrt => self.rsqrt(&x, out),
+                UnaryMath::Sin => self.sin(&x, out),
+                UnaryMath::Cos => self.cos(&x, out),
+                UnaryMath::Gelu => self.gelu(&x, out),
+                UnaryMath::Silu => self.silu(&x, out),
+                UnaryMath::PowScalar => {
+                    self.pow_scalar(&x, scalar_as::<T>("pow exponent", params[0])?, out)
+                }
+            }
+        })
+    }
+
+    /// `out = op(a, b)` for `div`, `minimum`, `maximum` and `pow`,
+    /// broadcasting as [`Ops::add`].
+    pub fn binary_math_any<'x, 'y, 'z>(
+        &self,
+        op: BinaryMath,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.into(), b.into(), out.into());
+        let name = op.name();
+        with_float!(self.context(), name, a.dtype(), T => {
+            let (a, b) = (a.typed::<T>(name)?, b.typed::<T>(name)?);
+            let out = &mut out.typed::<T>(name)?;
+            match op {
+                BinaryMath::Div => self.div(&a, &b, out),
+                BinaryMath::Minimum => self.minimum(&a, &b, out),
+                BinaryMath::Maximum => self.maximum(&a, &b, out),
+                BinaryMath::Pow => self.pow(&a, &b, out),
+            }
+        })
+    }
+
+    /// `mask = a op b` as a u8 0/1 mask, broadcasting as [`Ops::add`].
+    pub fn compare_any<'x, 'y, 'z>(
+        &self,
+        op: Compare,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        mask: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        let (a, b, mut mask) = (a.into(), b.into(), mask.into());
+        let name = op.name();
+        with_float!(self.context(), name, a.dtype(), T => {
+            let (a, b) = (a.typed::<T>(name)?, b.typed::<T>(name)?);
+            let mask = &mut mask.typed::<u8>("comparison mask")?;
+            match op {
+                Compare::Lt => self.lt(&a, &b, mask),
+                Compare::Le => self.le(&a, &b, mask),
+                Compare::Gt => self.gt(&a, &b, mask),
+                Compare::Ge => self.ge(&a, &b, mask),
+                Compare::Eq => self.eq(&a, &b, mask),
+                Compare::Ne => self.ne(&a, &b, mask),
+            }
+        })
+    }
+
+    /// `out = mask != 0 ? a : b` (`mask` u8), as [`Ops::where_`].
+    pub fn where_any<'w, 'x, 'y, 'z>(
+        &self,
+        mask: impl Into<AnyView<'w>>,
+        a: impl Into<AnyView<'x>>,
+        b: impl Into<AnyView<'y>>,
+        out: impl Into<AnyViewMut<'z>>,
+    ) -> Result<()> {
+        let (mask, a, b, mut out) = (mask.into(), a.into(), b.into(), out.into());
+        with_float!(self.context(), "where", a.dtype(), T => {
+            let mask = mask.typed::<u8>("where (mask)")?;
+            let (a, b) = (a.typed::<T>("where (a)")?, b.typed::<T>("where (b)")?);
+            self.where_(&mask, &a, &b, &mut out.typed::<T>("where (out)")?)
+        })
     }
 
     /// The dot product, as a scalar of the arrays' dtype.

@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::any_array::{AnyView, AnyViewMut};
 use crate::{AnyArray, Error, Layout, Ops, Scalar};
 
-pub use crate::ops::kinds::{Binary, Reduce, Unary};
+pub use crate::ops::kinds::{Binary, BinaryMath, Compare, Reduce, Unary, UnaryMath};
 
 /// An array as the bindings hold it: shared by handles, locked per call.
 pub type SharedArray = Arc<RwLock<AnyArray>>;
@@ -439,6 +439,149 @@ pub fn unary<'a>(
     )
 }
 
+/// `out = op(x)` for the math ops of one input on `ops` (`params`: see
+/// [`Ops::unary_math_any`]).
+pub fn unary_math<'a>(
+    ops: Ops<'_>,
+    op: UnaryMath,
+    params: [Scalar; 2],
+    arrays: [impl Into<Handle<'a>>; 2],
+    names: [&str; 2],
+) -> Result<(), CallError> {
+    let [x, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(x.array, names[0]),
+            Operand::write(out.array, names[1]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.unary_math_any(
+                op,
+                params,
+                AnyView {
+                    array: r[0],
+                    layout: x.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `out = op(a, b)` (`div`, `minimum`, `maximum`, `pow`) on `ops`,
+/// broadcasting as [`binary`].
+pub fn binary_math<'a>(
+    ops: Ops<'_>,
+    op: BinaryMath,
+    arrays: [impl Into<Handle<'a>>; 3],
+    names: [&str; 3],
+) -> Result<(), CallError> {
+    let [a, b, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(out.array, names[2]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.binary_math_any(
+                op,
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `mask = a op b` (a u8 0/1 mask) on `ops`, broadcasting as [`binary`].
+pub fn compare<'a>(
+    ops: Ops<'_>,
+    op: Compare,
+    arrays: [impl Into<Handle<'a>>; 3],
+    names: [&str; 3],
+) -> Result<(), CallError> {
+    let [a, b, mask] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(a.array, names[0]),
+            Operand::read(b.array, names[1]),
+            Operand::write(mask.array, names[2]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.compare_any(
+                op,
+                AnyView {
+                    array: r[0],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: mask.layout,
+                },
+            )
+        },
+    )
+}
+
+/// `out = mask != 0 ? a : b` on `ops` (`mask` u8), the four broadcast to
+/// `out`'s shape.
+pub fn where_<'a>(
+    ops: Ops<'_>,
+    arrays: [impl Into<Handle<'a>>; 4],
+    names: [&str; 4],
+) -> Result<(), CallError> {
+    let [mask, a, b, out] = arrays.map(Into::into);
+    with_arrays(
+        &[
+            Operand::read(mask.array, names[0]),
+            Operand::read(a.array, names[1]),
+            Operand::read(b.array, names[2]),
+            Operand::write(out.array, names[3]),
+        ],
+        |v| {
+            let (r, w) = split(v);
+            ops.where_any(
+                AnyView {
+                    array: r[0],
+                    layout: mask.layout,
+                },
+                AnyView {
+                    array: r[1],
+                    layout: a.layout,
+                },
+                AnyView {
+                    array: r[2],
+                    layout: b.layout,
+                },
+                AnyViewMut {
+                    array: written(w),
+                    layout: out.layout,
+                },
+            )
+        },
+    )
+}
+
 /// A reduction on `ops`: `Sum` and `Max` of `x`, `Dot` of `x` and `y`
 /// (`y` is ignored by the others).
 pub fn reduce<'a>(
@@ -735,6 +878,47 @@ mod tests {
             let before = values(&x);
             copy(ctx.ops(), [&x, &x], ["src", "dst"]).unwrap();
             assert_eq!(values(&x), before);
+            ctx.default_stream().sync().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_math_ops_comparisons_and_where_follow_the_same_rule() {
+        let ctx = Context::cpu().unwrap();
+        let mut rng = StdRng::seed_from_u64(28);
+        for n in [1, 7, 64, 1000] {
+            let (xv, yv) = (random(&mut rng, n), random(&mut rng, n));
+            let (x, y) = (array(&ctx, &xv), array(&ctx, &yv));
+            // x = clamp(x, -1, 2), in place
+            let params = [Scalar::new(-1.0f32), Scalar::new(2.0f32)];
+            unary_math(ctx.ops(), UnaryMath::Clamp, params, [&x, &x], ["x", "out"]).unwrap();
+            let xc: Vec<f32> = xv.iter().map(|v| v.clamp(-1.0, 2.0)).collect();
+            assert_eq!(values(&x), xc);
+            // y = maximum(y, x), in place
+            binary_math(
+                ctx.ops(),
+                BinaryMath::Maximum,
+                [&y, &x, &y],
+                ["a", "b", "out"],
+            )
+            .unwrap();
+            let ym: Vec<f32> = yv.iter().zip(&xc).map(|(a, b)| a.max(*b)).collect();
+            assert_eq!(values(&y), ym);
+            // mask = x < y (u8), then x = mask ? x : y, in place
+            let mask = RwLock::new(AnyArray::alloc(&ctx, DType::U8, n).unwrap());
+            compare(ctx.ops(), Compare::Lt, [&x, &y, &mask], ["a", "b", "mask"]).unwrap();
+            let mut m = vec![0u8; n];
+            read_guard(&mask).download_bytes(&mut m).unwrap();
+            let want: Vec<u8> = xc.iter().zip(&ym).map(|(a, b)| u8::from(a < b)).collect();
+            assert_eq!(m, want);
+            where_(ctx.ops(), [&mask, &x, &y, &x], ["mask", "a", "b", "out"]).unwrap();
+            let want: Vec<f32> = (0..n)
+                .map(|i| if m[i] != 0 { xc[i] } else { ym[i] })
+                .collect();
+            assert_eq!(values(&x), want);
+            // A float mask is refused with the dtype error, not a panic.
+            let e = where_(ctx.ops(), [&x, &x, &y, &y], ["mask", "a", "b", "out"]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::DTypeMismatch);
             ctx.default_stream().sync().unwrap();
         }
     }

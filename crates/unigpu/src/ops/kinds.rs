@@ -99,3 +99,95 @@ pub enum Reduce {
     Max,
     Dot,
 }
+
+/// The element-wise math ops of one input, named at run time (the
+/// bindings' `neg`, `exp`, ...). `Clamp` takes two scalars (`lo`, `hi`),
+/// `PowScalar` one (`p`); the others none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryMath {
+    Neg,
+    Abs,
+    Floor,
+    Ceil,
+    Round,
+    Clamp,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Gelu,
+    Silu,
+    PowScalar,
+}
+
+impl UnaryMath {
+    /// The op's name, as the Rust API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryMath::Neg => "neg",
+            UnaryMath::Abs => "abs",
+            UnaryMath::Floor => "floor",
+            UnaryMath::Ceil => "ceil",
+            UnaryMath::Round => "round",
+            UnaryMath::Clamp => "clamp",
+            UnaryMath::Exp => "exp",
+            UnaryMath::Log => "log",
+            UnaryMath::Sqrt => "sqrt",
+            UnaryMath::Rsqrt => "rsqrt",
+            UnaryMath::Sin => "sin",
+            UnaryMath::Cos => "cos",
+            UnaryMath::Gelu => "gelu",
+            UnaryMath::Silu => "silu",
+            UnaryMath::PowScalar => "pow_scalar",
+        }
+    }
+}
+
+/// The element-wise math ops of two inputs beyond [`Binary`], named at
+/// run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryMath {
+    Div,
+    Minimum,
+    Maximum,
+    Pow,
+}
+
+impl BinaryMath {
+    /// The op's name, as the Rust API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryMath::Div => "div",
+            BinaryMath::Minimum => "minimum",
+            BinaryMath::Maximum => "maximum",
+            BinaryMath::Pow => "pow",
+        }
+    }
+}
+
+/// The element-wise comparisons (a u8 0/1 mask out), named at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Compare {
+    /// The op's name, as the Rust API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compare::Lt => "lt",
+            Compare::Le => "le",
+            Compare::Gt => "gt",
+            Compare::Ge => "ge",
+            Compare::Eq => "eq",
+            Compare::Ne => "ne",
+        }
+    }
+}

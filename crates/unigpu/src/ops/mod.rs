@@ -8,7 +8,7 @@ pub(crate) mod kinds;
 mod operand;
 
 pub use kinds::Float;
-pub(crate) use kinds::{Binary, Reduce, Unary};
+pub(crate) use kinds::{Binary, BinaryMath, Compare, Reduce, Unary, UnaryMath};
 pub use operand::{AsView, AsViewMut};
 
 use crate::stream::check_len;
