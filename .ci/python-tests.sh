@@ -45,6 +45,7 @@ if [ "$status" -ne 0 ]; then
 fi
 grep -Eq '[1-9][0-9]* passed' "$log" || { echo "pytest passed no test" >&2; exit 1; }
 
-step "the quickstart example and the overhead benchmark (CPU)"
+step "the quickstart and MLP examples and the overhead benchmark (CPU)"
 (cd /tmp && UNIGPU_BACKEND=cpu "$VENV/bin/python" "$ROOT/python/examples/quickstart.py")
+(cd /tmp && UNIGPU_BACKEND=cpu "$VENV/bin/python" "$ROOT/python/examples/mlp.py")
 (cd /tmp && "$VENV/bin/python" "$ROOT/bench/runners/python_overhead.py" --backend cpu --iters 2000 --repeat 3 --no-others)
