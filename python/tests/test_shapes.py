@@ -109,8 +109,9 @@ def test_ops_broadcast_and_take_views(ctx, rng):
     np.testing.assert_array_equal(out.numpy(), want)
     r = unigpu.relu(a.T)
     np.testing.assert_array_equal(r.numpy(), np.maximum(host.T, 0))
+    # Shapes that do not broadcast: extents 3 and 5, neither of them 1.
     with pytest.raises(unigpu.SizeMismatchError):
-        a + ctx.array(rng.standard_normal((d1 + 1, 1)).astype(np.float32))
+        ctx.zeros((2, 3, 4), "f32") + ctx.array(rng.standard_normal((5, 1)).astype(np.float32))
     s = unigpu.sum(a[:, 0])
     assert s == pytest.approx(float(host[:, 0].astype(np.float64).sum()), rel=1e-5, abs=1e-5)
 
