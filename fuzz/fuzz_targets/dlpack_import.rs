@@ -12,11 +12,13 @@
 //!
 //! Properties: never a panic and never an out-of-bounds read (ASan);
 //! the import succeeds exactly when the descriptor is one the CPU backend
-//! takes (a supported dtype with one lane, host memory, contiguous,
-//! aligned, writable, supported version, no overflow) — computed here
-//! independently — and then the array has the described length and reads
-//! and writes exactly the described bytes of the buffer; the producer's
-//! deleter runs exactly once (or never, when it is NULL).
+//! takes (a supported dtype with one lane, host memory, no negative
+//! stride, aligned, writable, supported version, no overflow) — computed
+//! here independently — and then the array has the described length,
+//! reads its elements from exactly the places the shape and strides name
+//! (in row-major order), writes them there and nowhere else (an array
+//! whose strides may name a place twice refuses the write); the
+//! producer's deleter runs exactly once (or never, when it is NULL).
 //!
 //! A descriptor that the checks would accept but whose extent lies outside
 //! the buffer breaks the producer's side of the contract (the consumer
@@ -197,6 +199,10 @@ enum Expect {
         len: usize,
         start: u64,
         size: usize,
+        /// Each element's byte offset from `start`, in row-major order.
+        places: Vec<usize>,
+        /// Whether two elements may share a place (writes are refused).
+        overlap: bool,
     },
 }
 
@@ -228,20 +234,84 @@ fn expect(d: &Desc, data: u64) -> Expect {
         };
         len = l;
     }
-    if let (Some(strides), true) = (&d.strides, len > 0) {
-        // Compact row-major, where a dimension of extent 1 may have any stride.
-        let mut step = 1i64;
-        for (&e, &s) in shape.iter().zip(strides).rev() {
-            if e != 1 && s != step {
-                return Reject("not contiguous");
+    // The strides in elements: row-major when absent (or 0-d).
+    let strides: Vec<i64> = match (&d.strides, shape.len()) {
+        (Some(s), n) if n > 0 => s.clone(),
+        _ => {
+            let mut st = vec![0i64; shape.len()];
+            let mut step = 1i64;
+            for (i, &e) in shape.iter().enumerate().rev() {
+                st[i] = step;
+                step = step.saturating_mul(e.max(1));
             }
-            step = step.saturating_mul(e);
+            st
         }
+    };
+    if strides.iter().any(|&s| s < 0) {
+        return Reject("negative stride");
     }
+    // The farthest element, in elements from the first.
+    let mut reach: i128 = 0;
+    for (&e, &s) in shape.iter().zip(&strides) {
+        reach += (e.max(1) as i128 - 1) * s as i128;
+    }
+    if reach >= isize::MAX as i128 {
+        return Reject("extent overflow");
+    }
+    // Row-major and dense (extent-1 axes may have any stride): the memory
+    // is exactly the elements; else it spans to the farthest one.
+    let mut step = 1i64;
+    let mut dense = true;
+    for (&e, &s) in shape.iter().zip(&strides).rev() {
+        if e != 1 && s != step {
+            dense = false;
+        }
+        step = step.saturating_mul(e);
+    }
+    let span = if dense || len == 0 {
+        len
+    } else {
+        reach as usize + 1
+    };
     let elem = usize::from(d.dtype.bits).div_ceil(8).max(1);
-    let Some(size) = len.checked_mul(elem).filter(|&b| b <= isize::MAX as usize) else {
+    let Some(size) = span.checked_mul(elem).filter(|&b| b <= isize::MAX as usize) else {
         return Reject("byte size overflow");
     };
+    // Each element's place, row-major (only for what a buffer can hold;
+    // a zero stride can repeat a few bytes into very many elements).
+    let mut places = Vec::new();
+    if size <= 1 << 20 && len <= 1 << 16 {
+        for k in 0..len {
+            let (mut rest, mut at) = (k, 0usize);
+            for (&e, &s) in shape.iter().zip(&strides).rev() {
+                let e = e as usize;
+                at += (rest % e) * s as usize;
+                rest /= e;
+            }
+            places.push(at * elem);
+        }
+    }
+    let mut sorted = places.clone();
+    sorted.sort_unstable();
+    let repeats = sorted.windows(2).any(|w| w[0] == w[1]);
+    // The importer's own test is sufficient, not exact: strides sorted by
+    // size must each step past what the smaller ones reach.
+    let mut axes: Vec<(i64, i64)> = shape
+        .iter()
+        .zip(&strides)
+        .filter(|(e, _)| **e > 1)
+        .map(|(&e, &s)| (s, e))
+        .collect();
+    axes.sort_unstable();
+    let mut covered: i128 = 0;
+    let mut may_overlap = false;
+    for (s, e) in axes {
+        if (s as i128) <= covered {
+            may_overlap = true;
+        }
+        covered += s as i128 * (e as i128 - 1);
+    }
+    let overlap = !dense && (repeats || may_overlap);
     let Some(start) = data.checked_add(d.byte_offset) else {
         return Reject("offset overflow");
     };
@@ -280,6 +350,8 @@ fn expect(d: &Desc, data: u64) -> Expect {
         len,
         start,
         size,
+        places,
+        overlap,
     }
 }
 
@@ -314,7 +386,8 @@ fuzz_target!(|data: &[u8]| {
         None => std::ptr::null_mut(),
     };
     let want = expect(&d, data_ptr as u64);
-    if let Expect::Accept { start, size, .. } = want {
+    if let Expect::Accept { start, size, .. } = &want {
+        let (start, size) = (*start, *size);
         let lo = base as u64;
         let inside = size == 0 || (start >= lo && start + size as u64 <= lo + buffer_bytes as u64);
         if !inside {
@@ -372,48 +445,93 @@ fuzz_target!(|data: &[u8]| {
             assert!(matches!(e, unigpu::Error::Dlpack { .. }), "{e:?}");
         }
         (
-            &Expect::Accept {
+            Expect::Accept {
                 dtype,
                 len,
                 start,
                 size,
+                places,
+                overlap,
             },
             Ok(mut a),
         ) => {
+            let elem = dtype.size_bytes();
             assert_eq!(
                 (a.dtype(), a.len(), a.size_bytes()),
-                (dtype, len, size),
+                (*dtype, *len, len * elem),
                 "{d:?}"
             );
+            if places.len() != *len {
+                // Too many elements to read back here (a zero stride over
+                // a huge extent): the import itself is what was checked.
+                drop(a);
+                ctx().sync().expect("sync");
+                return finish(&calls, &d);
+            }
             // An empty tensor may point anywhere; it is never read.
             let offset = start.wrapping_sub(base as u64) as usize;
-            let described = || -> Vec<u8> {
-                if size == 0 {
+            let memory = || -> Vec<u8> {
+                if *size == 0 {
                     return Vec::new();
                 }
                 // SAFETY: `offset + size` lies inside the buffer (checked
                 // above), which lives until the end of this input; read
                 // while no array call is running.
-                unsafe { std::slice::from_raw_parts(base.add(offset), size) }.to_vec()
+                unsafe { std::slice::from_raw_parts(base.add(offset), *size) }.to_vec()
             };
-            let mut host = vec![0u8; size];
+            let gather = |m: &[u8]| -> Vec<u8> {
+                places
+                    .iter()
+                    .flat_map(|&p| m[p..p + elem].to_vec())
+                    .collect()
+            };
+            let before = memory();
+            let mut host = vec![0u8; len * elem];
             a.download_bytes(&mut host).expect("download");
-            assert_eq!(host, described(), "read other bytes than described");
-            let fresh: Vec<u8> = (0..size)
+            assert_eq!(host, gather(&before), "read other bytes than described");
+            let fresh: Vec<u8> = (0..len * elem)
                 .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
                 .collect();
-            a.upload_bytes(&fresh).expect("upload");
+            let wrote = a.upload_bytes(&fresh);
             ctx().sync().expect("sync");
             drop(a);
             ctx().sync().expect("sync");
-            assert_eq!(described(), fresh, "wrote other bytes than described");
+            let after = memory();
+            if *overlap {
+                assert!(
+                    matches!(wrote, Err(unigpu::Error::Shape { .. })),
+                    "a write to places named twice: {wrote:?}; {d:?}"
+                );
+                assert_eq!(after, before, "a refused write changed the memory");
+            } else {
+                wrote.expect("upload");
+                assert_eq!(gather(&after), fresh, "wrote other bytes than described");
+                // Nothing else in the span changed.
+                let mut named = vec![false; *size];
+                for &p in places.iter() {
+                    named[p..p + elem].iter_mut().for_each(|b| *b = true);
+                }
+                for i in 0..*size {
+                    if !named[i] {
+                        assert_eq!(
+                            after[i], before[i],
+                            "wrote byte {i}, which no element names"
+                        );
+                    }
+                }
+            }
         }
     }
     ctx().sync().expect("sync");
+    finish(&calls, &d);
+});
+
+/// The deleter ran exactly once (never without one).
+fn finish(calls: &Calls, d: &Desc) {
     let n = calls.load(Ordering::SeqCst);
     assert_eq!(
         n,
         usize::from(d.has_deleter),
         "the deleter ran {n} times: {d:?}"
     );
-});
+}

@@ -43,6 +43,17 @@ impl<T: Element> GpuArray<T> {
         if self.layout.is_whole(self.storage.len()) {
             return self.storage.write(&self.ctx.default_stream().imp, host);
         }
+        if self.layout.may_overlap() {
+            // A strided import that holds an element twice: two writes
+            // of one place would race.
+            return Err(Error::Shape {
+                what: "GpuArray::upload_from",
+                message: format!(
+                    "{:?} may hold an element twice (a stride of 0, or strides that overlap): it can be read, not written",
+                    self.layout
+                ),
+            });
+        }
         let ctx = self.ctx.clone();
         let staged = crate::strided::stage(&ctx, ctx.default_stream(), host)?;
         crate::strided::copy(
