@@ -311,7 +311,8 @@ fn expect(d: &Desc, data: u64) -> Expect {
         }
         covered += s as i128 * (e as i128 - 1);
     }
-    let overlap = !dense && (repeats || may_overlap);
+    // An empty array writes nothing, so it refuses nothing.
+    let overlap = len > 0 && !dense && (repeats || may_overlap);
     let Some(start) = data.checked_add(d.byte_offset) else {
         return Reject("offset overflow");
     };
