@@ -480,10 +480,11 @@ impl TensorView {
             layout.extent().map_err(|e| rejected(e.0))?.1
         };
         let elem = usize::from(t.dtype.bits).div_ceil(8).max(1);
-        let bytes = len
-            .checked_mul(elem)
-            .filter(|&b| b <= isize::MAX as usize)
-            .ok_or_else(|| rejected("the tensor's byte size overflows"))?;
+        // Both the memory and the elements (more than the memory when a
+        // stride is 0) must have a byte size an allocation could have.
+        let fits = |n: usize| n.checked_mul(elem).filter(|&b| b <= isize::MAX as usize);
+        fits(layout.len()).ok_or_else(|| rejected("the tensor's byte size overflows"))?;
+        let bytes = fits(len).ok_or_else(|| rejected("the tensor's byte size overflows"))?;
         let data = (t.data as u64)
             .checked_add(t.byte_offset)
             .ok_or_else(|| rejected("data + byte_offset overflows"))?;
