@@ -253,7 +253,7 @@ fn expect(d: &Desc, data: u64) -> Expect {
     // The farthest element, in elements from the first.
     let mut reach: i128 = 0;
     for (&e, &s) in shape.iter().zip(&strides) {
-        reach += (e.max(1) as i128 - 1) * s as i128;
+        reach = reach.saturating_add((e.max(1) as i128 - 1).saturating_mul(s as i128));
     }
     // Given strides are checked for the farthest element (an empty or
     // row-major tensor has no such check: its memory is its elements).
