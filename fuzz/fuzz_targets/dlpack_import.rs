@@ -315,7 +315,7 @@ fn expect(d: &Desc, data: u64) -> Expect {
         if (s as i128) <= covered {
             may_overlap = true;
         }
-        covered += s as i128 * (e as i128 - 1);
+        covered = covered.saturating_add((s as i128).saturating_mul(e as i128 - 1));
     }
     // An empty array writes nothing, so it refuses nothing.
     let overlap = len > 0 && !dense && (repeats || may_overlap);
