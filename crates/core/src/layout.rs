@@ -493,14 +493,16 @@ impl Layout {
         let mut at = self.offset as isize;
         (0..n).map(move |k| {
             if k > 0 {
-                // Advance the last axis, carrying into earlier ones.
+                // Advance the last axis, carrying into earlier ones; an
+                // axis that wraps steps back by what it walked, never past
+                // the layout's own extent (a larger step could overflow).
                 for axis in (0..index.len()).rev() {
-                    index[axis] += 1;
-                    at += self.strides[axis];
-                    if index[axis] < self.shape[axis] {
+                    if index[axis] + 1 < self.shape[axis] {
+                        index[axis] += 1;
+                        at += self.strides[axis];
                         break;
                     }
-                    at -= self.strides[axis] * self.shape[axis] as isize;
+                    at -= self.strides[axis] * (self.shape[axis] as isize - 1);
                     index[axis] = 0;
                 }
             }
