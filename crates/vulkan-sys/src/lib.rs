@@ -18,6 +18,7 @@
 mod exit;
 pub use exit::exit_skipping_teardown;
 
+pub mod float_controls;
 pub mod no_contraction;
 pub mod pipeline;
 

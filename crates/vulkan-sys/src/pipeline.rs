@@ -17,6 +17,7 @@ use std::num::NonZeroU64;
 
 use naga::back::spv;
 
+use crate::float_controls::{self, FloatControls};
 use crate::no_contraction::forbid_contraction;
 
 /// What [`compute_pipeline`] builds from: `wgsl`'s compute entry point
@@ -136,6 +137,7 @@ pub fn translate(
     shader: &ComputeShader<'_>,
     features: wgpu::Features,
     downlevel: wgpu::DownlevelFlags,
+    preserve: &FloatControls,
 ) -> Result<Translated, String> {
     let src = shader.wgsl;
     let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
@@ -249,6 +251,7 @@ pub fn translate(
     )
     .map_err(|e| format!("translating to SPIR-V: {e}"))?;
     let words = forbid_contraction(&words).map_err(|e| e.to_string())?;
+    let words = float_controls::request(&words, preserve).map_err(|e| e.to_string())?;
     Ok(Translated {
         words,
         entries,
@@ -273,7 +276,7 @@ pub fn compute_pipeline(
         words,
         entries,
         workgroup: [x, y, z],
-    } = translate(shader, features, downlevel)?;
+    } = translate(shader, features, downlevel, &float_controls::query(device))?;
     // SAFETY: wgpu hands these words to vkCreateShaderModule unchecked.
     // They are valid SPIR-V for this device and this pipeline: naga wrote
     // them from a module that parsed and passed the validator wgpu itself
@@ -282,7 +285,10 @@ pub fn compute_pipeline(
     // pipeline below names; `forbid_contraction` only adds `OpDecorate`
     // instructions of an existing decoration (NoContraction, valid on any
     // of the arithmetic results it names) to the annotations section,
-    // where SPIR-V's layout puts them, and makes no id. Its descriptor
+    // where SPIR-V's layout puts them, and makes no id; `request` adds
+    // only float-controls capabilities, their extension and execution
+    // modes the device reports it supports (`query`, Vulkan 1.2, where
+    // the extension is core), each in its section, and makes no id. Its descriptor
     // numbers are those wgpu-hal gives the layout below (`translate`'s
     // binding map). The module is used
     // only with the layout made below from the same `entries` that

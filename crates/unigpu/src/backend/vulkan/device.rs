@@ -241,6 +241,28 @@ impl VkDevice {
             .join(", ")
     }
 
+    /// What a kernel's module asks the driver to keep (signed zeros,
+    /// infinities and NaN; subnormals), by width: unigpu-vulkan-sys's
+    /// float_controls.rs. Without them a driver may drop a NaN through a
+    /// clamp, `-0` through `minimum`, and flush subnormals.
+    fn float_controls(&self) -> String {
+        if !self.no_contraction {
+            return "none asked (no SPIR-V passthrough)".into();
+        }
+        let c = unigpu_vulkan_sys::float_controls::query(&self.device);
+        let widths = |f32: bool, f64: bool| match (f32, f64) {
+            (true, true) => "f32, f64",
+            (true, false) => "f32",
+            (false, true) => "f64",
+            (false, false) => "none",
+        };
+        format!(
+            "kernels keep signed zeros, inf and NaN in {}; subnormals in {}",
+            widths(c.signed_zero_inf_nan_f32, c.signed_zero_inf_nan_f64),
+            widths(c.denorm_f32, c.denorm_f64)
+        )
+    }
+
     pub(crate) fn info(&self) -> Result<DeviceInfo> {
         let i = &self.info;
         let l = &self.limits;
@@ -281,6 +303,7 @@ impl VkDevice {
                 }
                 .into(),
             ),
+            ("float controls".into(), self.float_controls()),
             ("axpy in one rounding".into(), self.axpy_once()),
             ("max buffer".into(), format!("{} bytes", l.max_buffer_size)),
             (
