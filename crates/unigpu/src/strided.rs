@@ -8,7 +8,7 @@
 use unigpu_core::Layout;
 
 use crate::backend::Storage;
-use crate::kernel::args::{ArrayArg, sealed};
+use crate::kernel::args::{WholeBuffer, WholeBufferMut};
 use crate::kernel::{Arg, Grid, Kernel, Scalar};
 use crate::stream::Stream;
 use crate::{Context, DType, Element, GpuArray, Result};
@@ -78,48 +78,6 @@ fn copy_kernel<T: Element>(ctx: &Context) -> Result<Option<Kernel>> {
     }))
 }
 
-/// A whole buffer as a kernel argument: the copy kernel indexes buffer
-/// positions, not a view's elements.
-struct Buffer<'a, T: Element>(&'a Storage<T>);
-struct BufferMut<'a, T: Element>(&'a mut Storage<T>);
-
-impl<T: Element> ArrayArg for Buffer<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<T: Element> sealed::Storage for Buffer<'_, T> {
-    fn arg(&self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
-        // Only ever passed as read.
-        sealed::BufferArg(self.0.arg())
-    }
-}
-
-impl<T: Element> ArrayArg for BufferMut<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<T: Element> sealed::Storage for BufferMut<'_, T> {
-    fn arg(&self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg_mut())
-    }
-}
-
 /// Copies the elements `src_layout` describes in `src` to the places
 /// `dst_layout` describes in `dst`, in row-major order of their (equal)
 /// shapes, ordered on `stream` like any kernel. Both layouts are already
@@ -171,7 +129,7 @@ pub(crate) fn copy<T: Element>(
     };
     let meta = stage(ctx, stream, &meta)?;
     let ndim = axes.len() as u32;
-    let (src, mut dst) = (Buffer(src), BufferMut(dst));
+    let (src, mut dst) = (WholeBuffer(src), WholeBufferMut(dst));
     let args = vec![
         Arg::Array(&src),
         Arg::ArrayMut(&mut dst),

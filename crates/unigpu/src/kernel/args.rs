@@ -1,6 +1,7 @@
 //! Typed kernel arguments: scalars, `&GpuArray` (read) and `&mut GpuArray`
 //! (written), packed from a tuple.
 
+use crate::backend::Storage;
 use crate::{DType, Element, GpuArray};
 use unigpu_core::Scalar;
 
@@ -54,6 +55,52 @@ impl<T: Element> sealed::Storage for GpuArray<T> {
     }
     fn is_whole(&self) -> bool {
         self.layout.is_whole(self.storage.len())
+    }
+}
+
+/// A backend buffer, whole, as an argument the kernel reads: the
+/// built-in kernels written with `#[unigpu::kernel]` (strided copies,
+/// row reductions, element-wise ops) index buffer positions, not a view's
+/// elements, so they take the storage an operand was made whole into.
+pub(crate) struct WholeBuffer<'a, T: Element>(pub(crate) &'a Storage<T>);
+
+/// A backend buffer, whole, as an argument the kernel writes.
+pub(crate) struct WholeBufferMut<'a, T: Element>(pub(crate) &'a mut Storage<T>);
+
+impl<T: Element> ArrayArg for WholeBuffer<'_, T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<T: Element> sealed::Storage for WholeBuffer<'_, T> {
+    fn arg(&self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
+        // Only ever passed as read: the kernels' signatures say so.
+        sealed::BufferArg(self.0.arg())
+    }
+}
+
+impl<T: Element> ArrayArg for WholeBufferMut<'_, T> {
+    fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<T: Element> sealed::Storage for WholeBufferMut<'_, T> {
+    fn arg(&self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg())
+    }
+    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
+        sealed::BufferArg(self.0.arg_mut())
     }
 }
 

@@ -12,10 +12,9 @@
 
 use unigpu_core::Layout;
 
-use crate::backend::Storage;
-use crate::kernel::args::{ArrayArg, sealed};
+use crate::kernel::args::{WholeBuffer, WholeBufferMut};
 use crate::kernel::{Arg, Grid, Kernel, Scalar};
-use crate::{Context, DType, Element, Error, GpuArray, Result};
+use crate::{Context, DType, Error, GpuArray, Result};
 
 use super::operand::On;
 use super::{AsView, AsViewMut, Float};
@@ -205,46 +204,6 @@ macro_rules! row_kernels {
 row_kernels!(rows_reduce, rows_softmax, [f32, f16, bf16], f32);
 row_kernels!(rows_reduce_f64, rows_softmax_f64, [f64], f64);
 
-/// A whole buffer as a kernel argument (the kernels index rows of it).
-struct Buf<'a, T: Element>(&'a Storage<T>);
-struct BufMut<'a, T: Element>(&'a mut Storage<T>);
-
-impl<T: Element> ArrayArg for Buf<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<T: Element> sealed::Storage for Buf<'_, T> {
-    fn arg(&self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-}
-
-impl<T: Element> ArrayArg for BufMut<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<T: Element> sealed::Storage for BufMut<'_, T> {
-    fn arg(&self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg_mut())
-    }
-}
-
 fn reduce_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
     Ok(match T::DTYPE {
         DType::F32 => (*rows_reduce::kernel::<f32>(ctx)?).clone(),
@@ -355,9 +314,9 @@ impl<'o> super::Ops<'o> {
         if rows > 0 {
             let kernel = reduce_kernel::<T>(self.ctx)?;
             let (src, mut dst, mut idx) = (
-                Buf(whole.storage()),
-                BufMut(&mut out.storage),
-                BufMut(&mut index.storage),
+                WholeBuffer(whole.storage()),
+                WholeBufferMut(&mut out.storage),
+                WholeBufferMut(&mut index.storage),
             );
             let args = vec![
                 Arg::Array(&src),
@@ -498,7 +457,7 @@ impl<'o> super::Ops<'o> {
         let kernel = softmax_kernel::<T>(self.ctx)?;
         let (rows32, len32) = (u32_of(rows, what)?, u32_of(len, what)?);
         on.write_whole(&mut moved_out, false, what, |dst| {
-            let (src, mut dst) = (Buf(whole.storage()), BufMut(dst));
+            let (src, mut dst) = (WholeBuffer(whole.storage()), WholeBufferMut(dst));
             let args = vec![
                 Arg::Array(&src),
                 Arg::ArrayMut(&mut dst),

@@ -24,11 +24,10 @@
 //! widened to u32 the same way (one download and one upload of the mask;
 //! the u8 strided copies in strided.rs go through the host alike).
 
-use crate::backend::Storage;
-use crate::kernel::args::{ArrayArg, sealed};
+use crate::kernel::args::{WholeBuffer, WholeBufferMut};
 use crate::kernel::{Arg, Grid, Kernel, Scalar};
 use crate::stream::check_len;
-use crate::{ArrayView, Backend, Context, DType, Element, Error, GpuArray, Result};
+use crate::{ArrayView, Backend, Context, DType, Error, GpuArray, Result};
 
 use super::{AsView, AsViewMut, Float, Ops};
 
@@ -262,48 +261,6 @@ fn kernel_for<T: Float>(ctx: &Context, group: Group, name: &str) -> Result<Kerne
     })
 }
 
-/// A whole buffer as a kernel argument (the kernels index buffer
-/// positions; every operand is made whole first).
-struct Buffer<'a, T: Element>(&'a Storage<T>);
-struct BufferMut<'a, T: Element>(&'a mut Storage<T>);
-
-impl<T: Element> ArrayArg for Buffer<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<T: Element> sealed::Storage for Buffer<'_, T> {
-    fn arg(&self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
-        // Only ever passed as read.
-        sealed::BufferArg(self.0.arg())
-    }
-}
-
-impl<T: Element> ArrayArg for BufferMut<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<T: Element> sealed::Storage for BufferMut<'_, T> {
-    fn arg(&self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg())
-    }
-    fn arg_mut(&mut self) -> sealed::BufferArg<'_> {
-        sealed::BufferArg(self.0.arg_mut())
-    }
-}
-
 /// The op codes the kernels take.
 const NEG: u32 = 0;
 const ABS: u32 = 1;
@@ -427,7 +384,7 @@ impl Ops<'_> {
         let p = self.ctx.upload(&params)?;
         let n = out.len();
         self.on().write_whole(&mut out, false, name, |out| {
-            let (x, mut out) = (Buffer(x.storage()), BufferMut(out));
+            let (x, mut out) = (WholeBuffer(x.storage()), WholeBufferMut(out));
             let args = vec![
                 Arg::Array(&x),
                 Arg::Array(&p),
@@ -458,7 +415,11 @@ impl Ops<'_> {
         let kernel = kernel_for::<T>(self.ctx, group, name)?;
         let n = out.len();
         self.on().write_whole(&mut out, false, name, |out| {
-            let (a, b, mut out) = (Buffer(a.storage()), Buffer(b.storage()), BufferMut(out));
+            let (a, b, mut out) = (
+                WholeBuffer(a.storage()),
+                WholeBuffer(b.storage()),
+                WholeBufferMut(out),
+            );
             let mut args = vec![Arg::Array(&a), Arg::Array(&b), Arg::ArrayMut(&mut out)];
             if group == Group::Binary {
                 args.push(Arg::Scalar(Scalar::new(op)));
@@ -704,9 +665,9 @@ impl Ops<'_> {
         let mut wide = GpuArray::<u32>::uninit_shaped(self.ctx, &shape)?;
         {
             let (a, b, mut w) = (
-                Buffer(a.storage()),
-                Buffer(b.storage()),
-                BufferMut(&mut wide.storage),
+                WholeBuffer(a.storage()),
+                WholeBuffer(b.storage()),
+                WholeBufferMut(&mut wide.storage),
             );
             let args = vec![
                 Arg::Array(&a),
@@ -819,7 +780,11 @@ impl Ops<'_> {
             .collect();
         let wide = self.ctx.upload(&wide)?;
         self.on().write_whole(&mut out, false, name, |out| {
-            let (a, b, mut out) = (Buffer(a.storage()), Buffer(b.storage()), BufferMut(out));
+            let (a, b, mut out) = (
+                WholeBuffer(a.storage()),
+                WholeBuffer(b.storage()),
+                WholeBufferMut(out),
+            );
             let args = vec![
                 Arg::Array(&wide),
                 Arg::Array(&a),
