@@ -177,6 +177,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     examples.extend(torch_tools.into_iter().filter(|n| !n.contains("bench")));
     fs::write(pack.join("run.sh"), runner_script(&tests, &examples))?;
 
+    let shares = shares()?;
+    if shares > 1 {
+        return split(&root, &pack, &tests, &examples, shares);
+    }
     let size = shrink(&pack)?;
     println!(
         "packed {} test binaries and {} tools into {PACK_DIR}/ ({:.1} MiB; the device tool carries 64 MiB at most)",
@@ -191,6 +195,83 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     );
     println!("extra arguments to run.sh go to every test binary (e.g. --skip NAME).");
     Ok(())
+}
+
+/// `UNIGPU_PACK_SHARES`: into how many packs to split the binaries (1 by
+/// default), each under the device tool's 64 MiB carry when one is not.
+fn shares() -> anyhow::Result<usize> {
+    let Ok(text) = std::env::var("UNIGPU_PACK_SHARES") else {
+        return Ok(1);
+    };
+    match text.parse::<usize>() {
+        Ok(n @ 1..=9) => Ok(n),
+        _ => bail!("UNIGPU_PACK_SHARES={text:?}: expected a count from 1 to 9"),
+    }
+}
+
+/// Splits the pack into `.gpu-pack-1/` … `.gpu-pack-N/`, one a
+/// `run.sh --part K/N` call: share K holds the test binaries that part
+/// runs (the runner's own `share`: every N-th of its order, from the
+/// K-th), share 1 the examples too, and every share the tools `run.sh`
+/// itself runs (the CLI). Each is stripped and packed alone, in parallel.
+fn split(
+    root: &Path,
+    pack: &Path,
+    tests: &[String],
+    examples: &[String],
+    n: usize,
+) -> anyhow::Result<()> {
+    let order = runner_order(tests);
+    let bin = pack.join("bin");
+    let names: Vec<String> = fs::read_dir(&bin)?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    let mut dirs = Vec::new();
+    for k in 1..=n {
+        let dir = root.join(format!("{PACK_DIR}-{k}"));
+        if dir.exists() {
+            fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+        }
+        fs::create_dir_all(dir.join("bin"))?;
+        fs::copy(pack.join("run.sh"), dir.join("run.sh"))?;
+        for name in &names {
+            if in_share(name, k, n, &order, examples) {
+                fs::copy(bin.join(name), dir.join("bin").join(name))?;
+            }
+        }
+        dirs.push(dir);
+    }
+    fs::remove_dir_all(pack)?;
+    let sizes = std::thread::scope(|scope| {
+        let jobs: Vec<_> = dirs
+            .iter()
+            .map(|d| scope.spawn(move || shrink(d)))
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().expect("a packing thread panicked"))
+            .collect::<anyhow::Result<Vec<u64>>>()
+    })?;
+    for (k, size) in sizes.iter().enumerate() {
+        let k = k + 1;
+        println!(
+            "{PACK_DIR}-{k}/: {:.1} MiB; run it with the device tool:",
+            *size as f64 / (1 << 20) as f64
+        );
+        println!(
+            "  run(command=\"bash {PACK_DIR}-{k}/run.sh --part {k}/{n}\", carry=[\"{PACK_DIR}-{k}\", \".gl\"])"
+        );
+    }
+    Ok(())
+}
+
+/// Whether pack `k` of `n` holds `name`: a test binary where `run.sh
+/// --part k/n` runs it, an example in pack 1, any other tool in every one.
+fn in_share(name: &str, k: usize, n: usize, order: &[String], examples: &[String]) -> bool {
+    match order.iter().position(|t| t == name) {
+        Some(i) => i % n + 1 == k,
+        None if examples.iter().any(|e| e == name) => k == 1,
+        None => true,
+    }
 }
 
 /// The unpack line every generated runner starts with.
@@ -367,10 +448,16 @@ fn runs_long(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
-fn runner_script(tests: &[String], examples: &[String]) -> String {
+/// The order `run.sh` takes the test binaries in, which its `--part`
+/// shares count: long ones first (stable), the rest as cargo listed them.
+fn runner_order(tests: &[String]) -> Vec<String> {
     let mut tests = tests.to_vec();
-    // Stable: long ones first, the rest as cargo listed them.
     tests.sort_by_key(|t| !runs_long(t));
+    tests
+}
+
+fn runner_script(tests: &[String], examples: &[String]) -> String {
+    let tests = runner_order(tests);
     let (whole, laned): (Vec<&String>, Vec<&String>) =
         tests.iter().partition(|t| needs_whole_host(t));
     let laned = laned
@@ -532,7 +619,7 @@ exit $failed
 
 #[cfg(test)]
 mod tests {
-    use super::runner_script;
+    use super::{in_share, runner_order, runner_script};
 
     /// Runs the generated script with fake binaries and `args`: each
     /// step's exit status must reach the script's own. Each fake binary
@@ -587,6 +674,26 @@ mod tests {
         names.sort();
         names.dedup();
         names
+    }
+
+    #[test]
+    fn each_split_pack_holds_what_its_part_runs() {
+        let tests = ["t1", "t2", "t3", "multi_gpu-1"].map(String::from);
+        let examples = ["ex1".to_string()];
+        let order = runner_order(&tests);
+        for k in 1..=2 {
+            let (out, ran) = run_with(None, &["--part", &format!("{k}/2")]);
+            assert!(out.status.success(), "{out:?}");
+            let mut held: Vec<&str> = tests
+                .iter()
+                .filter(|t| in_share(t, k, 2, &order, &examples))
+                .map(|t| t.as_str())
+                .collect();
+            held.sort();
+            assert_eq!(held, ran_tests(&ran), "part {k}/2: {ran}");
+            assert!(in_share("unigpu", k, 2, &order, &examples));
+            assert_eq!(in_share("ex1", k, 2, &order, &examples), k == 1);
+        }
     }
 
     #[test]
