@@ -69,3 +69,60 @@ for _ in range(1000):
     cp.RawModule(code=src).get_function("bench_saxpy")
     ts.append(time.perf_counter() - t)
 out("cupy_compile_cached_ms_median", f"{statistics.median(ts) * 1e3:.5f}")
+
+# Issue 28's ops (crates/cli/src/bench/array_ops.rs): the same op at the
+# same size, f32, 2^24 elements in [0.5, 1.5), timed as above; GB/s of the
+# bytes the op must move (read and written once each).
+import torch.nn.functional as F
+
+n = 1 << 24
+i = torch.arange(n, device=dev, dtype=torch.int64)
+a = 0.5 + ((i * 7919) % 2001).float() * 5e-4
+b = 0.5 + ((i * 104729) % 2001).float() * 5e-4
+del i
+y = torch.empty_like(a)
+mask = torch.empty(n, device=dev, dtype=torch.bool)
+ra, ry = a.view(-1, 1024), y.view(-1, 1024)
+unary, binary = 8, 12
+ops = [
+    ("neg", unary, lambda: torch.neg(a, out=y)),
+    ("abs", unary, lambda: torch.abs(a, out=y)),
+    ("floor", unary, lambda: torch.floor(a, out=y)),
+    ("ceil", unary, lambda: torch.ceil(a, out=y)),
+    ("round", unary, lambda: torch.round(a, out=y)),
+    ("clamp", unary, lambda: torch.clamp(a, 0.75, 1.25, out=y)),
+    ("exp", unary, lambda: torch.exp(a, out=y)),
+    ("log", unary, lambda: torch.log(a, out=y)),
+    ("sqrt", unary, lambda: torch.sqrt(a, out=y)),
+    ("rsqrt", unary, lambda: torch.rsqrt(a, out=y)),
+    ("sin", unary, lambda: torch.sin(a, out=y)),
+    ("cos", unary, lambda: torch.cos(a, out=y)),
+    ("tanh", unary, lambda: torch.tanh(a, out=y)),
+    ("sigmoid", unary, lambda: torch.sigmoid(a, out=y)),
+    ("relu", unary, lambda: torch.clamp_min(a, 0.0, out=y)),
+    # No out= for these two: torch's caching allocator makes the result.
+    ("gelu", unary, lambda: F.gelu(a, approximate="tanh")),
+    ("silu", unary, lambda: F.silu(a)),
+    ("pow_scalar", unary, lambda: torch.pow(a, 2.5, out=y)),
+    ("add", binary, lambda: torch.add(a, b, out=y)),
+    ("sub", binary, lambda: torch.sub(a, b, out=y)),
+    ("mul", binary, lambda: torch.mul(a, b, out=y)),
+    ("div", binary, lambda: torch.div(a, b, out=y)),
+    ("minimum", binary, lambda: torch.minimum(a, b, out=y)),
+    ("maximum", binary, lambda: torch.maximum(a, b, out=y)),
+    ("pow", binary, lambda: torch.pow(a, b, out=y)),
+    ("lt", 9, lambda: torch.lt(a, b, out=mask)),
+    ("where", 13, lambda: torch.where(mask, a, b, out=y)),
+    ("sum_rows", 4, lambda: ra.sum(dim=1)),
+    ("mean_rows", 4, lambda: ra.mean(dim=1)),
+    ("max_rows", 4, lambda: ra.amax(dim=1)),
+    ("argmax_rows", 4, lambda: ra.argmax(dim=1)),
+    ("softmax_rows", unary, lambda: torch.softmax(ra, dim=1)),
+    ("log_softmax_rows", unary, lambda: torch.log_softmax(ra, dim=1)),
+    ("randn", 4, lambda: y.normal_()),
+]
+for name, bytes_per, fn in ops:
+    fn()
+    torch.cuda.synchronize()
+    ms = timed(fn, 20)
+    out(f"torch_op_{name}_f32_GBps", f"{bytes_per * n / (ms * 1e-3) / 1e9:.1f}")

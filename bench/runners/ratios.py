@@ -46,6 +46,13 @@ if cpu:
     # Same keys on both sides: unigpu_cpu_<op>_ms vs numpy_cpu_<op>_ms.
     ops = ["relu_4Mi", "add_4Mi", "sigmoid_4Mi", "sum_4Mi", "max_4Mi", "dot_4Mi", "matmul_512", "matmul_1024"]
     rows = [(f"{op} f32 (ms), vs numpy", f"unigpu_cpu_{op}_ms", f"numpy_cpu_{op}_ms", "lower") for op in ops]
+# Issue 28's ops (array_ops.rs), paired by name as anchors.rs's FAMILIES.
+if cpu:
+    rows += [(f"op {k[len('unigpu_cpu_op_'):-3]} 4Mi f32 (ms), vs numpy", k, "numpy" + k[len("unigpu"):], "lower")
+             for k in raw if k.startswith("unigpu_cpu_op_") and k.endswith("_ms")]
+else:
+    rows += [(f"op {k[len('unigpu_op_'):-len('_f32_GBps')]} f32 2^24 (GB/s), vs torch", k, "torch" + k[len("unigpu"):], "higher")
+             for k in raw if k.startswith("unigpu_op_") and k.endswith("_GBps")]
 print(f"{'figure':52} {'unigpu':>10} {'anchor':>10} {'ratio':>7}")
 for label, ours, anchor, better in rows:
     if ours in vals and anchor in vals:

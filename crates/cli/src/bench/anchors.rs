@@ -204,6 +204,46 @@ fn run_script(python: &Path, script: &str, reps: usize) -> Result<String, String
 /// Our measures as report rows: one per anchor of [`ANCHORS`] that applies
 /// to `backend` (its value from `values`, else from our own figures, else
 /// "not measured"), or one row without an anchor.
+/// Families of figures paired with an anchor by name, not one row each:
+/// a key `<ours><rest>` is compared with `<anchor><rest>` (array_ops.rs's
+/// ops, each beside the same op from torch or numpy).
+pub const FAMILIES: &[(&str, &str, &str, Side)] = &[
+    (
+        "unigpu_op_",
+        "torch_op_",
+        "torch, same op and size (torch_ops.py)",
+        Side::Gpu,
+    ),
+    (
+        "unigpu_cpu_op_",
+        "numpy_cpu_op_",
+        "numpy, same op and size (numpy_ops.py)",
+        Side::Cpu,
+    ),
+];
+
+/// The anchors of our figure `key` on `backend`: its [`ANCHORS`] rows, or
+/// else its [`FAMILIES`] one: `(anchor key, label)`.
+fn anchors_of(key: &str, backend: Backend) -> Vec<(String, &'static str)> {
+    let rows: Vec<(String, &str)> = ANCHORS
+        .iter()
+        .filter(|(k, _, _, side)| *k == key && side.applies(backend))
+        .map(|&(_, anchor, label, _)| (anchor.to_string(), label))
+        .collect();
+    if !rows.is_empty() {
+        return rows;
+    }
+    FAMILIES
+        .iter()
+        .filter(|(_, _, _, side)| side.applies(backend))
+        .filter_map(|&(ours, anchor, label, _)| {
+            key.strip_prefix(ours)
+                .map(|rest| (format!("{anchor}{rest}"), label))
+        })
+        .take(1)
+        .collect()
+}
+
 pub fn attach(measures: &[Measure], backend: Backend, values: &Values) -> Vec<Figure> {
     let ours: HashMap<&str, f64> = measures.iter().map(|m| (m.key.as_str(), m.value)).collect();
     let mut figures = Vec::new();
@@ -218,13 +258,10 @@ pub fn attach(measures: &[Measure], backend: Backend, values: &Values) -> Vec<Fi
             anchor,
         };
         let before = figures.len();
-        for &(_, key, label, _) in ANCHORS
-            .iter()
-            .filter(|(k, _, _, side)| *k == m.key && side.applies(backend))
-        {
-            let value = ours.get(key).copied().or_else(|| values.get(key));
+        for (key, label) in anchors_of(&m.key, backend) {
+            let value = ours.get(key.as_str()).copied().or_else(|| values.get(&key));
             figures.push(row(Some(Anchor {
-                key: key.into(),
+                key,
                 label: label.into(),
                 value,
             })));
@@ -292,6 +329,29 @@ mod tests {
         // Only floor.cu's raw driver launch was given; the in-process one,
         // the runtime launch, CuPy and torch say "not measured".
         assert_eq!(values, [None, Some(3.0), None, None, None]);
+    }
+
+    #[test]
+    fn op_families_pair_by_name_on_their_backend() {
+        let mut v = Values::default();
+        v.read_lines("torch_op_exp_f32_GBps 2000\nnumpy_cpu_op_exp_ms 4.0\n");
+        let gpu = attach(
+            &[measure("unigpu_op_exp_f32_GBps", 1800.0)],
+            Backend::Cuda,
+            &v,
+        );
+        let a = gpu[0].anchor.as_ref().expect("exp has torch's");
+        assert_eq!(
+            (a.key.as_str(), a.value),
+            ("torch_op_exp_f32_GBps", Some(2000.0))
+        );
+        let cpu = attach(&[measure("unigpu_cpu_op_exp_ms", 2.0)], Backend::Cpu, &v);
+        assert_eq!(cpu[0].ratio(), Some(2.0));
+        // torch's anchors are not the CPU backend's, nor numpy's a GPU's.
+        let off = attach(&[measure("unigpu_op_exp_f32_GBps", 1.0)], Backend::Cpu, &v);
+        assert_eq!(off[0].anchor, None);
+        let off = attach(&[measure("unigpu_cpu_op_exp_ms", 1.0)], Backend::Vulkan, &v);
+        assert_eq!(off[0].anchor, None);
     }
 
     #[test]

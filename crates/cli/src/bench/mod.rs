@@ -11,6 +11,7 @@
 //! bench/runners/run_gpu.sh, bench/runners/run_cpu.sh and bench/runners/ratios.py read (`--lines`).
 
 mod anchors;
+mod array_ops;
 mod axpy;
 mod compile;
 mod figure;
@@ -147,6 +148,7 @@ pub const CASES: &[Case] = &[
     kernels::SUM,
     kernels::MATMUL,
     pipeline::CASE,
+    array_ops::CASE,
     ops_cpu::RELU,
     ops_cpu::ADD,
     ops_cpu::SIGMOID,
@@ -199,7 +201,9 @@ fn selected(args: &BenchArgs) -> anyhow::Result<Vec<&'static Case>> {
     Ok(CASES
         .iter()
         .filter(|c| !args.compile_only || c.name == compile::CASE.name)
-        .filter(|c| !args.cpu_ops_only || c.group == ops_cpu::GROUP)
+        .filter(|c| {
+            !args.cpu_ops_only || c.group == ops_cpu::GROUP || c.group == array_ops::CASE.group
+        })
         .filter(|c| args.only.is_empty() || args.only.iter().any(|n| n == c.name))
         .collect())
 }
