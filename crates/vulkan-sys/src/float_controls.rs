@@ -180,17 +180,7 @@ pub fn request(words: &[u32], supported: &FloatControls) -> Result<Vec<u32>, Mal
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spirv(wgsl: &str) -> Vec<u32> {
-        let module = naga::front::wgsl::parse_str(wgsl).unwrap();
-        let info = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap();
-        naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap()
-    }
+    use crate::no_contraction::tests::{instructions, spirv};
 
     const ALL: FloatControls = FloatControls {
         signed_zero_inf_nan_f32: true,
@@ -222,16 +212,11 @@ mod tests {
             OP_EXECUTION_MODE => 5,
             _ => 6,
         };
-        let (mut at, mut last) = (5, 0);
-        while at < words.len() {
-            let r = rank(words[at] & 0xffff);
-            assert!(
-                r >= last,
-                "opcode {} out of order at word {at}",
-                words[at] & 0xffff
-            );
+        let mut last = 0;
+        for (opcode, _) in instructions(words) {
+            let r = rank(opcode);
+            assert!(r >= last, "opcode {opcode} out of order");
             last = r;
-            at += (words[at] >> 16) as usize;
         }
     }
 
@@ -261,15 +246,11 @@ mod tests {
         ] {
             let words = spirv(wgsl);
             let out = request(&words, &supported).unwrap();
-            let mut modes = Vec::new();
-            let mut at = 5;
-            while at < out.len() {
-                let count = (out[at] >> 16) as usize;
-                if out[at] & 0xffff == OP_EXECUTION_MODE && matches!(out[at + 2], 4459 | 4461) {
-                    modes.push((out[at + 2], out[at + 3]));
-                }
-                at += count;
-            }
+            let modes: Vec<(u32, u32)> = instructions(&out)
+                .into_iter()
+                .filter(|(op, w)| *op == OP_EXECUTION_MODE && matches!(w[2], 4459 | 4461))
+                .map(|(_, w)| (w[2], w[3]))
+                .collect();
             assert_eq!(modes, want, "{wgsl}");
             assert_eq!(
                 out[5..].len(),

@@ -105,7 +105,7 @@ pub fn forbid_contraction(words: &[u32]) -> Result<Vec<u32>, Malformed> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const WGSL: &str = "
@@ -118,7 +118,8 @@ mod tests {
 }
 ";
 
-    fn spirv(wgsl: &str) -> Vec<u32> {
+    /// `wgsl`'s SPIR-V as naga writes it (float_controls.rs's tests too).
+    pub(crate) fn spirv(wgsl: &str) -> Vec<u32> {
         let module = naga::front::wgsl::parse_str(wgsl).unwrap();
         let info = naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
@@ -130,7 +131,7 @@ mod tests {
     }
 
     /// (opcode, words) of each instruction after the header.
-    fn instructions(words: &[u32]) -> Vec<(u32, Vec<u32>)> {
+    pub(crate) fn instructions(words: &[u32]) -> Vec<(u32, Vec<u32>)> {
         let mut at = 5;
         let mut out = Vec::new();
         while at < words.len() {
