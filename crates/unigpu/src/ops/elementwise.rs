@@ -19,6 +19,12 @@
 //! in a 2-element array of `T`: the kernel language has no f16/bf16
 //! values, only f16/bf16 array elements read as f32.
 //!
+//! Each kernel is one grid-stride loop over the elements (launched with
+//! one invocation an element, so on a GPU each runs once): the CPU form
+//! then takes its fast path (docs/kernels.md, "Speed": contiguous chunks
+//! as plain slices, which LLVM vectorises) where an index per invocation
+//! ran each element as its own work-item.
+//!
 //! The kernel language has no u8, so comparison masks are computed as
 //! u32 and narrowed to u8 through the host, and `where_`'s u8 mask is
 //! widened to u32 the same way (one download and one upload of the mask;
@@ -34,8 +40,9 @@ use super::{AsView, AsViewMut, Float, Ops};
 /// Exact ops: neg, abs, floor, ceil, round (half to even), clamp.
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
-    let i = global_id().x;
-    if i < out.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < out.len() {
         let v = x[i];
         let mut r = v;
         if op == 0 {
@@ -82,6 +89,7 @@ fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
             }
         }
         out[i] = r;
+        i += stride;
     }
 }
 
@@ -89,8 +97,9 @@ fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
 /// gelu (tanh form), silu, pow(x, p[0]).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
-    let i = global_id().x;
-    if i < out.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < out.len() {
         let v = x[i];
         let mut r = v;
         if op == 0 {
@@ -121,14 +130,16 @@ fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
             r = pow(v, p[0]);
         }
         out[i] = r;
+        i += stride;
     }
 }
 
 /// div, minimum, maximum (NaN-propagating; -0 below +0).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn binary_op<T>(a: &[T], b: &[T], out: &mut [T], op: u32) {
-    let i = global_id().x;
-    if i < out.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < out.len() {
         let x = a[i];
         let y = b[i];
         let mut r = x / y;
@@ -159,15 +170,18 @@ fn binary_op<T>(a: &[T], b: &[T], out: &mut [T], op: u32) {
             }
         }
         out[i] = r;
+        i += stride;
     }
 }
 
 /// `a ** b`, C's pow.
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn binary_pow<T>(a: &[T], b: &[T], out: &mut [T]) {
-    let i = global_id().x;
-    if i < out.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < out.len() {
         out[i] = pow(a[i], b[i]);
+        i += stride;
     }
 }
 
@@ -175,8 +189,9 @@ fn binary_pow<T>(a: &[T], b: &[T], out: &mut [T]) {
 /// false but `ne`).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn compare<T>(a: &[T], b: &[T], out: &mut [u32], op: u32) {
-    let i = global_id().x;
-    if i < out.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < out.len() {
         let x = a[i];
         let y = b[i];
         let mut r = false;
@@ -194,19 +209,22 @@ fn compare<T>(a: &[T], b: &[T], out: &mut [u32], op: u32) {
             r = x != y;
         }
         out[i] = r as u32;
+        i += stride;
     }
 }
 
 /// `out = m != 0 ? a : b`.
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn select<T>(m: &[u32], a: &[T], b: &[T], out: &mut [T]) {
-    let i = global_id().x;
-    if i < out.len() {
+    let stride = num_workgroups().x * workgroup_size().x;
+    let mut i = global_id().x;
+    while i < out.len() {
         if m[i] != 0 {
             out[i] = a[i];
         } else {
             out[i] = b[i];
         }
+        i += stride;
     }
 }
 
@@ -793,5 +811,21 @@ impl Ops<'_> {
             ];
             self.run_kernel(&kernel, n, args)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The module's promise: each kernel is a grid-stride loop the CPU
+    /// form runs as plain slices (a kernel edited out of that shape would
+    /// still compute right, only slower, so only this notices).
+    #[test]
+    fn every_kernel_takes_the_cpu_fast_path() {
+        assert!(super::unary_exact::CPU_GRID_STRIDE);
+        assert!(super::unary_math::CPU_GRID_STRIDE);
+        assert!(super::binary_op::CPU_GRID_STRIDE);
+        assert!(super::binary_pow::CPU_GRID_STRIDE);
+        assert!(super::compare::CPU_GRID_STRIDE);
+        assert!(super::select::CPU_GRID_STRIDE);
     }
 }
