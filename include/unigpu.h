@@ -1510,8 +1510,9 @@ enum ug_status ug_op_dot(const struct ug_stream *stream, const struct ug_array *
 enum ug_status ug_op_matmul(const struct ug_stream *stream, const struct ug_array *a, const struct ug_array *b, struct ug_array *c, size_t m, size_t k, size_t n);
 
 /**
- * `out = op(x)` element-wise for a `ug_unary_op` value `op`; `x`
- * broadcast to `out`'s shape. `UG_INVALID_ARGUMENT` for an unknown `op`.
+ * `out = op(x)` element-wise for a `ug_unary_op` value `op`; `out` has
+ * `x`'s shape (or both are 1-D of one length; `UG_SIZE_MISMATCH`
+ * otherwise). `UG_INVALID_ARGUMENT` for an unknown `op`.
  *
  * # Safety
  *
@@ -1520,7 +1521,8 @@ enum ug_status ug_op_matmul(const struct ug_stream *stream, const struct ug_arra
 enum ug_status ug_op_unary(const struct ug_stream *stream, uint32_t op, const struct ug_array *x, struct ug_array *out);
 
 /**
- * `out = min(max(x, lo), hi)` element-wise (torch's `clamp`: `lo > hi`
+ * `out = min(max(x, lo), hi)` element-wise, `out` of `x`'s shape
+ * (torch's `clamp`: `lo > hi`
  * gives `hi`; a NaN gives NaN); `lo` and `hi` have `x`'s dtype
  * (`UG_DTYPE_MISMATCH`).
  *
@@ -1532,7 +1534,7 @@ enum ug_status ug_op_clamp(const struct ug_stream *stream, const struct ug_array
 
 /**
  * `out = x ** p` element-wise for a scalar `p` of `x`'s dtype, with C's
- * `pow` special cases.
+ * `pow` special cases; `out` of `x`'s shape.
  *
  * # Safety
  *

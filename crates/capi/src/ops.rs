@@ -10,6 +10,13 @@
 //! (`unigpu::binding`, as in Python): an output may be one of the inputs
 //! (`ug_op_add(s, x, y, x)` is `x += y`), the input reading a copy taken
 //! first.
+//!
+//! The element-wise ops are also named by value: `ug_op_unary` with a
+//! `ug_unary_op`, `ug_op_binary` with a `ug_binary_op`, `ug_op_compare`
+//! with a `ug_compare_op` (a u8 mask out), which covers the ones without a
+//! function of their own (`neg`, `exp`, `div`, `pow`, ...). Every one takes
+//! views; those of two or more inputs broadcast them to the output's
+//! shape (numpy's rule, as Python's).
 
 use unigpu::Ops;
 use unigpu::Scalar;
@@ -509,8 +516,9 @@ fn unary_op_arg(op: u32) -> Result<UnaryKind> {
     })
 }
 
-/// `out = op(x)` element-wise for a `ug_unary_op` value `op`; `x`
-/// broadcast to `out`'s shape. `UG_INVALID_ARGUMENT` for an unknown `op`.
+/// `out = op(x)` element-wise for a `ug_unary_op` value `op`; `out` has
+/// `x`'s shape (or both are 1-D of one length; `UG_SIZE_MISMATCH`
+/// otherwise). `UG_INVALID_ARGUMENT` for an unknown `op`.
 ///
 /// # Safety
 ///
@@ -574,7 +582,8 @@ unsafe fn unary_math(
     })
 }
 
-/// `out = min(max(x, lo), hi)` element-wise (torch's `clamp`: `lo > hi`
+/// `out = min(max(x, lo), hi)` element-wise, `out` of `x`'s shape
+/// (torch's `clamp`: `lo > hi`
 /// gives `hi`; a NaN gives NaN); `lo` and `hi` have `x`'s dtype
 /// (`UG_DTYPE_MISMATCH`).
 ///
@@ -602,7 +611,7 @@ pub unsafe extern "C" fn ug_op_clamp(
 }
 
 /// `out = x ** p` element-wise for a scalar `p` of `x`'s dtype, with C's
-/// `pow` special cases.
+/// `pow` special cases; `out` of `x`'s shape.
 ///
 /// # Safety
 ///
