@@ -274,6 +274,101 @@ typedef enum ug_axes_op {
 } ug_axes_op;
 
 /**
+ * The element-wise ops of one input (`ug_op_unary`'s `op`, a `uint32_t`
+ * holding one of these values). Computed in f32 for f16 and bf16 (f64 for
+ * f64) and rounded once.
+ */
+typedef enum ug_unary_op {
+  /**
+   * `max(x, 0)` (as `ug_op_relu`).
+   */
+  UG_UNARY_OP_RELU = 0,
+  /**
+   * `1 / (1 + e^-x)` (as `ug_op_sigmoid`).
+   */
+  UG_UNARY_OP_SIGMOID = 1,
+  /**
+   * As `ug_op_tanh`.
+   */
+  UG_UNARY_OP_TANH = 2,
+  /**
+   * `-x`.
+   */
+  UG_UNARY_OP_NEG = 3,
+  /**
+   * `|x|`.
+   */
+  UG_UNARY_OP_ABS = 4,
+  UG_UNARY_OP_FLOOR = 5,
+  UG_UNARY_OP_CEIL = 6,
+  /**
+   * To nearest, halves to even (numpy's and torch's `round`).
+   */
+  UG_UNARY_OP_ROUND = 7,
+  /**
+   * `e^x`.
+   */
+  UG_UNARY_OP_EXP = 8,
+  /**
+   * `ln x` (NaN below 0, -inf at 0).
+   */
+  UG_UNARY_OP_LOG = 9,
+  UG_UNARY_OP_SQRT = 10,
+  /**
+   * `1 / sqrt(x)`.
+   */
+  UG_UNARY_OP_RSQRT = 11,
+  UG_UNARY_OP_SIN = 12,
+  UG_UNARY_OP_COS = 13,
+  /**
+   * The tanh form, torch's `gelu(x, approximate="tanh")`.
+   */
+  UG_UNARY_OP_GELU = 14,
+  /**
+   * `x / (1 + e^-x)`.
+   */
+  UG_UNARY_OP_SILU = 15,
+} ug_unary_op;
+
+/**
+ * The element-wise ops of two inputs (`ug_op_binary`'s `op`).
+ */
+typedef enum ug_binary_op {
+  UG_BINARY_OP_ADD = 0,
+  UG_BINARY_OP_SUB = 1,
+  UG_BINARY_OP_MUL = 2,
+  /**
+   * IEEE division (`x / 0` is ±inf, `0 / 0` NaN).
+   */
+  UG_BINARY_OP_DIV = 3,
+  /**
+   * The smaller element; NaN if either is NaN (numpy's `minimum`).
+   */
+  UG_BINARY_OP_MINIMUM = 4,
+  /**
+   * The larger element; NaN if either is NaN (numpy's `maximum`).
+   */
+  UG_BINARY_OP_MAXIMUM = 5,
+  /**
+   * `a ** b` with C's `pow` special cases.
+   */
+  UG_BINARY_OP_POW = 6,
+} ug_binary_op;
+
+/**
+ * The element-wise comparisons (`ug_op_compare`'s `op`); each gives a u8
+ * mask of 0 and 1. A NaN compares unequal to everything (`NE` gives 1).
+ */
+typedef enum ug_compare_op {
+  UG_COMPARE_OP_LT = 0,
+  UG_COMPARE_OP_LE = 1,
+  UG_COMPARE_OP_GT = 2,
+  UG_COMPARE_OP_GE = 3,
+  UG_COMPARE_OP_EQ = 4,
+  UG_COMPARE_OP_NE = 5,
+} ug_compare_op;
+
+/**
  * An array on a context's device. Thread-safe: calls that read it may run
  * at once from many threads; a call that writes it waits for them.
  *
@@ -430,6 +525,19 @@ typedef int32_t (*ug_cpu_kernel_fn)(const struct ug_cpu_arg *args, size_t n_args
 typedef void (*ug_free_fn)(void *user_data);
 
 /**
+ * A value of one element type: a kernel argument, an op's scalar operand
+ * or a reduction's result. Make one with `ug_scalar_f32()` etc. or
+ * `ug_scalar_from_f64()`.
+ */
+typedef struct ug_scalar {
+  /**
+   * A `ug_dtype` value.
+   */
+  uint32_t dtype;
+  union ug_value value;
+} ug_scalar;
+
+/**
  * One device, as `ug_device_list_get` describes it.
  */
 typedef struct ug_device_info {
@@ -457,19 +565,6 @@ typedef struct ug_device_info {
   size_t memory_free;
   size_t memory_total;
 } ug_device_info;
-
-/**
- * A value of one element type: a kernel argument, an op's scalar operand
- * or a reduction's result. Make one with `ug_scalar_f32()` etc. or
- * `ug_scalar_from_f64()`.
- */
-typedef struct ug_scalar {
-  /**
-   * A `ug_dtype` value.
-   */
-  uint32_t dtype;
-  union ug_value value;
-} ug_scalar;
 
 /**
  * One kernel argument: a scalar, or an array the kernel reads or writes.
@@ -794,6 +889,117 @@ enum ug_status ug_kernel_cpu(const char *name, ug_cpu_kernel_fn func, void *user
  * `func` and `free_user_data` as for `ug_kernel_cpu`.
  */
 enum ug_status ug_kernel_with_cpu(const struct ug_kernel *kernel, ug_cpu_kernel_fn func, void *user_data, ug_free_fn free_user_data, struct ug_kernel **out);
+
+/**
+ * An array of `shape` (`ndim` extents, row-major) and `dtype` holding
+ * ones (numpy's `ones`).
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `shape` is NULL or valid for reads of
+ * `ndim` values (NULL only when `ndim` is 0); `out` is NULL or valid for
+ * writes.
+ */
+enum ug_status ug_array_ones(const struct ug_context *ctx, uint32_t dtype, const size_t *shape, size_t ndim, struct ug_array **out);
+
+/**
+ * An array of `shape` (`ndim` extents) with every element `value`, of
+ * `value`'s dtype (numpy's `full`).
+ *
+ * # Safety
+ *
+ * As `ug_array_ones`.
+ */
+enum ug_status ug_array_full(const struct ug_context *ctx, const size_t *shape, size_t ndim, struct ug_scalar value, struct ug_array **out);
+
+/**
+ * numpy's `arange(start, stop, step)` of `dtype`, 1-D:
+ * `ceil((stop - start) / step)` elements (none when that is not
+ * positive), computed in double then cast to `dtype` as
+ * `ug_array_astype` casts. `UG_KERNEL_ARGS` for a step of 0, an argument
+ * that is NaN or infinite, or more than 2^32 - 1 elements.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_arange(const struct ug_context *ctx, uint32_t dtype, double start, double stop, double step, struct ug_array **out);
+
+/**
+ * numpy's `linspace(start, stop, num)` of `dtype`, 1-D: `num` values
+ * evenly spaced from `start` to `stop`, both included (`num` 1:
+ * `[start]`), computed in double; integer dtypes take the floor, then
+ * the cast. `UG_KERNEL_ARGS` for a NaN or infinite bound or `num` above
+ * 2^32 - 1.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_linspace(const struct ug_context *ctx, uint32_t dtype, double start, double stop, size_t num, struct ug_array **out);
+
+/**
+ * A `rows` × `cols` array of `dtype` with ones on the main diagonal and
+ * zeros elsewhere (numpy's `eye(rows, cols)`).
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_eye(const struct ug_context *ctx, uint32_t dtype, size_t rows, size_t cols, struct ug_array **out);
+
+/**
+ * A new zeroed array of `like`'s shape and dtype, in its context (a view
+ * gives a contiguous array of the view's shape).
+ *
+ * # Safety
+ *
+ * `like` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_zeros_like(const struct ug_array *like, struct ug_array **out);
+
+/**
+ * As `ug_array_zeros_like`, the contents unspecified (as
+ * `ug_array_alloc`).
+ *
+ * # Safety
+ *
+ * `like` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_empty_like(const struct ug_array *like, struct ug_array **out);
+
+/**
+ * As `ug_array_zeros_like`, holding ones.
+ *
+ * # Safety
+ *
+ * `like` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_ones_like(const struct ug_array *like, struct ug_array **out);
+
+/**
+ * As `ug_array_zeros_like`, every element `value`, which must have
+ * `like`'s dtype (`UG_DTYPE_MISMATCH`).
+ *
+ * # Safety
+ *
+ * `like` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_full_like(const struct ug_array *like, struct ug_scalar value, struct ug_array **out);
+
+/**
+ * A new contiguous array of `x`'s shape (an array or a view) with every
+ * element cast to `dtype` by Rust's `as` (docs/guide.md, "Casts"): float
+ * to integer toward zero, saturating, NaN to 0; integer to integer
+ * wrapping; to f16/bf16 through f32, rounded to nearest even. Any dtype
+ * to any; the same dtype is a copy. On the default stream of `x`'s
+ * context.
+ *
+ * # Safety
+ *
+ * `x` is NULL or a live array; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_array_astype(const struct ug_array *x, uint32_t dtype, struct ug_array **out);
 
 /**
  * Exports `array` as a DLPack tensor sharing its memory, written to `out`.
@@ -1302,6 +1508,74 @@ enum ug_status ug_op_dot(const struct ug_stream *stream, const struct ug_array *
  * `stream` is NULL or a live stream; `a`, `b`, `c` are NULL or live arrays.
  */
 enum ug_status ug_op_matmul(const struct ug_stream *stream, const struct ug_array *a, const struct ug_array *b, struct ug_array *c, size_t m, size_t k, size_t n);
+
+/**
+ * `out = op(x)` element-wise for a `ug_unary_op` value `op`; `out` has
+ * `x`'s shape (or both are 1-D of one length; `UG_SIZE_MISMATCH`
+ * otherwise). `UG_INVALID_ARGUMENT` for an unknown `op`.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `x` and `out` are NULL or live arrays.
+ */
+enum ug_status ug_op_unary(const struct ug_stream *stream, uint32_t op, const struct ug_array *x, struct ug_array *out);
+
+/**
+ * `out = min(max(x, lo), hi)` element-wise, `out` of `x`'s shape
+ * (torch's `clamp`: `lo > hi`
+ * gives `hi`; a NaN gives NaN); `lo` and `hi` have `x`'s dtype
+ * (`UG_DTYPE_MISMATCH`).
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `x` and `out` are NULL or live arrays.
+ */
+enum ug_status ug_op_clamp(const struct ug_stream *stream, const struct ug_array *x, struct ug_scalar lo, struct ug_scalar hi, struct ug_array *out);
+
+/**
+ * `out = x ** p` element-wise for a scalar `p` of `x`'s dtype, with C's
+ * `pow` special cases; `out` of `x`'s shape.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `x` and `out` are NULL or live arrays.
+ */
+enum ug_status ug_op_pow_scalar(const struct ug_stream *stream, const struct ug_array *x, struct ug_scalar p, struct ug_array *out);
+
+/**
+ * `out = op(a, b)` element-wise for a `ug_binary_op` value `op`, `a` and
+ * `b` broadcast to `out`'s shape (numpy's rule; `UG_SIZE_MISMATCH` naming
+ * the shapes when they do not broadcast). `out` may be `a` or `b`.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `a`, `b`, `out` are NULL or live arrays.
+ */
+enum ug_status ug_op_binary(const struct ug_stream *stream, uint32_t op, const struct ug_array *a, const struct ug_array *b, struct ug_array *out);
+
+/**
+ * `mask = a op b` element-wise for a `ug_compare_op` value `op`: `mask`
+ * is a u8 array of 0 and 1 (`UG_DTYPE_MISMATCH` otherwise), `a` and `b`
+ * (a float dtype) broadcast to its shape.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `a`, `b`, `mask` are NULL or live
+ * arrays.
+ */
+enum ug_status ug_op_compare(const struct ug_stream *stream, uint32_t op, const struct ug_array *a, const struct ug_array *b, struct ug_array *mask);
+
+/**
+ * `out = mask != 0 ? a : b` element-wise (numpy's `where`): `mask` u8,
+ * `a`, `b` and `out` of one float dtype, the three inputs broadcast to
+ * `out`'s shape. `out` may be `a` or `b`.
+ *
+ * # Safety
+ *
+ * `stream` is NULL or a live stream; `mask`, `a`, `b`, `out` are NULL or
+ * live arrays.
+ */
+enum ug_status ug_op_where(const struct ug_stream *stream, const struct ug_array *mask, const struct ug_array *a, const struct ug_array *b, struct ug_array *out);
 
 /**
  * `len` zeroed elements of `dtype` (a `ug_dtype`) of pinned host memory

@@ -276,14 +276,9 @@ impl PyContext {
     ) -> PyResult<PyArray> {
         let (shape, d) = (shape_of(shape)?, self.dtype_or_default(dtype)?);
         let value = dtype::scalar_as(d, fill_value, &|| "fill_value".to_string())?;
-        let n = unigpu::Layout::contiguous(&shape).len();
-        py.detach(|| {
-            let mut a = AnyArray::alloc(&self.ctx, d, n)?;
-            self.ctx.ops().fill_any(&mut a, value)?;
-            a.reshape(shape)
-        })
-        .map(PyArray::new)
-        .map_err(err(py))
+        py.detach(|| AnyArray::full(&self.ctx, shape, value))
+            .map(PyArray::new)
+            .map_err(err(py))
     }
 
     /// numpy's `arange`: `arange(stop)`, `arange(start, stop[, step])`;
@@ -314,11 +309,9 @@ impl PyContext {
             None => (0.0, start.extract()?),
         };
         let step: f64 = step.map(|s| s.extract()).transpose()?.unwrap_or(1.0);
-        py.detach(|| {
-            unigpu_core::with_dtype!(d, T => self.ctx.arange::<T>(start, stop, step).map(AnyArray::from))
-        })
-        .map(PyArray::new)
-        .map_err(err(py))
+        py.detach(|| AnyArray::arange(&self.ctx, d, start, stop, step))
+            .map(PyArray::new)
+            .map_err(err(py))
     }
 
     /// numpy's `linspace(start, stop, num=50)`, endpoint included: element
@@ -336,11 +329,9 @@ impl PyContext {
     ) -> PyResult<PyArray> {
         let d = dtype.map(dtype::parse).transpose()?.unwrap_or(DType::F64);
         let num = length(num)?;
-        py.detach(|| {
-            unigpu_core::with_dtype!(d, T => self.ctx.linspace::<T>(start, stop, num).map(AnyArray::from))
-        })
-        .map(PyArray::new)
-        .map_err(err(py))
+        py.detach(|| AnyArray::linspace(&self.ctx, d, start, stop, num))
+            .map(PyArray::new)
+            .map_err(err(py))
     }
 
     /// numpy's `eye(N, M=None)`: ones on the main diagonal of an N×M
@@ -356,11 +347,9 @@ impl PyContext {
         let d = self.dtype_or_default(dtype)?;
         let rows = length(n)?;
         let cols = m.map(length).transpose()?.unwrap_or(rows);
-        py.detach(|| {
-            unigpu_core::with_dtype!(d, T => self.ctx.eye_rect::<T>(rows, cols).map(AnyArray::from))
-        })
-        .map(PyArray::new)
-        .map_err(err(py))
+        py.detach(|| AnyArray::eye(&self.ctx, d, rows, cols))
+            .map(PyArray::new)
+            .map_err(err(py))
     }
 
     /// Same as `array`.

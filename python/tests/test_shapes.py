@@ -60,6 +60,37 @@ def test_views_index_like_numpy(ctx, rng):
             a[0, 0, 0, 0]
 
 
+def test_ellipsis_reads_and_writes_like_numpy(ctx, rng):
+    a, host = random_3d(ctx, rng)
+    host = host.copy()
+    d0, d1, d2 = host.shape
+    for key in [Ellipsis, (Ellipsis,), (0, Ellipsis), (Ellipsis, d2 - 1), (-1, Ellipsis, 0),
+                (slice(None, None, -1), Ellipsis, slice(1, None)), (0, Ellipsis, 0, 0)]:
+        want = host[key]
+        got = a[key]
+        if np.ndim(want) == 0:
+            assert got == want, key
+        else:
+            assert got.shape == want.shape, key
+            np.testing.assert_array_equal(got.numpy(), want, err_msg=str(key))
+    # Assignment through every form, each checked on the whole array.
+    writes = [
+        ((0, Ellipsis), 1.25),
+        ((Ellipsis, d2 - 1), 2.5),
+        ((slice(None, None, 2), Ellipsis, slice(None, None, -1)), -0.75),
+        ((-1, Ellipsis, 0), rng.standard_normal(host[-1, ..., 0].shape).astype(np.float32)),
+        (Ellipsis, rng.standard_normal(host.shape).astype(np.float32) if d0 % 2 else 4.0),
+    ]
+    for key, value in writes:
+        a[key] = value
+        host[key] = value
+        np.testing.assert_array_equal(a.numpy(), host, err_msg=str(key))
+    with pytest.raises(IndexError, match="single ellipsis"):
+        a[..., 0, ...]
+    with pytest.raises(IndexError):
+        a[0, 0, 0, ...,  0]
+
+
 def test_reshape_transpose_and_copies(ctx, rng):
     a, host = random_3d(ctx, rng)
     np.testing.assert_array_equal(a.T.numpy(), host.T)

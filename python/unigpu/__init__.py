@@ -169,6 +169,7 @@ __all__ = [
     "not_equal",
     "pow",
     "power",
+    "random",
     "relu",
     "round",
     "rsqrt",
@@ -184,6 +185,8 @@ __all__ = [
     "where",
 ]
 
+
+from . import random  # noqa: E402  (the submodule needs the names above)
 
 # The Rust API's names for four of numpy's: the same functions.
 clamp = clip

@@ -2559,6 +2559,483 @@ static void test_reductions_and_random(ug_context *ctx) {
   ug_generator_free(NULL);
 }
 
+/* ---------------------------------------------------------------- math ops, creators, casts (issue 28) */
+
+/* Whether `got` is within the math ops' bound of the exact `want`: k ulps
+ * of d (f16/bf16: one of their ulps, the final rounding, plus k of the f32
+ * they are computed in), relative to |want| + mag (mag: the scale of the
+ * op's absolute error, e.g. |x| for gelu's cancellation near 0). */
+static int math_close(uint32_t d, double got, double want, double mag) {
+  if (isnan(want)) return isnan(got);
+  if (isinf(want)) return got == want;
+  double k = g_backend == UG_BACKEND_CPU ? 8 : 32;
+  double tol = (d == UG_DTYPE_F16 || d == UG_DTYPE_BF16) ? eps_of(d) + k * eps_of(UG_DTYPE_F32)
+                                                         : k * eps_of(d);
+  return fabs(got - want) <= tol * (fabs(want) + mag) + subnormal_step_of(d);
+}
+
+/* ug_unary_op `op` of `x`, exactly (in double). */
+static double ref_unary(uint32_t op, double x) {
+  switch (op) {
+  case UG_UNARY_OP_RELU: return x > 0 ? x : 0;
+  case UG_UNARY_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case UG_UNARY_OP_TANH: return tanh(x);
+  case UG_UNARY_OP_NEG: return -x;
+  case UG_UNARY_OP_ABS: return fabs(x);
+  case UG_UNARY_OP_FLOOR: return floor(x);
+  case UG_UNARY_OP_CEIL: return ceil(x);
+  case UG_UNARY_OP_ROUND: return nearbyint(x); /* halves to even */
+  case UG_UNARY_OP_EXP: return exp(x);
+  case UG_UNARY_OP_LOG: return log(x);
+  case UG_UNARY_OP_SQRT: return sqrt(x);
+  case UG_UNARY_OP_RSQRT: return 1.0 / sqrt(x);
+  case UG_UNARY_OP_SIN: return sin(x);
+  case UG_UNARY_OP_COS: return cos(x);
+  case UG_UNARY_OP_GELU:
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  default: return x / (1.0 + exp(-x)); /* silu */
+  }
+}
+
+/* The ops whose result is exact (the input itself, or one rounding that
+ * every backend does the same). */
+static int unary_exact(uint32_t op) {
+  return op == UG_UNARY_OP_RELU || op == UG_UNARY_OP_NEG || op == UG_UNARY_OP_ABS ||
+         op == UG_UNARY_OP_FLOOR || op == UG_UNARY_OP_CEIL || op == UG_UNARY_OP_ROUND;
+}
+
+/* A new (rows x cols) array of dtype d holding `host`. */
+static ug_array *upload_2d(const ug_context *ctx, uint32_t d, const void *host, size_t rows,
+                           size_t cols) {
+  ug_array *flat = upload(ctx, d, host, rows * cols), *a = NULL;
+  size_t shape[2] = {rows, cols};
+  OK(ug_array_reshape(flat, shape, 2, &a));
+  ug_array_free(flat);
+  return a;
+}
+
+/* Every ug_unary_op, clamp and pow_scalar, of a transposed view into a new
+ * array, every element against the host. */
+static void check_unary_ops(ug_context *ctx, uint32_t d) {
+  for (uint32_t op = 0; op <= (uint32_t)UG_UNARY_OP_SILU + 2; op++) {
+    /* op SILU + 1 is clamp, SILU + 2 pow_scalar. */
+    int clamp = op == (uint32_t)UG_UNARY_OP_SILU + 1, pw = op == (uint32_t)UG_UNARY_OP_SILU + 2;
+    size_t r = rand_len(1, 12), c = rand_len(1, 40), n = r * c;
+    int positive = op == UG_UNARY_OP_LOG || op == UG_UNARY_OP_SQRT || op == UG_UNARY_OP_RSQRT || pw;
+    void *h = random_buf(d, n, positive ? 0.05 : -4, positive ? 8 : 4);
+    ug_array *x = upload_2d(ctx, d, h, r, c), *xt = NULL, *out = NULL;
+    OK(ug_array_transpose(x, NULL, 0, &xt));
+    size_t tshape[2] = {c, r};
+    OK(ug_array_zeros_nd(ctx, d, tshape, 2, &out));
+    double lo = round_to(d, uniform(-3, 0)), hi = round_to(d, uniform(0, 3));
+    double p = round_to(d, uniform(-3, 3));
+    if (clamp) OK(ug_op_clamp(NULL, xt, scalar_of(d, lo), scalar_of(d, hi), out));
+    else if (pw) OK(ug_op_pow_scalar(NULL, xt, scalar_of(d, p), out));
+    else OK(ug_op_unary(NULL, op, xt, out));
+    void *got = download(out, d, n);
+    size_t bad = 0;
+    for (size_t j = 0; j < c; j++)
+      for (size_t i = 0; i < r; i++) {
+        double xv = get_elem(d, h, i * c + j), g = get_elem(d, got, j * r + i);
+        int ok;
+        if (clamp) ok = g == fmin(fmax(xv, lo), hi);
+        else if (pw) ok = math_close(d, g, pow(xv, p), 0);
+        else if (unary_exact(op)) ok = g == ref_unary(op, xv);
+        else if (op == UG_UNARY_OP_SQRT && g_backend == UG_BACKEND_CPU)
+          ok = g == (d == UG_DTYPE_F64 ? sqrt(xv) : round_to(d, sqrtf((float)xv)));
+        else {
+          double mag = op == UG_UNARY_OP_GELU || op == UG_UNARY_OP_SILU ? fabs(xv)
+                       : op == UG_UNARY_OP_LOG || op == UG_UNARY_OP_SIN || op == UG_UNARY_OP_COS ? 1
+                                                                                                 : 0;
+          ok = math_close(d, g, ref_unary(op, xv), mag);
+        }
+        if (!ok && bad++ < 3)
+          printf("FAIL unary op %u on %s: x = %.17g gave %.17g\n", op, DTYPE_NAMES[d], xv, g);
+      }
+    CHECK(bad == 0);
+    free(h), free(got);
+    ug_array_free(x), ug_array_free(xt), ug_array_free(out);
+  }
+}
+
+/* ug_binary_op `op` of a and b, as the library computes it: add, sub, mul
+ * and div in the dtype's precision (f32 for f16/bf16, then rounded once). */
+static double ref_binary(uint32_t d, uint32_t op, double a, double b) {
+  if (op == UG_BINARY_OP_MINIMUM) return fmin(a, b);
+  if (op == UG_BINARY_OP_MAXIMUM) return fmax(a, b);
+  if (op == UG_BINARY_OP_POW) return pow(a, b);
+  if (d == UG_DTYPE_F64) {
+    switch (op) {
+    case UG_BINARY_OP_ADD: return a + b;
+    case UG_BINARY_OP_SUB: return a - b;
+    case UG_BINARY_OP_MUL: return a * b;
+    default: return a / b;
+    }
+  }
+  float fa = (float)a, fb = (float)b, r;
+  switch (op) {
+  case UG_BINARY_OP_ADD: r = fa + fb; break;
+  case UG_BINARY_OP_SUB: r = fa - fb; break;
+  case UG_BINARY_OP_MUL: r = fa * fb; break;
+  default: r = fa / fb; break;
+  }
+  return round_to(d, r);
+}
+
+/* Every ug_binary_op of a (r x c) and b (c), broadcast along the rows. */
+static void check_binary_ops(ug_context *ctx, uint32_t d) {
+  for (uint32_t op = 0; op <= (uint32_t)UG_BINARY_OP_POW; op++) {
+    size_t r = rand_len(1, 12), c = rand_len(1, 40);
+    int pw = op == UG_BINARY_OP_POW, dv = op == UG_BINARY_OP_DIV;
+    void *ha = random_buf(d, r * c, pw ? 0.1 : -4, 4);
+    void *hb = random_buf(d, c, pw ? -3 : dv ? 0.25 : -4, pw ? 3 : 4);
+    if (dv)
+      for (size_t j = 0; j < c; j += 2) set_elem(d, hb, j, -get_elem(d, hb, j));
+    ug_array *a = upload_2d(ctx, d, ha, r, c), *b = upload(ctx, d, hb, c), *out = NULL;
+    size_t shape[2] = {r, c};
+    OK(ug_array_zeros_nd(ctx, d, shape, 2, &out));
+    OK(ug_op_binary(NULL, op, a, b, out));
+    void *got = download(out, d, r * c);
+    int exact = !pw && !(dv && g_backend != UG_BACKEND_CPU);
+    size_t bad = 0;
+    for (size_t i = 0; i < r; i++)
+      for (size_t j = 0; j < c; j++) {
+        double av = get_elem(d, ha, i * c + j), bv = get_elem(d, hb, j);
+        double g = get_elem(d, got, i * c + j), want = ref_binary(d, op, av, bv);
+        int ok = exact ? g == want : math_close(d, g, want, 0);
+        if (!ok && bad++ < 3)
+          printf("FAIL binary op %u on %s: %.17g, %.17g gave %.17g, want %.17g\n", op,
+                 DTYPE_NAMES[d], av, bv, g, want);
+      }
+    CHECK(bad == 0);
+    free(ha), free(hb), free(got);
+    ug_array_free(a), ug_array_free(b), ug_array_free(out);
+  }
+}
+
+/* Every ug_compare_op of a (r x c) and b (c) with ties and a NaN, then
+ * where(mask, a, b2) with b2 (r x 1) broadcast along the columns. */
+static void check_compare_where(ug_context *ctx, uint32_t d) {
+  size_t r = rand_len(2, 12), c = rand_len(1, 40);
+  void *ha = random_buf(d, r * c, -4, 4), *hb = random_buf(d, c, -4, 4);
+  for (size_t j = 0; j < c; j += 2) set_elem(d, hb, j, get_elem(d, ha, j)); /* ties in row 0 */
+  set_elem(d, ha, r * c - 1, NAN);
+  void *hb2 = random_buf(d, r, -4, 4);
+  ug_array *a = upload_2d(ctx, d, ha, r, c), *b = upload(ctx, d, hb, c);
+  ug_array *b2 = upload_2d(ctx, d, hb2, r, 1);
+  ug_array *mask = NULL, *out = NULL;
+  size_t shape[2] = {r, c};
+  OK(ug_array_zeros_nd(ctx, UG_DTYPE_U8, shape, 2, &mask));
+  OK(ug_array_zeros_nd(ctx, d, shape, 2, &out));
+  for (uint32_t op = 0; op <= (uint32_t)UG_COMPARE_OP_NE; op++) {
+    OK(ug_op_compare(NULL, op, a, b, mask));
+    uint8_t *m = (uint8_t *)download(mask, UG_DTYPE_U8, r * c);
+    size_t bad = 0;
+    for (size_t i = 0; i < r; i++)
+      for (size_t j = 0; j < c; j++) {
+        double av = get_elem(d, ha, i * c + j), bv = get_elem(d, hb, j);
+        int want;
+        switch (op) {
+        case UG_COMPARE_OP_LT: want = av < bv; break;
+        case UG_COMPARE_OP_LE: want = av <= bv; break;
+        case UG_COMPARE_OP_GT: want = av > bv; break;
+        case UG_COMPARE_OP_GE: want = av >= bv; break;
+        case UG_COMPARE_OP_EQ: want = av == bv; break;
+        default: want = av != bv; break;
+        }
+        if (m[i * c + j] != want && bad++ < 3)
+          printf("FAIL compare op %u on %s: %g, %g gave %u\n", op, DTYPE_NAMES[d], av, bv,
+                 m[i * c + j]);
+      }
+    CHECK(bad == 0);
+    if (op == UG_COMPARE_OP_GT) {
+      OK(ug_op_where(NULL, mask, a, b2, out));
+      void *got = download(out, d, r * c);
+      bad = 0;
+      for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++) {
+          double want = m[i * c + j] ? get_elem(d, ha, i * c + j) : get_elem(d, hb2, i);
+          double g = get_elem(d, got, i * c + j);
+          if (!(g == want || (isnan(g) && isnan(want)))) bad++;
+        }
+      CHECK(bad == 0);
+      free(got);
+    }
+    free(m);
+  }
+  free(ha), free(hb), free(hb2);
+  ug_array_free(a), ug_array_free(b), ug_array_free(b2), ug_array_free(mask), ug_array_free(out);
+}
+
+/* The errors of the element-wise ops: each leaves `out` as it was. */
+static void check_math_errors(ug_context *ctx) {
+  size_t n = rand_len(2, 50);
+  float *h = (float *)random_buf(UG_DTYPE_F32, n, -4, 4);
+  ug_array *x = upload(ctx, UG_DTYPE_F32, h, n), *out = upload(ctx, UG_DTYPE_F32, h, n);
+  ug_array *x64 = NULL, *xi = NULL, *mask = NULL, *longer = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F64, n, &x64));
+  OK(ug_array_zeros(ctx, UG_DTYPE_I32, n, &xi));
+  OK(ug_array_zeros(ctx, UG_DTYPE_U8, n, &mask));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n + 1, &longer));
+  EXPECT(ug_op_unary(NULL, 16, x, out), UG_INVALID_ARGUMENT);
+  ERROR_HAS("ug_unary_op");
+  EXPECT(ug_op_binary(NULL, 7, x, x, out), UG_INVALID_ARGUMENT);
+  ERROR_HAS("ug_binary_op");
+  EXPECT(ug_op_compare(NULL, 6, x, x, mask), UG_INVALID_ARGUMENT);
+  ERROR_HAS("ug_compare_op");
+  EXPECT(ug_op_unary(NULL, UG_UNARY_OP_EXP, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_unary(NULL, UG_UNARY_OP_EXP, x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_binary(NULL, UG_BINARY_OP_DIV, x, NULL, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_compare(NULL, UG_COMPARE_OP_LT, x, x, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_where(NULL, NULL, x, x, out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_clamp(NULL, NULL, ug_scalar_f32(0), ug_scalar_f32(1), out), UG_NULL_ARGUMENT);
+  EXPECT(ug_op_pow_scalar(NULL, x, ug_scalar_f32(2), NULL), UG_NULL_ARGUMENT);
+  /* Integers are not taken by the math ops. */
+  EXPECT(ug_op_unary(NULL, UG_UNARY_OP_NEG, xi, xi), UG_UNSUPPORTED);
+  /* Every operand, scalars included, has the first one's dtype. */
+  EXPECT(ug_op_binary(NULL, UG_BINARY_OP_DIV, x, x64, out), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_unary(NULL, UG_UNARY_OP_SIN, x, x64), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_clamp(NULL, x, ug_scalar_f64(0), ug_scalar_f64(1), out), UG_DTYPE_MISMATCH);
+  EXPECT(ug_op_pow_scalar(NULL, x, ug_scalar_i32(2), out), UG_DTYPE_MISMATCH);
+  ug_scalar bad_scalar = ug_scalar_f32(1);
+  bad_scalar.dtype = 77;
+  EXPECT(ug_op_clamp(NULL, x, ug_scalar_f32(0), bad_scalar, out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_op_compare(NULL, UG_COMPARE_OP_EQ, x, x, out), UG_DTYPE_MISMATCH); /* f32 mask */
+  EXPECT(ug_op_where(NULL, x, x, x, out), UG_DTYPE_MISMATCH);                  /* f32 mask */
+  /* Shapes that do not broadcast: both named. */
+  EXPECT(ug_op_binary(NULL, UG_BINARY_OP_MAXIMUM, x, longer, out), UG_SIZE_MISMATCH);
+  char want[64];
+  snprintf(want, sizeof want, "[%zu]", n + 1);
+  ERROR_HAS(want);
+  EXPECT(ug_op_where(NULL, mask, x, longer, out), UG_SIZE_MISMATCH);
+  EXPECT(ug_op_unary(NULL, UG_UNARY_OP_COS, longer, out), UG_SIZE_MISMATCH);
+  float *after = (float *)download(out, UG_DTYPE_F32, n);
+  CHECK(memcmp(after, h, n * sizeof(float)) == 0);
+  /* In place: out may be an input. */
+  OK(ug_op_binary(NULL, UG_BINARY_OP_MINIMUM, out, x, out));
+  OK(ug_op_unary(NULL, UG_UNARY_OP_NEG, out, out));
+  float *neg = (float *)download(out, UG_DTYPE_F32, n);
+  int ok = 1;
+  for (size_t i = 0; i < n; i++) ok &= neg[i] == -h[i];
+  CHECK(ok);
+  free(h), free(after), free(neg);
+  ug_array *all[] = {x, out, x64, xi, mask, longer};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ug_array_free(all[i]);
+}
+
+static void test_math_ops(ug_context *ctx) {
+  for (size_t k = 0; k < 4; k++) {
+    uint32_t d = FLOAT_DTYPES[k];
+    check_unary_ops(ctx, d);
+    check_binary_ops(ctx, d);
+    check_compare_where(ctx, d);
+  }
+  check_math_errors(ctx);
+}
+
+/* `v` cast to dtype `to` by the library's rule (Rust's `as`): toward zero
+ * and saturating for integers, NaN to 0; f16/bf16 through f32. Only for
+ * values a double holds exactly. */
+static double cast_ref(uint32_t to, double v) {
+  switch (to) {
+  case UG_DTYPE_F64: return v;
+  case UG_DTYPE_F32: return (double)(float)v;
+  case UG_DTYPE_F16:
+  case UG_DTYPE_BF16: return isnan(v) ? v : round_to(to, (double)(float)v);
+  default: break;
+  }
+  if (isnan(v)) return 0;
+  double lo, hi;
+  switch (to) {
+  case UG_DTYPE_I32: lo = -2147483648.0, hi = 2147483647.0; break;
+  case UG_DTYPE_U32: lo = 0, hi = 4294967295.0; break;
+  case UG_DTYPE_I64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  case UG_DTYPE_U64: lo = 0, hi = 18446744073709551615.0; break;
+  default: lo = 0, hi = 255; break;
+  }
+  return fmin(fmax(trunc(v), lo), hi);
+}
+
+/* An integer value wrapped into dtype `to` (two's complement). */
+static double wrap_ref(uint32_t to, int64_t v) {
+  switch (to) {
+  case UG_DTYPE_I32: return (double)(int32_t)(uint32_t)v;
+  case UG_DTYPE_U32: return (double)(uint32_t)v;
+  case UG_DTYPE_I64: return (double)v;
+  case UG_DTYPE_U64: return (double)(uint64_t)v;
+  case UG_DTYPE_U8: return (double)(uint8_t)v;
+  default: return cast_ref(to, (double)v);
+  }
+}
+
+/* astype between every pair of dtypes, from a reversed view. */
+static void check_astype(ug_context *ctx) {
+  for (size_t fi = 0; fi < 9; fi++)
+    for (size_t ti = 0; ti < 9; ti++) {
+      uint32_t from = ALL_DTYPES[fi], to = ALL_DTYPES[ti];
+      size_t n = rand_len(4, 40);
+      void *h = random_buf(from, n, -300, 300);
+      if (is_float(from)) set_elem(from, h, 0, NAN);
+      /* Integers that wrap in the narrower types (exact in a double). */
+      if (from == UG_DTYPE_I32 || from == UG_DTYPE_I64) {
+        set_elem(from, h, 1, -1);
+        set_elem(from, h, 2, -129);
+        set_elem(from, h, 3, from == UG_DTYPE_I64 ? -5000000300.0 : 300);
+      }
+      if (from == UG_DTYPE_U32 || from == UG_DTYPE_U64)
+        set_elem(from, h, 1, from == UG_DTYPE_U64 ? 1099511627776.0 + 300 : 4000000000.0);
+      ug_array *x = upload(ctx, from, h, n), *rev = NULL, *y = NULL;
+      OK(ug_array_slice(x, 0, 0, n, -1, &rev));
+      OK(ug_array_astype(rev, to, &y));
+      size_t len = 0;
+      uint32_t dt = 99;
+      OK(ug_array_len(y, &len));
+      OK(ug_array_dtype(y, (ug_dtype *)&dt));
+      CHECK(len == n && dt == to);
+      void *got = download(y, to, n);
+      size_t bad = 0;
+      for (size_t i = 0; i < n; i++) {
+        double v = get_elem(from, h, n - 1 - i), g = get_elem(to, got, i);
+        double want = is_float(from) ? cast_ref(to, v) : wrap_ref(to, (int64_t)v);
+        if (!(g == want || (isnan(g) && isnan(want))) && bad++ < 3)
+          printf("FAIL astype %s -> %s: %.17g gave %.17g, want %.17g\n", DTYPE_NAMES[from],
+                 DTYPE_NAMES[to], v, g, want);
+      }
+      CHECK(bad == 0);
+      free(h), free(got);
+      ug_array_free(x), ug_array_free(rev), ug_array_free(y);
+    }
+}
+
+/* Downloads `a` and checks its shape is `shape` (ndim axes) and its dtype d. */
+static void *download_shaped(const ug_array *a, uint32_t d, const size_t *shape, size_t ndim) {
+  size_t got_ndim = 99, got[4] = {0, 0, 0, 0}, n = 1;
+  uint32_t dt = 99;
+  OK(ug_array_ndim(a, &got_ndim));
+  OK(ug_array_shape(a, got, 4));
+  OK(ug_array_dtype(a, (ug_dtype *)&dt));
+  CHECK(got_ndim == ndim && dt == d);
+  for (size_t i = 0; i < ndim; i++) {
+    CHECK(got[i] == shape[i]);
+    n *= shape[i];
+  }
+  return download(a, d, n);
+}
+
+static void test_creators(ug_context *ctx) {
+  for (size_t k = 0; k < 9; k++) {
+    uint32_t d = ALL_DTYPES[k];
+    size_t shape[3] = {2, rand_len(1, 7), rand_len(0, 9)}, n = shape[0] * shape[1] * shape[2];
+    double v = is_float(d) ? round_to(d, uniform(-100, 100)) : floor(uniform(0, 200));
+    ug_array *ones = NULL, *full = NULL, *eye = NULL;
+    OK(ug_array_ones(ctx, d, shape, 3, &ones));
+    OK(ug_array_full(ctx, shape, 3, scalar_of(d, v), &full));
+    size_t rows = rand_len(0, 7), cols = rand_len(0, 7);
+    OK(ug_array_eye(ctx, d, rows, cols, &eye));
+    void *ho = download_shaped(ones, d, shape, 3), *hf = download_shaped(full, d, shape, 3);
+    size_t eshape[2] = {rows, cols};
+    void *he = download_shaped(eye, d, eshape, 2);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= get_elem(d, ho, i) == 1 && get_elem(d, hf, i) == v;
+    for (size_t i = 0; i < rows; i++)
+      for (size_t j = 0; j < cols; j++) ok &= get_elem(d, he, i * cols + j) == (i == j);
+    if (!ok) printf("FAIL ones/full/eye of %s\n", DTYPE_NAMES[d]);
+    CHECK(ok);
+
+    /* arange and linspace, computed in double as numpy does, then cast. */
+    double start = floor(uniform(-20, 20)) + (is_float(d) ? uniform(0, 1) : 0);
+    double step = (next_u64() & 1 ? 1 : -1) * uniform(0.25, 3), stop = start + step * uniform(0, 30);
+    ug_array *ar = NULL, *ls = NULL;
+    OK(ug_array_arange(ctx, d, start, stop, step, &ar));
+    double cnt = ceil((stop - start) / step);
+    size_t na = cnt > 0 ? (size_t)cnt : 0, len = 99;
+    OK(ug_array_len(ar, &len));
+    CHECK(len == na);
+    void *ha = download(ar, d, na);
+    double second = start + step, dd = second - start;
+    size_t bad = 0;
+    for (size_t i = 0; i < na; i++) {
+      double x = i == 0 ? start : i == 1 ? second : (double)i * dd + start;
+      if (get_elem(d, ha, i) != cast_ref(d, x) && bad++ < 3)
+        printf("FAIL arange(%.17g, %.17g, %.17g) of %s: [%zu] = %.17g\n", start, stop, step,
+               DTYPE_NAMES[d], i, get_elem(d, ha, i));
+    }
+    CHECK(bad == 0);
+    size_t num = rand_len(1, 60);
+    OK(ug_array_linspace(ctx, d, start, stop, num, &ls));
+    void *hl = download(ls, d, num);
+    double lstep = num > 1 ? (stop - start) / (double)(num - 1) : 0;
+    bad = 0;
+    for (size_t i = 0; i < num; i++) {
+      double x = num > 1 && i == num - 1 ? stop : (double)i * lstep + start;
+      if (!is_float(d)) x = floor(x);
+      if (get_elem(d, hl, i) != cast_ref(d, x) && bad++ < 3)
+        printf("FAIL linspace(%.17g, %.17g, %zu) of %s: [%zu] = %.17g\n", start, stop, num,
+               DTYPE_NAMES[d], i, get_elem(d, hl, i));
+    }
+    CHECK(bad == 0);
+
+    /* *_like of a transposed view: new contiguous arrays of its shape. */
+    ug_array *t = NULL, *zl = NULL, *ol = NULL, *fl = NULL, *el = NULL;
+    OK(ug_array_transpose(eye, NULL, 0, &t));
+    OK(ug_array_zeros_like(t, &zl));
+    OK(ug_array_ones_like(t, &ol));
+    OK(ug_array_full_like(t, scalar_of(d, v), &fl));
+    OK(ug_array_empty_like(t, &el));
+    size_t tshape[2] = {cols, rows};
+    void *hz = download_shaped(zl, d, tshape, 2), *hol = download_shaped(ol, d, tshape, 2);
+    void *hfl = download_shaped(fl, d, tshape, 2), *hel = download_shaped(el, d, tshape, 2);
+    int contiguous = 0;
+    OK(ug_array_is_contiguous(el, &contiguous));
+    CHECK(contiguous == 1);
+    ok = 1;
+    for (size_t i = 0; i < rows * cols; i++)
+      ok &= get_elem(d, hz, i) == 0 && get_elem(d, hol, i) == 1 && get_elem(d, hfl, i) == v;
+    CHECK(ok);
+    free(ho), free(hf), free(he), free(ha), free(hl), free(hz), free(hol), free(hfl), free(hel);
+    ug_array *all[] = {ones, full, eye, ar, ls, t, zl, ol, fl, el};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) ug_array_free(all[i]);
+  }
+
+  /* A 0-d array (ndim 0, shape NULL) of one element. */
+  ug_array *scalar = NULL;
+  OK(ug_array_ones(ctx, UG_DTYPE_F64, NULL, 0, &scalar));
+  double one = 0;
+  OK(ug_array_download(scalar, &one, sizeof one));
+  CHECK(one == 1.0);
+
+  /* Errors: each leaves the out-parameter as it was. */
+  ug_array *out = (ug_array *)SENTINEL;
+  size_t shape[2] = {3, 4};
+  EXPECT(ug_array_ones(NULL, UG_DTYPE_F32, shape, 2, &out), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_ones(ctx, UG_DTYPE_F32, NULL, 2, &out), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_ones(ctx, 9, shape, 2, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_ones(ctx, UG_DTYPE_F32, shape, 2, NULL), UG_NULL_ARGUMENT);
+  size_t huge[2] = {SIZE_MAX / 2, 4};
+  EXPECT(ug_array_ones(ctx, UG_DTYPE_F32, huge, 2, &out), UG_INVALID_ARGUMENT);
+  ug_scalar bad_scalar = ug_scalar_f32(1);
+  bad_scalar.dtype = 42;
+  EXPECT(ug_array_full(ctx, shape, 2, bad_scalar, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_arange(ctx, UG_DTYPE_F32, 0, 10, 0, &out), UG_KERNEL_ARGS);
+  ERROR_HAS("step");
+  EXPECT(ug_array_arange(ctx, UG_DTYPE_F32, NAN, 10, 1, &out), UG_KERNEL_ARGS);
+  EXPECT(ug_array_linspace(ctx, UG_DTYPE_F64, 0, INFINITY, 5, &out), UG_KERNEL_ARGS);
+  EXPECT(ug_array_linspace(ctx, 12, 0, 1, 5, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_eye(ctx, UG_DTYPE_F32, SIZE_MAX, 2, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_zeros_like(NULL, &out), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_ones_like(scalar, NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_empty_like(NULL, &out), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_full_like(scalar, ug_scalar_f32(2), &out), UG_DTYPE_MISMATCH);
+  ERROR_HAS("f32");
+  EXPECT(ug_array_astype(scalar, 9, &out), UG_INVALID_ARGUMENT);
+  EXPECT(ug_array_astype(NULL, UG_DTYPE_F32, &out), UG_NULL_ARGUMENT);
+  EXPECT(ug_array_astype(scalar, UG_DTYPE_F32, NULL), UG_NULL_ARGUMENT);
+  CHECK(out == SENTINEL);
+  ug_array_free(scalar);
+
+  check_astype(ctx);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -2594,6 +3071,8 @@ int main(int argc, char **argv) {
     test_arrays(ctx);
     test_shapes(ctx);
     test_reductions_and_random(ctx);
+    test_math_ops(ctx);
+    test_creators(ctx);
     test_streams(ctx);
     test_graphs(ctx);
     test_kernels(ctx);

@@ -45,6 +45,7 @@
 pub mod array;
 pub mod context;
 pub mod cpu_kernel;
+pub mod create;
 pub mod dlpack;
 pub mod event;
 pub mod graph;
@@ -64,6 +65,7 @@ pub mod unified;
 pub use array::*;
 pub use context::*;
 pub use cpu_kernel::*;
+pub use create::*;
 pub use dlpack::*;
 pub use event::*;
 pub use graph::*;

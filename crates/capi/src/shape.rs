@@ -20,7 +20,7 @@ use crate::types::dtype_arg;
 /// # Safety
 ///
 /// `shape` is NULL or valid for reads of `ndim` `size_t`s.
-unsafe fn shape_arg(shape: *const usize, ndim: usize, what: &str) -> Result<Vec<usize>> {
+pub(crate) unsafe fn shape_arg(shape: *const usize, ndim: usize, what: &str) -> Result<Vec<usize>> {
     // SAFETY: the caller's promise.
     let dims = unsafe { runtime::slice_arg::<_, usize>(shape, ndim, what) }?;
     Ok(dims.to_vec())
@@ -85,7 +85,7 @@ pub unsafe extern "C" fn ug_array_zeros_nd(
     })
 }
 
-fn unigpu_core_count(shape: &[usize]) -> Result<usize> {
+pub(crate) fn unigpu_core_count(shape: &[usize]) -> Result<usize> {
     shape
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))

@@ -7,8 +7,9 @@
 use unigpu_core::{IntoShape, Layout};
 
 use crate::cast::cast_host;
+use crate::element::with_dtype;
 use crate::kernel::{Arg, Grid, Scalar};
-use crate::{Context, Element, Error, GpuArray, Result};
+use crate::{AnyArray, Context, DType, Element, Error, GpuArray, Result};
 
 /// `out[i] = i * step + start` in f64 (one multiply, one add, each
 /// rounded to nearest even; never fused on a backend that forbids
@@ -215,6 +216,56 @@ impl<T: Element> GpuArray<T> {
     /// `value` (numpy's `full_like`).
     pub fn full_like(&self, value: T) -> Result<GpuArray<T>> {
         self.ctx.full::<T>(self.shape(), value)
+    }
+}
+
+/// The creators with the element type chosen at run time, for the
+/// bindings (the C API's `ug_array_full` ..., Python's `Context.full` ...),
+/// so both make the same arrays with the same errors.
+impl AnyArray {
+    /// [`Context::full`] of `value`'s dtype.
+    pub fn full(ctx: &Context, shape: impl IntoShape, value: Scalar) -> Result<AnyArray> {
+        with_dtype!(value.dtype(), T => {
+            // Never None: `T` is the scalar's own dtype.
+            let v = value.get::<T>().ok_or(Error::DTypeMismatch {
+                what: "full",
+                expected: T::DTYPE,
+                actual: value.dtype(),
+            })?;
+            ctx.full::<T>(shape, v).map(AnyArray::from)
+        })
+    }
+
+    /// [`Context::ones`] of `dtype`.
+    pub fn ones(ctx: &Context, dtype: DType, shape: impl IntoShape) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.ones::<T>(shape).map(AnyArray::from))
+    }
+
+    /// [`Context::eye_rect`] of `dtype`.
+    pub fn eye(ctx: &Context, dtype: DType, rows: usize, cols: usize) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.eye_rect::<T>(rows, cols).map(AnyArray::from))
+    }
+
+    /// [`Context::arange`] of `dtype`.
+    pub fn arange(
+        ctx: &Context,
+        dtype: DType,
+        start: f64,
+        stop: f64,
+        step: f64,
+    ) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.arange::<T>(start, stop, step).map(AnyArray::from))
+    }
+
+    /// [`Context::linspace`] of `dtype`.
+    pub fn linspace(
+        ctx: &Context,
+        dtype: DType,
+        start: f64,
+        stop: f64,
+        num: usize,
+    ) -> Result<AnyArray> {
+        with_dtype!(dtype, T => ctx.linspace::<T>(start, stop, num).map(AnyArray::from))
     }
 }
 
