@@ -43,6 +43,7 @@
 //! include/ug_torch.h and include/ug_cuda_rt.h).
 
 pub mod array;
+pub mod comm;
 pub mod context;
 pub mod cpu_kernel;
 pub mod dlpack;
@@ -53,6 +54,7 @@ pub mod kernel;
 mod locks;
 pub mod ops;
 pub mod pinned;
+pub mod precompiled;
 pub mod random;
 pub mod shape;
 pub mod status;
@@ -62,6 +64,7 @@ pub mod types;
 pub mod unified;
 
 pub use array::*;
+pub use comm::*;
 pub use context::*;
 pub use cpu_kernel::*;
 pub use dlpack::*;
@@ -71,6 +74,7 @@ pub use info::*;
 pub use kernel::*;
 pub use ops::*;
 pub use pinned::*;
+pub use precompiled::*;
 pub use status::{ug_last_error_message, ug_status, ug_status_name, ug_string_free, ug_test_panic};
 pub use stream::*;
 pub use types::*;
