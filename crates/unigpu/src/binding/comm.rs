@@ -27,7 +27,7 @@ fn whole(handles: &[Handle<'_>], names: &[&str]) -> std::result::Result<(), Call
 
 /// The element type every array of the call shares (f32 for a call with
 /// none: the communicator then says how many it needs).
-fn one_dtype<'a>(what: &'static str, mut dtypes: impl Iterator<Item = DType>) -> Result<DType> {
+fn one_dtype(what: &'static str, mut dtypes: impl Iterator<Item = DType>) -> Result<DType> {
     let Some(first) = dtypes.next() else {
         return Ok(DType::F32);
     };
