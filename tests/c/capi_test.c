@@ -2674,6 +2674,12 @@ static void test_precompiled(ug_context *ctx) {
   ug_kernel_decl nope = {"nope", four, 4};
   EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &nope, 1, &m), UG_KERNEL_ARGS);
   ERROR_HAS("the PTX has no such kernel (it has: saxpy)");
+  /* One that agrees (untyped pointers, a signed n): past the checks, the host refuses the code. */
+  ug_param untyped[4] = {ug_param_scalar(UG_DTYPE_F32), ug_param_void_pointer(0),
+                         ug_param_void_pointer(1), ug_param_scalar(UG_DTYPE_I32)};
+  ug_kernel_decl untyped_decl = {"saxpy", untyped, 4};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &untyped_decl, 1, &m),
+         UG_UNSUPPORTED);
   ug_param f64_n[4];
   memcpy(f64_n, four, sizeof four);
   f64_n[3] = ug_param_scalar(UG_DTYPE_F64);
@@ -2764,6 +2770,20 @@ static void test_precompiled(ug_context *ctx) {
   EXPECT(ug_kernel_launch(k, ctx, NULL, &grid, wrong_x, 4), UG_KERNEL_ARGS);
   ERROR_HAS("parameter 1");
   ug_array_free(xi);
+  ug_kernel_free(k);
+  ug_module_free(m);
+
+  /* Untyped pointers take arrays of any dtype; a signed 32-bit n. */
+  OK(ug_module_load(ctx, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &untyped_decl, 1, &m));
+  OK(ug_module_kernel(m, "saxpy", &k));
+  ug_arg signed_n[4] = {args[0], args[1], args[2], ug_arg_scalar(ug_scalar_i32((int32_t)n))};
+  OK(ug_kernel_launch(k, ctx, NULL, &grid, signed_n, 4));
+  OK(ug_context_sync(ctx));
+  float *twice = (float *)download(y, UG_DTYPE_F32, n);
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) off += twice[i] != fmaf(2.0f, host[i], host[i]);
+  CHECK(off == 0);
+  free(twice);
   ug_kernel_free(k);
   ug_module_free(m);
 
