@@ -163,6 +163,18 @@ typedef enum ug_status {
    * exported as asked; the message says why. The tensor was deleted.
    */
   UG_DLPACK = 19,
+  /**
+   * Precompiled code (`ug_module_load`) that is not what its kind says,
+   * is truncated, or has no code this device runs; the message says
+   * which, with the device's architecture.
+   */
+  UG_IMAGE = 20,
+  /**
+   * A collective or a communicator wait that failed in the library that
+   * runs it (NCCL) or passed its deadline; the communicator was aborted
+   * and every later call on it fails.
+   */
+  UG_COLLECTIVE = 21,
 } ug_status;
 
 /**
@@ -369,6 +381,81 @@ typedef enum ug_compare_op {
 } ug_compare_op;
 
 /**
+ * The kind of precompiled code `ug_module_load` takes. Inputs are
+ * `uint32_t` holding one of these values.
+ */
+typedef enum ug_image_kind {
+  /**
+   * PTX text (`nvcc -ptx`), compiled for the device by the driver; its
+   * kernels' parameter lists are read from it. cuda and torch contexts.
+   */
+  UG_IMAGE_KIND_PTX = 0,
+  /**
+   * A CUBIN (`nvcc -cubin`): machine code for one architecture. cuda and
+   * torch contexts.
+   */
+  UG_IMAGE_KIND_CUBIN = 1,
+  /**
+   * A fatbin (`nvcc -fatbin`): machine code for several architectures,
+   * and PTX. cuda and torch contexts.
+   */
+  UG_IMAGE_KIND_FATBIN = 2,
+  /**
+   * A SPIR-V compute shader module (little-endian words, from `glslc`
+   * or `slangc`); a kernel's parameters are its bindings. Vulkan
+   * contexts.
+   */
+  UG_IMAGE_KIND_SPIRV = 3,
+} ug_image_kind;
+
+/**
+ * What one declared kernel parameter is. Inputs are `uint32_t` holding
+ * one of these values.
+ */
+typedef enum ug_param_kind {
+  /**
+   * A value of `ug_param.dtype`.
+   */
+  UG_PARAM_KIND_SCALAR = 0,
+  /**
+   * A pointer to elements of `ug_param.dtype` (`T*` when
+   * `ug_param.writable`, else `const T*`): an array argument.
+   */
+  UG_PARAM_KIND_POINTER = 1,
+  /**
+   * An untyped pointer (`void*`, `const void*`): an array of any dtype.
+   */
+  UG_PARAM_KIND_VOID_POINTER = 2,
+  /**
+   * An integer of `ug_param.bytes` bytes whose sign is not said (PTX's
+   * `.u32` for `int` and `unsigned` alike): an integer scalar of that
+   * width; at 8 bytes an array too.
+   */
+  UG_PARAM_KIND_INTEGER = 3,
+  /**
+   * `ug_param.bytes` bytes of a type not said (a struct by value, a
+   * CUBIN's parameter known by its size): a scalar of that width; at 8
+   * bytes an array too.
+   */
+  UG_PARAM_KIND_BYTES = 4,
+} ug_param_kind;
+
+/**
+ * The element-wise reduction of a collective. Inputs are `uint32_t`
+ * holding one of these values.
+ */
+typedef enum ug_reduce_op {
+  UG_REDUCE_OP_SUM = 0,
+  UG_REDUCE_OP_MAX = 1,
+  UG_REDUCE_OP_MIN = 2,
+  /**
+   * The sum divided by the number of ranks (integers divide the integer
+   * sum, as NCCL does).
+   */
+  UG_REDUCE_OP_AVG = 3,
+} ug_reduce_op;
+
+/**
  * An array on a context's device. Thread-safe: calls that read it may run
  * at once from many threads; a call that writes it waits for them.
  *
@@ -377,6 +464,13 @@ typedef enum ug_compare_op {
  * queued on a stream, a DLPack export).
  */
 typedef struct ug_array ug_array;
+
+/**
+ * A group of ranks, one per GPU, that run collectives together. Made with
+ * `ug_comm_local`; thread-safe (calls from several threads are taken one
+ * at a time).
+ */
+typedef struct ug_comm ug_comm;
 
 /**
  * A device plus its default stream. Thread-safe: one context may be used
@@ -424,8 +518,9 @@ typedef struct ug_graph ug_graph;
 typedef struct ug_kernel ug_kernel;
 
 /**
- * A compiled program (NVRTC on CUDA, cached in memory and on disk); on the
- * CPU backend, the list of kernels read from the source.
+ * A compiled program (NVRTC on CUDA, cached in memory and on disk; on the
+ * CPU backend, the list of kernels read from the source), or precompiled
+ * code loaded with `ug_module_load`.
  */
 typedef struct ug_module ug_module;
 
@@ -585,6 +680,44 @@ typedef struct ug_arg {
   struct ug_array *array;
 } ug_arg;
 
+/**
+ * One declared kernel parameter; make one with `ug_param_scalar`,
+ * `ug_param_pointer`, `ug_param_void_pointer`, `ug_param_integer` or
+ * `ug_param_bytes`.
+ */
+typedef struct ug_param {
+  /**
+   * A `ug_param_kind` value.
+   */
+  uint32_t kind;
+  /**
+   * `UG_PARAM_KIND_SCALAR` and `_POINTER`: a `ug_dtype` value.
+   */
+  uint32_t dtype;
+  /**
+   * `UG_PARAM_KIND_POINTER` and `_VOID_POINTER`: nonzero when the kernel
+   * writes through it.
+   */
+  uint32_t writable;
+  /**
+   * `UG_PARAM_KIND_INTEGER` and `_BYTES`: the width in bytes.
+   */
+  size_t bytes;
+} ug_param;
+
+/**
+ * The parameters of one kernel of precompiled code, by its name (its
+ * symbol in CUDA code, its entry point in SPIR-V).
+ */
+typedef struct ug_kernel_decl {
+  const char *name;
+  /**
+   * `n_params` parameters, in order; NULL when `n_params` is 0.
+   */
+  const struct ug_param *params;
+  size_t n_params;
+} ug_kernel_decl;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -715,6 +848,145 @@ enum ug_status ug_array_context(const struct ug_array *array, struct ug_context 
  * in use by another thread.
  */
 void ug_array_free(struct ug_array *array);
+
+/**
+ * A communicator of every rank in this process, one per context: rank i
+ * is `contexts[i]`, each on its own GPU, all of one backend. Only cuda
+ * contexts have collectives (NCCL, loaded at run time): on other backends,
+ * and on a machine without libnccl, `UG_UNSUPPORTED` with a message saying
+ * what to do (or which library was looked for).
+ * Contexts of different backends are `UG_CONTEXT_MISMATCH`; none is
+ * `UG_SIZE_MISMATCH`.
+ *
+ * # Safety
+ *
+ * `contexts` is NULL (with `n` 0) or valid for reads of `n` pointers,
+ * each NULL or a live context; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_comm_local(const struct ug_context *const *contexts, size_t n, struct ug_comm **out);
+
+/**
+ * Frees a communicator. NULL is a no-op. Collectives already enqueued
+ * still run; wait for them first (`ug_comm_wait`).
+ *
+ * # Safety
+ *
+ * `comm` is NULL or a communicator from this library, not freed before
+ * and not in use by another thread.
+ */
+void ug_comm_free(struct ug_comm *comm);
+
+/**
+ * The number of ranks of the communicator, over every process.
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live; `out` is NULL or valid for writes.
+ */
+enum ug_status ug_comm_world_size(const struct ug_comm *comm, size_t *out);
+
+/**
+ * In place: every array becomes the element-wise reduction (`op`, a
+ * `ug_reduce_op` value) of the arrays of every rank. One array per local
+ * rank (each on its rank's context, in any order), all of one dtype and
+ * length, whole arrays (not views). Enqueued on each context's default
+ * stream after the arrays' pending uses; returns once enqueued: wait with
+ * `ug_comm_wait` (a context sync has no deadline).
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live; `arrays` is NULL (with `n` 0) or valid for
+ * reads of `n` pointers, each NULL or a live array.
+ */
+enum ug_status ug_comm_all_reduce(const struct ug_comm *comm, struct ug_array *const *arrays, size_t n, uint32_t op);
+
+/**
+ * In place: every array becomes rank `root`'s. One array per local rank,
+ * as `ug_comm_all_reduce`.
+ *
+ * # Safety
+ *
+ * As `ug_comm_all_reduce`.
+ */
+enum ug_status ug_comm_broadcast(const struct ug_comm *comm, struct ug_array *const *arrays, size_t n, size_t root);
+
+/**
+ * `recv` (one per local rank) gets the reduction (`op`) of every rank's
+ * `send`; all one dtype and length. An array in both lists is sent from a
+ * copy taken first.
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live; `send` and `recv` are NULL (with `n` 0) or
+ * valid for reads of `n` pointers, each NULL or a live array.
+ */
+enum ug_status ug_comm_all_reduce_into(const struct ug_comm *comm, const struct ug_array *const *send, struct ug_array *const *recv, size_t n, uint32_t op);
+
+/**
+ * Every rank's `send` (m elements), concatenated in rank order, into
+ * every `recv` (m × world size elements). One of each per local rank.
+ *
+ * # Safety
+ *
+ * As `ug_comm_all_reduce_into`.
+ */
+enum ug_status ug_comm_all_gather(const struct ug_comm *comm, const struct ug_array *const *send, struct ug_array *const *recv, size_t n);
+
+/**
+ * The reduction (`op`) of every rank's `send` (m × world size elements),
+ * of which rank r's `recv` gets the r-th block of m. One of each per
+ * local rank.
+ *
+ * # Safety
+ *
+ * As `ug_comm_all_reduce_into`.
+ */
+enum ug_status ug_comm_reduce_scatter(const struct ug_comm *comm, const struct ug_array *const *send, struct ug_array *const *recv, size_t n, uint32_t op);
+
+/**
+ * Sends `sends[i]` to rank `to[i]` and receives into `recvs[j]` from rank
+ * `from[j]`, all in one call (where both ends are ranks of this process
+ * the pair must be in one call: each waits for the other). Arrays of one
+ * dtype; a send and its receive of one length.
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live; `sends` and `to` are NULL (with `n_sends` 0) or
+ * valid for reads of `n_sends` values, each array NULL or live; likewise
+ * `recvs` and `from` with `n_recvs`.
+ */
+enum ug_status ug_comm_send_recv(const struct ug_comm *comm, const struct ug_array *const *sends, const size_t *to, size_t n_sends, struct ug_array *const *recvs, const size_t *from, size_t n_recvs);
+
+/**
+ * Blocks until the collectives enqueued so far have finished, for at most
+ * the communicator's deadline (two minutes); past it the communicator is aborted and the status is
+ * `UG_COLLECTIVE`.
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live.
+ */
+enum ug_status ug_comm_wait(const struct ug_comm *comm);
+
+/**
+ * `ug_comm_wait` with its own deadline, in milliseconds.
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live.
+ */
+enum ug_status ug_comm_wait_timeout(const struct ug_comm *comm, uint64_t timeout_ms);
+
+/**
+ * Gives up: stops the pending collectives; every later call on the
+ * communicator fails (`UG_COLLECTIVE`). For a program that knows a peer
+ * is gone.
+ *
+ * # Safety
+ *
+ * `comm` is NULL or live.
+ */
+enum ug_status ug_comm_abort(const struct ug_comm *comm);
 
 /**
  * The context a program gets when it does not choose: the config file
@@ -1327,7 +1599,10 @@ enum ug_status ug_module_compile(const struct ug_context *ctx, const char *sourc
 enum ug_status ug_module_compile_with(const struct ug_context *ctx, const char *source, const char *const *options, size_t n_options, struct ug_module **out);
 
 /**
- * The kernel called `name` (its source name) in `module`.
+ * The kernel called `name` in `module`: its source name in compiled
+ * source; in precompiled CUDA code its symbol (the mangled `_Z...` name
+ * unless the kernel is `extern "C"`); in SPIR-V its entry point (or the
+ * module's only one).
  * `UG_KERNEL_ARGS` naming the kernels found when there is none.
  *
  * # Safety
@@ -1667,6 +1942,59 @@ enum ug_status ug_stream_download_pinned(const struct ug_stream *stream, const s
  * and not in use by another thread.
  */
 void ug_pinned_free(struct ug_pinned *pinned);
+
+/**
+ * A value parameter of `dtype` (a `ug_dtype` value).
+ */
+struct ug_param ug_param_scalar(uint32_t dtype);
+
+/**
+ * A pointer parameter: `T*` (written) when `writable` is nonzero, else
+ * `const T*`; `dtype` is `T`'s `ug_dtype` value.
+ */
+struct ug_param ug_param_pointer(uint32_t dtype, uint32_t writable);
+
+/**
+ * `void*` (written) when `writable` is nonzero, else `const void*`.
+ */
+struct ug_param ug_param_void_pointer(uint32_t writable);
+
+/**
+ * An integer of `bytes` bytes, sign unsaid.
+ */
+struct ug_param ug_param_integer(size_t bytes);
+
+/**
+ * `bytes` bytes of a type unsaid.
+ */
+struct ug_param ug_param_bytes(size_t bytes);
+
+/**
+ * Loads `size_bytes` bytes of precompiled code of `kind` (a
+ * `ug_image_kind` value) on `ctx`'s device as a module, whose kernels
+ * (`ug_module_kernel`) launch with `ug_kernel_launch`, each launch checked
+ * against the kernel's parameters: those declared in `decls` (checked
+ * against the code here; `n_decls` may be 0 with `decls` NULL), else read
+ * from the code (PTX's parameter lists; a CUBIN's or fatbin's parameter
+ * sizes, CUDA 12.4 drivers and later; a SPIR-V shader's bindings).
+ *
+ * CUDA code (PTX, CUBIN, fatbin) loads on cuda and torch contexts, SPIR-V
+ * on vulkan ones; anywhere else `UG_UNSUPPORTED`, the message saying what
+ * to give the kernel instead. Code that is not what `kind` says, is
+ * truncated, or has nothing this device runs (no machine code for its
+ * architecture, PTX newer than the driver) is `UG_IMAGE` for CUDA code
+ * and `UG_COMPILE` for SPIR-V; a declaration that disagrees with the code
+ * is `UG_KERNEL_ARGS` naming the kernel and the parameter.
+ *
+ * # Safety
+ *
+ * `ctx` is NULL or a live context; `bytes` is NULL or valid for reads of
+ * `size_bytes` bytes; `decls` is NULL (with `n_decls` 0) or valid for
+ * reads of `n_decls` declarations, each with a NULL or NUL-terminated
+ * `name` and `params` NULL or valid for reads of `n_params`; `out` is NULL
+ * or valid for writes.
+ */
+enum ug_status ug_module_load(const struct ug_context *ctx, const void *bytes, size_t size_bytes, uint32_t kind, const struct ug_kernel_decl *decls, size_t n_decls, struct ug_module **out);
 
 /**
  * A generator of `seed` at offset 0, into `out`.

@@ -315,6 +315,43 @@ pub(crate) fn scalar_as(
     }
 }
 
+/// A kernel argument for a parameter known only by its width (`bytes`;
+/// precompiled code's `Integer` and `Bytes` kinds): a numpy scalar keeps
+/// its dtype; a Python float is the float of that width (f16, f32, f64); a
+/// Python int the integer of that width, signed when negative (u8, i32 or
+/// u32, i64 or u64). Anything else as [`scalar_untyped`].
+pub(crate) fn scalar_sized(
+    bytes: usize,
+    obj: &Bound<'_, PyAny>,
+    what: &dyn Fn() -> String,
+) -> PyResult<Scalar> {
+    if obj.is_instance_of::<PyBool>() || is_numpy_scalar(obj)? {
+        return scalar_untyped(obj, what);
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        let d = match bytes {
+            2 => DType::F16,
+            4 => DType::F32,
+            8 => DType::F64,
+            _ => return scalar_untyped(obj, what),
+        };
+        return scalar_as(d, obj, what);
+    }
+    if obj.is_instance_of::<PyInt>() {
+        let negative = obj.lt(0)?;
+        let d = match (bytes, negative) {
+            (1, false) => DType::U8,
+            (4, true) => DType::I32,
+            (4, false) => DType::U32,
+            (8, true) => DType::I64,
+            (8, false) => DType::U64,
+            _ => return scalar_untyped(obj, what),
+        };
+        return int_scalar(d, obj, what);
+    }
+    scalar_untyped(obj, what)
+}
+
 /// A kernel argument with no declared type: numpy scalars keep their
 /// dtype; Python numbers become what numpy would make of them (int → i64,
 /// float → f64, bool → u8).

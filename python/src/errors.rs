@@ -66,6 +66,14 @@ const CLASSES: &[(&str, &str)] = &[
         "DlpackError",
         "A DLPack tensor that cannot be imported, or an array that cannot be exported as asked.",
     ),
+    (
+        "ImageError",
+        "Precompiled code (Module.load) that is not what its kind says, is truncated, or has no code this device runs (attribute `format`).",
+    ),
+    (
+        "CollectiveError",
+        "A collective or a communicator wait that failed in the library that runs it (NCCL) or passed its deadline; the communicator was aborted.",
+    ),
 ];
 
 /// The classes, created once when the module is imported.
@@ -127,6 +135,8 @@ fn class_of(e: &unigpu::Error) -> usize {
         K::Torch => 12,
         K::Driver => 13,
         K::Dlpack => 14,
+        K::Image => 15,
+        K::Collective => 16,
         _ => 0,
     }
 }
@@ -159,6 +169,7 @@ fn set_attrs(py: Python<'_>, value: &Bound<'_, PyAny>, e: &unigpu::Error) -> PyR
         E::Unsupported { backend, .. } => {
             set("backend", backend.name().into_pyobject(py)?.into_any())?
         }
+        E::Image { format, .. } => set("format", format.to_string().into_pyobject(py)?.into_any())?,
         E::SizeMismatch {
             expected, actual, ..
         } => {

@@ -7,28 +7,81 @@ use std::sync::RwLock;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyTuple};
-use unigpu::binding::{self, Operand, View};
+use unigpu::binding::{self, BoundModule, ImageKind, Operand, View};
 use unigpu::kernel::{Origin, ParamKind};
 use unigpu::{
-    AnyArray, Arg, CompileOptions, Context, CpuArgs, DType, Element, Grid, Kernel, Module, Scalar,
-    Stream,
+    AnyArray, Arg, CompileOptions, Context, CpuArgs, DType, Element, Grid, Kernel, Scalar, Stream,
 };
 
 use crate::array::PyArray;
+use crate::context::PyContext;
 use crate::dtype;
 use crate::errors::{call_err, err, kernel_args};
 use crate::pending;
 
-/// Compiled kernels (on the CPU backend: the kernels the source declares).
+/// Compiled kernels (on the CPU backend: the kernels the source declares),
+/// or precompiled code loaded with `Module.load`.
 #[pyclass(frozen, name = "Module", module = "unigpu")]
 #[derive(Debug)]
 pub struct PyModule_ {
-    module: Module,
+    module: BoundModule,
 }
 
 #[pymethods]
 impl PyModule_ {
-    /// The kernel called `name` (its source name).
+    /// Loads precompiled code on `ctx`'s device: `kind` is "ptx", "cubin",
+    /// "fatbin" (cuda and torch contexts) or "spirv" (vulkan); `data` the
+    /// code (bytes, or str for PTX). `declare` maps kernel names to their
+    /// parameters (`["f32", "const f32*", "f32*", "u32"]`, or by width:
+    /// `"32-bit integer"`, `"8-byte value"`), checked against the code
+    /// now; undeclared kernels take what the code says (PTX's lists, a
+    /// CUBIN's parameter sizes, a shader's bindings). CUDA code on another
+    /// backend, or SPIR-V off vulkan, raises `UnsupportedError`; code that
+    /// is not what `kind` says raises `ImageError` (CUDA) or `CompileError`
+    /// (SPIR-V).
+    #[staticmethod]
+    #[pyo3(signature = (ctx, data, kind, declare=None))]
+    fn load(
+        py: Python<'_>,
+        ctx: &Bound<'_, PyContext>,
+        data: &Bound<'_, PyAny>,
+        kind: &str,
+        declare: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    ) -> PyResult<PyModule_> {
+        let kind = ImageKind::from_name(kind).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "Module.load: kind {kind:?} is not one of \"ptx\", \"cubin\", \"fatbin\", \"spirv\""
+            ))
+        })?;
+        let bytes: Vec<u8> = if data.is_instance_of::<pyo3::types::PyString>() {
+            data.extract::<String>()?.into_bytes()
+        } else if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
+            b.as_bytes().to_vec()
+        } else if let Ok(b) = data.cast::<PyByteArray>() {
+            b.to_vec()
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "Module.load: data must be bytes, bytearray or str, got {}",
+                data.get_type().name()?
+            )));
+        };
+        let mut declared = Vec::new();
+        for (name, params) in declare.unwrap_or_default() {
+            let params = params
+                .iter()
+                .map(|p| parse_param(p))
+                .collect::<PyResult<Vec<_>>>()?;
+            declared.push((name, params));
+        }
+        let ctx = ctx.get().ctx.clone();
+        py.detach(|| binding::load_module(&ctx, kind, &bytes, declared))
+            .map(|module| PyModule_ { module })
+            .map_err(err(py))
+    }
+
+    /// The kernel called `name`: its source name; in precompiled CUDA code
+    /// its symbol (the mangled name unless `extern "C"`); in SPIR-V its
+    /// entry point.
     fn kernel(&self, py: Python<'_>, name: &str) -> PyResult<PyKernel> {
         self.module
             .kernel(name)
@@ -39,7 +92,8 @@ impl PyModule_ {
             .map_err(err(py))
     }
 
-    /// The `__global__` functions found in the source.
+    /// The `__global__` functions found in the source; for precompiled
+    /// code, PTX's kernels and the declared ones.
     #[getter]
     fn kernel_names(&self) -> Vec<String> {
         self.module
@@ -50,16 +104,16 @@ impl PyModule_ {
     }
 
     /// Where the machine code came from: "compiled", "memory_cache",
-    /// "disk_cache", "not_compiled" (CPU backend), or "precompiled" (PTX,
-    /// CUBIN or fatbin loaded by the Rust API).
+    /// "disk_cache", "not_compiled" (CPU backend), or "precompiled"
+    /// (`Module.load`).
     #[getter]
     fn origin(&self) -> &'static str {
         match self.module.origin() {
-            Origin::Compiled => "compiled",
-            Origin::MemoryCache => "memory_cache",
-            Origin::DiskCache => "disk_cache",
-            Origin::NotCompiled => "not_compiled",
-            Origin::Precompiled(_) => "precompiled",
+            Some(Origin::Compiled) => "compiled",
+            Some(Origin::MemoryCache) => "memory_cache",
+            Some(Origin::DiskCache) => "disk_cache",
+            Some(Origin::NotCompiled) => "not_compiled",
+            Some(Origin::Precompiled(_)) | None => "precompiled",
         }
     }
 
@@ -175,14 +229,30 @@ fn callable(f: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     Ok(f.clone().unbind())
 }
 
-/// `"f32"`, `"f32*"`, `"const f32*"`, `"void*"`, `"const void*"`.
+/// `"f32"`, `"f32*"`, `"const f32*"`, `"void*"`, `"const void*"`, and
+/// the width-only kinds of precompiled code as `Kernel.params` writes them
+/// (`"32-bit integer"`, `"64-bit integer or pointer"`, `"4-byte value"`,
+/// `"8-byte value or pointer"`).
 fn parse_param(s: &str) -> PyResult<ParamKind> {
     let t = s.trim();
     let bad = || {
         PyValueError::new_err(format!(
-            "bad kernel parameter {s:?}: expected a dtype (\"f32\"), a written pointer (\"f32*\"), a read-only pointer (\"const f32*\") or \"void*\""
+            "bad kernel parameter {s:?}: expected a dtype (\"f32\"), a written pointer (\"f32*\"), a read-only pointer (\"const f32*\"), \"void*\", \"N-bit integer\" or \"N-byte value\""
         ))
     };
+    let width = t.strip_suffix(" or pointer").unwrap_or(t);
+    if let Some(bits) = width.strip_suffix("-bit integer") {
+        return match bits.parse::<usize>() {
+            Ok(b @ (8 | 16 | 32 | 64)) => Ok(ParamKind::Integer { bytes: b / 8 }),
+            _ => Err(bad()),
+        };
+    }
+    if let Some(bytes) = width.strip_suffix("-byte value") {
+        return match bytes.parse::<usize>() {
+            Ok(b @ 1..=4096) => Ok(ParamKind::Bytes { bytes: b }),
+            _ => Err(bad()),
+        };
+    }
     let (writable, t) = match t.strip_prefix("const ") {
         Some(rest) => (false, rest.trim()),
         None => (true, t),
@@ -248,7 +318,9 @@ pub(crate) fn compile(
         o = o.option(&option);
     }
     py.detach(|| ctx.compile_with(source, &o))
-        .map(|module| PyModule_ { module })
+        .map(|module| PyModule_ {
+            module: module.into(),
+        })
         .map_err(err(py))
 }
 
@@ -331,6 +403,9 @@ pub(crate) fn launch(
             let what = || format!("kernel `{}` argument {i}", kernel.name());
             let s = match declared {
                 Some(ParamKind::Scalar(d)) => dtype::scalar_as(*d, obj, &what)?,
+                Some(ParamKind::Integer { bytes } | ParamKind::Bytes { bytes }) => {
+                    dtype::scalar_sized(*bytes, obj, &what)?
+                }
                 _ => dtype::scalar_untyped(obj, &what)?,
             };
             list.push(LaunchArg::Scalar(s));

@@ -21,6 +21,7 @@
 #![deny(unsafe_code)]
 
 mod array;
+mod comm;
 mod context;
 mod dlpack;
 mod dtype;
@@ -51,6 +52,7 @@ fn _unigpu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::PyModule_>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<ops::PyOps>()?;
+    m.add_class::<comm::PyCommunicator>()?;
     m.add_function(wrap_pyfunction!(context::devices, m)?)?;
     m.add_function(wrap_pyfunction!(context::backends, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::blocks_for, m)?)?;

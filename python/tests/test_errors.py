@@ -14,6 +14,7 @@ CLASSES = [
     "OutOfMemoryError", "InvalidDeviceError", "BackendUnavailableError", "CompileError",
     "KernelArgsError", "UnsupportedError", "SizeMismatchError", "DTypeMismatchError",
     "ContextMismatchError", "ConfigError", "StreamWorkError", "TorchError", "DriverError",
+    "DlpackError", "ImageError", "CollectiveError",
 ]
 
 

@@ -21,6 +21,8 @@ from . import _unigpu
 from ._unigpu import (
     Array,
     BackendUnavailableError,
+    CollectiveError,
+    Communicator,
     CompileError,
     ConfigError,
     Context,
@@ -32,6 +34,7 @@ from ._unigpu import (
     Event,
     Generator,
     Graph,
+    ImageError,
     InvalidDeviceError,
     Kernel,
     KernelArgsError,
@@ -102,6 +105,8 @@ from ._unigpu import (
 __all__ = [
     "Array",
     "BackendUnavailableError",
+    "CollectiveError",
+    "Communicator",
     "CompileError",
     "ConfigError",
     "Context",
@@ -113,6 +118,7 @@ __all__ = [
     "Event",
     "Generator",
     "Graph",
+    "ImageError",
     "InvalidDeviceError",
     "Kernel",
     "KernelArgsError",

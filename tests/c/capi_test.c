@@ -3036,6 +3036,564 @@ static void test_creators(ug_context *ctx) {
   check_astype(ctx);
 }
 
+/* ------------------------------------------------------ precompiled code */
+
+/* saxpy(float a, const float* x, float* y, unsigned n) as nvcc writes it, for sm_52 and PTX
+ * 7.0 (crates/unigpu/tests/data/saxpy.ptx), so that any driver compiles it for its device. */
+static const char *SAXPY_PTX =
+    ".version 7.0\n"
+    ".target sm_52\n"
+    ".address_size 64\n"
+    ".visible .entry saxpy(\n"
+    "\t.param .f32 saxpy_param_0,\n"
+    "\t.param .u64 saxpy_param_1,\n"
+    "\t.param .u64 saxpy_param_2,\n"
+    "\t.param .u32 saxpy_param_3\n"
+    ")\n"
+    "{\n"
+    "\t.reg .pred %p<2>;\n"
+    "\t.reg .f32 %f<5>;\n"
+    "\t.reg .b32 %r<6>;\n"
+    "\t.reg .b64 %rd<8>;\n"
+    "\tld.param.f32 %f1, [saxpy_param_0];\n"
+    "\tld.param.u64 %rd1, [saxpy_param_1];\n"
+    "\tld.param.u64 %rd2, [saxpy_param_2];\n"
+    "\tld.param.u32 %r2, [saxpy_param_3];\n"
+    "\tmov.u32 %r3, %ctaid.x;\n"
+    "\tmov.u32 %r4, %ntid.x;\n"
+    "\tmov.u32 %r5, %tid.x;\n"
+    "\tmad.lo.s32 %r1, %r3, %r4, %r5;\n"
+    "\tsetp.ge.u32 %p1, %r1, %r2;\n"
+    "\t@%p1 bra $L__BB0_2;\n"
+    "\tcvta.to.global.u64 %rd3, %rd1;\n"
+    "\tmul.wide.u32 %rd4, %r1, 4;\n"
+    "\tadd.s64 %rd5, %rd3, %rd4;\n"
+    "\tcvta.to.global.u64 %rd6, %rd2;\n"
+    "\tadd.s64 %rd7, %rd6, %rd4;\n"
+    "\tld.global.f32 %f2, [%rd5];\n"
+    "\tld.global.f32 %f3, [%rd7];\n"
+    "\tfma.rn.f32 %f4, %f1, %f2, %f3;\n"
+    "\tst.global.f32 [%rd7], %f4;\n"
+    "$L__BB0_2:\n"
+    "\tret;\n"
+    "}\n";
+
+/* The 64-byte header of an ELF file for the CUDA machine (EM_CUDA, 190), no sections: passes
+ * the CUBIN format check. */
+static void empty_cubin(unsigned char b[64]) {
+  memset(b, 0, 64);
+  memcpy(b, "\x7f" "ELF", 4);
+  b[4] = 2; /* 64-bit */
+  b[5] = 1; /* little-endian */
+  b[18] = 190;
+}
+
+/* A fatbin header (magic 0xBA55ED50, version 1, header size 16, no payload). */
+static void empty_fatbin(unsigned char b[16]) {
+  static const unsigned char h[16] = {0x50, 0xED, 0x55, 0xBA, 1, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  memcpy(b, h, 16);
+}
+
+/* A SPIR-V header: the magic number, version 1.0, no instructions. */
+static const uint32_t SPIRV_HEADER[5] = {0x07230203u, 0x00010000u, 0, 1, 0};
+
+/* Precompiled code on a CPU context: what the C API refuses, with which status and words,
+ * whatever the backend under test. Then, on cuda and torch, the hand-written PTX saxpy
+ * launched with the kernel API and checked element by element. */
+static void test_precompiled(ug_context *ctx) {
+  ug_context *cpu = NULL;
+  OK(ug_context_new(UG_BACKEND_CPU, 0, &cpu));
+  size_t ptx_len = strlen(SAXPY_PTX);
+  ug_module *m = (ug_module *)SENTINEL;
+
+  /* CUDA code on the host: UG_UNSUPPORTED, saying what to do instead. */
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, NULL, 0, &m), UG_UNSUPPORTED);
+  ERROR_HAS("a CUDA image cannot run");
+  ERROR_HAS("give the kernel a CPU implementation");
+  CHECK(m == SENTINEL);
+  unsigned char cubin[64], fatbin[16];
+  empty_cubin(cubin);
+  empty_fatbin(fatbin);
+  EXPECT(ug_module_load(cpu, cubin, sizeof cubin, UG_IMAGE_KIND_CUBIN, NULL, 0, &m),
+         UG_UNSUPPORTED);
+  ERROR_HAS("CUBIN");
+  EXPECT(ug_module_load(cpu, fatbin, sizeof fatbin, UG_IMAGE_KIND_FATBIN, NULL, 0, &m),
+         UG_UNSUPPORTED);
+  ERROR_HAS("fatbin");
+  /* SPIR-V runs on vulkan only. */
+  EXPECT(ug_module_load(cpu, SPIRV_HEADER, sizeof SPIRV_HEADER, UG_IMAGE_KIND_SPIRV, NULL, 0, &m),
+         UG_UNSUPPORTED);
+  ERROR_HAS("SPIR-V: a compute shader runs on the vulkan backend only");
+  CHECK(m == SENTINEL);
+
+  /* Code that is not what its kind says: UG_IMAGE, on every backend. */
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_CUBIN, NULL, 0, &m), UG_IMAGE);
+  ERROR_HAS("look like a PTX");
+  EXPECT(ug_module_load(cpu, cubin, sizeof cubin, UG_IMAGE_KIND_FATBIN, NULL, 0, &m), UG_IMAGE);
+  ERROR_HAS("look like a CUBIN");
+  EXPECT(ug_module_load(cpu, "// nothing\n", 11, UG_IMAGE_KIND_PTX, NULL, 0, &m), UG_IMAGE);
+  ERROR_HAS(".version");
+  CHECK(strcmp(ug_status_name(UG_IMAGE), "UG_IMAGE") == 0);
+  CHECK(strcmp(ug_status_name(UG_COLLECTIVE), "UG_COLLECTIVE") == 0);
+
+  /* Declarations that disagree with the PTX: found before the device is asked. */
+  ug_param three[3];
+  three[0] = ug_param_scalar(UG_DTYPE_F32);
+  three[1] = ug_param_pointer(UG_DTYPE_F32, 0);
+  three[2] = ug_param_pointer(UG_DTYPE_F32, 1);
+  ug_kernel_decl short_decl = {"saxpy", three, 3};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &short_decl, 1, &m),
+         UG_KERNEL_ARGS);
+  ERROR_HAS("declared with 3 parameters");
+  ug_param four[4];
+  memcpy(four, three, sizeof three);
+  four[3] = ug_param_scalar(UG_DTYPE_U32);
+  ug_kernel_decl nope = {"nope", four, 4};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &nope, 1, &m), UG_KERNEL_ARGS);
+  ERROR_HAS("the PTX has no such kernel (it has: saxpy)");
+  /* One that agrees (untyped pointers, a signed n): past the checks, the host refuses the code. */
+  ug_param untyped[4] = {ug_param_scalar(UG_DTYPE_F32), ug_param_void_pointer(0),
+                         ug_param_void_pointer(1), ug_param_scalar(UG_DTYPE_I32)};
+  ug_kernel_decl untyped_decl = {"saxpy", untyped, 4};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &untyped_decl, 1, &m),
+         UG_UNSUPPORTED);
+  ug_param f64_n[4];
+  memcpy(f64_n, four, sizeof four);
+  f64_n[3] = ug_param_scalar(UG_DTYPE_F64);
+  ug_kernel_decl wrong_type = {"saxpy", f64_n, 4};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &wrong_type, 1, &m),
+         UG_KERNEL_ARGS);
+  ERROR_HAS("parameter 3 is declared `f64`");
+
+  /* Malformed arguments. */
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, 4, NULL, 0, &m), UG_INVALID_ARGUMENT);
+  ERROR_HAS("not a ug_image_kind value");
+  ug_param bad[1];
+  bad[0] = ug_param_scalar(UG_DTYPE_F32);
+  bad[0].kind = 9;
+  ug_kernel_decl bad_kind = {"saxpy", bad, 1};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &bad_kind, 1, &m),
+         UG_INVALID_ARGUMENT);
+  ERROR_HAS("`decls[0].params[0].kind` is 9");
+  bad[0] = ug_param_pointer(42, 1);
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &bad_kind, 1, &m),
+         UG_INVALID_ARGUMENT);
+  ERROR_HAS("`decls[0].params[0].dtype` is 42");
+  bad[0] = ug_param_bytes(0);
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &bad_kind, 1, &m),
+         UG_INVALID_ARGUMENT);
+  ug_kernel_decl null_name = {NULL, four, 4};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &null_name, 1, &m),
+         UG_NULL_ARGUMENT);
+  ERROR_HAS("`decls[0].name` is NULL");
+  ug_kernel_decl null_params = {"saxpy", NULL, 4};
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &null_params, 1, &m),
+         UG_NULL_ARGUMENT);
+  EXPECT(ug_module_load(cpu, NULL, ptx_len, UG_IMAGE_KIND_PTX, NULL, 0, &m), UG_NULL_ARGUMENT);
+  EXPECT(ug_module_load(NULL, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, NULL, 0, &m),
+         UG_NULL_ARGUMENT);
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, NULL, 1, &m),
+         UG_NULL_ARGUMENT);
+  EXPECT(ug_module_load(cpu, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, NULL, 0, NULL),
+         UG_NULL_ARGUMENT);
+  CHECK(m == SENTINEL);
+  ug_context_free(cpu);
+
+  if (g_backend != UG_BACKEND_CUDA && g_backend != UG_BACKEND_TORCH) return;
+
+  /* On a GPU: the PTX's own parameter list checks the launches. */
+  OK(ug_module_load(ctx, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, NULL, 0, &m));
+  ug_kernel *k = NULL;
+  OK(ug_module_kernel(m, "saxpy", &k));
+  for (int round = 0; round < 3; round++) run_saxpy(ctx, NULL, k, 1);
+  ug_kernel *nk = (ug_kernel *)SENTINEL;
+  EXPECT(ug_module_kernel(m, "axpy", &nk), UG_KERNEL_ARGS);
+  ERROR_HAS("no such kernel in this PTX code (found: saxpy)");
+  CHECK(nk == SENTINEL);
+
+  size_t n = rand_len(1, 2000);
+  float *host = (float *)random_buf(UG_DTYPE_F32, n, -10, 10);
+  ug_array *x = upload(ctx, UG_DTYPE_F32, host, n);
+  ug_array *y = upload(ctx, UG_DTYPE_F32, host, n);
+  ug_grid grid = ug_grid_for_elems(n);
+  ug_arg args[4];
+  args[0] = ug_arg_scalar(ug_scalar_f32(2.0f));
+  args[1] = ug_arg_in(x);
+  args[2] = ug_arg_out(y);
+  args[3] = ug_arg_scalar(ug_scalar_u32((uint32_t)n));
+  /* PTX's `.u32` takes a 32-bit integer of either sign, nothing else. */
+  ug_arg wrong_n[4] = {args[0], args[1], args[2], ug_arg_scalar(ug_scalar_u64(n))};
+  EXPECT(ug_kernel_launch(k, ctx, NULL, &grid, wrong_n, 4), UG_KERNEL_ARGS);
+  ERROR_HAS("parameter 3");
+  ug_arg wrong_a[4] = {ug_arg_scalar(ug_scalar_f64(2.0)), args[1], args[2], args[3]};
+  EXPECT(ug_kernel_launch(k, ctx, NULL, &grid, wrong_a, 4), UG_KERNEL_ARGS);
+  EXPECT(ug_kernel_launch(k, ctx, NULL, &grid, args, 3), UG_KERNEL_ARGS);
+  /* Nothing ran: y is as uploaded. */
+  float *seen = (float *)download(y, UG_DTYPE_F32, n);
+  CHECK(memcmp(seen, host, n * sizeof(float)) == 0);
+  free(seen);
+  ug_kernel_free(k);
+  ug_module_free(m);
+
+  /* Declared: the declaration checks the launches (an i32 array where `const f32*` is
+   * declared is refused). */
+  ug_kernel_decl saxpy_decl = {"saxpy", four, 4};
+  OK(ug_module_load(ctx, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &saxpy_decl, 1, &m));
+  OK(ug_module_kernel(m, "saxpy", &k));
+  run_saxpy(ctx, NULL, k, 1);
+  ug_array *xi = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_I32, n, &xi));
+  ug_arg wrong_x[4] = {args[0], ug_arg_in(xi), args[2], args[3]};
+  EXPECT(ug_kernel_launch(k, ctx, NULL, &grid, wrong_x, 4), UG_KERNEL_ARGS);
+  ERROR_HAS("parameter 1");
+  ug_array_free(xi);
+  ug_kernel_free(k);
+  ug_module_free(m);
+
+  /* Untyped pointers take arrays of any dtype; a signed 32-bit n. */
+  OK(ug_module_load(ctx, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &untyped_decl, 1, &m));
+  OK(ug_module_kernel(m, "saxpy", &k));
+  ug_arg signed_n[4] = {args[0], args[1], args[2], ug_arg_scalar(ug_scalar_i32((int32_t)n))};
+  OK(ug_kernel_launch(k, ctx, NULL, &grid, signed_n, 4));
+  OK(ug_context_sync(ctx));
+  float *twice = (float *)download(y, UG_DTYPE_F32, n);
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) off += twice[i] != fmaf(2.0f, host[i], host[i]);
+  CHECK(off == 0);
+  free(twice);
+  ug_kernel_free(k);
+  ug_module_free(m);
+
+  /* Width-only declarations (what PTX says of integers and pointers) take an array at 8 bytes
+   * and an integer scalar of the width. */
+  ug_param widths[4] = {ug_param_scalar(UG_DTYPE_F32), ug_param_integer(8), ug_param_integer(8),
+                        ug_param_integer(4)};
+  ug_kernel_decl width_decl = {"saxpy", widths, 4};
+  OK(ug_module_load(ctx, SAXPY_PTX, ptx_len, UG_IMAGE_KIND_PTX, &width_decl, 1, &m));
+  OK(ug_module_kernel(m, "saxpy", &k));
+  run_saxpy(ctx, NULL, k, 1);
+  ug_kernel_free(k);
+  ug_module_free(m);
+
+  /* PTX of a version no driver knows: UG_IMAGE naming the device's architecture. */
+  const char *old = ".version 7.0\n";
+  CHECK(strncmp(SAXPY_PTX, old, strlen(old)) == 0);
+  char *future = (char *)malloc(ptx_len + 16);
+  snprintf(future, ptx_len + 16, ".version 99.9\n%s", SAXPY_PTX + strlen(old));
+  EXPECT(ug_module_load(ctx, future, strlen(future), UG_IMAGE_KIND_PTX, NULL, 0, &m), UG_IMAGE);
+  ERROR_HAS("sm_");
+  ERROR_HAS("99.9");
+  free(future);
+  /* SPIR-V on a CUDA context. */
+  EXPECT(ug_module_load(ctx, SPIRV_HEADER, sizeof SPIRV_HEADER, UG_IMAGE_KIND_SPIRV, NULL, 0, &m),
+         UG_UNSUPPORTED);
+  ERROR_HAS("load PTX, a CUBIN or a fatbin");
+  free(host);
+  ug_array_free(x);
+  ug_array_free(y);
+}
+
+/* ---------------------------------------------------------------- communicators */
+
+/* `n` random small integers as f32 (sums of a few are exact in any order). */
+static float *random_ints_f32(size_t n) {
+  float *v = (float *)malloc(n * sizeof(float) + 1);
+  for (size_t i = 0; i < n; i++) v[i] = (float)floor(uniform(-1000, 1000));
+  return v;
+}
+
+/* Checks `n` elements of `a` (f32) against `want`, printing the first few misses. */
+static void expect_f32(const ug_array *a, const float *want, size_t n, const char *what) {
+  float *got = (float *)download(a, UG_DTYPE_F32, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (got[i] != want[i] && bad++ < 3) {
+      printf("FAIL %s[%zu] = %.9g, want %.9g\n", what, i, got[i], want[i]);
+    }
+  }
+  CHECK(bad == 0);
+  free(got);
+}
+
+/* Two ranks on two GPUs of this process: every collective against the host. */
+static void comm_two_ranks(ug_context *ctx) {
+  ug_device_list *list = NULL;
+  size_t devices = 0;
+  OK(ug_device_list_new(UG_BACKEND_CUDA, &list));
+  OK(ug_device_list_len(list, &devices));
+  ug_device_list_free(list);
+  if (devices < 2) {
+    printf("SKIP 2-rank communicator: this machine has %zu CUDA device(s), the test needs 2\n",
+           devices);
+    return;
+  }
+  ug_context *c1 = NULL;
+  OK(ug_context_new(UG_BACKEND_CUDA, 1, &c1));
+  const ug_context *ctxs[2] = {ctx, c1};
+  ug_comm *comm = NULL;
+  OK(ug_comm_local(ctxs, 2, &comm));
+  size_t world = 0;
+  OK(ug_comm_world_size(comm, &world));
+  CHECK(world == 2);
+  size_t n = rand_len(1, 1 << 16);
+  float *h0 = random_ints_f32(2 * n), *h1 = random_ints_f32(2 * n);
+  float *want = (float *)malloc(4 * n * sizeof(float));
+
+  /* all_reduce: sum, max, min; the arrays given in either rank order. */
+  const uint32_t ops[3] = {UG_REDUCE_OP_SUM, UG_REDUCE_OP_MAX, UG_REDUCE_OP_MIN};
+  for (int o = 0; o < 3; o++) {
+    ug_array *a0 = upload(ctx, UG_DTYPE_F32, h0, n), *a1 = upload(c1, UG_DTYPE_F32, h1, n);
+    ug_array *arrays[2] = {o == 1 ? a1 : a0, o == 1 ? a0 : a1};
+    OK(ug_comm_all_reduce(comm, arrays, 2, ops[o]));
+    OK(ug_comm_wait(comm));
+    for (size_t i = 0; i < n; i++) {
+      want[i] = o == 0 ? h0[i] + h1[i] : o == 1 ? fmaxf(h0[i], h1[i]) : fminf(h0[i], h1[i]);
+    }
+    expect_f32(a0, want, n, "all_reduce rank 0");
+    expect_f32(a1, want, n, "all_reduce rank 1");
+    ug_array_free(a0);
+    ug_array_free(a1);
+  }
+
+  /* broadcast from rank 1. */
+  ug_array *b0 = upload(ctx, UG_DTYPE_F32, h0, n), *b1 = upload(c1, UG_DTYPE_F32, h1, n);
+  ug_array *bs[2] = {b0, b1};
+  OK(ug_comm_broadcast(comm, bs, 2, 1));
+  OK(ug_comm_wait(comm));
+  expect_f32(b0, h1, n, "broadcast rank 0");
+  expect_f32(b1, h1, n, "broadcast rank 1");
+
+  /* all_gather: [h0[..n], h1[..n]] on both. */
+  ug_array *g0 = NULL, *g1 = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 2 * n, &g0));
+  OK(ug_array_zeros(c1, UG_DTYPE_F32, 2 * n, &g1));
+  const ug_array *send[2] = {b0, b1};
+  ug_array *s0 = upload(ctx, UG_DTYPE_F32, h0, n), *s1 = upload(c1, UG_DTYPE_F32, h1, n);
+  send[0] = s0;
+  send[1] = s1;
+  ug_array *recv[2] = {g0, g1};
+  OK(ug_comm_all_gather(comm, send, recv, 2));
+  OK(ug_comm_wait(comm));
+  memcpy(want, h0, n * sizeof(float));
+  memcpy(want + n, h1, n * sizeof(float));
+  expect_f32(g0, want, 2 * n, "all_gather rank 0");
+  expect_f32(g1, want, 2 * n, "all_gather rank 1");
+
+  /* reduce_scatter: rank r gets block r of h0 + h1 (2n each). */
+  ug_array *r0 = NULL, *r1 = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &r0));
+  OK(ug_array_zeros(c1, UG_DTYPE_F32, n, &r1));
+  ug_array *w0 = upload(ctx, UG_DTYPE_F32, h0, 2 * n), *w1 = upload(c1, UG_DTYPE_F32, h1, 2 * n);
+  const ug_array *wide[2] = {w0, w1};
+  ug_array *rs[2] = {r0, r1};
+  OK(ug_comm_reduce_scatter(comm, wide, rs, 2, UG_REDUCE_OP_SUM));
+  OK(ug_comm_wait(comm));
+  for (size_t i = 0; i < 2 * n; i++) want[i] = h0[i] + h1[i];
+  expect_f32(r0, want, n, "reduce_scatter rank 0");
+  expect_f32(r1, want + n, n, "reduce_scatter rank 1");
+
+  /* send_recv: the ranks swap s0 and s1 into r0 and r1. */
+  const ug_array *sends[2] = {s0, s1};
+  size_t to[2] = {1, 0};
+  ug_array *recvs[2] = {r1, r0};
+  size_t from[2] = {0, 1};
+  OK(ug_comm_send_recv(comm, sends, to, 2, recvs, from, 2));
+  OK(ug_comm_wait(comm));
+  expect_f32(r1, h0, n, "send_recv rank 1");
+  expect_f32(r0, h1, n, "send_recv rank 0");
+
+  /* Two arrays of one rank: refused before anything runs. */
+  ug_array *same_rank[2] = {b0, g0};
+  EXPECT(ug_comm_all_reduce(comm, same_rank, 2, UG_REDUCE_OP_SUM), UG_CONTEXT_MISMATCH);
+
+  ug_array *all[10] = {b0, b1, g0, g1, s0, s1, r0, r1, w0, w1};
+  for (int i = 0; i < 10; i++) ug_array_free(all[i]);
+  free(h0);
+  free(h1);
+  free(want);
+  ug_comm_free(comm);
+  ug_context_free(c1);
+}
+
+/* Communicators: the clear errors everywhere; on cuda, one rank (the identity) with every
+ * collective, a collective ordered after a held-back write, and two ranks where two GPUs are. */
+static void test_comm(ug_context *ctx) {
+  ug_context *cpu = NULL;
+  OK(ug_context_new(UG_BACKEND_CPU, 0, &cpu));
+  ug_comm *comm = (ug_comm *)SENTINEL;
+  const ug_context *one[1] = {cpu};
+  EXPECT(ug_comm_local(one, 1, &comm), UG_UNSUPPORTED);
+  ERROR_HAS("collectives");
+  ERROR_HAS("cuda backend");
+  CHECK(comm == SENTINEL);
+  EXPECT(ug_comm_local(one, 0, &comm), UG_SIZE_MISMATCH);
+  EXPECT(ug_comm_local(NULL, 1, &comm), UG_NULL_ARGUMENT);
+  const ug_context *null_ctx[1] = {NULL};
+  EXPECT(ug_comm_local(null_ctx, 1, &comm), UG_NULL_ARGUMENT);
+  ERROR_HAS("`contexts[0]` is NULL");
+  EXPECT(ug_comm_local(one, 1, NULL), UG_NULL_ARGUMENT);
+  CHECK(comm == SENTINEL);
+  size_t world = 7;
+  EXPECT(ug_comm_world_size(NULL, &world), UG_NULL_ARGUMENT);
+  CHECK(world == 7);
+  EXPECT(ug_comm_all_reduce(NULL, NULL, 0, UG_REDUCE_OP_SUM), UG_NULL_ARGUMENT);
+  EXPECT(ug_comm_wait(NULL), UG_NULL_ARGUMENT);
+  EXPECT(ug_comm_abort(NULL), UG_NULL_ARGUMENT);
+  ug_comm_free(NULL);
+  if (g_backend != UG_BACKEND_CPU) {
+    /* Contexts of two backends. */
+    const ug_context *mixed[2] = {ctx, cpu};
+    EXPECT(ug_comm_local(mixed, 2, &comm), UG_CONTEXT_MISMATCH);
+    CHECK(comm == SENTINEL);
+  }
+  if (g_backend == UG_BACKEND_TORCH) {
+    /* The torch backend has no collectives of its own. */
+    const ug_context *t[1] = {ctx};
+    EXPECT(ug_comm_local(t, 1, &comm), UG_UNSUPPORTED);
+  }
+  if (g_backend != UG_BACKEND_CUDA) {
+    ug_context_free(cpu);
+    return;
+  }
+
+  /* One rank: every collective is the identity, into fresh (zeroed) outputs so that a call that
+   * does nothing fails. */
+  const ug_context *c[1] = {ctx};
+  OK(ug_comm_local(c, 1, &comm));
+  OK(ug_comm_world_size(comm, &world));
+  CHECK(world == 1);
+  for (int round = 0; round < 3; round++) {
+    size_t n = rand_len(1, 1 << 16);
+    float *h = random_ints_f32(n);
+    ug_array *a = upload(ctx, UG_DTYPE_F32, h, n);
+    const uint32_t ops[4] = {UG_REDUCE_OP_SUM, UG_REDUCE_OP_MAX, UG_REDUCE_OP_MIN,
+                             UG_REDUCE_OP_AVG};
+    ug_array *arrays[1] = {a};
+    OK(ug_comm_all_reduce(comm, arrays, 1, ops[round]));
+    OK(ug_comm_wait(comm));
+    expect_f32(a, h, n, "1-rank all_reduce");
+    ug_array *out = NULL;
+    OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &out));
+    const ug_array *send[1] = {a};
+    ug_array *recv[1] = {out};
+    OK(ug_comm_all_reduce_into(comm, send, recv, 1, ops[round + 1]));
+    OK(ug_comm_wait(comm));
+    expect_f32(out, h, n, "1-rank all_reduce_into");
+    ug_array_free(out);
+    OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &out));
+    recv[0] = out;
+    OK(ug_comm_all_gather(comm, send, recv, 1));
+    OK(ug_comm_wait(comm));
+    expect_f32(out, h, n, "1-rank all_gather");
+    ug_array_free(out);
+    OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &out));
+    recv[0] = out;
+    OK(ug_comm_reduce_scatter(comm, send, recv, 1, UG_REDUCE_OP_SUM));
+    OK(ug_comm_wait_timeout(comm, 60000));
+    expect_f32(out, h, n, "1-rank reduce_scatter");
+    OK(ug_comm_broadcast(comm, arrays, 1, 0));
+    OK(ug_comm_wait(comm));
+    expect_f32(a, h, n, "1-rank broadcast");
+    /* An i32 array: the dtype comes from the arrays. */
+    int32_t *hi = (int32_t *)malloc(n * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) hi[i] = (int32_t)h[i];
+    ug_array *ai = upload(ctx, UG_DTYPE_I32, hi, n);
+    ug_array *ints[1] = {ai};
+    OK(ug_comm_all_reduce(comm, ints, 1, UG_REDUCE_OP_AVG));
+    OK(ug_comm_wait(comm));
+    int32_t *gi = (int32_t *)download(ai, UG_DTYPE_I32, n);
+    CHECK(memcmp(gi, hi, n * sizeof(int32_t)) == 0);
+    free(gi);
+
+    /* Refused: mixed dtypes, a view, an array of another context, a bad op, a wrong count. */
+    ug_array *mixed_recv[1] = {ai};
+    EXPECT(ug_comm_all_gather(comm, send, mixed_recv, 1), UG_DTYPE_MISMATCH);
+    ug_array *v = NULL;
+    size_t shape[2] = {1, n};
+    OK(ug_array_reshape(a, shape, 2, &v));
+    ug_array *t = NULL;
+    size_t axes[2] = {1, 0};
+    OK(ug_array_transpose(v, axes, 2, &t));
+    ug_array *views[1] = {t};
+    EXPECT(ug_comm_all_reduce(comm, views, 1, UG_REDUCE_OP_SUM), UG_INVALID_ARGUMENT);
+    ERROR_HAS("`arrays[0]` is a view");
+    ug_array *host_arr = NULL;
+    OK(ug_array_zeros(cpu, UG_DTYPE_F32, n, &host_arr));
+    ug_array *elsewhere[1] = {host_arr};
+    EXPECT(ug_comm_all_reduce(comm, elsewhere, 1, UG_REDUCE_OP_SUM), UG_CONTEXT_MISMATCH);
+    EXPECT(ug_comm_all_reduce(comm, arrays, 1, 9), UG_INVALID_ARGUMENT);
+    ERROR_HAS("not a ug_reduce_op value");
+    ug_array *two[2] = {a, out};
+    EXPECT(ug_comm_all_reduce(comm, two, 2, UG_REDUCE_OP_SUM), UG_SIZE_MISMATCH);
+    ug_array *null_arr[1] = {NULL};
+    EXPECT(ug_comm_all_reduce(comm, null_arr, 1, UG_REDUCE_OP_SUM), UG_NULL_ARGUMENT);
+    ERROR_HAS("`arrays[0]` is NULL");
+    /* Received into twice in one call: the bindings' rule. */
+    ug_array *twice[2] = {out, out};
+    const ug_array *sends2[2] = {a, a};
+    EXPECT(ug_comm_all_gather(comm, sends2, twice, 2), UG_INVALID_ARGUMENT);
+    ERROR_HAS("are the same array, and both are written");
+    expect_f32(a, h, n, "1-rank array after refused calls");
+
+    ug_array_free(host_arr);
+    ug_array_free(t);
+    ug_array_free(v);
+    ug_array_free(ai);
+    free(hi);
+    ug_array_free(out);
+    ug_array_free(a);
+    free(h);
+  }
+
+  /* Ordering: the collective reads `a` after a write to it that a kernel holds back on
+   * another stream (about a second); a collective that did not wait would send the old data. */
+  ug_module *hm = NULL;
+  ug_kernel *hold = NULL;
+  OK(ug_module_compile(ctx, HOLD_SRC, &hm));
+  OK(ug_module_kernel(hm, "hold", &hold));
+  size_t n = rand_len(1, 1 << 16);
+  float *old = random_ints_f32(n), *fresh = random_ints_f32(n);
+  ug_array *a = upload(ctx, UG_DTYPE_F32, old, n), *src = upload(ctx, UG_DTYPE_F32, fresh, n);
+  ug_array *out = NULL, *scratch = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, n, &out));
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 1, &scratch));
+  ug_stream *s1 = NULL;
+  OK(ug_stream_create(ctx, &s1));
+  OK(ug_context_sync(ctx));
+  held_copy(hold, s1, scratch, src, a);
+  const ug_array *send[1] = {a};
+  ug_array *recv[1] = {out};
+  OK(ug_comm_all_reduce_into(comm, send, recv, 1, UG_REDUCE_OP_SUM));
+  OK(ug_comm_wait(comm));
+  expect_f32(out, fresh, n, "all_reduce_into after a held-back write");
+  OK(ug_stream_sync(s1));
+  ug_stream_free(s1);
+  ug_array_free(scratch);
+  ug_array_free(out);
+  ug_array_free(src);
+  ug_array_free(a);
+  free(old);
+  free(fresh);
+  ug_kernel_free(hold);
+  ug_module_free(hm);
+
+  /* Aborted: every later call fails with UG_COLLECTIVE, never hangs. */
+  ug_comm *doomed = NULL;
+  OK(ug_comm_local(c, 1, &doomed));
+  OK(ug_comm_abort(doomed));
+  ug_array *z = NULL;
+  OK(ug_array_zeros(ctx, UG_DTYPE_F32, 16, &z));
+  ug_array *zs[1] = {z};
+  ug_status st = ug_comm_all_reduce(doomed, zs, 1, UG_REDUCE_OP_SUM);
+  CHECK(st != UG_OK && st != UG_PANIC);
+  ug_array_free(z);
+  ug_comm_free(doomed);
+  ug_comm_free(comm);
+  ug_context_free(cpu);
+
+  comm_two_ranks(ctx);
+}
+
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : getenv("UNIGPU_BACKEND");
   if (backend != NULL && strcmp(backend, "cuda") == 0) g_backend = UG_BACKEND_CUDA;
@@ -3076,6 +3634,8 @@ int main(int argc, char **argv) {
     test_streams(ctx);
     test_graphs(ctx);
     test_kernels(ctx);
+    test_precompiled(ctx);
+    test_comm(ctx);
     test_ops(ctx);
     test_dlpack(ctx);
     test_dlpack_ordering(ctx);

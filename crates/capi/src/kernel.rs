@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 
-use unigpu::binding::{self, Operand, View};
-use unigpu::{Arg, CompileOptions, Grid, Kernel, Module};
+use unigpu::binding::{self, BoundModule, Operand, View};
+use unigpu::{Arg, CompileOptions, Grid, Kernel};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
 use crate::array::ug_array;
@@ -14,12 +14,13 @@ use crate::status::{OrStatus, Out, Result, ug_status};
 use crate::stream::ug_stream;
 use crate::types::{scalar_arg, ug_arg_kind, ug_scalar};
 
-/// A compiled program (NVRTC on CUDA, cached in memory and on disk); on the
-/// CPU backend, the list of kernels read from the source.
+/// A compiled program (NVRTC on CUDA, cached in memory and on disk; on the
+/// CPU backend, the list of kernels read from the source), or precompiled
+/// code loaded with `ug_module_load`.
 #[allow(non_camel_case_types)]
 #[derive(Debug)]
 pub struct ug_module {
-    module: Module,
+    pub(crate) module: BoundModule,
 }
 
 /// One kernel, ready to launch with `ug_kernel_launch`. Thread-safe.
@@ -164,12 +165,17 @@ pub unsafe extern "C" fn ug_module_compile_with(
             opts = opts.option(o);
         }
         let module = ctx.ctx.compile_with(source, &opts).or_status()?;
-        out.write(runtime::into_handle(ug_module { module }));
+        out.write(runtime::into_handle(ug_module {
+            module: module.into(),
+        }));
         Ok(())
     })
 }
 
-/// The kernel called `name` (its source name) in `module`.
+/// The kernel called `name` in `module`: its source name in compiled
+/// source; in precompiled CUDA code its symbol (the mangled `_Z...` name
+/// unless the kernel is `extern "C"`); in SPIR-V its entry point (or the
+/// module's only one).
 /// `UG_KERNEL_ARGS` naming the kernels found when there is none.
 ///
 /// # Safety

@@ -5,9 +5,9 @@
 //! # Rules of this layer (rustls-ffi is the model)
 //!
 //! - Everything C sees is prefixed `ug_`. Objects are opaque structs behind
-//!   pointers (`ug_context*`, `ug_array*`, ...); only plain values
-//!   (`ug_scalar`, `ug_arg`, `ug_grid`, `ug_device_info`, `ug_cpu_arg`) are
-//!   `#[repr(C)]` structs.
+//!   pointers (`ug_context*`, `ug_array*`, `ug_comm*`, ...); only plain
+//!   values (`ug_scalar`, `ug_arg`, `ug_grid`, `ug_device_info`,
+//!   `ug_cpu_arg`, `ug_param`, `ug_kernel_decl`) are `#[repr(C)]` structs.
 //! - Every fallible call returns `ug_status`. Results go through
 //!   out-parameters, written only on success (each body checks everything
 //!   first and writes last, through [`status::Out`]).
@@ -23,7 +23,7 @@
 //!   `ug_torch_*` / `ug_cuda_rt_*` tiers linked into the same library); a
 //!   success clears it. The few infallible exports (`ug_version*`,
 //!   `ug_status_name`, `ug_dtype_size`, the `ug_scalar_*` / `ug_arg_*` /
-//!   `ug_grid_for_elems` value constructors) only build plain values and
+//!   `ug_param_*` / `ug_grid_for_elems` value constructors) only build plain values and
 //!   cannot panic; the frees go through the runtime's `free_handle`, which
 //!   catches a panicking destructor.
 //! - Every `_free` accepts NULL and leaves the last error alone.
@@ -43,6 +43,7 @@
 //! include/ug_torch.h and include/ug_cuda_rt.h).
 
 pub mod array;
+pub mod comm;
 pub mod context;
 pub mod cpu_kernel;
 pub mod create;
@@ -54,6 +55,7 @@ pub mod kernel;
 mod locks;
 pub mod ops;
 pub mod pinned;
+pub mod precompiled;
 pub mod random;
 pub mod shape;
 pub mod status;
@@ -63,6 +65,7 @@ pub mod types;
 pub mod unified;
 
 pub use array::*;
+pub use comm::*;
 pub use context::*;
 pub use cpu_kernel::*;
 pub use create::*;
@@ -73,6 +76,7 @@ pub use info::*;
 pub use kernel::*;
 pub use ops::*;
 pub use pinned::*;
+pub use precompiled::*;
 pub use status::{ug_last_error_message, ug_status, ug_status_name, ug_string_free, ug_test_panic};
 pub use stream::*;
 pub use types::*;

@@ -59,6 +59,14 @@ pub enum ug_status {
     /// A DLPack tensor that cannot be imported, or an array that cannot be
     /// exported as asked; the message says why. The tensor was deleted.
     DLPACK = 19,
+    /// Precompiled code (`ug_module_load`) that is not what its kind says,
+    /// is truncated, or has no code this device runs; the message says
+    /// which, with the device's architecture.
+    IMAGE = 20,
+    /// A collective or a communicator wait that failed in the library that
+    /// runs it (NCCL) or passed its deadline; the communicator was aborted
+    /// and every later call on it fails.
+    COLLECTIVE = 21,
 }
 
 impl StatusCode for ug_status {
@@ -70,7 +78,7 @@ impl StatusCode for ug_status {
 }
 
 /// Every status, in value order.
-const ALL_STATUSES: [ug_status; 20] = [
+const ALL_STATUSES: [ug_status; 22] = [
     ug_status::OK,
     ug_status::NULL_ARGUMENT,
     ug_status::INVALID_ARGUMENT,
@@ -91,6 +99,8 @@ const ALL_STATUSES: [ug_status; 20] = [
     ug_status::DRIVER,
     ug_status::OTHER,
     ug_status::DLPACK,
+    ug_status::IMAGE,
+    ug_status::COLLECTIVE,
 ];
 
 impl ug_status {
@@ -117,6 +127,8 @@ impl ug_status {
             ug_status::DRIVER => c"UG_DRIVER",
             ug_status::OTHER => c"UG_OTHER",
             ug_status::DLPACK => c"UG_DLPACK",
+            ug_status::IMAGE => c"UG_IMAGE",
+            ug_status::COLLECTIVE => c"UG_COLLECTIVE",
         }
     }
 }
@@ -149,6 +161,8 @@ pub(crate) fn status_of_kind(kind: ErrorKind) -> ug_status {
         ErrorKind::Torch => ug_status::TORCH,
         ErrorKind::Driver => ug_status::DRIVER,
         ErrorKind::Dlpack => ug_status::DLPACK,
+        ErrorKind::Image => ug_status::IMAGE,
+        ErrorKind::Collective => ug_status::COLLECTIVE,
         _ => ug_status::OTHER,
     }
 }

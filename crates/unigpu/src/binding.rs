@@ -28,6 +28,12 @@ use crate::{AnyArray, Error, Layout, Ops, Scalar};
 
 pub use crate::ops::kinds::{Binary, BinaryMath, Compare, Reduce, Unary, UnaryMath};
 
+mod comm;
+mod precompiled;
+
+pub use comm::{SendRecvOp, all_reduce, broadcast, collective, send_recv};
+pub use precompiled::{BoundModule, Declaration, ImageKind, load_module};
+
 /// An array as the bindings hold it: shared by handles, locked per call.
 pub type SharedArray = Arc<RwLock<AnyArray>>;
 
@@ -86,6 +92,12 @@ pub enum ErrorKind {
     Torch,
     Driver,
     Dlpack,
+    /// Precompiled code that is not what its label says, or that the
+    /// device cannot run.
+    Image,
+    /// A collective that failed, timed out, or whose ranks could not
+    /// meet; the communicator was aborted.
+    Collective,
     /// An error of a kind the bindings do not name.
     Other,
 }
@@ -111,6 +123,10 @@ impl ErrorKind {
             Error::Torch { .. } => ErrorKind::Torch,
             Error::Driver { .. } => ErrorKind::Driver,
             Error::Dlpack { .. } => ErrorKind::Dlpack,
+            Error::Image { .. } => ErrorKind::Image,
+            Error::Collective { .. } | Error::Timeout { .. } | Error::Rendezvous { .. } => {
+                ErrorKind::Collective
+            }
             _ => ErrorKind::Other,
         }
     }

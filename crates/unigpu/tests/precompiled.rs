@@ -787,3 +787,26 @@ on_every_cuda_backend!(fatbin_fixture_runs, |ctx: &Context| {
         run_axpy(ctx, &module.kernel("axpy").unwrap());
     }
 });
+
+// The bindings' loader (C's `ug_module_load`, Python's `Module.load`): the
+// same code through `unigpu::binding::load_module`, declared or not.
+on_every_cuda_backend!(the_bindings_load_cuda_code, |ctx: &Context| {
+    use unigpu::binding::{ImageKind, load_module};
+    let ptx = ptx_for(ctx);
+    let module = load_module(ctx, ImageKind::Ptx, ptx.as_bytes(), vec![]).unwrap();
+    assert_eq!(module.origin(), Some(Origin::Precompiled(ImageFormat::Ptx)));
+    run_axpy(ctx, &module.kernel("axpy").unwrap());
+    let declared = vec![("axpy".to_string(), saxpy_declared())];
+    let module = load_module(ctx, ImageKind::Fatbin, &fatbin_fixture(), declared).unwrap();
+    let axpy = module.kernel("axpy").unwrap();
+    assert_eq!(axpy.params(), Some(&saxpy_declared()[..]));
+    run_axpy(ctx, &axpy);
+    let module = load_module(ctx, ImageKind::Cubin, &cubin_for(&arch(ctx)), vec![]).unwrap();
+    run_axpy(ctx, &module.kernel("axpy").unwrap());
+    // SPIR-V is for vulkan.
+    let e = load_module(ctx, ImageKind::Spirv, &[0u8; 20], vec![]).unwrap_err();
+    assert!(
+        matches!(&e, Error::Unsupported { what, .. } if what.contains("load PTX, a CUBIN or a fatbin")),
+        "{e:?}"
+    );
+});

@@ -236,6 +236,90 @@ fn spirv_kernels_run_like_wgsl_ones() {
     ));
 }
 
+/// `bytes` of SPIR-V for the AXPBY shader (naga's writer).
+fn axpby_spirv() -> Vec<u8> {
+    let module = naga::front::wgsl::parse_str(AXPBY).unwrap();
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .unwrap();
+    let words = naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+#[test]
+#[ignore = "needs a Vulkan adapter"]
+fn the_bindings_load_spirv_modules_on_vulkan() {
+    use unigpu::binding::{ImageKind, load_module};
+    let ctx = vulkan_ctx();
+    let bytes = axpby_spirv();
+    // Undeclared: the parameters are the shader's bindings.
+    let module = load_module(&ctx, ImageKind::Spirv, &bytes, vec![]).unwrap();
+    let k = module.kernel("scaled_add").unwrap();
+    assert_eq!(k.params().unwrap(), axpby_params().as_slice());
+    check_scaled_add(&ctx, &k);
+    // Declared: checked against the bindings when loaded.
+    let declared = vec![("scaled_add".to_string(), axpby_params())];
+    let module = load_module(&ctx, ImageKind::Spirv, &bytes, declared).unwrap();
+    assert_eq!(module.kernel_names(), vec!["scaled_add"]);
+    check_scaled_add(&ctx, &module.kernel("scaled_add").unwrap());
+    let wrong = vec![(
+        "scaled_add".to_string(),
+        vec![ParamKind::Scalar(DType::F64); 4],
+    )];
+    assert!(matches!(
+        load_module(&ctx, ImageKind::Spirv, &bytes, wrong),
+        Err(Error::KernelArgs { .. })
+    ));
+    // Not SPIR-V: a compile error naming the magic number.
+    match load_module(&ctx, ImageKind::Spirv, &bytes[4..], vec![]) {
+        Err(Error::Compile { log }) => assert!(log.contains("0x07230203"), "{log}"),
+        other => panic!("{other:?}"),
+    }
+    match load_module(&ctx, ImageKind::Spirv, &bytes[..18], vec![]) {
+        Err(Error::Compile { log }) => assert!(log.contains("18 bytes"), "{log}"),
+        other => panic!("{other:?}"),
+    }
+    // CUDA code on vulkan: what to give the kernel instead.
+    let ptx = include_str!("data/saxpy.ptx");
+    match load_module(&ctx, ImageKind::Ptx, ptx.as_bytes(), vec![]) {
+        Err(Error::Unsupported { backend, what }) => {
+            assert_eq!(backend, Backend::Vulkan);
+            assert!(what.contains("give the kernel a shader"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn spirv_off_vulkan_is_unsupported() {
+    use unigpu::binding::{ImageKind, load_module};
+    let ctx = common::cpu_ctx();
+    match load_module(&ctx, ImageKind::Spirv, &axpby_spirv(), vec![]) {
+        Err(Error::Unsupported { backend, what }) => {
+            assert_eq!(backend, Backend::Cpu);
+            assert!(what.contains("vulkan backend only"), "{what}");
+            assert!(what.contains("CPU implementation"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+    for kind in [
+        ImageKind::Ptx,
+        ImageKind::Cubin,
+        ImageKind::Fatbin,
+        ImageKind::Spirv,
+    ] {
+        assert_eq!(ImageKind::from_name(kind.name()), Some(kind));
+        assert_eq!(
+            ImageKind::from_name(&kind.name().to_uppercase()),
+            Some(kind)
+        );
+    }
+    assert_eq!(ImageKind::from_name("elf"), None);
+}
+
 #[test]
 fn shaders_are_checked_when_attached() {
     // No adapter needed: shaders are read on the host.
