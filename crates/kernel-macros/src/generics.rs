@@ -428,6 +428,7 @@ fn module(
             }
         });
         let cpu_fn = cpu_fn(k, consts);
+        let grid_stride = crate::stride::analyse(k).is_some();
         let label = format!("`{name}` for {}", chosen.join(", "));
         quote! {
             #[doc(hidden)]
@@ -440,6 +441,7 @@ fn module(
                 const CUDA: &'static str = #cuda_src;
                 const WGSL: &'static str = #wgsl_src;
                 const WGSL_FMA_EMULATED: &'static str = #wgsl_fma;
+                const CPU_GRID_STRIDE: bool = #grid_stride;
                 fn __spec #const_decl () -> &'static #g::Spec {
                     // A constant per instance (the CPU form depends on the
                     // const parameters): `'static`, as out-of-bounds
@@ -524,6 +526,10 @@ fn module(
                 /// The WGSL with f32 `fma` emulated, as `WGSL`; empty
                 /// without f32 `fma`.
                 const WGSL_FMA_EMULATED: &'static str;
+                /// Whether this instance's CPU form has the grid-stride
+                /// fast path (docs/kernels.md, "Speed"), as a plain
+                /// kernel's `CPU_GRID_STRIDE`.
+                const CPU_GRID_STRIDE: bool;
                 #[doc(hidden)]
                 fn __spec #const_decl () -> &'static #g::Spec;
                 /// The shared arrays: (bytes an element, length).

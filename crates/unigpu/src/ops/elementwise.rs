@@ -818,14 +818,24 @@ impl Ops<'_> {
 mod tests {
     /// The module's promise: each kernel is a grid-stride loop the CPU
     /// form runs as plain slices (a kernel edited out of that shape would
-    /// still compute right, only slower, so only this notices).
+    /// still compute right, only slower, so only this notices). f16 and
+    /// bf16 arrays stay on the general form (their conversions), by the
+    /// fast path's own rule.
     #[test]
     fn every_kernel_takes_the_cpu_fast_path() {
-        assert!(super::unary_exact::CPU_GRID_STRIDE);
-        assert!(super::unary_math::CPU_GRID_STRIDE);
-        assert!(super::binary_op::CPU_GRID_STRIDE);
-        assert!(super::binary_pow::CPU_GRID_STRIDE);
-        assert!(super::compare::CPU_GRID_STRIDE);
-        assert!(super::select::CPU_GRID_STRIDE);
+        macro_rules! each_type {
+            ($($k:ident),*) => {$(
+                assert!(<(f32,) as super::$k::Instance>::CPU_GRID_STRIDE, stringify!($k));
+                assert!(<(f64,) as super::$k::Instance>::CPU_GRID_STRIDE, stringify!($k));
+            )*};
+        }
+        each_type!(
+            unary_exact,
+            unary_math,
+            binary_op,
+            binary_pow,
+            compare,
+            select
+        );
     }
 }
