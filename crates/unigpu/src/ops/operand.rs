@@ -6,7 +6,7 @@
 //! place: one extra pass over that operand (docs/guide.md, "Arrays with
 //! shapes"). Whole operands go straight to the backend.
 
-use unigpu_core::Layout;
+use unigpu_core::{GemmOperand, Layout};
 
 use crate::backend::Storage;
 use crate::{ArrayView, ArrayViewMut, Context, Element, Error, GpuArray, Result, Stream};
@@ -118,6 +118,31 @@ impl On<'_> {
         Ok(Whole::Copied(copy))
     }
 
+    /// `view`, a matrix or a stack of them along its first axis (the
+    /// last two axes are the matrices'), as a matmul operand: read in
+    /// place where a backend can (each matrix row-major or transposed,
+    /// with a leading dimension, at a batch stride of at least 0: a
+    /// transposed view, a slice, a batch broadcast by a stride of 0), else
+    /// copied to a contiguous buffer first (negative strides, a stride
+    /// that is neither 1 nor at least a row, ...).
+    pub(super) fn gemm_operand<'a, T: Element>(
+        &self,
+        view: &ArrayView<'a, T>,
+        what: &'static str,
+    ) -> Result<(Whole<'a, T>, GemmOperand)> {
+        self.same_backend(&view.array.ctx, what)?;
+        if let Some(op) = gemm_operand(&view.layout) {
+            return Ok((Whole::Borrowed(&view.array.storage), op));
+        }
+        let shape = view.layout.shape().to_vec();
+        let copy = self.whole(view, &shape, what)?;
+        let op = gemm_operand(&Layout::contiguous(&shape)).ok_or_else(|| Error::Shape {
+            what,
+            message: format!("a matmul operand of shape {shape:?}"),
+        })?;
+        Ok((copy, op))
+    }
+
     /// `dst = src` for views: `src` broadcast to `dst`'s shape, or, for
     /// two contiguous views of one length, the elements in order.
     pub(super) fn copy<T: Element>(
@@ -199,4 +224,48 @@ impl On<'_> {
             &out.layout,
         )
     }
+}
+
+/// How a 2-D or 3-D layout lies as a [`GemmOperand`], when it is one: each
+/// matrix with a unit stride along its rows (row-major) or its columns
+/// (transposed), the other stride at least a row (column), and a
+/// non-negative batch stride. An axis of one element may have any stride.
+pub(crate) fn gemm_operand(layout: &Layout) -> Option<GemmOperand> {
+    let (shape, strides) = (layout.shape(), layout.strides());
+    let nd = shape.len();
+    if !(2..=3).contains(&nd) {
+        return None;
+    }
+    let (r, c) = (shape[nd - 2], shape[nd - 1]);
+    let (sr, sc) = (strides[nd - 2], strides[nd - 1]);
+    let batch_stride = match nd {
+        3 if shape[0] > 1 => usize::try_from(strides[0]).ok()?,
+        _ => 0,
+    };
+    // The leading dimension: the stride between lines of `line` elements,
+    // when there is more than one line (`lines`).
+    let ld = |stride: isize, line: usize, lines: usize| {
+        if lines <= 1 {
+            Some(line.max(1))
+        } else {
+            usize::try_from(stride).ok().filter(|&s| s >= line.max(1))
+        }
+    };
+    let op = |ld, transposed| GemmOperand {
+        offset: layout.offset(),
+        batch_stride,
+        ld,
+        transposed,
+    };
+    if c <= 1 || sc == 1 {
+        if let Some(ld) = ld(sr, c, r) {
+            return Some(op(ld, false));
+        }
+    }
+    if r <= 1 || sr == 1 {
+        if let Some(ld) = ld(sc, r, c) {
+            return Some(op(ld, true));
+        }
+    }
+    None
 }

@@ -13,6 +13,7 @@ pub(crate) mod fill;
 pub(crate) mod matmul;
 pub(crate) mod reduce;
 
+use super::device::IMMEDIATE_BYTES;
 use crate::element::DType;
 
 /// How a shader computes `a * b + c` for axpy.
@@ -255,9 +256,17 @@ fn cv_out(f: f32) -> u32 { return ug_bf16_out(f); }
 
 /// The immediate data (push constants) of one dispatch, laid out as the
 /// shaders' `struct P` declares it.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Imm {
-    bytes: [u8; 32],
+    bytes: [u8; IMMEDIATE_BYTES as usize],
+}
+
+impl Default for Imm {
+    fn default() -> Imm {
+        Imm {
+            bytes: [0; IMMEDIATE_BYTES as usize],
+        }
+    }
 }
 
 impl Imm {
