@@ -1079,6 +1079,8 @@ fn matmul_views<T: Tol>(ctx: &Context) {
                     rng.random_range(1..40),
                 ),
                 (3, 20, 16, 36),
+                // An empty sum: zeros, and nothing of a or b read.
+                (2, 5, 0, 3),
             ];
             for (batch, m, k, n) in sizes {
                 for kind in ["mm", "bmm", "bmm, b 2-D", "bmm, a one matrix"] {
@@ -1138,3 +1140,93 @@ on_every_backend!(matmul_views_read_in_place, |ctx| for_float_types!(
     matmul_views,
     ctx
 ));
+
+/// A transposed operand is read in place, not copied: the CUDA backend's
+/// allocator counts every allocation (`memory_stats`: hits + misses), and
+/// an mm of `a.t()`, a bmm of a batch slice times transposed matrices and
+/// a bmm with a 2-D `b` broadcast over the batch make none. The control: an
+/// operand with a negative stride is copied (one allocation), so the
+/// counter does see a hidden copy. (The CPU, vulkan and torch backends
+/// expose no allocation counter; matmul_views_read_in_place checks their
+/// results for the same views.)
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transposed_views_are_not_copied() {
+    let ctx = common::cuda_ctx();
+    let (m, k, n, g) = (48, 40, 56, 3);
+    let at = ctx
+        .upload(&small::<f32>(k * m))
+        .unwrap()
+        .reshape([k, m])
+        .unwrap();
+    let b = ctx
+        .upload(&small::<f32>(k * n))
+        .unwrap()
+        .reshape([k, n])
+        .unwrap();
+    let x = ctx
+        .upload(&small::<f32>((g + 1) * n * k))
+        .unwrap()
+        .reshape([g + 1, n, k])
+        .unwrap();
+    let a3 = ctx
+        .upload(&small::<f32>(g * m * k))
+        .unwrap()
+        .reshape([g, m, k])
+        .unwrap();
+    let mut c = ctx.zeros::<f32>([m, n]).unwrap();
+    let mut c3 = ctx.zeros::<f32>([g, m, n]).unwrap();
+    let ops = ctx.ops();
+    // Warm: cuBLAS's handle and workspace are made on first use.
+    ops.mm(&at.t(), &b, &mut c).unwrap();
+    ctx.synchronize().unwrap();
+    let allocations = || {
+        let s = ctx.memory_stats().unwrap();
+        s.hits + s.misses
+    };
+    let before = allocations();
+    ops.mm(&at.t(), &b, &mut c).unwrap();
+    let xs = x.view().slice(0, 1..g + 1).unwrap();
+    ops.bmm(&a3, &xs.swap_axes(1, 2).unwrap(), &mut c3).unwrap();
+    ops.bmm(&a3, &b, &mut c3).unwrap();
+    ctx.synchronize().unwrap();
+    assert_eq!(
+        allocations(),
+        before,
+        "a transposed, sliced or broadcast operand was copied"
+    );
+    let reversed = at.view().slice_step(0, 0..k, -1).unwrap();
+    ops.mm(&reversed.t(), &b, &mut c).unwrap();
+    ctx.synchronize().unwrap();
+    assert!(
+        allocations() > before,
+        "the copy of a reversed view was not counted"
+    );
+}
+
+/// bmm's shape errors name the three shapes; nothing runs.
+#[test]
+fn bmm_shape_errors_name_the_shapes() {
+    let ctx = common::cpu_ctx();
+    let ops = ctx.ops();
+    let a = ctx.zeros::<f32>([2, 3, 4]).unwrap();
+    let b = ctx.zeros::<f32>([2, 4, 5]).unwrap();
+    let b3 = ctx.zeros::<f32>([3, 4, 5]).unwrap();
+    let bk = ctx.zeros::<f32>([2, 6, 5]).unwrap();
+    let mut out = ctx.zeros::<f32>([2, 3, 5]).unwrap();
+    let mut out2 = ctx.zeros::<f32>([3, 5]).unwrap();
+    ops.bmm(&a, &b, &mut out).unwrap();
+    for (e, shapes) in [
+        (ops.bmm(&a, &b3, &mut out), "[3, 4, 5]"),
+        (ops.bmm(&a, &bk, &mut out), "[2, 6, 5]"),
+        (ops.bmm(&a, &b, &mut out2), "[3, 5]"),
+        (ops.mm(&a, &b, &mut out2), "[2, 3, 4]"),
+    ] {
+        match e {
+            Err(Error::Shape { message, .. }) => {
+                assert!(message.contains(shapes), "{message} does not name {shapes}")
+            }
+            other => panic!("expected a shape error naming {shapes}, got {other:?}"),
+        }
+    }
+}

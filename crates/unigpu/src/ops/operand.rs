@@ -136,10 +136,13 @@ impl On<'_> {
         }
         let shape = view.layout.shape().to_vec();
         let copy = self.whole(view, &shape, what)?;
-        let op = gemm_operand(&Layout::contiguous(&shape)).ok_or_else(|| Error::Shape {
-            what,
-            message: format!("a matmul operand of shape {shape:?}"),
-        })?;
+        // Dense row-major matrices, one after another (one for a 2-D
+        // operand or a batch of one, which every batch then reads).
+        let (r, c) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+        let mut op = GemmOperand::row_major(r, c);
+        if shape.len() < 3 || shape[0] <= 1 {
+            op.batch_stride = 0;
+        }
         Ok((copy, op))
     }
 
@@ -238,6 +241,15 @@ pub(crate) fn gemm_operand(layout: &Layout) -> Option<GemmOperand> {
     }
     let (r, c) = (shape[nd - 2], shape[nd - 1]);
     let (sr, sc) = (strides[nd - 2], strides[nd - 1]);
+    if r == 0 || c == 0 || shape[..nd - 2].contains(&0) {
+        // Nothing is read (and an empty array's strides may be anything).
+        return Some(GemmOperand {
+            offset: layout.offset(),
+            batch_stride: 0,
+            ld: c.max(1),
+            transposed: false,
+        });
+    }
     let batch_stride = match nd {
         3 if shape[0] > 1 => usize::try_from(strides[0]).ok()?,
         _ => 0,
