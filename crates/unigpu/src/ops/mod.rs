@@ -268,7 +268,7 @@ impl<'a> Ops<'a> {
     /// or have a first axis of 1, and is then the same matrix for every
     /// `z` (broadcast, never copied). Views are read as [`Ops::mm`] reads
     /// them: transposed matrices (`x.swap_axes(1, 2)`), slices along any
-    /// axis (`x.slice(0, 1..3, 1)`) and broadcast batches go to the
+    /// axis (`x.slice(0, 1..3)`) and broadcast batches go to the
     /// backend in place, in one batched call (cuBLAS's strided-batched
     /// GEMM on CUDA, `bmm` on torch); f16/bf16 accumulate in f32.
     pub fn bmm<T: Float>(

@@ -5,6 +5,9 @@
 //! written through such a view is computed into one and copied into
 //! place: one extra pass over that operand (docs/guide.md, "Arrays with
 //! shapes"). Whole operands go straight to the backend.
+//! Matmul's operands are the exception (`On::gemm_operand`): a
+//! transposed, sliced or batch-broadcast view goes to the backend as it
+//! lies, described by a `GemmShape`.
 
 use unigpu_core::{GemmOperand, Layout};
 
