@@ -284,3 +284,42 @@ pub(crate) fn gemm_operand(layout: &Layout) -> Option<GemmOperand> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which layouts matmul reads in place (and how), and which it copies:
+    /// the decision every backend's no-copy path rests on.
+    #[test]
+    fn gemm_operands_of_views() {
+        let x = Layout::contiguous(&[5, 7]);
+        let op = |l: &Layout| gemm_operand(l);
+        let plain = op(&x).unwrap();
+        assert_eq!((plain.ld, plain.transposed, plain.offset), (7, false, 0));
+        // a.t(): column-major, the leading dimension the row length.
+        let t = op(&x.transpose()).unwrap();
+        assert_eq!(
+            (t.ld, t.transposed, t.offset, t.batch_stride),
+            (7, true, 0, 0)
+        );
+        // A column range: an offset and a leading dimension past the row.
+        let cols = op(&x.slice(1, 2..5, 1).unwrap()).unwrap();
+        assert_eq!((cols.ld, cols.transposed, cols.offset), (7, false, 2));
+        // Batches: a slice along the batch, its matrices transposed.
+        let z = Layout::contiguous(&[4, 5, 7]);
+        let zt = op(&z.slice(0, 1..3, 1).unwrap().swap_axes(1, 2).unwrap()).unwrap();
+        assert_eq!(
+            (zt.offset, zt.batch_stride, zt.ld, zt.transposed),
+            (35, 35, 7, true)
+        );
+        // One matrix broadcast over a batch: a batch stride of 0.
+        let b = op(&x.broadcast_to(&[3, 5, 7]).unwrap()).unwrap();
+        assert_eq!((b.batch_stride, b.ld, b.transposed), (0, 7, false));
+        // Copied: reversed rows, every other column.
+        assert!(op(&x.slice(0, 0..5, -1).unwrap()).is_none());
+        assert!(op(&x.slice(1, 0..7, 2).unwrap()).is_none());
+        // Nothing read from an empty operand, whatever its strides.
+        assert!(op(&Layout::contiguous(&[3, 0])).is_some());
+    }
+}
