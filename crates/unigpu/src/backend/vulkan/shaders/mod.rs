@@ -13,7 +13,6 @@ pub(crate) mod fill;
 pub(crate) mod matmul;
 pub(crate) mod reduce;
 
-use super::device::IMMEDIATE_BYTES;
 use crate::element::DType;
 
 /// How a shader computes `a * b + c` for axpy.
@@ -253,6 +252,10 @@ const BF16: &str = "
 fn cv_in(h: u32) -> f32 { return ug_bf16_in(h); }
 fn cv_out(f: f32) -> u32 { return ug_bf16_out(f); }
 ";
+
+/// Bytes of immediate data (push constants) the built-in ops use (the
+/// batched matmul's twelve words the most); Vulkan guarantees 128.
+pub(crate) const IMMEDIATE_BYTES: u32 = 48;
 
 /// The immediate data (push constants) of one dispatch, laid out as the
 /// shaders' `struct P` declares it.
