@@ -2482,7 +2482,7 @@ static void test_shapes(ug_context *ctx) {
 
   /* Batched: x (g+1, r, c); out[z] = x[z+1] · x[z+1]^T for z < g, through a
      batch slice (an offset) and its transposed matrices (no copy), against
-     doubles. A 3-D out of the wrong batch names the shapes. */
+     doubles. A 3-D out of the wrong shape names the shapes. */
   size_t g = rand_len(1, 4), x3[3] = {g + 1, r, c}, perm[3] = {0, 2, 1}, o3[3] = {g, r, r};
   float *hx = (float *)random_buf(UG_DTYPE_F32, (g + 1) * r * c, -10, 10);
   ug_array *xflat = upload(ctx, UG_DTYPE_F32, hx, (g + 1) * r * c);
@@ -2506,7 +2506,7 @@ static void test_shapes(ug_context *ctx) {
         ok &= fabs(bb[(z * r + i) * r + j] - want_ij) <= 1e-5 * scale + 1e-30;
       }
   CHECK(ok);
-  size_t o3bad[3] = {g + 1, r, r};
+  size_t o3bad[3] = {g, r + 1, r}; /* m is r, not r + 1 (a batch of one would broadcast) */
   OK(ug_array_zeros_nd(ctx, UG_DTYPE_F32, o3bad, 3, &bad3));
   EXPECT(ug_op_mm(NULL, xs, xst, bad3), UG_SIZE_MISMATCH);
   ERROR_HAS("bmm");
