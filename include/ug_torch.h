@@ -425,6 +425,11 @@ ug_torch_status ug_torch_tensor_dot_acc(const ug_torch_tensor* self, const ug_to
 ug_torch_status ug_torch_tensor_mm_out(ug_torch_tensor* self, const ug_torch_tensor* a, const ug_torch_tensor* b, int64_t m, int64_t k, int64_t n);
 
 /**
+ * self (batch×m×n, 1-D contiguous, row-major) = a[z] (m×k) · b[z] (k×n) for each z, on the current stream. a and b are 1-D tensors read in place through strided views: matrix z's element (i, j) at offset + z·batch_stride + i·ld + j, or i + j·ld when transposed (a batch stride of 0 repeats one matrix).
+ */
+ug_torch_status ug_torch_tensor_bmm_out(ug_torch_tensor* self, const ug_torch_tensor* a, const ug_torch_tensor* b, int64_t batch, int64_t m, int64_t k, int64_t n, int64_t a_offset, int64_t a_batch_stride, int64_t a_ld, bool a_transposed, int64_t b_offset, int64_t b_batch_stride, int64_t b_ld, bool b_transposed);
+
+/**
  * The elements as f32, copied to the host (waits for pending work on the current stream).
  *
  * On success *out_ptr and *out_len receive an array; free it with ug_torch_f32_array_free(ptr, len).

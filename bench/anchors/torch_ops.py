@@ -54,6 +54,18 @@ for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
     out(f"torch_matmul_{name}_ms", f"{ms:.4f}")
     out(f"torch_matmul_{name}_TFLOPs", f"{2 * m**3 / (ms * 1e-3) / 1e12:.2f}")
 
+# Batched: 32 products of 512^3, as the bmm case of `unigpu bench`.
+for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+    g, m = 32, 512
+    a = (torch.rand(g, m, m, device=dev) - 0.5).to(dtype)
+    b = (torch.rand(g, m, m, device=dev) - 0.5).to(dtype)
+    c = torch.empty(g, m, m, device=dev, dtype=dtype)
+    for _ in range(3):
+        torch.bmm(a, b, out=c)
+    ms = timed(lambda: torch.bmm(a, b, out=c), 10)
+    out(f"torch_bmm_{name}_ms", f"{ms:.4f}")
+    out(f"torch_bmm_{name}_TFLOPs", f"{2 * g * m**3 / (ms * 1e-3) / 1e12:.2f}")
+
 # CuPy's compile cache: the same source again (CuPy keeps compiled modules
 # in memory, keyed by source and options), and a new source each time.
 import statistics

@@ -27,11 +27,16 @@ rows = [
     ("axpy f32 2^26 (GB/s), vs torch add_", "unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "higher"),
     ("matmul f32 4096 (TFLOP/s), vs torch", "unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
     ("matmul bf16 4096 (TFLOP/s), vs torch", "unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "higher"),
+    ("bmm f32 32x512^3 (TFLOP/s), vs torch.bmm", "unigpu_bmm_f32_TFLOPs", "torch_bmm_f32_TFLOPs", "higher"),
+    ("bmm bf16 32x512^3 (TFLOP/s), vs torch.bmm", "unigpu_bmm_bf16_TFLOPs", "torch_bmm_bf16_TFLOPs", "higher"),
+    ("mm a.T·b f32 4096 (TFLOP/s), vs plain mm", "unigpu_mm_at_b_f32_TFLOPs", "unigpu_mm_plain_f32_TFLOPs", "higher"),
 ]
 rows += [
     ("torch backend axpy f32 2^26 (GB/s), vs torch add_", "unigpu_torchbe_axpy_f32_GBps", "torch_axpy_f32_GBps", "higher"),
     ("torch backend matmul f32 4096 (TFLOP/s), vs torch", "unigpu_torchbe_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "higher"),
     ("torch backend matmul bf16 4096 (TFLOP/s), vs torch", "unigpu_torchbe_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "higher"),
+    ("torch backend bmm f32 32x512^3 (TFLOP/s), vs torch.bmm", "unigpu_torchbe_bmm_f32_TFLOPs", "torch_bmm_f32_TFLOPs", "higher"),
+    ("torch backend bmm bf16 32x512^3 (TFLOP/s), vs torch.bmm", "unigpu_torchbe_bmm_bf16_TFLOPs", "torch_bmm_bf16_TFLOPs", "higher"),
     ("torch backend tiny op submit (us), vs torch small op (Python)", "unigpu_torchbe_small_op_submit_us", "torch_small_op_submit_us", "lower"),
     ("torch -> cuda move 256MiB (GB/s), vs torch clone", "unigpu_torchbe_to_cuda_256MiB_GBps", "torch_clone_256MiB_GBps", "higher"),
 ]

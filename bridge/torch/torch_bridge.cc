@@ -664,14 +664,44 @@ at::mm_out(c, a.view({m, k}), b.view({k, n}));
   }
 }
 
+void tensor_bmm_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b, [[maybe_unused]] ::std::int64_t batch, [[maybe_unused]] ::std::int64_t m, [[maybe_unused]] ::std::int64_t k, [[maybe_unused]] ::std::int64_t n, [[maybe_unused]] ::std::int64_t a_offset, [[maybe_unused]] ::std::int64_t a_batch_stride, [[maybe_unused]] ::std::int64_t a_ld, [[maybe_unused]] bool a_transposed, [[maybe_unused]] ::std::int64_t b_offset, [[maybe_unused]] ::std::int64_t b_batch_stride, [[maybe_unused]] ::std::int64_t b_ld, [[maybe_unused]] bool b_transposed) {
+  try {
+    auto gen_body_ = [&]() {
+#line 492 "specs/torch.yaml"
+auto view = [&](const at::Tensor& x, int64_t rows, int64_t cols, int64_t offset, int64_t bs, int64_t ld, bool t) {
+  return x.as_strided({batch, rows, cols}, {bs, t ? 1 : ld, t ? ld : 1}, x.storage_offset() + offset);
+};
+auto c = self.view({batch, m, n});
+if (b_batch_stride == 0 && !a_transposed && a_batch_stride == m * a_ld) {
+  // One b for every batch under a's rows, one after another: a
+  // single (batch·m)×k by k×n product.
+  auto a2 = a.as_strided({batch * m, k}, {a_ld, 1}, a.storage_offset() + a_offset);
+  auto c2 = c.view({batch * m, n});
+  at::mm_out(c2, a2, view(b, k, n, b_offset, 0, b_ld, b_transposed).select(0, 0));
+} else if (batch == 1) {
+  auto c2 = c.select(0, 0);
+  at::mm_out(c2, view(a, m, k, a_offset, 0, a_ld, a_transposed).select(0, 0),
+             view(b, k, n, b_offset, 0, b_ld, b_transposed).select(0, 0));
+} else {
+  at::bmm_out(c, view(a, m, k, a_offset, a_batch_stride, a_ld, a_transposed),
+              view(b, k, n, b_offset, b_batch_stride, b_ld, b_transposed));
+}
+#line 690 "bridge/torch/torch_bridge.cc"
+    };
+    gen_body_();
+  } catch (...) {
+    gen_detail::rethrow_as_std("torch::tensor_bmm_out");
+  }
+}
+
 ::rust::Vec<float> tensor_to_f32_vec([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 479 "specs/torch.yaml"
+#line 517 "specs/torch.yaml"
 auto host = self.to(at::kCPU).to(at::kFloat).contiguous();
 const float* p = host.data_ptr<float>();
 return std::vector<float>(p, p + host.numel());
-#line 675 "bridge/torch/torch_bridge.cc"
+#line 705 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::to_rust_vec<float>(gen_body_());
   } catch (...) {
@@ -682,12 +712,12 @@ return std::vector<float>(p, p + host.numel());
 ::std::unique_ptr<Tensor> tensor_to_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool non_blocking, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 493 "specs/torch.yaml"
+#line 531 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
-#line 691 "bridge/torch/torch_bridge.cc"
+#line 721 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -698,9 +728,9 @@ return self.to(target, non_blocking);
 ::std::uint64_t tensor_new_tch_ptr([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 505 "specs/torch.yaml"
+#line 543 "specs/torch.yaml"
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tensor(self)));
-#line 704 "bridge/torch/torch_bridge.cc"
+#line 734 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -711,9 +741,9 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tenso
 void tensor_copy_from([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& src, [[maybe_unused]] bool non_blocking) {
   try {
     auto gen_body_ = [&]() {
-#line 514 "specs/torch.yaml"
+#line 552 "specs/torch.yaml"
 self.copy_(src, non_blocking);
-#line 717 "bridge/torch/torch_bridge.cc"
+#line 747 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -724,10 +754,10 @@ self.copy_(src, non_blocking);
 ::std::unique_ptr<Tensor> tensor_pin_memory([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 522 "specs/torch.yaml"
+#line 560 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("pin_memory");
 return self.pin_memory();
-#line 731 "bridge/torch/torch_bridge.cc"
+#line 761 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -738,9 +768,9 @@ return self.pin_memory();
 ::std::unique_ptr<Tensor> tensor_matmul([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 533 "specs/torch.yaml"
+#line 571 "specs/torch.yaml"
 return self.matmul(other);
-#line 744 "bridge/torch/torch_bridge.cc"
+#line 774 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -767,10 +797,10 @@ return self.matmul(other);
 ::std::int32_t dl_pack_device_type([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 553 "specs/torch.yaml"
+#line 591 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("device_type: the capsule was consumed");
 return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
-#line 774 "bridge/torch/torch_bridge.cc"
+#line 804 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -781,10 +811,10 @@ return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
 ::std::int32_t dl_pack_ndim([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 561 "specs/torch.yaml"
+#line 599 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("ndim: the capsule was consumed");
 return self.ptr->dl_tensor.ndim;
-#line 788 "bridge/torch/torch_bridge.cc"
+#line 818 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -795,9 +825,9 @@ return self.ptr->dl_tensor.ndim;
 bool dl_pack_is_consumed([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 569 "specs/torch.yaml"
+#line 607 "specs/torch.yaml"
 return self.ptr == nullptr;
-#line 801 "bridge/torch/torch_bridge.cc"
+#line 831 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {

@@ -168,6 +168,8 @@ double tensor_max_ignoring_nan(const Tensor& self);
 double tensor_dot_acc(const Tensor& self, const Tensor& other);
 /// self (m×n) = a (m×k) · b (k×n), all three 1-D contiguous tensors read as row-major matrices, on the current stream.
 void tensor_mm_out(Tensor& self, const Tensor& a, const Tensor& b, ::std::int64_t m, ::std::int64_t k, ::std::int64_t n);
+/// self (batch×m×n, 1-D contiguous, row-major) = a[z] (m×k) · b[z] (k×n) for each z, on the current stream. a and b are 1-D tensors read in place through strided views: matrix z's element (i, j) at offset + z·batch_stride + i·ld + j, or i + j·ld when transposed (a batch stride of 0 repeats one matrix).
+void tensor_bmm_out(Tensor& self, const Tensor& a, const Tensor& b, ::std::int64_t batch, ::std::int64_t m, ::std::int64_t k, ::std::int64_t n, ::std::int64_t a_offset, ::std::int64_t a_batch_stride, ::std::int64_t a_ld, bool a_transposed, ::std::int64_t b_offset, ::std::int64_t b_batch_stride, ::std::int64_t b_ld, bool b_transposed);
 /// The elements as f32, copied to the host (waits for pending work on the current stream).
 ::rust::Vec<float> tensor_to_f32_vec(const Tensor& self);
 /// tensor.to(device, non_blocking) enqueued on `stream`; `device` -1 is the CPU. A non-blocking copy from pinned memory returns before it completes.

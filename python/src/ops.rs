@@ -207,8 +207,9 @@ fn matmul<'py>(
     Ok(out)
 }
 
-/// `a @ b` of 2-D arrays (or views such as `b.T`), the sizes from their
-/// shapes, into `out` (a new `(m, n)` array when None).
+/// `a @ b` of 2-D arrays (or views such as `b.T`, read in place), the
+/// sizes from their shapes, into `out` (a new `(m, n)` array when None);
+/// with a 3-D operand, a batched product into `(batch, m, n)`.
 fn mm<'py>(
     py: Python<'py>,
     on: On<'_>,
@@ -219,6 +220,11 @@ fn mm<'py>(
     let (aa, ba) = (a.get(), b.get());
     let shape = match (aa.layout.shape(), ba.layout.shape()) {
         (&[m, _], &[_, n]) => vec![m, n],
+        // A batched product: the batch of the 3-D operand (the larger,
+        // where one has a single matrix to broadcast).
+        (&[g, m, _], &[_, n]) => vec![g, m, n],
+        (&[m, _], &[g, _, n]) => vec![g, m, n],
+        (&[g, m, _], &[h, _, n]) => vec![g.max(h), m, n],
         // The call names the shapes in its error.
         _ => vec![0],
     };
@@ -427,21 +433,22 @@ impl PyOps {
         dot(py, self.on(&stream), x.get(), y.get())
     }
 
-    /// Row-major `(m×k) @ (k×n)` into `out` (m*n elements; new when None).
-    #[pyo3(signature = (a, b, m, k, n, out=None, *, stream=None))]
+    /// Row-major `(m×k) @ (k×n)` into `out` (m*n elements; new when
+    /// None); without `m, k, n`, `mm`: the sizes from 2-D or 3-D shapes.
+    #[pyo3(signature = (a, b, m=None, k=None, n=None, out=None, *, stream=None))]
     #[allow(clippy::too_many_arguments)]
     fn matmul<'py>(
         &self,
         py: Python<'py>,
         a: &Bound<'py, PyArray>,
         b: &Bound<'py, PyArray>,
-        m: usize,
-        k: usize,
-        n: usize,
+        m: Option<usize>,
+        k: Option<usize>,
+        n: Option<usize>,
         out: Option<Bound<'py, PyArray>>,
         stream: Option<Bound<'py, PyStream>>,
     ) -> PyResult<Bound<'py, PyArray>> {
-        matmul(py, self.on(&stream), a, b, m, k, n, out)
+        matmul_or_mm(py, self.on(&stream), a, b, (m, k, n), out)
     }
 
     /// `a @ b` of 2-D arrays or views (`b.T`), the sizes from their
@@ -854,21 +861,40 @@ fn m_dot(
     dot(py, on_array(x.get(), &stream), x.get(), y.get())
 }
 
-/// Row-major `(m×k) @ (k×n)`.
+/// Row-major `(m×k) @ (k×n)` with the sizes given, or, without them,
+/// `mm` (2-D or batched 3-D, the sizes from the shapes).
 #[pyfunction(name = "matmul")]
-#[pyo3(signature = (a, b, m, k, n, out=None, *, stream=None))]
+#[pyo3(signature = (a, b, m=None, k=None, n=None, out=None, *, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn m_matmul<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyArray>,
     b: &Bound<'py, PyArray>,
-    m: usize,
-    k: usize,
-    n: usize,
+    m: Option<usize>,
+    k: Option<usize>,
+    n: Option<usize>,
     out: Option<Bound<'py, PyArray>>,
     stream: Option<Bound<'py, PyStream>>,
 ) -> PyResult<Bound<'py, PyArray>> {
-    matmul(py, on_array(a.get(), &stream), a, b, m, k, n, out)
+    matmul_or_mm(py, on_array(a.get(), &stream), a, b, (m, k, n), out)
+}
+
+/// `matmul` with all three sizes, `mm` with none; some is an error.
+fn matmul_or_mm<'py>(
+    py: Python<'py>,
+    on: On<'_>,
+    a: &Bound<'py, PyArray>,
+    b: &Bound<'py, PyArray>,
+    mkn: (Option<usize>, Option<usize>, Option<usize>),
+    out: Option<Bound<'py, PyArray>>,
+) -> PyResult<Bound<'py, PyArray>> {
+    match mkn {
+        (Some(m), Some(k), Some(n)) => matmul(py, on, a, b, m, k, n, out),
+        (None, None, None) => mm(py, on, a, b, out),
+        _ => Err(PyValueError::new_err(
+            "matmul: give all of m, k and n (flat arrays), or none (the sizes from 2-D or 3-D shapes)",
+        )),
+    }
 }
 
 /// `unigpu.mm(a, b, out=None, stream=None)`: see `Ops.mm`.

@@ -162,6 +162,35 @@ def test_mm_and_the_matmul_operator(ctx, rng):
             a @ bt
 
 
+def test_batched_and_transposed_matmul_against_numpy(ctx, rng):
+    """`@`, `unigpu.mm` and `unigpu.matmul` without sizes on 3-D arrays,
+    transposed views (`x.transpose(0, 2, 1)`, `b.T`), batch slices and a
+    2-D `b` broadcast over the batch; each element against numpy in f64
+    within k roundings of f32."""
+    for _ in range(4):
+        g, m, k, n = (int(x) for x in rng.integers(1, 17, size=4))
+        a_h = rng.standard_normal((g + 1, m, k)).astype(np.float32)
+        bt_h = rng.standard_normal((g, n, k)).astype(np.float32)
+        b2_h = rng.standard_normal((n, k)).astype(np.float32)
+        a, bt, b2 = ctx.array(a_h), ctx.array(bt_h), ctx.array(b2_h)
+        tol = dict(rtol=(k + 2) * 2.0**-23, atol=(k + 2) * 2.0**-23 * 4)
+        # A batch slice (an offset) times transposed matrices.
+        want = a_h[1:].astype(np.float64) @ bt_h.transpose(0, 2, 1).astype(np.float64)
+        got = a[1:] @ bt.transpose(0, 2, 1)
+        assert got.shape == (g, m, n)
+        np.testing.assert_allclose(got.numpy(), want, **tol)
+        np.testing.assert_allclose(unigpu.matmul(a[1:], bt.transpose(0, 2, 1)).numpy(), want, **tol)
+        # A 2-D b, transposed, broadcast over the batch, into a given out.
+        out = ctx.zeros((g, m, n), "f32")
+        assert unigpu.mm(a[:g], b2.T, out=out) is out
+        want2 = a_h[:g].astype(np.float64) @ b2_h.T.astype(np.float64)
+        np.testing.assert_allclose(out.numpy(), want2, **tol)
+    with pytest.raises(ValueError):
+        unigpu.matmul(a, bt, 1, 2)
+    with pytest.raises(unigpu.SizeMismatchError):
+        a[:2] @ ctx.zeros((3, k + 1, n), "f32")
+
+
 def test_dlpack_carries_shapes_and_strides(ctx, rng):
     a, host = random_3d(ctx, rng)
     if ctx.backend == "cpu":

@@ -269,7 +269,15 @@ class Ops:
     def max(self, x: Array, *, stream: Optional[Stream] = None) -> float: ...
     def dot(self, x: Array, y: Array, *, stream: Optional[Stream] = None) -> float: ...
     def matmul(
-        self, a: Array, b: Array, m: int, k: int, n: int, out: Optional[Array] = None, *, stream: Optional[Stream] = None
+        self,
+        a: Array,
+        b: Array,
+        m: Optional[int] = None,
+        k: Optional[int] = None,
+        n: Optional[int] = None,
+        out: Optional[Array] = None,
+        *,
+        stream: Optional[Stream] = None,
     ) -> Array: ...
     def mm(self, a: Array, b: Array, out: Optional[Array] = None, *, stream: Optional[Stream] = None) -> Array: ...
 
@@ -294,7 +302,14 @@ def log_softmax(x: Array, axis: int = -1, out: Optional[Array] = None, *, stream
 def mm(a: Array, b: Array, out: Optional[Array] = None, *, stream: Optional[Stream] = None) -> Array: ...
 def dot(x: Array, y: Array, *, stream: Optional[Stream] = None) -> float: ...
 def matmul(
-    a: Array, b: Array, m: int, k: int, n: int, out: Optional[Array] = None, *, stream: Optional[Stream] = None
+    a: Array,
+    b: Array,
+    m: Optional[int] = None,
+    k: Optional[int] = None,
+    n: Optional[int] = None,
+    out: Optional[Array] = None,
+    *,
+    stream: Optional[Stream] = None,
 ) -> Array: ...
 def negative(x: Array, out: Optional[Array] = None, *, stream: Optional[Stream] = None) -> Array: ...
 def abs(x: Array, out: Optional[Array] = None, *, stream: Optional[Stream] = None) -> Array: ...

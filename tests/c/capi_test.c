@@ -2480,8 +2480,39 @@ static void test_shapes(ug_context *ctx) {
   CHECK(ok);
   EXPECT(ug_op_mm(NULL, a, a, m), r == c ? UG_OK : UG_SIZE_MISMATCH);
 
-  free(h), free(tb), free(tcb), free(sb), free(ob), free(rb), free(mb);
-  ug_array *all[] = {flat, a, t, s, row, tc, out, row2, outt, m};
+  /* Batched: x (g+1, r, c); out[z] = x[z+1] · x[z+1]^T for z < g, through a
+     batch slice (an offset) and its transposed matrices (no copy), against
+     doubles. A 3-D out of the wrong shape names the shapes. */
+  size_t g = rand_len(1, 4), x3[3] = {g + 1, r, c}, perm[3] = {0, 2, 1}, o3[3] = {g, r, r};
+  float *hx = (float *)random_buf(UG_DTYPE_F32, (g + 1) * r * c, -10, 10);
+  ug_array *xflat = upload(ctx, UG_DTYPE_F32, hx, (g + 1) * r * c);
+  ug_array *x = NULL, *xs = NULL, *xst = NULL, *bo = NULL, *bad3 = NULL;
+  OK(ug_array_reshape(xflat, x3, 3, &x));
+  OK(ug_array_slice(x, 0, 1, g + 1, 1, &xs));
+  OK(ug_array_transpose(xs, perm, 3, &xst));
+  OK(ug_array_zeros_nd(ctx, UG_DTYPE_F32, o3, 3, &bo));
+  OK(ug_op_mm(NULL, xs, xst, bo));
+  float *bb = (float *)download(bo, UG_DTYPE_F32, g * r * r);
+  ok = 1;
+  for (size_t z = 0; z < g; z++)
+    for (size_t i = 0; i < r; i++)
+      for (size_t j = 0; j < r; j++) {
+        const float *xi = hx + ((z + 1) * r + i) * c, *xj = hx + ((z + 1) * r + j) * c;
+        double want_ij = 0, scale = 0;
+        for (size_t k = 0; k < c; k++) {
+          want_ij += (double)xi[k] * xj[k];
+          scale += fabs((double)xi[k] * xj[k]);
+        }
+        ok &= fabs(bb[(z * r + i) * r + j] - want_ij) <= 1e-5 * scale + 1e-30;
+      }
+  CHECK(ok);
+  size_t o3bad[3] = {g, r + 1, r}; /* m is r, not r + 1 (a batch of one would broadcast) */
+  OK(ug_array_zeros_nd(ctx, UG_DTYPE_F32, o3bad, 3, &bad3));
+  EXPECT(ug_op_mm(NULL, xs, xst, bad3), UG_SIZE_MISMATCH);
+  ERROR_HAS("bmm");
+
+  free(h), free(tb), free(tcb), free(sb), free(ob), free(rb), free(mb), free(hx), free(bb);
+  ug_array *all[] = {flat, a, t, s, row, tc, out, row2, outt, m, xflat, x, xs, xst, bo, bad3};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) ug_array_free(all[i]);
 }
 

@@ -312,8 +312,12 @@ pub unsafe extern "C" fn ug_array_contiguous(
 
 /// `out = a · b` for 2-D arrays or views (`a` m×k, `b` k×n, `out` m×n),
 /// the sizes taken from their shapes, on `stream` (NULL: the default
-/// stream of `a`'s context). `UG_SIZE_MISMATCH` naming the shapes when they
-/// do not fit.
+/// stream of `a`'s context). When any of them is 3-D, a batched product:
+/// `out` (B, m, n) and `a` (B, m, k), `b` (B, k, n), where either may be
+/// 2-D (or hold one matrix) and then serves every batch. Views whose
+/// matrices are transposed (`ug_array_transpose` of the last two axes) or
+/// sliced are read in place, without a copy. `UG_SIZE_MISMATCH` naming the
+/// shapes when they do not fit.
 ///
 /// # Safety
 ///

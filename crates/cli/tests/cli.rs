@@ -305,6 +305,9 @@ fn bench_list_names_every_case() {
         "compile_disk",
         "transfer",
         "matmul_bf16",
+        "bmm_f32",
+        "bmm_bf16",
+        "mm_transposed_f32",
         "cpu_matmul_1024",
     ] {
         assert!(t.contains(&format!("| {case} |")), "no {case} in:\n{t}");

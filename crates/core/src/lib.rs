@@ -29,6 +29,7 @@
 pub mod cells;
 pub mod dlpack;
 mod element;
+mod gemm;
 mod grid;
 pub mod image;
 mod layout;
@@ -36,6 +37,7 @@ mod reduce;
 mod scalar;
 
 pub use element::{DType, Element, PerDtype};
+pub use gemm::{GemmOperand, GemmShape};
 pub use grid::Grid;
 pub use layout::{
     IntoShape, Layout, ShapeError, broadcast_shapes, element_count, infer_shape, row_major_strides,

@@ -9,7 +9,7 @@ use cudarc::cublas::sys::{self as cublas_sys, cublasOperation_t};
 
 use crate::error::{Result, SafeError};
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
-use unigpu_core::DType;
+use unigpu_core::{DType, GemmShape};
 
 mod sealed {
     pub trait Sealed {}
@@ -21,7 +21,8 @@ pub trait GemmElement: Element + sealed::Sealed {
     const ONE: Self;
     const ZERO: Self;
 
-    /// `C = A·B` in cuBLAS's column-major terms, on raw device addresses.
+    /// `C = op(A)·op(B)` in cuBLAS's column-major terms, `cfg.batch`
+    /// times, on raw device addresses.
     ///
     /// # Safety
     /// `a`, `b` and `c` hold the elements `cfg` reaches, in the context of
@@ -36,7 +37,7 @@ pub trait GemmElement: Element + sealed::Sealed {
     ) -> std::result::Result<(), CublasError>;
 }
 
-/// The shape of one product, as cuBLAS takes it.
+/// The shape of one (batched) product, as cuBLAS takes it (column-major).
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Gemm<T> {
@@ -45,10 +46,19 @@ pub struct Gemm<T> {
     k: i32,
     alpha: T,
     beta: T,
+    op_a: cublasOperation_t,
+    op_b: cublasOperation_t,
+    lda: i32,
+    ldb: i32,
+    ldc: i32,
+    stride_a: i64,
+    stride_b: i64,
+    stride_c: i64,
+    batch: i32,
 }
 
 macro_rules! native_gemm {
-    ($($t:ty => $f:ident);*) => {$(
+    ($($t:ty => $f:ident, $batched:ident);*) => {$(
         impl sealed::Sealed for $t {}
         impl GemmElement for $t {
             const ONE: Self = 1.0;
@@ -61,20 +71,28 @@ macro_rules! native_gemm {
                 b: u64,
                 c: u64,
             ) -> std::result::Result<(), CublasError> {
-                let n = cublasOperation_t::CUBLAS_OP_N;
-                // SAFETY: forwarded from this function's contract; the
-                // leading dimensions are those of contiguous matrices.
+                if g.batch == 1 {
+                    // SAFETY: forwarded from this function's contract.
+                    return unsafe {
+                        cublas_result::$f(
+                            handle, g.op_a, g.op_b, g.m, g.n, g.k, &g.alpha, a as *const $t, g.lda,
+                            b as *const $t, g.ldb, &g.beta, c as *mut $t, g.ldc,
+                        )
+                    };
+                }
+                // SAFETY: forwarded from this function's contract.
                 unsafe {
-                    cublas_result::$f(
-                        handle, n, n, g.m, g.n, g.k, &g.alpha, a as *const $t, g.m.max(1),
-                        b as *const $t, g.k.max(1), &g.beta, c as *mut $t, g.m.max(1),
+                    cublas_result::$batched(
+                        handle, g.op_a, g.op_b, g.m, g.n, g.k, &g.alpha, a as *const $t, g.lda,
+                        g.stride_a, b as *const $t, g.ldb, g.stride_b, &g.beta, c as *mut $t,
+                        g.ldc, g.stride_c, g.batch,
                     )
                 }
             }
         }
     )*};
 }
-native_gemm!(f32 => sgemm; f64 => dgemm);
+native_gemm!(f32 => sgemm, sgemm_strided_batched; f64 => dgemm, dgemm_strided_batched);
 
 macro_rules! half_gemm {
     ($($t:ty => $dtype:ident);*) => {$(
@@ -90,19 +108,32 @@ macro_rules! half_gemm {
                 b: u64,
                 c: u64,
             ) -> std::result::Result<(), CublasError> {
-                let n = cublasOperation_t::CUBLAS_OP_N;
                 let dtype = cublas_sys::cudaDataType_t::$dtype;
                 // Scaling factors are in the f32 compute type.
                 let (alpha, beta) = (g.alpha.to_f32(), g.beta.to_f32());
+                let (alpha, beta) = ((&alpha as *const f32).cast(), (&beta as *const f32).cast());
+                let compute = cublas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F;
+                let algo = cublas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
+                if g.batch == 1 {
+                    // SAFETY: forwarded from this function's contract.
+                    return unsafe {
+                        cublas_result::gemm_ex(
+                            handle, g.op_a, g.op_b, g.m, g.n, g.k,
+                            alpha, a as *const _, dtype, g.lda,
+                            b as *const _, dtype, g.ldb,
+                            beta, c as *mut _, dtype, g.ldc,
+                            compute, algo,
+                        )
+                    };
+                }
                 // SAFETY: forwarded from this function's contract.
                 unsafe {
-                    cublas_result::gemm_ex(
-                        handle, n, n, g.m, g.n, g.k,
-                        (&alpha as *const f32).cast(), a as *const _, dtype, g.m.max(1),
-                        b as *const _, dtype, g.k.max(1),
-                        (&beta as *const f32).cast(), c as *mut _, dtype, g.m.max(1),
-                        cublas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                        cublas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                    cublas_result::gemm_strided_batched_ex(
+                        handle, g.op_a, g.op_b, g.m, g.n, g.k,
+                        alpha, a as *const _, dtype, g.lda, g.stride_a,
+                        b as *const _, dtype, g.ldb, g.stride_b,
+                        beta, c as *mut _, dtype, g.ldc, g.stride_c,
+                        g.batch, compute, algo,
                     )
                 }
             }
@@ -144,27 +175,25 @@ impl BlasHandle {
         })
     }
 
-    /// `c = a · b` with row-major `a` (m×k), `b` (k×n), `c` (m×n), on
-    /// `stream`, for any element type (so that callers generic over
-    /// `unigpu-core`'s elements need no cuBLAS bound): the ones cuBLAS
-    /// multiplies ([`GemmElement`]: f32, f64, f16, bf16) run, the integer
-    /// ones are `Unsupported`.
-    #[allow(clippy::too_many_arguments)]
+    /// `c[z] = a[z] · b[z]` for each product of `shape` (the operands
+    /// where it places them: offsets, leading dimensions, batch strides,
+    /// transposed storage; `c` dense row-major), on `stream`, for any
+    /// element type (so that callers generic over `unigpu-core`'s elements
+    /// need no cuBLAS bound): the ones cuBLAS multiplies ([`GemmElement`]:
+    /// f32, f64, f16, bf16) run, the integer ones are `Unsupported`.
     pub fn gemm_row_major<T: Element>(
         &self,
         stream: &CudaStreamHandle,
-        m: usize,
-        n: usize,
-        k: usize,
+        shape: &GemmShape,
         a: &DeviceBuffer<T>,
         b: &DeviceBuffer<T>,
         c: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         let typed = match T::DTYPE {
-            DType::F32 => self.gemm_as::<f32, T>(stream, m, n, k, a, b, c),
-            DType::F64 => self.gemm_as::<f64, T>(stream, m, n, k, a, b, c),
-            DType::F16 => self.gemm_as::<half::f16, T>(stream, m, n, k, a, b, c),
-            DType::BF16 => self.gemm_as::<half::bf16, T>(stream, m, n, k, a, b, c),
+            DType::F32 => self.gemm_as::<f32, T>(stream, shape, a, b, c),
+            DType::F64 => self.gemm_as::<f64, T>(stream, shape, a, b, c),
+            DType::F16 => self.gemm_as::<half::f16, T>(stream, shape, a, b, c),
+            DType::BF16 => self.gemm_as::<half::bf16, T>(stream, shape, a, b, c),
             DType::I32 | DType::U32 | DType::I64 | DType::U64 | DType::U8 => None,
         };
         typed.unwrap_or_else(|| {
@@ -179,13 +208,10 @@ impl BlasHandle {
 
     /// [`Self::gemm`] on buffers of `T` seen as buffers of `G`; `None`
     /// unless `T` is `G`.
-    #[allow(clippy::too_many_arguments)]
     fn gemm_as<G: GemmElement, T: Element>(
         &self,
         stream: &CudaStreamHandle,
-        m: usize,
-        n: usize,
-        k: usize,
+        shape: &GemmShape,
         a: &DeviceBuffer<T>,
         b: &DeviceBuffer<T>,
         c: &mut DeviceBuffer<T>,
@@ -193,73 +219,88 @@ impl BlasHandle {
         let a = (a as &dyn Any).downcast_ref::<DeviceBuffer<G>>()?;
         let b = (b as &dyn Any).downcast_ref::<DeviceBuffer<G>>()?;
         let c = (c as &mut dyn Any).downcast_mut::<DeviceBuffer<G>>()?;
-        Some(self.gemm(stream, m, n, k, a, b, c))
+        Some(self.gemm(stream, shape, a, b, c))
     }
 
     /// [`Self::gemm_row_major`] for one type cuBLAS multiplies.
-    #[allow(clippy::too_many_arguments)]
     fn gemm<T: GemmElement>(
         &self,
         stream: &CudaStreamHandle,
-        m: usize,
-        n: usize,
-        k: usize,
+        shape: &GemmShape,
         a: &DeviceBuffer<T>,
         b: &DeviceBuffer<T>,
         c: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        for (what, buf, rows, cols) in [("matmul a", a.len(), m, k), ("matmul b", b.len(), k, n)] {
-            check(what, rows.checked_mul(cols), buf)?;
-        }
-        check("matmul c", m.checked_mul(n), c.len())?;
+        shape
+            .check(a.len(), b.len(), c.len())
+            .map_err(|what| SafeError::Unsupported { what })?;
         if stream.device() != &self.device
             || a.device() != &self.device
             || b.device() != &self.device
         {
             return Err(SafeError::DeviceMismatch { what: "matmul" });
         }
+        let GemmShape { batch, m, k, n, .. } = *shape;
+        if batch == 0 || m == 0 || n == 0 {
+            return Ok(());
+        }
         let dim = |v: usize| {
             i32::try_from(v).map_err(|_| SafeError::SizeMismatch {
-                what: "matmul dimension (cuBLAS takes 32-bit sizes)",
+                what: "matmul dimension, leading dimension or batch count (cuBLAS takes 32-bit sizes)",
                 expected: i32::MAX as usize,
                 actual: v,
             })
         };
-        let (m32, n32, k32) = (dim(m)?, dim(n)?, dim(k)?);
-        if m == 0 || n == 0 {
-            return Ok(());
-        }
+        let stride = |v: usize| {
+            i64::try_from(v).map_err(|_| SafeError::SizeMismatch {
+                what: "matmul batch stride",
+                expected: i64::MAX as usize,
+                actual: v,
+            })
+        };
+        let op = |transposed| {
+            if transposed {
+                cublasOperation_t::CUBLAS_OP_T
+            } else {
+                cublasOperation_t::CUBLAS_OP_N
+            }
+        };
+        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands.
+        // A row-major matrix read column-major is its transpose already
+        // (no op); a transposed (column-major) one needs op T.
+        let (sa, sb) = (&shape.a, &shape.b);
+        let cfg = Gemm {
+            m: dim(n)?,
+            n: dim(m)?,
+            k: dim(k)?,
+            alpha: T::ONE,
+            beta: T::ZERO,
+            op_a: op(sb.transposed),
+            op_b: op(sa.transposed),
+            lda: dim(sb.ld)?,
+            ldb: dim(sa.ld)?,
+            ldc: dim(n)?,
+            stride_a: stride(sb.batch_stride)?,
+            stride_b: stride(sa.batch_stride)?,
+            stride_c: stride(m * n)?,
+            batch: dim(batch)?,
+        };
         let mut blas = self.blas.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the new stream belongs to this handle's device (checked
         // above) and outlives the call through its Arc.
         unsafe { blas.set_stream(stream.cudarc_stream().clone()) }
             .map_err(|e| cublas_error("cublasSetStream", e))?;
-        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands.
-        let shape = Gemm {
-            m: n32,
-            n: m32,
-            k: k32,
-            alpha: T::ONE,
-            beta: T::ZERO,
-        };
         let ((pa, _end_a), (pb, _end_b)) = (a.ptr_for_read(stream)?, b.ptr_for_read(stream)?);
         let (pc, _end_c) = c.ptr_for_write(stream)?;
-        // SAFETY: every buffer's length was checked against its dimensions
-        // above, so cuBLAS reads and writes only inside them, and each is
+        let at = |p: u64, offset: usize| p + (offset * std::mem::size_of::<T>()) as u64;
+        let (pa, pb) = (at(pa, sa.offset), at(pb, sb.offset));
+        // SAFETY: `shape.check` above put every element each operand's
+        // offset, leading dimension and batch stride reach inside its
+        // buffer, and `c` is exactly batch × m × n, so cuBLAS reads and
+        // writes only inside them (with k = 0 it reads nothing); each is
         // ordered on the handle's stream (set above).
-        unsafe { T::gemm(*blas.handle(), shape, pb, pa, pc) }
-            .map_err(|e| cublas_error("cublasGemmEx", e))
-    }
-}
-
-fn check(what: &'static str, expected: Option<usize>, actual: usize) -> Result<()> {
-    match expected {
-        Some(e) if e == actual => Ok(()),
-        e => Err(SafeError::SizeMismatch {
-            what,
-            expected: e.unwrap_or(usize::MAX),
-            actual,
-        }),
+        unsafe { T::gemm(*blas.handle(), cfg, pb, pa, pc) }
+            .map_err(|e| cublas_error("cublas gemm (strided batched)", e))
     }
 }
 

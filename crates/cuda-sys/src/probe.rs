@@ -64,6 +64,9 @@ const REQUIRED_CUBLAS_SYMBOLS: &[&str] = &[
     "cublasSgemm_v2",
     "cublasDgemm_v2",
     "cublasGemmEx",
+    "cublasSgemmStridedBatched",
+    "cublasDgemmStridedBatched",
+    "cublasGemmStridedBatchedEx",
 ];
 
 /// Whether libcublas loads with the symbols unigpu's matmul uses. Checked

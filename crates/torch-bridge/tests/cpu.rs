@@ -125,3 +125,82 @@ fn dlpack_round_trip_shares_the_values() {
     back.copy_from(&ones, false).unwrap();
     assert_eq!(t.to_f32_vec().unwrap(), vec![1.0; data.len()]);
 }
+
+/// `bmm_out` on CPU tensors (the same ATen calls as on CUDA): `a` and `b`
+/// as 1-D buffers read through strided views (an offset, a leading
+/// dimension past the row, a batch stride, 0 for one matrix shared by the
+/// batch, transposed storage), against the host in f64, for each of its
+/// three paths (one product, a shared `b` under row-contiguous batches of
+/// `a`, bmm).
+#[test]
+fn bmm_out_reads_strided_views_in_place() {
+    let mut rng = rand::rng();
+    // One operand: (offset, batch stride, ld, transposed) and its buffer.
+    let mut operand = |g: usize, r: usize, c: usize, t: bool, shared: bool, dense: bool| {
+        let (sr, sc) = if t { (c, r) } else { (r, c) };
+        let ld = if dense {
+            sc
+        } else {
+            sc + rng.random_range(0..3)
+        };
+        let offset = if dense { 0 } else { rng.random_range(0..4) };
+        let bs = if shared {
+            0
+        } else {
+            sr * ld + if dense { 0 } else { rng.random_range(0..3) }
+        };
+        let len = offset + g.saturating_sub(1) * bs + sr * ld;
+        let data: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let at = move |z: usize, i: usize, j: usize| {
+            let (i, j) = if t { (j, i) } else { (i, j) };
+            offset + z * bs + i * ld + j
+        };
+        (data, (offset as i64, bs as i64, ld as i64, t), at)
+    };
+    for round in 0..24 {
+        let g = if round % 4 == 0 {
+            1
+        } else {
+            rand::rng().random_range(1..5)
+        };
+        let (m, k, n) = (
+            rand::rng().random_range(1..20),
+            rand::rng().random_range(1..20),
+            rand::rng().random_range(1..20),
+        );
+        let (ta, tb) = (round % 2 == 1, (round / 2) % 2 == 1);
+        // Rounds 8..16: a dense row-major `a` and a shared `b` (one product
+        // of (g·m)×k); the others random layouts.
+        let shared_dense = (8..16).contains(&round);
+        let (ha, (ao, abs_, ald, at_), ia) =
+            operand(g, m, k, ta && !shared_dense, false, shared_dense);
+        let (hb, (bo, bbs, bld, bt), ib) =
+            operand(g, k, n, tb, shared_dense || round % 3 == 0, false);
+        let a = c10::tensor_from_f32(&ha, &[ha.len() as i64]).unwrap();
+        let b = c10::tensor_from_f32(&hb, &[hb.len() as i64]).unwrap();
+        let mut c = c10::tensor_from_f32(&vec![7.0; g * m * n], &[(g * m * n) as i64]).unwrap();
+        c.bmm_out(
+            &a, &b, g as i64, m as i64, k as i64, n as i64, ao, abs_, ald, at_, bo, bbs, bld, bt,
+        )
+        .unwrap();
+        let got = c.to_f32_vec().unwrap();
+        for z in 0..g {
+            for i in 0..m {
+                for j in 0..n {
+                    let (mut want, mut scale) = (0.0f64, 0.0f64);
+                    for p in 0..k {
+                        let v = ha[ia(z, i, p)] as f64 * hb[ib(z, p, j)] as f64;
+                        want += v;
+                        scale += v.abs();
+                    }
+                    let got = got[(z * m + i) * n + j] as f64;
+                    let tol = (k as f64 + 2.0) * f32::EPSILON as f64 * scale + 1e-30;
+                    assert!(
+                        (got - want).abs() <= tol,
+                        "round {round}: {g}x{m}x{k}x{n} a.t {at_} b.t {bt} [{z},{i},{j}]: {got} != {want}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -809,7 +809,8 @@ impl Ops<'_> {
         })
     }
 
-    /// `out = a · b` of 2-D arrays or views, as [`Ops::mm`].
+    /// `out = a · b` of 2-D arrays or views, as [`Ops::mm`], or, when any
+    /// of them is 3-D, batched as [`Ops::bmm`].
     pub fn mm_any<'x, 'y, 'z>(
         &self,
         a: impl Into<AnyView<'x>>,
@@ -817,7 +818,10 @@ impl Ops<'_> {
         out: impl Into<AnyViewMut<'z>>,
     ) -> Result<()> {
         let (a, b, mut out) = (a.into(), b.into(), out.into());
-        with_float!(self.context(), "mm", a.dtype(), T =>
-            self.mm(&a.typed::<T>("mm (a)")?, &b.typed::<T>("mm (b)")?, &mut out.typed::<T>("mm (out)")?))
+        with_float!(self.context(), "mm", a.dtype(), T => {
+            let (a, b) = (a.typed::<T>("mm (a)")?, b.typed::<T>("mm (b)")?);
+            let mut out = out.typed::<T>("mm (out)")?;
+            if [a.ndim(), b.ndim(), out.ndim()].contains(&3) { self.bmm(&a, &b, &mut out) } else { self.mm(&a, &b, &mut out) }
+        })
     }
 }

@@ -806,7 +806,8 @@ pub fn softmax<'a>(
     )
 }
 
-/// `out = a·b` of 2-D arrays or views, the sizes from their shapes.
+/// `out = a·b` of 2-D arrays or views, the sizes from their shapes; when
+/// any is 3-D, a batched product ([`Ops::bmm`](crate::Ops::bmm)).
 pub fn mm<'a>(
     ops: Ops<'_>,
     arrays: [impl Into<Handle<'a>>; 3],

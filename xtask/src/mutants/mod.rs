@@ -101,8 +101,8 @@ const MUTATIONS: &[Mutation] = &[
         name: "a matmul with one wrong tile",
         target: Target::Cpu,
         file: "crates/unigpu/src/backend/cpu/ops.rs",
-        original: "        par,\n    );\n    Ok(())\n",
-        mutated: "        par,\n    );\n    for i in m.saturating_sub(8)..m {\n        for j in n.saturating_sub(8)..n {\n            c[i * n + j] = c[0].clone();\n        }\n    }\n    Ok(())\n",
+        original: "        par,\n    );\n}\n",
+        mutated: "        par,\n    );\n    for i in m.saturating_sub(8)..m {\n        for j in n.saturating_sub(8)..n {\n            c[i * n + j] = c[0].clone();\n        }\n    }\n}\n",
         tests: &["ops"],
     },
     Mutation {
@@ -296,9 +296,9 @@ const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "a matmul with one wrong tile (its last 8 rows never written)",
         target: Target::Cuda,
-        file: "crates/unigpu/src/backend/cuda/ops.rs",
-        original: "blas.gemm_row_major::<T>(&stream.handle, m, n, k, a, b, c)",
-        mutated: "blas.gemm_row_major::<T>(&stream.handle, m - m.min(8), n, k, a, b, c)",
+        file: "crates/cuda-safe/src/blas.rs",
+        original: "            n: dim(m)?,\n",
+        mutated: "            n: dim(m - m.min(8))?,\n",
         tests: &["ops"],
     },
     Mutation {
@@ -433,8 +433,8 @@ const MUTATIONS: &[Mutation] = &[
         name: "a matmul with one wrong tile",
         target: Target::Torch,
         file: "specs/torch.yaml",
-        original: "      at::mm_out(c, a.view({m, k}), b.view({k, n}));\n",
-        mutated: "      at::mm_out(c, a.view({m, k}), b.view({k, n}));\n      auto r = std::min<int64_t>({8, m, n});\n      c.narrow(0, m - r, r).narrow(1, n - r, r).mul_(2);\n",
+        original: "                    view(b, k, n, b_offset, b_batch_stride, b_ld, b_transposed));\n      }\n",
+        mutated: "                    view(b, k, n, b_offset, b_batch_stride, b_ld, b_transposed));\n      }\n      auto r = std::min<int64_t>({8, m, n});\n      c.narrow(1, m - r, r).narrow(2, n - r, r).mul_(2);\n",
         tests: &["ops"],
     },
     Mutation {

@@ -65,6 +65,10 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     ("unigpu_axpy_f32_GBps", "torch_axpy_f32_GBps", "torch y.add_(x, alpha=2)", Side::Gpu),
     ("unigpu_matmul_f32_TFLOPs", "torch_matmul_f32_TFLOPs", "torch matmul", Side::Gpu),
     ("unigpu_matmul_bf16_TFLOPs", "torch_matmul_bf16_TFLOPs", "torch matmul", Side::Gpu),
+    ("unigpu_bmm_f32_TFLOPs", "torch_bmm_f32_TFLOPs", "torch.bmm", Side::Gpu),
+    ("unigpu_bmm_bf16_TFLOPs", "torch_bmm_bf16_TFLOPs", "torch.bmm", Side::Gpu),
+    // A transposed operand read in place: as fast as the plain product.
+    ("unigpu_mm_at_b_f32_TFLOPs", "unigpu_mm_plain_f32_TFLOPs", "plain mm a·b, alternating rounds", Side::Any),
     // kernels.rs: #[unigpu::kernel] kernels beside the built-in op or the
     // same algorithm hand-written, timed in alternating rounds in one case.
     ("unigpu_kernel_saxpy_f32_GBps", "unigpu_kernel_axpy_f32_GBps", "built-in axpy, alternating rounds", Side::Any),

@@ -91,3 +91,121 @@ fn check_first_row<T: unigpu::Float>(
     }
     Ok(())
 }
+
+pub const BMM_F32_CASE: Case = Case {
+    name: "bmm_f32",
+    group: "matmul",
+    skip: any_backend,
+    run: |env, out| bmm::<f32>(&On::run(env), out, "f32"),
+};
+
+pub const BMM_BF16_CASE: Case = Case {
+    name: "bmm_bf16",
+    group: "matmul",
+    skip: any_backend,
+    run: |env, out| bmm::<unigpu::bf16>(&On::run(env), out, "bf16"),
+};
+
+pub const TRANSPOSED_CASE: Case = Case {
+    name: "mm_transposed_f32",
+    group: "matmul",
+    skip: any_backend,
+    run: |env, out| transposed::<f32>(&On::run(env), out, "f32"),
+};
+
+/// `n` values in [-0.5, 0.5), the same pattern as [`matmul`]'s.
+fn pattern<T: unigpu::Float>(n: usize) -> Vec<T> {
+    (0..n)
+        .map(|i| {
+            T::from_acc(
+                num_traits::cast(((i * 7919) % 1000) as f64 * 1e-3 - 0.5).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Milliseconds per call of `f`, over `reps` calls between two timed
+/// events on the default stream (after three untimed ones).
+fn time_ms(
+    ctx: &unigpu::Context,
+    reps: usize,
+    mut f: impl FnMut() -> unigpu::Result<()>,
+) -> anyhow::Result<f64> {
+    for _ in 0..3 {
+        f()?;
+    }
+    let s = ctx.default_stream();
+    let start = s.record_timed()?;
+    for _ in 0..reps {
+        f()?;
+    }
+    let end = s.record_timed()?;
+    Ok(start.elapsed_ms(&end)? as f64 / reps as f64)
+}
+
+/// A batched matmul, `B` products of n×n×n (32 of 512³ on a GPU; 8 of
+/// 128³ on the CPU backend), beside torch.bmm of the same sizes
+/// (bench/anchors/torch_ops.py).
+pub fn bmm<T: unigpu::Float>(on: &On, out: &mut Out, name: &str) -> anyhow::Result<()> {
+    let ctx = on.ctx;
+    let (g, n): (usize, usize) = if on.small { (8, 128) } else { (32, 512) };
+    let host = pattern::<T>(g * n * n);
+    let a = ctx.upload(&host)?.reshape([g, n, n])?;
+    let b = ctx.upload(&host)?.reshape([g, n, n])?;
+    let mut c = ctx.zeros::<T>([g, n, n])?;
+    let ops = ctx.ops();
+    let ms = time_ms(ctx, 10, || ops.bmm(&a, &b, &mut c))?;
+    let tflops = 2.0 * g as f64 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
+    out.info(
+        on.key(&format!("bmm_{name}_shape")),
+        format!("{g}x{n}x{n}x{n}"),
+    );
+    out.figure(
+        on.key(&format!("bmm_{name}_ms")),
+        on.label(format!("bmm {name} {g}×{n}³")),
+        "ms",
+        Better::Lower,
+        ms,
+    );
+    out.figure(
+        on.key(&format!("bmm_{name}_TFLOPs")),
+        on.label(format!("bmm {name} {g}×{n}³")),
+        "TFLOP/s",
+        Better::Higher,
+        tflops,
+    );
+    Ok(())
+}
+
+/// `a.t() · b` (a transposed view, read in place) beside the plain
+/// `a · b` of the same sizes, in alternating rounds in one process: with
+/// no hidden copy the two run at one speed.
+pub fn transposed<T: unigpu::Float>(on: &On, out: &mut Out, name: &str) -> anyhow::Result<()> {
+    let ctx = on.ctx;
+    let n: usize = if on.small { 256 } else { 4096 };
+    let host = pattern::<T>(n * n);
+    let a = ctx.upload(&host)?.reshape([n, n])?;
+    let b = ctx.upload(&host)?.reshape([n, n])?;
+    let mut c = ctx.zeros::<T>([n, n])?;
+    let ops = ctx.ops();
+    let (mut plain, mut at) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..3 {
+        plain = plain.min(time_ms(ctx, 5, || ops.mm(&a, &b, &mut c))?);
+        at = at.min(time_ms(ctx, 5, || ops.mm(&a.t(), &b, &mut c))?);
+    }
+    let tflops = |ms: f64| 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
+    out.info(on.key(&format!("mm_transposed_{name}_n")), n);
+    for (key, label, ms) in [
+        ("mm_plain", "mm a·b", plain),
+        ("mm_at_b", "mm aᵀ·b (a view)", at),
+    ] {
+        out.figure(
+            on.key(&format!("{key}_{name}_TFLOPs")),
+            on.label(format!("{label} {name} {n}³, alternating rounds")),
+            "TFLOP/s",
+            Better::Higher,
+            tflops(ms),
+        );
+    }
+    Ok(())
+}

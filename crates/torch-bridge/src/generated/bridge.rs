@@ -6,6 +6,8 @@
 
 // Opaque C++ types cannot implement Debug; the safe tier's handles do.
 #![allow(missing_debug_implementations)]
+// The cxx shims mirror the spec's parameter lists.
+#![allow(clippy::too_many_arguments)]
 // cxx's expansion of an `unsafe fn` drops the `# Safety` section written above it.
 #![allow(clippy::missing_safety_doc)]
 
@@ -183,6 +185,25 @@ pub mod ffi {
             m: i64,
             k: i64,
             n: i64,
+        ) -> Result<()>;
+
+        /// self (batch×m×n, 1-D contiguous, row-major) = a[z] (m×k) · b[z] (k×n) for each z, on the current stream. a and b are 1-D tensors read in place through strided views: matrix z's element (i, j) at offset + z·batch_stride + i·ld + j, or i + j·ld when transposed (a batch stride of 0 repeats one matrix).
+        fn tensor_bmm_out(
+            self_: Pin<&mut Tensor>,
+            a: &Tensor,
+            b: &Tensor,
+            batch: i64,
+            m: i64,
+            k: i64,
+            n: i64,
+            a_offset: i64,
+            a_batch_stride: i64,
+            a_ld: i64,
+            a_transposed: bool,
+            b_offset: i64,
+            b_batch_stride: i64,
+            b_ld: i64,
+            b_transposed: bool,
         ) -> Result<()>;
 
         /// The elements as f32, copied to the host (waits for pending work on the current stream).

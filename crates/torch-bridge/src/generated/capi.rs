@@ -1426,6 +1426,65 @@ pub unsafe extern "C" fn ug_torch_tensor_mm_out(
     })
 }
 
+/// self (batch×m×n, 1-D contiguous, row-major) = a[z] (m×k) · b[z] (k×n) for each z, on the current stream. a and b are 1-D tensors read in place through strided views: matrix z's element (i, j) at offset + z·batch_stride + i·ld + j, or i + j·ld when transposed (a batch stride of 0 repeats one matrix).
+///
+/// Returns `Status::Ok` and writes the out-parameters on success; on failure
+/// writes nothing and records a message for `ug_torch_last_error_message`.
+///
+/// # Safety
+///
+/// Each pointer must be NULL (rejected with `Status::NullArgument`) or valid:
+/// handles live and from this library, strings NUL-terminated, `p`/`p_len` pairs
+/// valid for `p_len` elements, out-parameters valid for writes. A handle must
+/// not be used from two threads at once.
+#[allow(clippy::too_many_arguments)] // slices take two C parameters each
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ug_torch_tensor_bmm_out(
+    this: *mut safe::Tensor,
+    a: *const safe::Tensor,
+    b: *const safe::Tensor,
+    batch: i64,
+    m: i64,
+    k: i64,
+    n: i64,
+    a_offset: i64,
+    a_batch_stride: i64,
+    a_ld: i64,
+    a_transposed: bool,
+    b_offset: i64,
+    b_batch_stride: i64,
+    b_ld: i64,
+    b_transposed: bool,
+) -> Status {
+    runtime::guard(|| {
+        runtime::distinct(this, a, "self", "a")?;
+        runtime::distinct(this, b, "self", "b")?;
+        // SAFETY: the caller passes NULL or a live handle not otherwise borrowed (see # Safety).
+        let this = unsafe { runtime::handle_mut(this, "self") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let a = unsafe { runtime::handle_ref(a, "a") }?;
+        // SAFETY: the caller passes NULL or a live handle (see # Safety).
+        let b = unsafe { runtime::handle_ref(b, "b") }?;
+        this.bmm_out(
+            a,
+            b,
+            batch,
+            m,
+            k,
+            n,
+            a_offset,
+            a_batch_stride,
+            a_ld,
+            a_transposed,
+            b_offset,
+            b_batch_stride,
+            b_ld,
+            b_transposed,
+        )?;
+        Ok(())
+    })
+}
+
 /// The elements as f32, copied to the host (waits for pending work on the current stream).
 ///
 /// Returns `Status::Ok` and writes the out-parameters on success; on failure

@@ -514,6 +514,49 @@ impl Tensor {
             .map_err(|e| Error::cpp("Tensor::mm_out", &e))
     }
 
+    /// self (batch×m×n, 1-D contiguous, row-major) = a[z] (m×k) · b[z] (k×n) for each z, on the current stream. a and b are 1-D tensors read in place through strided views: matrix z's element (i, j) at offset + z·batch_stride + i·ld + j, or i + j·ld when transposed (a batch stride of 0 repeats one matrix).
+    ///
+    /// # Errors
+    ///
+    /// Returns the message of the C++ exception if the call throws.
+    #[allow(clippy::too_many_arguments)] // mirrors the spec's parameter list
+    pub fn bmm_out(
+        &mut self,
+        a: &Tensor,
+        b: &Tensor,
+        batch: i64,
+        m: i64,
+        k: i64,
+        n: i64,
+        a_offset: i64,
+        a_batch_stride: i64,
+        a_ld: i64,
+        a_transposed: bool,
+        b_offset: i64,
+        b_batch_stride: i64,
+        b_ld: i64,
+        b_transposed: bool,
+    ) -> Result<()> {
+        ffi::tensor_bmm_out(
+            self.cpp_mut()?,
+            a.cpp()?,
+            b.cpp()?,
+            batch,
+            m,
+            k,
+            n,
+            a_offset,
+            a_batch_stride,
+            a_ld,
+            a_transposed,
+            b_offset,
+            b_batch_stride,
+            b_ld,
+            b_transposed,
+        )
+        .map_err(|e| Error::cpp("Tensor::bmm_out", &e))
+    }
+
     /// The elements as f32, copied to the host (waits for pending work on the current stream).
     ///
     /// # Errors

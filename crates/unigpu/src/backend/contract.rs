@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::GemmShape;
 use unigpu_core::Grid;
 use unigpu_core::Scalar;
 use unigpu_core::dlpack::ManagedTensor;
@@ -448,13 +449,18 @@ pub(crate) trait BuiltinOps: BufferApi {
         x: &Self::Buffer<T>,
         y: Option<&Self::Buffer<T>>,
     ) -> Result<T>;
-    /// `c = a · b`, row-major, `a` m×k, `b` k×n; f16/bf16 accumulate in f32.
+    /// `c[z] = a[z] · b[z]` for each of `shape.batch` products, `a[z]`
+    /// m×k and `b[z]` k×n where `shape` places them in their buffers
+    /// (offsets, leading dimensions, batch strides, transposed storage:
+    /// read in place, never copied), `c` the whole buffer of dense
+    /// row-major m×n results; f16/bf16 accumulate in f32. The facade has
+    /// checked `shape` against the buffers (`GemmShape::check`).
     fn matmul<T: Float>(
         stream: &Self::Stream,
         a: &Self::Buffer<T>,
         b: &Self::Buffer<T>,
         c: &mut Self::Buffer<T>,
-        mkn: (usize, usize, usize),
+        shape: &GemmShape,
     ) -> Result<()>;
 }
 

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::kernel::options::{CompileOptions, ImageFormat};
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::GemmShape;
 use unigpu_core::Grid;
 use unigpu_core::Scalar;
 use unigpu_core::dlpack::ManagedTensor;
@@ -515,7 +516,7 @@ impl StreamImpl {
         a: &Storage<T>,
         b: &Storage<T>,
         c: &mut Storage<T>,
-        mkn: (usize, usize, usize),
+        shape: &GemmShape,
     ) -> Result<()> {
         const WHAT: &str = "matmul";
         on_backend!(StreamImpl, self, A, s => A::matmul::<T>(
@@ -523,7 +524,7 @@ impl StreamImpl {
             mine::<A, T>(a, WHAT)?,
             mine::<A, T>(b, WHAT)?,
             mine_mut::<A, T>(c, WHAT)?,
-            mkn,
+            shape,
         ))
     }
 }

@@ -13,6 +13,7 @@ pub use operand::{AsView, AsViewMut};
 
 use crate::stream::check_len;
 use crate::{ArrayView, ArrayViewMut, Context, Element, Error, Result, Stream};
+use unigpu_core::{GemmOperand, GemmShape};
 
 /// Built-in ops on one stream: `ctx.ops()` (the default stream) or
 /// `ctx.ops_on(&stream)`. Every call is stream-ordered like a kernel
@@ -199,18 +200,32 @@ impl<'a> Ops<'a> {
             let expected = rows.saturating_mul(cols);
             check_len(what, expected, len)?;
         }
-        let a = self.on().whole(&a, a.layout.shape(), "matmul")?;
-        let b = self.on().whole(&b, b.layout.shape(), "matmul")?;
-        self.on().write_whole(&mut c, false, "matmul", |c| {
-            self.stream
-                .imp
-                .matmul(a.storage(), b.storage(), c, (m, k, n))
-        })
+        // Operands of the matrices' shapes may be views read in place
+        // (`a.t()`); any other shape is its elements in row-major order.
+        let on = self.on();
+        fn operand<'v, T: Element>(
+            on: &operand::On<'_>,
+            v: &ArrayView<'v, T>,
+            [rows, cols]: [usize; 2],
+        ) -> Result<(operand::Whole<'v, T>, GemmOperand)> {
+            if v.shape() == [rows, cols] {
+                return on.gemm_operand(v, "matmul");
+            }
+            let whole = on.whole(v, v.layout.shape(), "matmul")?;
+            Ok((whole, GemmOperand::row_major(rows, cols)))
+        }
+        let (a, b) = (operand(&on, &a, [m, k])?, operand(&on, &b, [k, n])?);
+        self.gemm(a, b, &mut c, (1, m, k, n), "matmul")
     }
 
     /// `out = a · b` for 2-D `a` (m×k), `b` (k×n) and `out` (m×n), the
-    /// sizes taken from the shapes. Any of them may be a view (`a.t()`);
-    /// a view that is not row-major is copied to a contiguous buffer first.
+    /// sizes taken from the shapes. Any of them may be a view: a
+    /// transposed one (`a.t()`, its last two axes swapped), a slice or a
+    /// view with a leading dimension is read in place by every backend
+    /// (cuBLAS's and the others' transpose flags), any other that is not
+    /// row-major (negative strides, say) is copied to a contiguous buffer
+    /// first, and an `out` that is not all of its array in row-major order
+    /// is computed into one and copied into place.
     pub fn mm<T: Float>(
         &self,
         a: &impl AsView<T>,
@@ -222,7 +237,7 @@ impl<'a> Ops<'a> {
             return Err(Error::Shape {
                 what: "mm",
                 message: format!(
-                    "takes 2-D arrays; got shapes {:?}, {:?} and {:?}",
+                    "takes 2-D arrays (bmm takes 3-D); got shapes {:?}, {:?} and {:?}",
                     a.shape(),
                     b.shape(),
                     out.shape()
@@ -241,7 +256,90 @@ impl<'a> Ops<'a> {
                 ),
             });
         }
-        self.matmul(&a, &b, &mut out, (m, k, n))
+        let (a, b) = (
+            self.on().gemm_operand(&a, "mm")?,
+            self.on().gemm_operand(&b, "mm")?,
+        );
+        self.gemm(a, b, &mut out, (1, m, k, n), "mm")
+    }
+
+    /// `out[z] = a[z] · b[z]` for each of `out`'s `B` matrices: `a`
+    /// (B, m, k), `b` (B, k, n), `out` (B, m, n). `a` or `b` may be 2-D,
+    /// or have a first axis of 1, and is then the same matrix for every
+    /// `z` (broadcast, never copied). Views are read as [`Ops::mm`] reads
+    /// them: transposed matrices (`x.swap_axes(1, 2)`), slices along any
+    /// axis (`x.slice(0, 1..3)`) and broadcast batches go to the
+    /// backend in place, in one batched call (cuBLAS's strided-batched
+    /// GEMM on CUDA, `bmm` on torch); f16/bf16 accumulate in f32.
+    pub fn bmm<T: Float>(
+        &self,
+        a: &impl AsView<T>,
+        b: &impl AsView<T>,
+        out: &mut impl AsViewMut<T>,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.as_view(), b.as_view(), out.as_view_mut());
+        let shapes = || format!("{:?} · {:?} into {:?}", a.shape(), b.shape(), out.shape());
+        let &[batch, m, n] = out.shape() else {
+            return Err(Error::Shape {
+                what: "bmm",
+                message: format!("the output must be 3-D (batch, m, n): {}", shapes()),
+            });
+        };
+        // An operand's batch and matrix: (B, r, c), (1, r, c) or (r, c).
+        let split = |shape: &[usize]| match *shape {
+            [g, r, c] if g == batch || g == 1 => Some((r, c)),
+            [r, c] => Some((r, c)),
+            _ => None,
+        };
+        let (Some((m2, k)), Some((k2, n2))) = (split(a.shape()), split(b.shape())) else {
+            return Err(Error::Shape {
+                what: "bmm",
+                message: format!(
+                    "a and b must be 3-D with {batch} or 1 matrices, or 2-D: {}",
+                    shapes()
+                ),
+            });
+        };
+        if m2 != m || n2 != n || k2 != k {
+            return Err(Error::Shape {
+                what: "bmm",
+                message: format!("(m×k) · (k×n) is (m×n) for each matrix: {}", shapes()),
+            });
+        }
+        let (a, b) = (
+            self.on().gemm_operand(&a, "bmm")?,
+            self.on().gemm_operand(&b, "bmm")?,
+        );
+        self.gemm(a, b, &mut out, (batch, m, k, n), "bmm")
+    }
+
+    /// `out = a · b` for `batch` products of the operands where they lie
+    /// (see [`GemmShape`]), `out` the (batch, m, n) or (m, n) result.
+    fn gemm<T: Float>(
+        &self,
+        (a, sa): (operand::Whole<'_, T>, GemmOperand),
+        (b, sb): (operand::Whole<'_, T>, GemmOperand),
+        out: &mut ArrayViewMut<'_, T>,
+        (batch, m, k, n): (usize, usize, usize, usize),
+        what: &'static str,
+    ) -> Result<()> {
+        let shape = GemmShape {
+            batch,
+            m,
+            k,
+            n,
+            a: sa,
+            b: sb,
+        };
+        let (a, b) = (a.storage(), b.storage());
+        self.on().write_whole(out, false, what, |c| {
+            // The views' layouts were checked against their buffers when
+            // made; this keeps a wrong shape from reaching a backend.
+            shape
+                .check(a.len(), b.len(), c.len())
+                .map_err(|message| Error::Shape { what, message })?;
+            self.stream.imp.matmul(a, b, c, &shape)
+        })
     }
 
     pub(crate) fn binary<T: Float>(

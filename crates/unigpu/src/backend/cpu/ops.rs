@@ -10,6 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use unigpu_core::dlpack::{HostArray, HostRead, HostWrite};
+use unigpu_core::{GemmOperand, GemmShape};
 
 use num_traits::{Float as _, One, Zero};
 use rayon::prelude::*;
@@ -295,15 +296,10 @@ const PAR_MIN_FLOPS: usize = 1 << 18;
 
 /// `c = a · b` in the accumulator type (f32 or f64), through faer's
 /// kernels (SIMD chosen at run time, split across rayon's pool).
-fn gemm_acc<A: Element>(
-    (m, k, n): (usize, usize, usize),
-    a: &[A],
-    b: &[A],
-    c: &mut [A],
-) -> Result<()> {
+fn gemm_acc<A: Element>(shape: &GemmShape, a: &[A], b: &[A], c: &mut [A]) -> Result<()> {
     match A::DTYPE {
-        DType::F32 => gemm::<f32>((m, k, n), cast(a), cast(b), bytemuck::cast_slice_mut(c)),
-        DType::F64 => gemm::<f64>((m, k, n), cast(a), cast(b), bytemuck::cast_slice_mut(c)),
+        DType::F32 => gemm::<f32>(shape, cast(a), cast(b), bytemuck::cast_slice_mut(c)),
+        DType::F64 => gemm::<f64>(shape, cast(a), cast(b), bytemuck::cast_slice_mut(c)),
         other => Err(Error::Unsupported {
             backend: crate::backend::Backend::Cpu,
             what: format!("matmul accumulating in {other}"),
@@ -315,39 +311,89 @@ fn cast<A: Element, B: Element>(x: &[A]) -> &[B] {
     bytemuck::cast_slice(x)
 }
 
-fn gemm<F>((m, k, n): (usize, usize, usize), a: &[F], b: &[F], c: &mut [F]) -> Result<()>
+/// Matrix `z` of `op` (`rows`×`cols`) as a faer view of its buffer: a
+/// transposed operand is a column-major view, no copy. The caller has
+/// checked the shape against the buffer (`GemmShape::check`) and that the
+/// matrix is not empty.
+fn operand<'x, F>(
+    x: &'x [F],
+    op: &GemmOperand,
+    z: usize,
+    rows: usize,
+    cols: usize,
+) -> faer::MatRef<'x, F> {
+    let x = &x[op.offset + z * op.batch_stride..];
+    if op.transposed {
+        faer::MatRef::from_column_major_slice_with_stride(x, rows, cols, op.ld)
+    } else {
+        faer::MatRef::from_row_major_slice_with_stride(x, rows, cols, op.ld)
+    }
+}
+
+fn gemm<F>(shape: &GemmShape, a: &[F], b: &[F], c: &mut [F]) -> Result<()>
 where
+    F: faer::traits::ComplexField
+        + faer::traits::Conjugate<Canonical = F>
+        + One
+        + Zero
+        + Send
+        + Sync,
+{
+    // faer's constructors panic on a view past its slice; the facade has
+    // checked the shape already, so this is a second line, as an error.
+    shape
+        .check(a.len(), b.len(), c.len())
+        .map_err(|message| Error::StreamWork { message })?;
+    let GemmShape { m, k, n, .. } = *shape;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        // An empty sum: no element of `a` or `b` is read (nor in bounds).
+        c.fill(F::zero());
+        return Ok(());
+    }
+    let one = |(z, c): (usize, &mut [F]), par| {
+        let (a, b) = (operand(a, &shape.a, z, m, k), operand(b, &shape.b, z, k, n));
+        gemm_one(c, (m, n), a, b, par);
+    };
+    let flops = m.saturating_mul(k).saturating_mul(n);
+    if flops >= PAR_MIN_FLOPS {
+        // Each product is worth the pool: faer splits it.
+        c.chunks_mut(m * n)
+            .enumerate()
+            .for_each(|zc| one(zc, faer::Par::rayon(0)));
+    } else if flops.saturating_mul(shape.batch) >= PAR_MIN_FLOPS {
+        // Many small products: one a task.
+        c.par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|zc| one(zc, faer::Par::Seq));
+    } else {
+        c.chunks_mut(m * n)
+            .enumerate()
+            .for_each(|zc| one(zc, faer::Par::Seq));
+    }
+    Ok(())
+}
+
+/// One product into the dense row-major m×n `c`.
+fn gemm_one<F>(
+    c: &mut [F],
+    (m, n): (usize, usize),
+    a: faer::MatRef<'_, F>,
+    b: faer::MatRef<'_, F>,
+    par: faer::Par,
+) where
     F: faer::traits::ComplexField + faer::traits::Conjugate<Canonical = F> + One,
 {
-    // faer's constructors panic on a wrong length; the facade has checked
-    // the sizes already, so this is a second line, as an error.
-    if a.len() != m * k || b.len() != k * n || c.len() != m * n {
-        return Err(Error::StreamWork {
-            message: format!(
-                "matmul: {m}x{k}x{n} needs {}, {} and {} elements, got {}, {} and {}",
-                m * k,
-                k * n,
-                m * n,
-                a.len(),
-                b.len(),
-                c.len()
-            ),
-        });
-    }
-    let par = if m * k * n < PAR_MIN_FLOPS {
-        faer::Par::Seq
-    } else {
-        faer::Par::rayon(0)
-    };
     faer::linalg::matmul::matmul(
         faer::MatMut::from_row_major_slice_mut(c, m, n),
         faer::Accum::Replace,
-        faer::MatRef::from_row_major_slice(a, m, k),
-        faer::MatRef::from_row_major_slice(b, k, n),
+        a,
+        b,
         F::one(),
         par,
     );
-    Ok(())
 }
 
 impl BuiltinOps for Cpu {
@@ -511,9 +557,10 @@ impl BuiltinOps for Cpu {
         a: &CpuBuffer<T>,
         b: &CpuBuffer<T>,
         c: &mut CpuBuffer<T>,
-        (m, k, n): (usize, usize, usize),
+        shape: &GemmShape,
     ) -> Result<()> {
         check_distinct(|| "matmul".into(), c, &[a, b])?;
+        let shape = *shape;
         let (da, db, dc) = (a.data.clone(), b.data.clone(), c.data.clone());
         submit_replayable(s, &[&a.uses, &b.uses], &[&c.uses], move || {
             let ga = read(&da);
@@ -522,13 +569,13 @@ impl BuiltinOps for Cpu {
             let bs: &[T] = gb.as_deref().unwrap_or(&ga);
             if T::DTYPE == T::Acc::DTYPE {
                 // f32 and f64 are their own accumulator: no copies.
-                return gemm_acc::<T>((m, k, n), &ga, bs, &mut write(&dc));
+                return gemm_acc::<T>(&shape, &ga, bs, &mut write(&dc));
             }
             let to_acc = |v: &[T]| v.iter().map(|x| x.to_acc()).collect::<Vec<T::Acc>>();
             let (va, vb) = (to_acc(&ga), to_acc(bs));
             drop((ga, gb));
-            let mut vc = vec![T::Acc::zero(); m * n];
-            gemm_acc::<T::Acc>((m, k, n), &va, &vb, &mut vc)?;
+            let mut vc = vec![T::Acc::zero(); write(&dc).len()];
+            gemm_acc::<T::Acc>(&shape, &va, &vb, &mut vc)?;
             for (o, v) in write(&dc).iter_mut().zip(vc) {
                 *o = T::from_acc(v);
             }

@@ -9,6 +9,7 @@ use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::Result;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::GemmShape;
 use unigpu_core::Grid;
 use unigpu_core::Scalar;
 
@@ -203,9 +204,9 @@ impl BuiltinOps for Cuda {
         a: &DeviceBuffer<T>,
         b: &DeviceBuffer<T>,
         c: &mut DeviceBuffer<T>,
-        (m, k, n): (usize, usize, usize),
+        shape: &GemmShape,
     ) -> Result<()> {
         let blas = stream.device.blas(&stream.handle)?;
-        Ok(blas.gemm_row_major::<T>(&stream.handle, m, n, k, a, b, c)?)
+        Ok(blas.gemm_row_major::<T>(&stream.handle, shape, a, b, c)?)
     }
 }

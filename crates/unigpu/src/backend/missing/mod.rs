@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::kernel::options::CompileOptions;
 use crate::kernel::signature::KernelDecl;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::GemmShape;
 use unigpu_core::Grid;
 
 #[cfg(not(feature = "cuda"))]
@@ -306,7 +307,7 @@ impl<K: Absent> BuiltinOps for Missing<K> {
         _: &Never,
         _: &Never,
         _: &mut Never,
-        _: (usize, usize, usize),
+        _: &GemmShape,
     ) -> Result<()> {
         match *s {}
     }

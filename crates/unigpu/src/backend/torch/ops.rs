@@ -11,6 +11,7 @@ use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::GemmShape;
 
 type Stream = Arc<TorchStream>;
 
@@ -110,20 +111,47 @@ impl BuiltinOps for Torch {
         a: &TorchBuffer,
         b: &TorchBuffer,
         c: &mut TorchBuffer,
-        (m, k, n): (usize, usize, usize),
+        shape: &GemmShape,
     ) -> Result<()> {
         let dim = |d: usize| {
             i64::try_from(d).map_err(|_| Error::SizeMismatch {
-                what: "matmul dimension",
+                what: "matmul dimension, offset or stride",
                 expected: i64::MAX as usize,
                 actual: d,
             })
         };
-        let (m, k, n) = (dim(m)?, dim(k)?, dim(n)?);
+        let GemmShape {
+            batch,
+            m,
+            k,
+            n,
+            a: sa,
+            b: sb,
+        } = *shape;
+        if batch == 0 || m == 0 || n == 0 {
+            return Ok(());
+        }
         let _current = s.enter()?;
         a.order(s, false)?;
         b.order(s, false)?;
         c.order(s, true)?;
-        Ok(c.tensor_mut().mm_out(&a.tensor, &b.tensor, m, k, n)?)
+        // The operands are read in place through strided views of their
+        // buffers (ATen passes a transposed one to cuBLAS as op T).
+        Ok(c.tensor_mut().bmm_out(
+            &a.tensor,
+            &b.tensor,
+            dim(batch)?,
+            dim(m)?,
+            dim(k)?,
+            dim(n)?,
+            dim(sa.offset)?,
+            dim(sa.batch_stride)?,
+            dim(sa.ld)?,
+            sa.transposed,
+            dim(sb.offset)?,
+            dim(sb.batch_stride)?,
+            dim(sb.ld)?,
+            sb.transposed,
+        )?)
     }
 }

@@ -21,9 +21,9 @@ use crate::device::{DeviceInfo, MemoryInfo};
 use crate::error::{Error, Result};
 use crate::lock::lock;
 
-/// Bytes of immediate data (push constants) the built-in ops use; Vulkan
-/// guarantees 128.
-pub(crate) const IMMEDIATE_BYTES: u32 = 32;
+/// Bytes of immediate data (push constants) the built-in ops use (defined
+/// beside the shaders' `struct P`s).
+pub(crate) use super::shaders::IMMEDIATE_BYTES;
 
 /// A compute pipeline with the layout of its one bind group.
 #[derive(Debug)]

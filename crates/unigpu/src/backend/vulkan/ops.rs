@@ -17,6 +17,7 @@ use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::Result;
 use crate::ops::{Binary, Float, Reduce, Unary};
+use unigpu_core::{GemmOperand, GemmShape};
 
 type Stream = Arc<VkStream>;
 
@@ -378,11 +379,19 @@ impl BuiltinOps for Vulkan {
         a: &VkBuffer<T>,
         b: &VkBuffer<T>,
         c: &mut VkBuffer<T>,
-        (m, k, n): (usize, usize, usize),
+        shape: &GemmShape,
     ) -> Result<()> {
         let device = &s.device;
         let num = num_for::<T>(device)?;
-        if m == 0 || n == 0 {
+        let GemmShape {
+            batch,
+            m,
+            k,
+            n,
+            a: sa,
+            b: sb,
+        } = *shape;
+        if batch == 0 || m == 0 || n == 0 {
             return Ok(());
         }
         for (what, bytes) in [("a", a.bytes()), ("b", b.bytes()), ("c", c.bytes())] {
@@ -396,12 +405,30 @@ impl BuiltinOps for Vulkan {
                 mm::TILE
             )));
         }
-        if [m, k, n].iter().any(|&d| d > u32::MAX as usize) || m * n > u32::MAX as usize {
+        // The shaders index in u32: every element an operand reaches, and
+        // every word of the immediates, must fit.
+        let reach = [sa.reach(batch, m, k), sb.reach(batch, k, n), shape.c_len()];
+        let sizes = [k, sa.ld, sa.batch_stride, sb.ld, sb.batch_stride];
+        if reach
+            .iter()
+            .any(|r| r.is_none_or(|r| r > u32::MAX as usize))
+            || sizes.iter().any(|&v| v > u32::MAX as usize)
+        {
             return Err(unsupported(format!(
-                "matmul {m}x{k}x{n}: a dimension past 2^32"
+                "matmul {batch}x{m}x{k}x{n}: an index past 2^32"
             )));
         }
-        let vec4 = num == Num::F32 && k.is_multiple_of(4) && n.is_multiple_of(4);
+        let aligned = |op: &GemmOperand| {
+            !op.transposed
+                && [op.offset, op.batch_stride, op.ld]
+                    .iter()
+                    .all(|v| v.is_multiple_of(4))
+        };
+        let vec4 = num == Num::F32
+            && k.is_multiple_of(4)
+            && n.is_multiple_of(4)
+            && aligned(&sa)
+            && aligned(&sb);
         let p = if vec4 {
             pipeline(
                 device,
@@ -420,37 +447,54 @@ impl BuiltinOps for Vulkan {
         let imm = Imm::default()
             .u32(0, m as u32)
             .u32(4, n as u32)
-            .u32(8, k as u32);
-        let groups = (gx as u32, gy as u32, 1);
-        if !num.packed() {
-            let step = Step {
-                bind: bind(
-                    device,
-                    &p,
-                    vec![
-                        a.buffer.as_entire_binding(),
-                        b.buffer.as_entire_binding(),
-                        c.buffer.as_entire_binding(),
-                    ],
-                )?,
-                imm,
-                groups,
+            .u32(8, k as u32)
+            .u32(16, sa.offset as u32)
+            .u32(20, sa.batch_stride as u32)
+            .u32(24, sa.ld as u32)
+            .u32(28, sa.transposed as u32)
+            .u32(32, sb.offset as u32)
+            .u32(36, sb.batch_stride as u32)
+            .u32(40, sb.ld as u32)
+            .u32(44, sb.transposed as u32);
+        // One dispatch per `limit` batches (the grid's z), each told its
+        // first batch.
+        let dispatches = |c: &wgpu::Buffer| -> Result<Vec<Step>> {
+            let resources = || {
+                vec![
+                    a.buffer.as_entire_binding(),
+                    b.buffer.as_entire_binding(),
+                    c.as_entire_binding(),
+                ]
             };
+            (0..batch)
+                .step_by(limit)
+                .map(|z0| {
+                    Ok(Step {
+                        bind: bind(device, &p, resources())?,
+                        imm: imm.u32(12, z0 as u32),
+                        groups: (gx as u32, gy as u32, (batch - z0).min(limit) as u32),
+                    })
+                })
+                .collect()
+        };
+        if !num.packed() {
+            let steps = dispatches(&c.buffer)?;
             return s.submit_replayable(
                 &[&a.uses, &b.uses],
                 &[&c.uses],
                 Arc::new(move |enc| {
-                    encode(enc, &p, std::slice::from_ref(&step));
+                    encode(enc, &p, &steps);
                     Ok(())
                 }),
             );
         }
         // 16-bit results: f32 into a scratch array, then packed in pairs.
-        fits(device, "matmul (f32 results)", m * n * 4)?;
+        let mn = batch * m * n;
+        fits(device, "matmul (f32 results)", mn * 4)?;
         let scratch = create(
             device,
-            m * n * 4,
-            (m * n * 4) as u64,
+            mn * 4,
+            (mn * 4) as u64,
             wgpu::BufferUsages::STORAGE,
             false,
         )?;
@@ -460,21 +504,9 @@ impl BuiltinOps for Vulkan {
             || pack(num),
             &[true, false],
         )?;
-        let words = num.units(m * n);
+        let words = num.units(mn);
         let pg = grid(device, words as u64)?;
-        let first = Step {
-            bind: bind(
-                device,
-                &p,
-                vec![
-                    a.buffer.as_entire_binding(),
-                    b.buffer.as_entire_binding(),
-                    scratch.as_entire_binding(),
-                ],
-            )?,
-            imm,
-            groups,
-        };
+        let first = dispatches(&scratch)?;
         let second = Step {
             bind: bind(
                 device,
@@ -484,14 +516,14 @@ impl BuiltinOps for Vulkan {
             imm: Imm::default()
                 .u32(0, words as u32)
                 .u32(4, pg.2)
-                .u32(8, (m * n) as u32),
+                .u32(8, mn as u32),
             groups: (pg.0, pg.1, 1),
         };
         s.submit_replayable(
             &[&a.uses, &b.uses],
             &[&c.uses],
             Arc::new(move |enc| {
-                encode(enc, &p, std::slice::from_ref(&first));
+                encode(enc, &p, &first);
                 encode(enc, &packer, std::slice::from_ref(&second));
                 Ok(())
             }),

@@ -1,6 +1,14 @@
 //! Tiled matmuls. [`wgsl_vec4`], for f32 when `k` and `n` are multiples of
 //! four, moves everything in vec4s; [`wgsl`] is the general one.
 //!
+//! Both are batched: workgroup `z` computes `c`'s matrix `P.z0 + z` (dense
+//! row-major, one after another) from `a`'s and `b`'s matrices where the
+//! immediates [`P`] place them: an offset, a batch stride (0 repeats one
+//! matrix), a leading dimension and whether the matrix is stored
+//! transposed (column by column), all in elements. A transposed operand
+//! is read in place: its tile is loaded down columns instead of along
+//! rows, so neighbouring invocations still read neighbouring elements.
+//!
 //! The general one: each workgroup of 16×16 invocations computes a 128×128
 //! tile of `c`, each invocation an 8×8 block of it (rows `ty + 16i`,
 //! columns `tx + 16j`, so neighbouring invocations touch neighbouring
@@ -13,6 +21,12 @@ use super::Num;
 
 pub(crate) const TILE: u32 = 128;
 const BK: u32 = 8;
+
+/// The immediates of both kernels, in `u32`s: m, n, k, the first batch of
+/// the dispatch, then a's offset, batch stride, leading dimension and
+/// transposed flag, then b's.
+const P: &str = "struct P { m: u32, n: u32, k: u32, z0: u32, \
+                 ao: u32, ab: u32, al: u32, at: u32, bo: u32, bb: u32, bl: u32, bt: u32 }\n";
 
 /// Reads `c`'s array type: the element type, or f32 results for the
 /// 16-bit types, which a pack pass converts.
@@ -65,33 +79,42 @@ pub(crate) fn wgsl(num: Num) -> String {
     let per = elems / 256;
     format!(
         "{prelude}\
-         struct P {{ m: u32, n: u32, k: u32 }}\n\
+         {P}\
          var<immediate> p: P;\n\
+         var<private> cbase: u32;\n\
          @group(0) @binding(0) var<storage, read> a: array<{s}>;\n\
          @group(0) @binding(1) var<storage, read> b: array<{s}>;\n\
          @group(0) @binding(2) var<storage, read_write> c: array<{c_ty}>;\n\
          var<workgroup> ta: array<A, {elems}>;\n\
          var<workgroup> tb: array<A, {elems}>;\n\
          {ld_a}{ld_b}\
-         fn put(r: u32, col: u32, v: A) {{ if (r < p.m && col < p.n) {{ c[r * p.n + col] = {c_ty}(v); }} }}\n\
+         fn put(r: u32, col: u32, v: A) {{ if (r < p.m && col < p.n) {{ c[cbase + r * p.n + col] = {c_ty}(v); }} }}\n\
          @compute @workgroup_size(16, 16)\n\
          fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {{\n    \
          let tid = l.y * 16u + l.x;\n    \
          let row0 = w.y * {TILE}u;\n    \
-         let col0 = w.x * {TILE}u;\n\
+         let col0 = w.x * {TILE}u;\n    \
+         let z = p.z0 + w.z;\n    \
+         cbase = z * p.m * p.n;\n    \
+         let abase = p.ao + z * p.ab;\n    \
+         let bbase = p.bo + z * p.bb;\n    \
+         let at = p.at == 1u;\n    \
+         let bt = p.bt == 1u;\n\
          {decls}    \
          for (var k0 = 0u; k0 < p.k; k0 += {BK}u) {{\n        \
          for (var e = 0u; e < {per}u; e++) {{\n            \
          let idx = tid + e * 256u;\n            \
-         let r = idx / {BK}u;\n            \
-         let kk = idx % {BK}u;\n            \
+         let r = select(idx / {BK}u, idx % {TILE}u, at);\n            \
+         let kk = select(idx % {BK}u, idx / {TILE}u, at);\n            \
          var v = A(0.0);\n            \
-         if (row0 + r < p.m && k0 + kk < p.k) {{ v = ld_a((row0 + r) * p.k + k0 + kk); }}\n            \
+         if (row0 + r < p.m && k0 + kk < p.k) {{ \
+         v = ld_a(abase + select((row0 + r) * p.al + k0 + kk, row0 + r + (k0 + kk) * p.al, at)); }}\n            \
          ta[kk * {TILE}u + r] = v;\n            \
-         let kb = idx / {TILE}u;\n            \
-         let cb = idx % {TILE}u;\n            \
+         let kb = select(idx / {TILE}u, idx % {BK}u, bt);\n            \
+         let cb = select(idx % {TILE}u, idx / {BK}u, bt);\n            \
          var u = A(0.0);\n            \
-         if (k0 + kb < p.k && col0 + cb < p.n) {{ u = ld_b((k0 + kb) * p.n + col0 + cb); }}\n            \
+         if (k0 + kb < p.k && col0 + cb < p.n) {{ \
+         u = ld_b(bbase + select((k0 + kb) * p.bl + col0 + cb, k0 + kb + (col0 + cb) * p.bl, bt)); }}\n            \
          tb[kb * {TILE}u + cb] = u;\n        \
          }}\n        \
          workgroupBarrier();\n        \
@@ -105,6 +128,7 @@ pub(crate) fn wgsl(num: Num) -> String {
          {store}\
          }}\n",
         prelude = num.prelude(),
+        P = P,
         ld_a = load("a"),
         ld_b = load("b"),
     )
@@ -117,6 +141,8 @@ pub(crate) fn wgsl(num: Num) -> String {
 /// and `64+4tx..`, so that its loads from workgroup memory and its stores
 /// to `c` are vec4s. `a`'s tile is stored transposed, rows padded to 132
 /// floats, which keeps the transposing stores to two-way bank conflicts.
+/// Only for operands stored row-major whose offsets, batch strides and
+/// leading dimensions are multiples of four (the vec4s stay aligned).
 pub(crate) fn wgsl_vec4() -> String {
     let mut decls = String::new();
     let mut inner = String::new();
@@ -140,21 +166,28 @@ pub(crate) fn wgsl_vec4() -> String {
         ));
     }
     format!(
-        "struct P {{ m: u32, n: u32, k: u32 }}\n\
+        "{P}\
          var<immediate> p: P;\n\
+         var<private> cbase: u32;\n\
          @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;\n\
          @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;\n\
          @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;\n\
          var<workgroup> ta: array<vec4<f32>, 528>;\n\
          var<workgroup> tb: array<vec4<f32>, 512>;\n\
-         fn put(r: u32, col4: u32, v: vec4<f32>) {{ if (r < p.m && col4 < p.n / 4u) {{ c[r * (p.n / 4u) + col4] = v; }} }}\n\
+         fn put(r: u32, col4: u32, v: vec4<f32>) {{ if (r < p.m && col4 < p.n / 4u) {{ c[cbase + r * (p.n / 4u) + col4] = v; }} }}\n\
          @compute @workgroup_size(16, 16)\n\
          fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {{\n    \
          let tid = l.y * 16u + l.x;\n    \
          let row0 = w.y * {TILE}u;\n    \
          let col4 = w.x * {TILE}u / 4u;\n    \
          let k4 = p.k / 4u;\n    \
-         let n4 = p.n / 4u;\n\
+         let n4 = p.n / 4u;\n    \
+         let z = p.z0 + w.z;\n    \
+         cbase = z * p.m * n4;\n    \
+         let abase = (p.ao + z * p.ab) / 4u;\n    \
+         let bbase = (p.bo + z * p.bb) / 4u;\n    \
+         let al4 = p.al / 4u;\n    \
+         let bl4 = p.bl / 4u;\n\
          {decls}    \
          for (var k0 = 0u; k0 < k4; k0 += 4u) {{\n        \
          for (var e = 0u; e < 2u; e++) {{\n            \
@@ -162,7 +195,7 @@ pub(crate) fn wgsl_vec4() -> String {
          let r = idx / 4u;\n            \
          let q = idx % 4u;\n            \
          var v = vec4<f32>(0.0);\n            \
-         if (row0 + r < p.m && k0 + q < k4) {{ v = a[(row0 + r) * k4 + k0 + q]; }}\n            \
+         if (row0 + r < p.m && k0 + q < k4) {{ v = a[abase + (row0 + r) * al4 + k0 + q]; }}\n            \
          let at = q * 132u + r / 4u;\n            \
          ta[at][r % 4u] = v.x;\n            \
          ta[at + 33u][r % 4u] = v.y;\n            \
@@ -171,7 +204,7 @@ pub(crate) fn wgsl_vec4() -> String {
          let kr = idx / 32u;\n            \
          let cq = idx % 32u;\n            \
          var u = vec4<f32>(0.0);\n            \
-         if (k0 * 4u + kr < p.k && col4 + cq < n4) {{ u = b[(k0 * 4u + kr) * n4 + col4 + cq]; }}\n            \
+         if (k0 * 4u + kr < p.k && col4 + cq < n4) {{ u = b[bbase + (k0 * 4u + kr) * bl4 + col4 + cq]; }}\n            \
          tb[kr * 32u + cq] = u;\n        \
          }}\n        \
          workgroupBarrier();\n        \

@@ -253,11 +253,23 @@ fn cv_in(h: u32) -> f32 { return ug_bf16_in(h); }
 fn cv_out(f: f32) -> u32 { return ug_bf16_out(f); }
 ";
 
+/// Bytes of immediate data (push constants) the built-in ops use (the
+/// batched matmul's twelve words the most); Vulkan guarantees 128.
+pub(crate) const IMMEDIATE_BYTES: u32 = 48;
+
 /// The immediate data (push constants) of one dispatch, laid out as the
 /// shaders' `struct P` declares it.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Imm {
-    bytes: [u8; 32],
+    bytes: [u8; IMMEDIATE_BYTES as usize],
+}
+
+impl Default for Imm {
+    fn default() -> Imm {
+        Imm {
+            bytes: [0; IMMEDIATE_BYTES as usize],
+        }
+    }
 }
 
 impl Imm {
