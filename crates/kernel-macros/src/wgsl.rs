@@ -883,6 +883,21 @@ impl Emit<'_> {
                 _ => Ty::U64,
             };
             format!("{}({}({x}))", ty(to), ty(wide))
+        } else if from == Ty::F32 && to == Ty::F64 {
+            // A subnormal f32 through integer bits: a driver without
+            // SPIR-V's DenormPreserve for 32 bits may flush it on the way
+            // (NVIDIA's: 1e-40 became 0), and an f64 holds it as a normal
+            // number. m × 2^-149 with m's top bit at p = 31 - lz is
+            // 1.f × 2^(p - 149): biased exponent 905 - lz.
+            let f = self.helper("ug_f32_to_f64".into(), || {
+                "fn ug_f32_to_f64(x: f32) -> f64 { let b = bitcast<u32>(x); let m = b & 0x7fffffu; \
+                 if ((b & 0x7f800000u) != 0u || m == 0u) { return f64(x); } \
+                 let lz = countLeadingZeros(m); \
+                 let frac = (u64(m) << (21u + lz)) & 0xffffffffffffflu; \
+                 return bitcast<f64>((u64(b >> 31u) << 63u) | (u64(905u - lz) << 52u) | frac); }\n"
+                    .into()
+            });
+            format!("{f}({x})")
         } else {
             format!("{}({x})", ty(to))
         }
