@@ -4,7 +4,7 @@
 //! refused), views refused, and the one element type of the call picked
 //! from the arrays, so that C and Python accept and refuse the same calls.
 
-use super::{CallError, Handle, Operand, View, with_arrays};
+use super::policy::{CallError, Handle, Operand, View, with_arrays};
 use crate::any_array::with_dtype;
 use crate::{AnyArray, Communicator, DType, Error, GpuArray, ReduceOp, Result};
 
