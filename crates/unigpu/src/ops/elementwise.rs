@@ -30,7 +30,7 @@
 //! widened to u32 the same way (one download and one upload of the mask;
 //! the u8 strided copies in strided.rs go through the host alike).
 
-use crate::kernel::args::{WholeBuffer, WholeBufferMut};
+use crate::kernel::args::{ArrayArg, WholeBuffer, WholeBufferMut};
 use crate::kernel::{Arg, Grid, Kernel, Scalar};
 use crate::stream::check_len;
 use crate::{ArrayView, Backend, Context, DType, Error, GpuArray, Result};
@@ -378,7 +378,7 @@ impl Ops<'_> {
         group: Group,
         op: u32,
         name: &'static str,
-        params: [T; 2],
+        params: Option<[T; 2]>,
         x: ArrayView<'_, T>,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
@@ -399,13 +399,28 @@ impl Ops<'_> {
             return Ok(());
         }
         let kernel = kernel_for::<T>(self.ctx, group, name)?;
-        let p = self.ctx.upload(&params)?;
+        // Staged on the op's stream, not `Context::upload`, which waits for
+        // the stream: that wait per op left the GPU idle between ops (0.6×
+        // torch's bandwidth on an H100, 2026-11-28).
+        // While the stream captures a graph, an upload on it cannot be
+        // recorded: then the context's, before the capture's kernel.
+        let staged = params
+            .map(|params| match self.stream.is_capturing() {
+                true => self.ctx.upload(&params),
+                false => crate::strided::stage(self.ctx, self.stream, &params),
+            })
+            .transpose()?;
         let n = out.len();
         self.on().write_whole(&mut out, false, name, |out| {
             let (x, mut out) = (WholeBuffer(x.storage()), WholeBufferMut(out));
+            // An op without scalars never reads `p`: `x` stands in for it.
+            let p: &dyn ArrayArg = match &staged {
+                Some(p) => p,
+                None => &x,
+            };
             let args = vec![
                 Arg::Array(&x),
-                Arg::Array(&p),
+                Arg::Array(p),
                 Arg::ArrayMut(&mut out),
                 Arg::Scalar(Scalar::new(op)),
             ];
@@ -448,63 +463,28 @@ impl Ops<'_> {
 
     /// `out = -x`.
     pub fn neg<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Exact,
-            NEG,
-            "neg",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Exact, NEG, "neg", None, x.as_view(), out)
     }
 
     /// `out = |x|` (`abs(-0) = +0`, `abs(NaN)` is NaN).
     pub fn abs<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Exact,
-            ABS,
-            "abs",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Exact, ABS, "abs", None, x.as_view(), out)
     }
 
     /// `out = floor(x)`, exact.
     pub fn floor<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Exact,
-            FLOOR,
-            "floor",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Exact, FLOOR, "floor", None, x.as_view(), out)
     }
 
     /// `out = ceil(x)`, exact.
     pub fn ceil<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Exact,
-            CEIL,
-            "ceil",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Exact, CEIL, "ceil", None, x.as_view(), out)
     }
 
     /// `out = round(x)`, halves to even as numpy's and torch's `round`
     /// (`round(2.5) = 2`, `round(-0.5) = -0`), exact.
     pub fn round<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Exact,
-            ROUND,
-            "round",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Exact, ROUND, "round", None, x.as_view(), out)
     }
 
     /// `out = min(max(x, lo), hi)` as torch's `clamp` (so `lo > hi` gives
@@ -516,51 +496,44 @@ impl Ops<'_> {
         hi: T,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.unary_kernel(Group::Exact, CLAMP, "clamp", [lo, hi], x.as_view(), out)
+        self.unary_kernel(
+            Group::Exact,
+            CLAMP,
+            "clamp",
+            Some([lo, hi]),
+            x.as_view(),
+            out,
+        )
     }
 
     /// `out = e^x`.
     pub fn exp<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, EXP, "exp", [T::default(); 2], x.as_view(), out)
+        self.unary_kernel(Group::Math, EXP, "exp", None, x.as_view(), out)
     }
 
     /// `out = ln(x)` (NaN below 0, -inf at ±0).
     pub fn log<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, LOG, "log", [T::default(); 2], x.as_view(), out)
+        self.unary_kernel(Group::Math, LOG, "log", None, x.as_view(), out)
     }
 
     /// `out = sqrt(x)` (NaN below 0, `sqrt(-0) = -0`).
     pub fn sqrt<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Math,
-            SQRT,
-            "sqrt",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Math, SQRT, "sqrt", None, x.as_view(), out)
     }
 
     /// `out = 1 / sqrt(x)`.
     pub fn rsqrt<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Math,
-            RSQRT,
-            "rsqrt",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Math, RSQRT, "rsqrt", None, x.as_view(), out)
     }
 
     /// `out = sin(x)`.
     pub fn sin<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, SIN, "sin", [T::default(); 2], x.as_view(), out)
+        self.unary_kernel(Group::Math, SIN, "sin", None, x.as_view(), out)
     }
 
     /// `out = cos(x)`.
     pub fn cos<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, COS, "cos", [T::default(); 2], x.as_view(), out)
+        self.unary_kernel(Group::Math, COS, "cos", None, x.as_view(), out)
     }
 
     /// `out = gelu(x)` in its tanh form, torch's
@@ -568,26 +541,12 @@ impl Ops<'_> {
     /// `0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))` (within 3·10⁻⁴ of
     /// the erf form; the erf form is not built yet).
     pub fn gelu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Math,
-            GELU,
-            "gelu",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Math, GELU, "gelu", None, x.as_view(), out)
     }
 
     /// `out = x / (1 + e^-x)` (x · sigmoid(x); NaN at -inf, as torch's).
     pub fn silu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(
-            Group::Math,
-            SILU,
-            "silu",
-            [T::default(); 2],
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel(Group::Math, SILU, "silu", None, x.as_view(), out)
     }
 
     /// `out = x ** p` for a scalar `p`, with C's special cases.
@@ -598,7 +557,14 @@ impl Ops<'_> {
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
         let params = [p, T::default()];
-        self.unary_kernel(Group::Math, POW_SCALAR, "pow", params, x.as_view(), out)
+        self.unary_kernel(
+            Group::Math,
+            POW_SCALAR,
+            "pow",
+            Some(params),
+            x.as_view(),
+            out,
+        )
     }
 
     /// `out = a / b`, broadcasting as [`Ops::add`] (IEEE: `x / 0` is ±inf,
