@@ -212,6 +212,15 @@ on_every_backend!(
         let s2 = ctx.create_stream().unwrap();
         let mut copy = ctx.zeros::<u32>([d0, d1, d2]).unwrap();
         let row = random_vec::<u32>(d1 * d2);
+        // The view's write once ungated first: CUDA loads the copy kernel's
+        // module on its first launch, and loading waits for every stream, the
+        // gated one too (docs/testing.md, "Gates and lazy module loading").
+        a.view_mut()
+            .index(0, d0 - 1)
+            .unwrap()
+            .upload_from(&host[(d0 - 1) * d1 * d2..])
+            .unwrap();
+        ctx.sync().unwrap();
         // The write through the view goes on the default stream, held back by
         // the gate; the copy on s2 must wait for it.
         let gate = Gate::close(ctx.default_stream());
