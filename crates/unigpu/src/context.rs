@@ -10,12 +10,17 @@ use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::fault_word::FaultWords;
-use crate::kernel::{CompileOptions, Module};
+use crate::kernel::{CompileOptions, Kernel, Module};
 use crate::stream::Stream;
 use crate::{Backend, DType, Error, Result};
 
 /// Modules compiled in a context, by source and options.
 pub(crate) type ModuleCache = HashMap<(String, CompileOptions), Module>;
+
+/// `#[unigpu::kernel]` kernels built in a context (kernel/generated.rs),
+/// by their spec's address, const parameters and shared arrays.
+pub(crate) type GeneratedCache = HashMap<GeneratedKey, Kernel>;
+pub(crate) type GeneratedKey = (usize, Vec<(String, usize)>, Vec<(u64, u64)>);
 
 /// A device plus its default stream, shared by everything made from it.
 ///
@@ -36,6 +41,9 @@ struct Inner {
     config: Config,
     /// Modules compiled in this context, by source and options.
     modules: Mutex<ModuleCache>,
+    /// Generated kernels built in this context: a built-in op finds its
+    /// kernel here on every call, without hashing its source again.
+    generated: Mutex<GeneratedCache>,
     /// Its streams' fault words, which `sync` reads.
     faults: FaultWords,
 }
@@ -142,6 +150,7 @@ impl Context {
                 chain,
                 config,
                 modules: Mutex::default(),
+                generated: Mutex::default(),
                 faults,
             }),
         };
@@ -250,6 +259,10 @@ impl Context {
 
     pub(crate) fn module_cache(&self) -> &Mutex<ModuleCache> {
         &self.inner.modules
+    }
+
+    pub(crate) fn generated_cache(&self) -> &Mutex<GeneratedCache> {
+        &self.inner.generated
     }
 
     pub(crate) fn device(&self) -> &DeviceImpl {

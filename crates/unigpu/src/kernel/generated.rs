@@ -20,6 +20,7 @@ use super::module::KernelInner;
 use super::names::register;
 use super::{CompileOptions, CpuArgs, Grid, Kernel, KernelDecl, ParamKind};
 use crate::backend::{Backend, KernelCode, ShaderSource, shader_kernel};
+use crate::lock::lock;
 use crate::{Context, DType, Error, Result};
 
 /// What the macro knows about one kernel.
@@ -170,6 +171,32 @@ pub fn instance_wgsl(src: &str, consts: &[(&str, usize)]) -> String {
 /// function instantiated with them; the macro makes each instance's
 /// `Spec` a `'static` constant, as out-of-bounds reports keep its sites.)
 pub fn build_with(
+    ctx: &Context,
+    spec: &'static Spec,
+    const_values: &[(&str, usize)],
+    shared: &[(u64, u64)],
+) -> Result<Kernel> {
+    // The built-in ops call this on every call: building again would copy
+    // and hash the whole source to find the module (tens of µs, which left
+    // an H100 idle between the element-wise ops), so a context keeps what
+    // it built, by the spec's address and the instance's constants.
+    let key = (
+        spec as *const Spec as usize,
+        const_values
+            .iter()
+            .map(|&(name, value)| (name.to_string(), value))
+            .collect(),
+        shared.to_vec(),
+    );
+    if let Some(kernel) = lock(ctx.generated_cache()).get(&key) {
+        return Ok(kernel.clone());
+    }
+    let kernel = build_uncached(ctx, spec, const_values, shared)?;
+    lock(ctx.generated_cache()).insert(key, kernel.clone());
+    Ok(kernel)
+}
+
+fn build_uncached(
     ctx: &Context,
     spec: &'static Spec,
     const_values: &[(&str, usize)],

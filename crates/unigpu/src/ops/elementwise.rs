@@ -782,6 +782,24 @@ impl Ops<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    /// A context builds each kernel instance once: the ops look theirs up
+    /// on every call, and building again hashed the whole source.
+    #[test]
+    fn a_context_builds_each_kernel_once() {
+        let ctx = crate::Context::new(crate::Backend::Cpu, 0).unwrap();
+        let exact = |ctx| super::kernel_for::<f32>(ctx, super::Group::Exact, "t").unwrap();
+        let (a, b) = (exact(&ctx), exact(&ctx));
+        assert!(Arc::ptr_eq(&a.inner, &b.inner));
+        let math = super::kernel_for::<f32>(&ctx, super::Group::Math, "t").unwrap();
+        let wide = super::kernel_for::<f64>(&ctx, super::Group::Exact, "t").unwrap();
+        assert!(!Arc::ptr_eq(&a.inner, &math.inner) && !Arc::ptr_eq(&a.inner, &wide.inner));
+        // Another context builds its own.
+        let other = crate::Context::new(crate::Backend::Cpu, 0).unwrap();
+        assert!(!Arc::ptr_eq(&a.inner, &exact(&other).inner));
+    }
+
     /// The module's promise: each kernel is a grid-stride loop the CPU
     /// form runs as plain slices (a kernel edited out of that shape would
     /// still compute right, only slower, so only this notices). f16 and
