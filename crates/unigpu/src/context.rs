@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::backend::BackendAttempt;
 pub(crate) use crate::backend::DeviceImpl;
-use crate::backend::{BackendAttempt, Outcome};
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::fault_word::FaultWords;
@@ -94,44 +94,13 @@ impl Context {
     /// A context from resolved settings.
     pub fn from_config(config: Config) -> Result<Context> {
         let ordinal = config.device.map_or(0, |d| d.ordinal);
-        let mut chain = Vec::new();
-        let mut chosen = None;
-        for backend in Backend::ALL {
-            if chosen.is_some() {
-                chain.push(BackendAttempt {
-                    backend,
-                    outcome: Outcome::NotTried,
-                });
-                continue;
-            }
-            if let Some(reason) = excluded_by_config(&config, backend) {
-                chain.push(BackendAttempt {
-                    backend,
-                    outcome: Outcome::Skipped(reason),
-                });
-                continue;
-            }
-            let required = required_by_config(&config, backend);
-            match DeviceImpl::open_in_chain(backend, ordinal, required) {
-                Ok(device) => {
-                    chain.push(BackendAttempt {
-                        backend,
-                        outcome: Outcome::Chosen,
-                    });
-                    chosen = Some((backend, device));
+        let (device, chain) =
+            DeviceImpl::open_first(ordinal, |backend| {
+                match excluded_by_config(&config, backend) {
+                    Some(reason) => Err(reason),
+                    None => Ok(required_by_config(&config, backend)),
                 }
-                // Asked for by name: the user wants this backend or an error.
-                Err(e) if required => return Err(e),
-                Err(e) => chain.push(BackendAttempt {
-                    backend,
-                    outcome: Outcome::Skipped(e.to_string()),
-                }),
-            }
-        }
-        let (_, device) = chosen.ok_or_else(|| Error::BackendUnavailable {
-            backend: Backend::HOST,
-            reason: "no backend could be opened".into(),
-        })?;
+            })?;
         let default_stream = Stream::from_impl(device.default_stream()?);
         // The default stream's fault word (fault_word.rs) is made with the
         // context, not by its first generated kernel: memory the context

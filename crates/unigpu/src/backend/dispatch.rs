@@ -8,6 +8,7 @@ use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
+use super::kind::{BackendAttempt, Outcome};
 use super::torch::Torch;
 use super::vulkan::Vulkan;
 use super::{
@@ -196,6 +197,43 @@ impl DeviceImpl {
             }
         }
         Self::open(backend, ordinal)
+    }
+
+    /// The fallback chain: each backend of [`Backend::ALL`] in order,
+    /// passed over with the reason `plan` gives (`Err`), or opened
+    /// (`Ok(required)`: one the caller named fails the whole call when it
+    /// does not open), until one opens. Returns it with every backend's
+    /// outcome, for `Context::chain`.
+    pub(crate) fn open_first(
+        ordinal: usize,
+        plan: impl Fn(Backend) -> std::result::Result<bool, String>,
+    ) -> Result<(DeviceImpl, Vec<BackendAttempt>)> {
+        let mut chain = Vec::new();
+        let mut chosen = None;
+        for backend in Backend::ALL {
+            let outcome = if chosen.is_some() {
+                Outcome::NotTried
+            } else {
+                match plan(backend) {
+                    Err(reason) => Outcome::Skipped(reason),
+                    Ok(required) => match Self::open_in_chain(backend, ordinal, required) {
+                        Ok(device) => {
+                            chosen = Some(device);
+                            Outcome::Chosen
+                        }
+                        // Asked for by name: the user wants this backend or an error.
+                        Err(e) if required => return Err(e),
+                        Err(e) => Outcome::Skipped(e.to_string()),
+                    },
+                }
+            };
+            chain.push(BackendAttempt { backend, outcome });
+        }
+        let device = chosen.ok_or_else(|| Error::BackendUnavailable {
+            backend: Backend::HOST,
+            reason: "no backend could be opened".into(),
+        })?;
+        Ok((device, chain))
     }
 
     /// [`Api::hardware`] of `backend`.
