@@ -67,7 +67,7 @@ impl ug_array {
 /// # Safety
 ///
 /// `ctx` is NULL or a live context; `out` is NULL or valid for writes.
-unsafe fn new_array(
+pub(crate) unsafe fn new_array(
     ctx: *const ug_context,
     out: *mut *mut ug_array,
     make: impl FnOnce(&unigpu::Context) -> Result<AnyArray>,

@@ -7,33 +7,12 @@
 use unigpu::{AnyArray, DType};
 use unigpu_capi_runtime::{self as runtime, Failure};
 
-use crate::array::{byte_len, ug_array};
+use crate::array::{byte_len, new_array, ug_array};
 use crate::context::ug_context;
 use crate::locks;
 use crate::shape::{shape_arg, unigpu_core_count};
 use crate::status::{OrStatus, Out, Result, ug_status};
 use crate::types::{dtype_arg, scalar_arg, ug_scalar};
-
-/// Makes an array in `ctx` with `make` and hands it out through `out`.
-///
-/// # Safety
-///
-/// `ctx` is NULL or a live context; `out` is NULL or valid for writes.
-unsafe fn new_array(
-    ctx: *const ug_context,
-    out: *mut *mut ug_array,
-    make: impl FnOnce(&unigpu::Context) -> Result<AnyArray>,
-) -> ug_status {
-    runtime::guard(|| {
-        // SAFETY: NULL or valid for writes (see # Safety).
-        let out = unsafe { Out::new(out, "out") }?;
-        // SAFETY: NULL or live (see # Safety).
-        let ctx = unsafe { runtime::handle_ref(ctx, "ctx") }?;
-        let a = make(&ctx.ctx)?;
-        out.write(ug_array::handle(a));
-        Ok(())
-    })
-}
 
 /// A shape from C whose element count and byte size of `dtype` fit.
 ///
