@@ -4,7 +4,19 @@
 //! `&mut` to it (the facade is `#![forbid(unsafe_code)]`; this cast is the
 //! one unsafe step, std's `from_mut_slice` being unstable).
 
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64};
+
+/// `s` as `AtomicU8` cells (u8 arrays): `None` unless `T` is 1 byte
+/// (every pointer is aligned for `AtomicU8`).
+pub fn as_atomic_u8<T: bytemuck::Pod>(s: &mut [T]) -> Option<&[AtomicU8]> {
+    if s.is_empty() {
+        return Some(&[]);
+    }
+    let fits = std::mem::size_of::<T>() == 1;
+    // SAFETY: as in `as_atomic_u32`, for 1-byte elements and AtomicU8
+    // (alignment 1).
+    fits.then(|| unsafe { std::slice::from_raw_parts(s.as_mut_ptr().cast::<AtomicU8>(), s.len()) })
+}
 
 /// `s` as `AtomicU16` cells (f16/bf16 arrays): `None` unless `T` is 2
 /// bytes and `s` is aligned for `AtomicU16`.

@@ -26,6 +26,11 @@ fn half(k: &Kernel, i: usize) -> Option<TokenStream> {
     }
 }
 
+/// Whether parameter `i` is a u8 array (computed as u32).
+fn is_byte(k: &Kernel, i: usize) -> bool {
+    matches!(k.params[i].kind, ParamKind::Array { elem: Ty::U8, .. })
+}
+
 fn param(k: &Kernel, i: usize) -> proc_macro2::Ident {
     format_ident!("p_{}", k.params[i].name)
 }
@@ -297,11 +302,18 @@ impl<'k> Cpu<'k> {
                     && let Some(s) = f.slice(*array, index)
                 {
                     let (v, at) = (self.expr(value), &f.at);
+                    if is_byte(self.k, *array) {
+                        return quote!(#s[#at] = (#v) as u8;);
+                    }
                     return quote!(#s[#at] = #v;);
                 }
                 let (p, i, v) = (param(self.k, *array), self.expr(index), self.expr(value));
                 match half(self.k, *array) {
                     Some(h) => quote!(#p.set(#i, #h::from_f32(#v), &__fault, #site);),
+                    // The low 8 bits, as the GPU forms store them.
+                    None if is_byte(self.k, *array) => {
+                        quote!(#p.set(#i, (#v) as u8, &__fault, #site);)
+                    }
                     None => quote!(#p.set(#i, #v, &__fault, #site);),
                 }
             }
@@ -1102,13 +1114,19 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
         {
             let s = format_ident!("__s_{}", a);
             let at = cx.fast.as_ref().map(|f| &f.at);
-            quote!(#s[#at])
+            if is_byte(k, *a) {
+                quote!(u32::from(#s[#at]))
+            } else {
+                quote!(#s[#at])
+            }
         }
         ExprKind::Load(a, index, site) => {
             let (p, i) = (param(k, *a), expr(cx, index));
             if half(k, *a).is_some() {
                 // Exact: every f16 and bf16 is an f32.
                 quote!(#p.get(#i, &__fault, #site).to_f32())
+            } else if is_byte(k, *a) {
+                quote!(u32::from(#p.get(#i, &__fault, #site)))
             } else {
                 quote!(#p.get(#i, &__fault, #site))
             }
@@ -1188,6 +1206,7 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
     let x = &a[0];
     if t.is_int() {
         return match f {
+            Math::MulHi => mul_hi(&a),
             Math::Abs => quote!((#x).wrapping_abs()),
             Math::Min => {
                 let y = &a[1];
@@ -1245,7 +1264,15 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
             let f = format_ident!("powi_{}", t.tag());
             quote!(::unigpu::kernel::generated::#f(#x, #n))
         }
+        // On u32 only (the front end says so); printed the same anyway.
+        Math::MulHi => mul_hi(&a),
     }
+}
+
+/// `mul_hi(a, b)`: the high word of the u64 product.
+fn mul_hi(a: &[TokenStream]) -> TokenStream {
+    let (x, y) = (&a[0], &a[1]);
+    quote!(((((#x) as u64) * ((#y) as u64)) >> 32) as u32)
 }
 
 fn lit(l: Lit, t: Ty) -> TokenStream {

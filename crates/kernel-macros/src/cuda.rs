@@ -21,6 +21,7 @@ fn ty(t: Ty) -> &'static str {
         // Raw 16-bit storage, converted with PTX `cvt` or integer code, so
         // NVRTC needs no cuda_fp16.h.
         Ty::F16 | Ty::Bf16 => "unsigned short",
+        Ty::U8 => "unsigned char",
     }
 }
 
@@ -198,6 +199,11 @@ impl Emit<'_> {
                 )
             });
         }
+        if elem == Ty::U8 {
+            return self.helper("ug_ld_u8".into(), || {
+                "static __device__ __forceinline__ unsigned int ug_ld_u8(const unsigned char* p, unsigned int n, unsigned int i, unsigned int* st, unsigned int code) { if (__builtin_expect(i < n, 1)) return p[i]; ug_fault(st, code); return 0u; }\n".to_string()
+            });
+        }
         let (name, q) = if volatile {
             (format!("ug_ldv_{}", elem.tag()), "const volatile")
         } else {
@@ -251,6 +257,12 @@ impl Emit<'_> {
                     "static __device__ __forceinline__ void ug_st_{t}(unsigned short* p, unsigned int n, unsigned int i, float v, unsigned int* st, unsigned int code) {{ if (__builtin_expect(i < n, 1)) p[i] = ug_{t}_out(v); else ug_fault(st, code); }}\n",
                     t = elem.tag()
                 )
+            });
+        }
+        if elem == Ty::U8 {
+            // The low 8 bits, as Rust's `as u8`.
+            return self.helper("ug_st_u8".into(), || {
+                "static __device__ __forceinline__ void ug_st_u8(unsigned char* p, unsigned int n, unsigned int i, unsigned int v, unsigned int* st, unsigned int code) { if (__builtin_expect(i < n, 1)) p[i] = (unsigned char)v; else ug_fault(st, code); }\n".to_string()
             });
         }
         self.helper(format!("ug_st_{}", elem.tag()), || {
@@ -653,6 +665,7 @@ impl Emit<'_> {
         let a: Vec<String> = args.iter().map(|e| self.expr(e)).collect();
         let s = if t == Ty::F32 { "f" } else { "" };
         match f {
+            Math::MulHi => format!("__umulhi({}, {})", a[0], a[1]),
             // Helpers, so each argument is printed (and evaluated) once.
             Math::Abs | Math::Min | Math::Max | Math::Clamp if t.is_int() => {
                 let c = ty(t);

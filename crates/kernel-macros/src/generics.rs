@@ -33,7 +33,9 @@ use crate::{check_sites, cpu, cpu_unpack, cuda, lower, param_specs, rust_ty, sit
 const MAX_INSTANCES: usize = 16;
 
 /// The types a type parameter may list: those an array can hold.
-const LISTABLE: &[&str] = &["f32", "f64", "i32", "u32", "i64", "u64", "f16", "bf16"];
+const LISTABLE: &[&str] = &[
+    "f32", "f64", "i32", "u32", "i64", "u64", "f16", "bf16", "u8",
+];
 
 struct TypeParam {
     ident: Ident,
@@ -264,7 +266,7 @@ fn options(attr: Tokens, types: &mut [TypeParam], consts: &[Ident]) -> syn::Resu
                 return Err(syn::Error::new(
                     ty.span(),
                     format!(
-                        "`{n}` cannot be listed for a type parameter: the types are f32, f64, i32, u32, i64, u64, f16 and bf16 (those an array holds)"
+                        "`{n}` cannot be listed for a type parameter: the types are f32, f64, i32, u32, i64, u64, f16, bf16 and u8 (those an array holds)"
                     ),
                 ));
             }

@@ -211,7 +211,7 @@ impl Prove<'_> {
         let ParamKind::Array { elem, .. } = self.k.params[array].kind else {
             return false;
         };
-        if elem.is_half() {
+        if elem.is_narrow() {
             return false;
         }
         let mut index = index;

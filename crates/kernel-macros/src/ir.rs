@@ -18,6 +18,9 @@ pub enum Ty {
     F16,
     /// Only as an array element, as f16.
     Bf16,
+    /// Only as an array element: loaded as u32, stored as its low 8 bits
+    /// (wrapping, as Rust's `as u8`). Masks and bytes; no u8 scalars.
+    U8,
 }
 
 impl Ty {
@@ -48,6 +51,7 @@ impl Ty {
             Ty::Bool => "bool",
             Ty::F16 => "f16",
             Ty::Bf16 => "bf16",
+            Ty::U8 => "u8",
         }
     }
 
@@ -56,9 +60,20 @@ impl Ty {
         matches!(self, Ty::F16 | Ty::Bf16)
     }
 
+    /// An element narrower than the 32-bit word WGSL stores (f16, bf16,
+    /// u8): packed into words there, and converted on every load and
+    /// store everywhere, so no emitter indexes it directly.
+    pub fn is_narrow(self) -> bool {
+        matches!(self, Ty::F16 | Ty::Bf16 | Ty::U8)
+    }
+
     /// The type an element of this type is computed in.
     pub fn value(self) -> Ty {
-        if self.is_half() { Ty::F32 } else { self }
+        match self {
+            Ty::F16 | Ty::Bf16 => Ty::F32,
+            Ty::U8 => Ty::U32,
+            t => t,
+        }
     }
 
     /// The type the CPU form computes in (`usize` is 32-bit everywhere).
@@ -91,6 +106,7 @@ impl Ty {
             Ty::F64 | Ty::I64 | Ty::U64 => 64,
             Ty::Bool => 1,
             Ty::F16 | Ty::Bf16 => 16,
+            Ty::U8 => 8,
             _ => 32,
         }
     }
@@ -173,6 +189,9 @@ pub enum Math {
     Round,
     /// `fma(a, b, c)` / `a.mul_add(b, c)`: one rounding.
     Fma,
+    /// `mul_hi(a, b)`: the high 32 bits of the 64-bit product of two u32
+    /// (CUDA's `__umulhi`; what counter-based generators multiply with).
+    MulHi,
 }
 
 #[derive(Debug, Clone)]

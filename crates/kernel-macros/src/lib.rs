@@ -218,6 +218,7 @@ fn called(t: Tokens, out: &mut Vec<(String, proc_macro2::Span)>) {
                     "barrier",
                     "rsqrt",
                     "fma",
+                    "mul_hi",
                     "pow",
                     "log",
                     "shared",

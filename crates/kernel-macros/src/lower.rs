@@ -325,18 +325,19 @@ fn element(t: &syn::Type) -> Result<Ty> {
     match type_name(t).as_deref() {
         Some("f16") => Ok(Ty::F16),
         Some("bf16") => Ok(Ty::Bf16),
+        Some("u8") => Ok(Ty::U8),
         Some(n) => match Ty::from_name(n) {
             Some(ty @ (Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64)) => Ok(ty),
             _ => err(
                 t.span(),
                 format!(
-                    "`{n}` is not an array element type: use f32, f64, i32, u32, i64, u64, f16 or bf16"
+                    "`{n}` is not an array element type: use f32, f64, i32, u32, i64, u64, f16, bf16 or u8"
                 ),
             ),
         },
         None => err(
             t.span(),
-            "an array's element type is one of f32, f64, i32, u32, i64, u64, f16, bf16",
+            "an array's element type is one of f32, f64, i32, u32, i64, u64, f16, bf16, u8",
         ),
     }
 }
@@ -1022,7 +1023,7 @@ impl Cx {
             return err(generics[0].span(), "expected the element type");
         };
         let elem = element(t)?;
-        if elem.is_half() {
+        if elem.is_narrow() {
             return not_yet(t.span(), &format!("a shared array of {}", elem.name()));
         }
         let len_arg = &generics[1];
@@ -1374,6 +1375,7 @@ impl Cx {
         let (math, arity) = match name.as_str() {
             "rsqrt" => (Math::Rsqrt, 1),
             "fma" => (Math::Fma, 3),
+            "mul_hi" => (Math::MulHi, 2),
             "pow" => (Math::Pow, 2),
             "log" => (Math::Ln, 1),
             "barrier" => {
@@ -1509,8 +1511,12 @@ impl Cx {
             Math::Clamp => (2, false),
             Math::Powi | Math::Pow => (1, true),
             Math::Fma => (2, true),
+            Math::MulHi => (1, false),
             _ => (0, true),
         };
+        if f == Math::MulHi && t != Ty::U32 {
+            return err(span, format!("`mul_hi` takes two u32, not `{}`", t.name()));
+        }
         if rest.len() != arity {
             return err(
                 span,

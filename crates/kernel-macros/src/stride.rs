@@ -137,7 +137,8 @@ pub fn analyse(k: &Kernel) -> Option<GridStride<'_>> {
             continue;
         };
         match at_i.get(&a) {
-            // Half-precision arrays stay on the views (their conversions).
+            // f16/bf16 arrays stay on the views (their conversions); u8
+            // ones are sliced, widened and narrowed where they are used.
             Some(true) if !elem.is_half() => sliced.push(a),
             Some(_) if writable => return None,
             _ => {}

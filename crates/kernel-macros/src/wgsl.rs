@@ -23,6 +23,8 @@ fn ty(t: Ty) -> &'static str {
         // Two to a 32-bit word: WGSL has no 16-bit storage without
         // extensions (docs/kernels.md).
         Ty::F16 | Ty::Bf16 => "u32",
+        // Four to a word, as 16-bit floats are two.
+        Ty::U8 => "u32",
     }
 }
 
@@ -218,8 +220,9 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
                 elem,
                 writable: true,
             } => {
-                // A 16-bit store changes half a word with a CAS loop.
-                let t = if atomics.contains(&Mem::Global(i)) || elem.is_half() {
+                // A 16- or 8-bit store changes part of a word with a CAS
+                // loop.
+                let t = if atomics.contains(&Mem::Global(i)) || elem.is_narrow() {
                     format!("atomic<{}>", ty(elem))
                 } else {
                     e.unit(i, elem)
@@ -504,6 +507,12 @@ impl Emit<'_> {
                     self.line(d, &format!("{st}({i}, {v});"));
                     return;
                 }
+                if elem == Ty::U8 {
+                    let st = self.byte_store(&name);
+                    let (i, v) = (self.expr(index), self.expr(value));
+                    self.line(d, &format!("{st}({i}, {v}, {site}u);"));
+                    return;
+                }
                 if self.proven.contains(site) && !atomic && !self.wide.contains_key(array) {
                     let (i, v) = (self.expr(index), self.expr(value));
                     self.line(d, &format!("p_{name}[{i}] = {v};"));
@@ -742,6 +751,12 @@ impl Emit<'_> {
                     let i = self.expr(index);
                     return format!("{ld}({i})");
                 }
+                if elem == Ty::U8 {
+                    let writable = matches!(p.kind, ParamKind::Array { writable: true, .. });
+                    let ld = self.byte_load(&name, writable);
+                    let i = self.expr(index);
+                    return format!("{ld}({i}, {site}u)");
+                }
                 if self.proven.contains(site) && !atomic && !self.wide.contains_key(a) {
                     return format!("p_{name}[{}]", self.expr(index));
                 }
@@ -907,6 +922,18 @@ impl Emit<'_> {
         let a: Vec<String> = args.iter().map(|e| self.expr(e)).collect();
         let c = ty(t);
         match f {
+            Math::MulHi => {
+                // From 16-bit halves in u32 arithmetic: no shader-int64
+                // needed.
+                let f = self.helper("ug_mul_hi".into(), || {
+                    "fn ug_mul_hi(a: u32, b: u32) -> u32 { let al = a & 0xffffu; let ah = a >> 16u; \
+                     let bl = b & 0xffffu; let bh = b >> 16u; let p1 = al * bh; let p2 = ah * bl; \
+                     let mid = ((al * bl) >> 16u) + (p1 & 0xffffu) + (p2 & 0xffffu); \
+                     return ah * bh + (p1 >> 16u) + (p2 >> 16u) + (mid >> 16u); }\n"
+                        .into()
+                });
+                format!("{f}({}, {})", a[0], a[1])
+            }
             Math::Abs if t.is_int() => {
                 // A helper, so the argument is printed once.
                 let name = format!("ug_abs_{}", t.tag());
@@ -1119,6 +1146,31 @@ impl Emit<'_> {
         self.helper(format!("ug_st_{name}"), || {
             format!(
                 "fn ug_st_{name}(i: u32, v: f32) {{ if (i < n_{name}) {{ let sh = (i & 1u) * 16u; let h = ug_{t}_out(v) << sh; loop {{ let old = atomicLoad(&p_{name}[i >> 1u]); let r = atomicCompareExchangeWeak(&p_{name}[i >> 1u], old, (old & ~(0xffffu << sh)) | h); if (r.exchanged) {{ break; }} }} }} }}\n"
+            )
+        })
+    }
+
+    /// A u8 element's load: a quarter of a 32-bit word (atomicLoad where
+    /// the array is written, so declared atomic).
+    fn byte_load(&mut self, name: &str, writable: bool) -> String {
+        self.helper(format!("ug_ld_{name}"), || {
+            let word = if writable {
+                format!("atomicLoad(&p_{name}[i >> 2u])")
+            } else {
+                format!("p_{name}[i >> 2u]")
+            };
+            format!(
+                "fn ug_ld_{name}(i: u32, site: u32) -> u32 {{ if (i < n_{name}) {{ return ({word} >> ((i & 3u) * 8u)) & 0xffu; }} ug_fault(site); return 0u; }}\n"
+            )
+        })
+    }
+
+    /// A u8 element's store: its low 8 bits replace its quarter of the
+    /// word in a compare-exchange loop, as `half_store` does.
+    fn byte_store(&mut self, name: &str) -> String {
+        self.helper(format!("ug_st_{name}"), || {
+            format!(
+                "fn ug_st_{name}(i: u32, v: u32, site: u32) {{ if (i < n_{name}) {{ let sh = (i & 3u) * 8u; let b = (v & 0xffu) << sh; loop {{ let old = atomicLoad(&p_{name}[i >> 2u]); let r = atomicCompareExchangeWeak(&p_{name}[i >> 2u], old, (old & ~(0xffu << sh)) | b); if (r.exchanged) {{ break; }} }} }} else {{ ug_fault(site); }} }}\n"
             )
         })
     }

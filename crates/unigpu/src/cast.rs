@@ -23,9 +23,9 @@
 //! conversion round a value that is not representable either way, so the
 //! integer → float kernels never convert one: they split the integer into
 //! parts that convert exactly and add them, which rounds once, to nearest
-//! even (below). u8 arrays, which the kernel language has no type for,
-//! are cast through the host (downloaded, converted with Rust's `as`,
-//! uploaded), as `strided.rs` copies them.
+//! even (below). A u8 element is read as a u32 and stored as its low 8
+//! bits, so u8 casts are kernels too: to u8, an integer keeps its low
+//! bits and a float is clamped to 0..=255 first.
 
 use std::any::Any;
 
@@ -185,6 +185,49 @@ fn cast_u64_f32<D>(src: &[u64], dst: &mut [D], n: u32) {
     }
 }
 
+/// Integer → u8: the low 8 bits (the store keeps them), as `as u8` wraps.
+#[crate::kernel(S = [i32, u32, i64, u64], workgroup_size = 256)]
+fn cast_int_u8<S>(src: &[S], dst: &mut [u8], n: u32) {
+    let i = global_id().x;
+    if i < n as usize {
+        dst[i] = src[i] as u32;
+    }
+}
+
+/// Float → u8: toward zero, saturating at 0 and 255, NaN → 0 (`as u8`).
+/// A value at or above 255 is 255; below, `as u32` already gives 0 for a
+/// NaN or a negative value.
+#[crate::kernel(S = [f32, f64, f16, bf16], workgroup_size = 256)]
+fn cast_float_u8<S>(src: &[S], dst: &mut [u8], n: u32) {
+    let i = global_id().x;
+    if i < n as usize {
+        let x = src[i];
+        let mut v = 255u32;
+        if !(x >= 255.0) {
+            v = x as u32;
+        }
+        dst[i] = v;
+    }
+}
+
+/// u8 → an integer or f64: the byte, read as u32, converted exactly.
+#[crate::kernel(D = [i32, u32, i64, u64, f64], workgroup_size = 256)]
+fn cast_u8<D>(src: &[u8], dst: &mut [D], n: u32) {
+    let i = global_id().x;
+    if i < n as usize {
+        dst[i] = src[i] as D;
+    }
+}
+
+/// u8 → f32, f16 or bf16: exact (every byte is one of each).
+#[crate::kernel(D = [f32, f16, bf16], workgroup_size = 256)]
+fn cast_u8_f32<D>(src: &[u8], dst: &mut [D], n: u32) {
+    let i = global_id().x;
+    if i < n as usize {
+        dst[i] = src[i] as f32;
+    }
+}
+
 /// Returns the instance `$kern::<S, D>` for the first `(S, D)` of the
 /// lists' product whose dtypes are `($from, $to)`.
 macro_rules! pairs {
@@ -221,8 +264,12 @@ macro_rules! dests {
     };
 }
 
-/// The kernel casting `from` to `to` (neither u8, not equal).
+/// The kernel casting `from` to `to` (not equal).
 fn cast_kernel(ctx: &Context, from: DType, to: DType) -> Result<Kernel> {
+    sources!(ctx, from, to, cast_int_u8, [i32, u32, i64, u64], u8);
+    sources!(ctx, from, to, cast_float_u8, [f32, f64, f16, bf16], u8);
+    dests!(ctx, from, to, cast_u8, u8, [i32, u32, i64, u64, f64]);
+    dests!(ctx, from, to, cast_u8_f32, u8, [f32, f16, bf16]);
     pairs!(
         ctx,
         from,
@@ -259,7 +306,7 @@ fn cast_kernel(ctx: &Context, from: DType, to: DType) -> Result<Kernel> {
     dests!(ctx, from, to, cast_u32_f32, u32, [f32, f16, bf16]);
     dests!(ctx, from, to, cast_i64_f32, i64, [f32, f16, bf16]);
     dests!(ctx, from, to, cast_u64_f32, u64, [f32, f16, bf16]);
-    // Every pair of the eight kernel types is listed above.
+    // Every pair of the nine element types is listed above.
     Err(Error::Unsupported {
         backend: ctx.backend(),
         what: format!("a cast from {from} to {to}"),
@@ -329,8 +376,8 @@ fn from_nums<D: Element>(v: &[Num]) -> Vec<D> {
     }
 }
 
-/// The cast rule on the host: what the kernels compute, for u8 arrays and
-/// for a scalar (`Context::ones`).
+/// The cast rule on the host: what the kernels compute, for a scalar
+/// (`Context::ones`).
 pub(crate) fn cast_host<S: Element, D: Element>(v: &[S]) -> Vec<D> {
     from_nums(&to_nums(v))
 }
@@ -348,7 +395,7 @@ fn same<T: Element, U: Element>(a: GpuArray<T>) -> GpuArray<U> {
 impl<T: Element> ArrayView<'_, T> {
     /// A new contiguous array of the same shape with every element cast
     /// to `U` by Rust's `as` (the module's rule; docs/guide.md "Casts"),
-    /// computed on the device (u8 through the host).
+    /// computed on the device.
     pub fn astype<U: Element>(&self) -> Result<GpuArray<U>> {
         let src = self.to_contiguous()?;
         cast_whole(&src)
@@ -377,12 +424,6 @@ fn cast_whole<T: Element, U: Element>(src: &GpuArray<T>) -> Result<GpuArray<U>> 
     let shape = src.shape().to_vec();
     if T::DTYPE == U::DTYPE {
         return Ok(same(src.try_clone()?));
-    }
-    if T::DTYPE == DType::U8 || U::DTYPE == DType::U8 {
-        // The kernel language has no 8-bit type: the host applies the
-        // same rule (Rust's `as`).
-        let host = cast_host::<T, U>(&src.download()?);
-        return ctx.upload(&host)?.reshape(shape);
     }
     let mut dst = GpuArray::<U>::uninit_shaped(ctx, &shape)?;
     let n = src.len();

@@ -1,8 +1,7 @@
 //! Arrays made with contents: `ones`, `full`, `arange`, `linspace`, `eye`
 //! and the `*_like` family, filled on the device (a fill, or a generated
 //! kernel followed by a cast), never from a host vector of the whole
-//! size (except u8 `arange`/`linspace`, cast through the host as every
-//! u8 cast is: `cast.rs`).
+//! size.
 
 use unigpu_core::{IntoShape, Layout};
 

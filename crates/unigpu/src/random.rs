@@ -46,22 +46,6 @@ use crate::{
 
 // ---------------------------------------------------------------- device code
 
-/// The high 32 bits of a 32×32-bit product, from 16-bit halves in u32
-/// arithmetic (vulkan has no 64-bit integers without shader-int64).
-#[unigpu::device]
-fn mulhi32(a: u32, b: u32) -> u32 {
-    let al = a & 0xffffu32;
-    let ah = a >> 16u32;
-    let bl = b & 0xffffu32;
-    let bh = b >> 16u32;
-    let p0 = al * bl;
-    let p1 = al * bh;
-    let p2 = ah * bl;
-    let p3 = ah * bh;
-    let mid = (p0 >> 16u32) + (p1 & 0xffffu32) + (p2 & 0xffffu32);
-    p3 + (p1 >> 16u32) + (p2 >> 16u32) + (mid >> 16u32)
-}
-
 /// The high 64 bits of a 64×64-bit product (i64 randint only, which needs
 /// 64-bit integers anyway).
 #[unigpu::device]
@@ -81,14 +65,14 @@ fn mulhi64(a: u64, b: u64) -> u64 {
 /// ⌊(hi·2^32 + lo) · r / 2^64⌋, below `r`.
 #[unigpu::device]
 fn scale64(hi: u32, lo: u32, r: u32) -> u32 {
-    let h = mulhi32(lo, r);
+    let h = mul_hi(lo, r);
     let l = hi * r;
     let t = l + h;
     let mut carry = 0u32;
     if t < l {
         carry = 1u32;
     }
-    mulhi32(hi, r) + carry
+    mul_hi(hi, r) + carry
 }
 
 /// 1/d for d in [1 + √½, 1 + √2]: a linear start (relative error below
@@ -258,9 +242,9 @@ fn philox_uniform<T>(
         let mut k1 = key1;
         let mut round = 0u32;
         while round < 10u32 {
-            let h0 = mulhi32(0xD2511F53u32, c0);
+            let h0 = mul_hi(0xD2511F53u32, c0);
             let l0 = 0xD2511F53u32 * c0;
-            let h1 = mulhi32(0xCD9E8D57u32, c2);
+            let h1 = mul_hi(0xCD9E8D57u32, c2);
             let l1 = 0xCD9E8D57u32 * c2;
             c0 = h1 ^ c1 ^ k0;
             c1 = l1;
@@ -302,9 +286,9 @@ fn philox_uniform_f64(out: &mut [f64], key0: u32, key1: u32, blo: u32, bhi: u32)
         let mut k1 = key1;
         let mut round = 0u32;
         while round < 10u32 {
-            let h0 = mulhi32(0xD2511F53u32, c0);
+            let h0 = mul_hi(0xD2511F53u32, c0);
             let l0 = 0xD2511F53u32 * c0;
-            let h1 = mulhi32(0xCD9E8D57u32, c2);
+            let h1 = mul_hi(0xCD9E8D57u32, c2);
             let l1 = 0xCD9E8D57u32 * c2;
             c0 = h1 ^ c1 ^ k0;
             c1 = l1;
@@ -340,9 +324,9 @@ fn philox_normal<T>(out: &mut [T], key0: u32, key1: u32, blo: u32, bhi: u32, mea
         let mut k1 = key1;
         let mut round = 0u32;
         while round < 10u32 {
-            let h0 = mulhi32(0xD2511F53u32, c0);
+            let h0 = mul_hi(0xD2511F53u32, c0);
             let l0 = 0xD2511F53u32 * c0;
-            let h1 = mulhi32(0xCD9E8D57u32, c2);
+            let h1 = mul_hi(0xCD9E8D57u32, c2);
             let l1 = 0xCD9E8D57u32 * c2;
             c0 = h1 ^ c1 ^ k0;
             c1 = l1;
@@ -567,9 +551,9 @@ fn philox_normal_f64(
         let mut k1 = key1;
         let mut round = 0u32;
         while round < 10u32 {
-            let h0 = mulhi32(0xD2511F53u32, c0);
+            let h0 = mul_hi(0xD2511F53u32, c0);
             let l0 = 0xD2511F53u32 * c0;
-            let h1 = mulhi32(0xCD9E8D57u32, c2);
+            let h1 = mul_hi(0xCD9E8D57u32, c2);
             let l1 = 0xCD9E8D57u32 * c2;
             c0 = h1 ^ c1 ^ k0;
             c1 = l1;
@@ -635,9 +619,9 @@ fn philox_randint_i32(
         let mut k1 = key1;
         let mut round = 0u32;
         while round < 10u32 {
-            let h0 = mulhi32(0xD2511F53u32, c0);
+            let h0 = mul_hi(0xD2511F53u32, c0);
             let l0 = 0xD2511F53u32 * c0;
-            let h1 = mulhi32(0xCD9E8D57u32, c2);
+            let h1 = mul_hi(0xCD9E8D57u32, c2);
             let l1 = 0xCD9E8D57u32 * c2;
             c0 = h1 ^ c1 ^ k0;
             c1 = l1;
@@ -679,9 +663,9 @@ fn philox_randint_i64(
         let mut k1 = key1;
         let mut round = 0u32;
         while round < 10u32 {
-            let h0 = mulhi32(0xD2511F53u32, c0);
+            let h0 = mul_hi(0xD2511F53u32, c0);
             let l0 = 0xD2511F53u32 * c0;
-            let h1 = mulhi32(0xCD9E8D57u32, c2);
+            let h1 = mul_hi(0xCD9E8D57u32, c2);
             let l1 = 0xCD9E8D57u32 * c2;
             c0 = h1 ^ c1 ^ k0;
             c1 = l1;

@@ -2,8 +2,9 @@
 //! kernel every view needs (a strided view made contiguous, a result
 //! written back through a view, a broadcast operand expanded). Written
 //! once with `#[unigpu::kernel]`, so it runs on every backend that runs
-//! generated kernels; u8 arrays, which the kernel language has no type
-//! for, are copied through the host instead.
+//! generated kernels (u8 included: loaded as u32 and stored as its low 8
+//! bits, exact); f16/bf16 views are copied through the host instead, bit
+//! for bit (the kernel language moves them through f32).
 
 use unigpu_core::Layout;
 
@@ -18,7 +19,7 @@ use crate::{Context, DType, Element, GpuArray, Result};
 /// then per axis (outermost first) its extent and the two strides, as u32:
 /// a negative stride is its two's complement, which the kernel language's
 /// wrapping 32-bit `usize` arithmetic turns back into a step down.
-#[crate::kernel(T = [f32, f64, i32, u32, i64, u64, f16, bf16], workgroup_size = 256)]
+#[crate::kernel(T = [f32, f64, i32, u32, i64, u64, f16, bf16, u8], workgroup_size = 256)]
 fn strided_copy<T>(src: &[T], dst: &mut [T], meta: &[u32], ndim: u32, n: u32) {
     let i = global_id().x;
     if i < n as usize {
@@ -60,7 +61,7 @@ fn merged_axes(shape: &[usize], a: &[isize], b: &[isize]) -> Vec<(usize, isize, 
     out
 }
 
-/// The generated copy kernel's instance for `T`, or `None` for u8.
+/// The generated copy kernel's instance for `T`, or `None` for f16/bf16.
 fn copy_kernel<T: Element>(ctx: &Context) -> Result<Option<Kernel>> {
     Ok(Some(match T::DTYPE {
         DType::F32 => (*strided_copy::kernel::<f32>(ctx)?).clone(),
@@ -74,7 +75,7 @@ fn copy_kernel<T: Element>(ctx: &Context) -> Result<Option<Kernel>> {
         DType::U32 => (*strided_copy::kernel::<u32>(ctx)?).clone(),
         DType::I64 => (*strided_copy::kernel::<i64>(ctx)?).clone(),
         DType::U64 => (*strided_copy::kernel::<u64>(ctx)?).clone(),
-        DType::U8 => return Ok(None),
+        DType::U8 => (*strided_copy::kernel::<u8>(ctx)?).clone(),
     }))
 }
 
@@ -151,7 +152,7 @@ pub(crate) fn stage<T: Element>(ctx: &Context, stream: &Stream, host: &[T]) -> R
 }
 
 /// The same copy through host memory, for element types the kernel
-/// language lacks: both buffers read, the elements moved, `dst` written.
+/// language cannot move bit for bit (f16/bf16): both buffers read, the elements moved, `dst` written.
 fn copy_through_host<T: Element>(
     stream: &Stream,
     src: &Storage<T>,

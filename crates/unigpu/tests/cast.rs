@@ -324,7 +324,7 @@ on_every_backend!(a_transposed_view_is_cast_in_its_own_order, |ctx| {
             assert_eq!(got[j * r + i].to_bits(), want.to_bits(), "[{j}, {i}]");
         }
     }
-    // A u8 view goes through the host, in the view's order too.
+    // A u8 view too, in the view's order (the copy kernel's u8 form).
     let bytes: Vec<u8> = (0..r * c).map(|i| (i * 7) as u8).collect();
     let b = ctx.upload(&bytes).unwrap().reshape([r, c]).unwrap();
     let tb = b.t().astype::<f32>().unwrap();

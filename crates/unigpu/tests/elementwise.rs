@@ -947,10 +947,10 @@ on_every_backend!(empty_arrays_are_no_ops, |ctx| {
     assert_eq!(out.download().unwrap(), Vec::<f32>::new());
 });
 
-// A capture records the kernels (replayed on new inputs: the clamp's
-// bounds and the scalar exponent live in the graph), and refuses the ops
-// whose u8 mask passes through the host, saying why.
-on_every_backend!(ops_replay_in_graphs_and_masks_are_refused_there, |ctx| {
+// A capture records the kernels, the comparisons' u8 masks and `where_`
+// included, and replays them on new inputs (the clamp's bounds and the
+// scalar exponent live in the graph).
+on_every_backend!(ops_and_masks_replay_in_graphs, |ctx| {
     let n = 1 + common::random_len(5000);
     let s = ctx.create_stream().unwrap();
     let x0 = inputs::<f32>(n, -4.0, 4.0);
@@ -958,20 +958,15 @@ on_every_backend!(ops_replay_in_graphs_and_masks_are_refused_there, |ctx| {
     let mut c = ctx.zeros::<f32>(n).unwrap();
     let mut out = ctx.zeros::<f32>(n).unwrap();
     let mut mask = ctx.zeros::<u8>(n).unwrap();
+    let mut sel = ctx.zeros::<f32>(n).unwrap();
     ctx.sync().unwrap();
     let graph = s
         .capture(|s| {
             let ops = ctx.ops_on(s);
             ops.clamp(&x, -1.5, 2.0, &mut c)?;
             ops.pow_scalar(&c, 2.0, &mut out)?;
-            match ops.lt(&x, &c, &mut mask) {
-                Err(Error::Unsupported { what, .. }) => assert!(what.contains("graph"), "{what}"),
-                other => panic!("lt while capturing: {other:?}"),
-            }
-            match ops.where_(&mask, &x, &c, &mut out) {
-                Err(Error::Unsupported { .. }) => Ok(()),
-                other => panic!("where_ while capturing: {other:?}"),
-            }
+            ops.lt(&x, &c, &mut mask)?;
+            ops.where_(&mask, &x, &c, &mut sel)
         })
         .unwrap();
     for _ in 0..2 {
@@ -979,7 +974,8 @@ on_every_backend!(ops_replay_in_graphs_and_masks_are_refused_there, |ctx| {
         s.upload(&x1, &mut x).unwrap();
         graph.launch(&s).unwrap();
         let got = s.download(&out).unwrap();
-        for (&x, &g) in x1.iter().zip(&got) {
+        let (got_mask, got_sel) = (s.download(&mask).unwrap(), s.download(&sel).unwrap());
+        for (i, (&x, &g)) in x1.iter().zip(&got).enumerate() {
             let want = torch_clamp(x as f64, -1.5, 2.0).powi(2);
             let b = if ctx.backend() == Backend::Vulkan {
                 vulkan_pow(want.sqrt(), 2.0)
@@ -993,6 +989,15 @@ on_every_backend!(ops_replay_in_graphs_and_masks_are_refused_there, |ctx| {
                 want,
                 b,
                 ctx.backend(),
+            );
+            let clamped = x.clamp(-1.5, 2.0);
+            let below = x < clamped;
+            assert_eq!(got_mask[i], below as u8, "lt (replayed) at {i}: x = {x:e}");
+            let picked = if below { x } else { clamped };
+            assert_eq!(
+                got_sel[i].to_bits(),
+                picked.to_bits(),
+                "where (replayed) at {i}: x = {x:e}"
             );
         }
     }

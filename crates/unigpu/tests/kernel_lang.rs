@@ -351,6 +351,95 @@ on_every_backend!(f16_and_bf16_arrays_round_like_the_host, |ctx| {
     }
 });
 
+/// u8 arrays: loaded as u32, stored as the low 8 bits (wrapping, as
+/// `as u8`); neighbouring bytes written by different invocations (four to
+/// a word on vulkan) all land, and a read-modify-write of a byte keeps
+/// its neighbours.
+#[unigpu::kernel(workgroup_size = 64)]
+fn bytes(a: &[u8], k: u32, out: &mut [u8], wide: &mut [u32], acc: &mut [u8]) {
+    let i = global_id().x;
+    if i >= a.len() {
+        return;
+    }
+    wide[i] = a[i];
+    out[i] = a[i] * k + 3;
+    acc[i] += a[i];
+}
+
+on_every_backend!(u8_arrays_wrap_like_the_host, |ctx| {
+    let kern = bytes::kernel(ctx).unwrap();
+    // Lengths that end anywhere in a word.
+    let n = random_len(5000);
+    let ha: Vec<u8> = random_vec::<u32>(n).iter().map(|v| *v as u8).collect();
+    let hacc: Vec<u8> = random_vec::<u32>(n)
+        .iter()
+        .map(|v| (*v >> 8) as u8)
+        .collect();
+    let k = random_vec::<u32>(1)[0];
+    let a = ctx.upload(&ha).unwrap();
+    let mut out = ctx.upload(&vec![0xa5u8; n]).unwrap();
+    let mut wide = ctx.zeros::<u32>(n).unwrap();
+    let mut acc = ctx.upload(&hacc).unwrap();
+    kern.launch(
+        ctx,
+        Grid::for_elems_with_block(n, 64),
+        (&a, k, &mut out, &mut wide, &mut acc),
+    )
+    .unwrap();
+    let (go, gw, ga) = (
+        out.download().unwrap(),
+        wide.download().unwrap(),
+        acc.download().unwrap(),
+    );
+    for i in 0..n {
+        assert_eq!(gw[i], ha[i] as u32, "u8 {} loaded at {i}", ha[i]);
+        let want = (ha[i] as u32).wrapping_mul(k).wrapping_add(3) as u8;
+        assert_eq!(go[i], want, "out {i}: a {}, k {k}", ha[i]);
+        let sum = (hacc[i] as u32 + ha[i] as u32) as u8;
+        assert_eq!(ga[i], sum, "acc {i}: {} + {}", hacc[i], ha[i]);
+    }
+});
+
+/// `mul_hi(a, b)`: the high word of the u32 product, as u64 arithmetic
+/// gives it on the host.
+#[unigpu::kernel]
+fn high_words(a: &[u32], b: &[u32], out: &mut [u32]) {
+    let i = global_id().x;
+    if i < out.len() {
+        out[i] = mul_hi(a[i], b[i]) ^ mul_hi(a[i], 0xD2511F53u32);
+    }
+}
+
+on_every_backend!(mul_hi_is_the_high_word, |ctx| {
+    let k = high_words::kernel(ctx).unwrap();
+    let n = random_len(5000);
+    let mut ha = random_vec::<u32>(n);
+    let mut hb = random_vec::<u32>(n);
+    // The edges: 0, 1 and all ones on either side.
+    for (i, (x, y)) in [
+        (0, u32::MAX),
+        (u32::MAX, u32::MAX),
+        (1, u32::MAX),
+        (0xffff, 0x10001),
+    ]
+    .into_iter()
+    .enumerate()
+    .take(n)
+    {
+        (ha[i], hb[i]) = (x, y);
+    }
+    let (a, b) = (ctx.upload(&ha).unwrap(), ctx.upload(&hb).unwrap());
+    let mut out = ctx.zeros::<u32>(n).unwrap();
+    k.launch(ctx, Grid::for_elems(n), (&a, &b, &mut out))
+        .unwrap();
+    let got = out.download().unwrap();
+    for i in 0..n {
+        let hi = |x: u32, y: u32| ((x as u64 * y as u64) >> 32) as u32;
+        let want = hi(ha[i], hb[i]) ^ hi(ha[i], 0xD2511F53);
+        assert_eq!(got[i], want, "at {i}: {:#x} * {:#x}", ha[i], hb[i]);
+    }
+});
+
 /// Float `%` is Rust's (C's fmod): exact, with the dividend's sign.
 #[unigpu::kernel]
 fn float_rem(x: &[f32], y: &[f32], out: &mut [f32], xd: &[f64], yd: &[f64], outd: &mut [f64]) {
@@ -486,6 +575,12 @@ fn every_emitted_wgsl_validates() {
         (
             halves::NAME,
             halves::WGSL,
+            naga::valid::Capabilities::empty(),
+        ),
+        (bytes::NAME, bytes::WGSL, naga::valid::Capabilities::empty()),
+        (
+            high_words::NAME,
+            high_words::WGSL,
             naga::valid::Capabilities::empty(),
         ),
     ] {

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64};
 
 use rayon::prelude::*;
 
@@ -250,14 +250,17 @@ fn build_uncached(
         }
         Backend::Vulkan => {
             let wgsl = pre.wgsl + vulkan_wgsl(ctx, spec)?;
-            // f16/bf16 arrays are bound as u32 words (two to a word): the
-            // launch checks them against the declared element type.
+            // f16/bf16 and u8 arrays are bound as u32 words (two or four
+            // to a word): the launch checks them against the declared
+            // element type.
             let halves: Vec<(usize, DType)> = spec
                 .params
                 .iter()
                 .enumerate()
                 .filter_map(|(i, p)| match *p {
-                    Param::Array { dtype, .. } if matches!(dtype, DType::F16 | DType::BF16) => {
+                    Param::Array { dtype, .. }
+                        if matches!(dtype, DType::F16 | DType::BF16 | DType::U8) =>
+                    {
                         Some((i, dtype))
                     }
                     _ => None,
@@ -423,6 +426,7 @@ macro_rules! word {
         }
     )*};
 }
+word!(AtomicU8, as_atomic_u8, u8);
 word!(AtomicU16, as_atomic_u16, half::f16, half::bf16);
 word!(AtomicU32, as_atomic_u32, f32, i32, u32);
 word!(AtomicU64, as_atomic_u64, f64, i64, u64);

@@ -25,15 +25,15 @@
 //! as plain slices, which LLVM vectorises) where an index per invocation
 //! ran each element as its own work-item.
 //!
-//! The kernel language has no u8, so comparison masks are computed as
-//! u32 and narrowed to u8 through the host, and `where_`'s u8 mask is
-//! widened to u32 the same way (one download and one upload of the mask;
-//! the u8 strided copies in strided.rs go through the host alike).
+//! Comparison masks are u8 arrays, written and read by the kernels
+//! themselves (the kernel language loads a u8 element as u32 and stores
+//! its low 8 bits), so comparisons and `where_` stay on the device and
+//! are captured in graphs like the other ops.
 
 use crate::kernel::args::{ArrayArg, WholeBuffer, WholeBufferMut};
 use crate::kernel::{Arg, Grid, Kernel, Scalar};
 use crate::stream::check_len;
-use crate::{ArrayView, Backend, Context, DType, Error, GpuArray, Result};
+use crate::{ArrayView, Backend, Context, DType, Error, Result};
 
 use super::{AsView, AsViewMut, Float, Ops};
 
@@ -188,7 +188,7 @@ fn binary_pow<T>(a: &[T], b: &[T], out: &mut [T]) {
 /// lt, le, gt, ge, eq, ne as 0/1 (IEEE: every comparison with a NaN is
 /// false but `ne`).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
-fn compare<T>(a: &[T], b: &[T], out: &mut [u32], op: u32) {
+fn compare<T>(a: &[T], b: &[T], out: &mut [u8], op: u32) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
@@ -215,7 +215,7 @@ fn compare<T>(a: &[T], b: &[T], out: &mut [u32], op: u32) {
 
 /// `out = m != 0 ? a : b`.
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
-fn select<T>(m: &[u32], a: &[T], b: &[T], out: &mut [T]) {
+fn select<T>(m: &[u8], a: &[T], b: &[T], out: &mut [T]) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
@@ -346,21 +346,6 @@ fn broadcast_out(what: &'static str, shapes: &[&[usize]], out: &[usize]) -> Resu
 }
 
 impl Ops<'_> {
-    /// Comparisons and `where_` move their mask through the host, which a
-    /// graph's replay cannot do.
-    fn not_capturing(&self, name: &str) -> Result<()> {
-        if self.stream.is_capturing() {
-            return Err(Error::Unsupported {
-                backend: self.ctx.backend(),
-                what: format!(
-                    "{name} on a stream that captures a graph: its u8 mask passes through \
-                     the host (the kernel language has no u8), which a replay cannot do"
-                ),
-            });
-        }
-        Ok(())
-    }
-
     /// Launches `kernel` over `n` elements with `args`.
     fn run_kernel(&self, kernel: &Kernel, n: usize, args: Vec<Arg<'_>>) -> Result<()> {
         if n > u32::MAX as usize {
@@ -635,7 +620,6 @@ impl Ops<'_> {
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
         let name = op.name();
-        self.not_capturing(name)?;
         let (a, b, mut mask) = (a.as_view(), b.as_view(), mask.as_view_mut());
         let shape = broadcast_out(name, &[a.shape(), b.shape()], mask.shape())?;
         let a = self.on().whole(&a, &shape, name)?;
@@ -646,30 +630,19 @@ impl Ops<'_> {
             return Ok(());
         }
         let kernel = kernel_for::<T>(self.ctx, Group::Compare, name)?;
-        let mut wide = GpuArray::<u32>::uninit_shaped(self.ctx, &shape)?;
-        {
-            let (a, b, mut w) = (
+        self.on().write_whole(&mut mask, false, name, |m| {
+            let (a, b, mut m) = (
                 WholeBuffer(a.storage()),
                 WholeBuffer(b.storage()),
-                WholeBufferMut(&mut wide.storage),
+                WholeBufferMut(m),
             );
             let args = vec![
                 Arg::Array(&a),
                 Arg::Array(&b),
-                Arg::ArrayMut(&mut w),
+                Arg::ArrayMut(&mut m),
                 Arg::Scalar(Scalar::new(op.code())),
             ];
-            self.run_kernel(&kernel, n, args)?;
-        }
-        // No u8 in the kernel language: narrowed on the host.
-        let bytes: Vec<u8> = wide
-            .storage
-            .read_vec(&self.stream.imp)?
-            .into_iter()
-            .map(|w| w as u8)
-            .collect();
-        self.on().write_whole(&mut mask, false, name, |m| {
-            m.write(&self.stream.imp, &bytes)
+            self.run_kernel(&kernel, n, args)
         })
     }
 
@@ -743,7 +716,6 @@ impl Ops<'_> {
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
         let name = "where";
-        self.not_capturing(name)?;
         let (mask, a, b, mut out) = (mask.as_view(), a.as_view(), b.as_view(), out.as_view_mut());
         let shape = broadcast_out(name, &[mask.shape(), a.shape(), b.shape()], out.shape())?;
         let mask = self.on().whole(&mask, &shape, name)?;
@@ -755,22 +727,15 @@ impl Ops<'_> {
             return Ok(());
         }
         let kernel = kernel_for::<T>(self.ctx, Group::Select, name)?;
-        // No u8 in the kernel language: widened on the host.
-        let wide: Vec<u32> = mask
-            .storage()
-            .read_vec(&self.stream.imp)?
-            .into_iter()
-            .map(u32::from)
-            .collect();
-        let wide = self.ctx.upload(&wide)?;
         self.on().write_whole(&mut out, false, name, |out| {
-            let (a, b, mut out) = (
+            let (m, a, b, mut out) = (
+                WholeBuffer(mask.storage()),
                 WholeBuffer(a.storage()),
                 WholeBuffer(b.storage()),
                 WholeBufferMut(out),
             );
             let args = vec![
-                Arg::Array(&wide),
+                Arg::Array(&m),
                 Arg::Array(&a),
                 Arg::Array(&b),
                 Arg::ArrayMut(&mut out),
