@@ -30,12 +30,47 @@ enum RowOp {
     Mean = 5,
 }
 
+/// Whether max/min (argmax/argmin) takes element `c` over the best so
+/// far, `v` (found at `vi`; `u32::MAX` when none): the first element
+/// always, then a NaN, which wins and stays, else one strictly larger
+/// (`wants_max`) or smaller.
+#[crate::device]
+fn takes_f32(v: f32, vi: u32, c: f32, wants_max: bool) -> bool {
+    if vi == 4294967295u32 {
+        return true;
+    }
+    if v != v {
+        return false;
+    }
+    let mut better = c < v;
+    if wants_max {
+        better = c > v;
+    }
+    c != c || better
+}
+
+/// `takes_f32` for f64 rows.
+#[crate::device]
+fn takes_f64(v: f64, vi: u32, c: f64, wants_max: bool) -> bool {
+    if vi == 4294967295u32 {
+        return true;
+    }
+    if v != v {
+        return false;
+    }
+    let mut better = c < v;
+    if wants_max {
+        better = c > v;
+    }
+    c != c || better
+}
+
 /// The two row kernels, for element types that accumulate in `$acc`
 /// (f32 for f32, f16 and bf16; f64 for f64): one body, two lists, because
 /// a generic kernel's every combination must type-check and an f16
 /// element is written from an f32 value, an f64 one from an f64.
 macro_rules! row_kernels {
-    ($reduce:ident, $softmax:ident, [$($t:ident),*], $acc:ident) => {
+    ($reduce:ident, $softmax:ident, $takes:ident, [$($t:ident),*], $acc:ident) => {
 /// Row `r` of `x` (`len` elements from `r * len`) reduced into `out[r]`
 /// (and, for argmax/argmin, its index into `index[r]`). Sum and mean
 /// (`op` 0, 5) add in `A`, the mean divides once at the end; max/min
@@ -57,23 +92,47 @@ macro_rules! row_kernels {
         let mut v = 0.0 as $acc;
         let mut vi = 4294967295u32;
         let mut j = l;
+        // Four elements a step, all loaded before any is combined, so
+        // four loads are in flight (one at a time left the GPU's memory
+        // half idle); they are combined in the same order as one at a
+        // time, so the result is the same.
+        while j + 768 < n {
+            let c0 = x[base + j] as $acc;
+            let c1 = x[base + j + 256] as $acc;
+            let c2 = x[base + j + 512] as $acc;
+            let c3 = x[base + j + 768] as $acc;
+            if adds {
+                v += c0;
+                v += c1;
+                v += c2;
+                v += c3;
+            } else {
+                if $takes(v, vi, c0, wants_max) {
+                    v = c0;
+                    vi = j as u32;
+                }
+                if $takes(v, vi, c1, wants_max) {
+                    v = c1;
+                    vi = (j + 256) as u32;
+                }
+                if $takes(v, vi, c2, wants_max) {
+                    v = c2;
+                    vi = (j + 512) as u32;
+                }
+                if $takes(v, vi, c3, wants_max) {
+                    v = c3;
+                    vi = (j + 768) as u32;
+                }
+            }
+            j += 1024;
+        }
         while j < n {
             let c = x[base + j] as $acc;
             if adds {
                 v += c;
-            } else if vi == 4294967295u32 {
+            } else if $takes(v, vi, c, wants_max) {
                 v = c;
                 vi = j as u32;
-            } else if v == v {
-                // A NaN wins and stays; else the strictly larger (smaller).
-                let mut better = c < v;
-                if wants_max {
-                    better = c > v;
-                }
-                if c != c || better {
-                    v = c;
-                    vi = j as u32;
-                }
             }
             j += 256;
         }
@@ -141,6 +200,28 @@ macro_rules! row_kernels {
         let mut m = 0.0 as $acc;
         let mut has = false;
         let mut j = l;
+        // Each pass takes four elements a step, loaded first (as the
+        // reduction above), in the same order as one at a time.
+        while j + 768 < n {
+            let c0 = x[base + j] as $acc;
+            let c1 = x[base + j + 256] as $acc;
+            let c2 = x[base + j + 512] as $acc;
+            let c3 = x[base + j + 768] as $acc;
+            if !has || c0 != c0 || (m == m && c0 > m) {
+                m = c0;
+                has = true;
+            }
+            if c1 != c1 || (m == m && c1 > m) {
+                m = c1;
+            }
+            if c2 != c2 || (m == m && c2 > m) {
+                m = c2;
+            }
+            if c3 != c3 || (m == m && c3 > m) {
+                m = c3;
+            }
+            j += 1024;
+        }
         while j < n {
             let c = x[base + j] as $acc;
             if !has || c != c || (m == m && c > m) {
@@ -168,6 +249,17 @@ macro_rules! row_kernels {
         barrier();
         let mut s = 0.0 as $acc;
         let mut k = l;
+        while k + 768 < n {
+            let e0 = (x[base + k] as $acc - mx).exp();
+            let e1 = (x[base + k + 256] as $acc - mx).exp();
+            let e2 = (x[base + k + 512] as $acc - mx).exp();
+            let e3 = (x[base + k + 768] as $acc - mx).exp();
+            s += e0;
+            s += e1;
+            s += e2;
+            s += e3;
+            k += 1024;
+        }
         while k < n {
             s += (x[base + k] as $acc - mx).exp();
             k += 256;
@@ -184,6 +276,25 @@ macro_rules! row_kernels {
         }
         let total = red[0];
         let mut i = l;
+        while i + 768 < n {
+            let d0 = x[base + i] as $acc - mx;
+            let d1 = x[base + i + 256] as $acc - mx;
+            let d2 = x[base + i + 512] as $acc - mx;
+            let d3 = x[base + i + 768] as $acc - mx;
+            if log == 1u32 {
+                let ls = total.ln();
+                out[base + i] = d0 - ls;
+                out[base + i + 256] = d1 - ls;
+                out[base + i + 512] = d2 - ls;
+                out[base + i + 768] = d3 - ls;
+            } else {
+                out[base + i] = d0.exp() / total;
+                out[base + i + 256] = d1.exp() / total;
+                out[base + i + 512] = d2.exp() / total;
+                out[base + i + 768] = d3.exp() / total;
+            }
+            i += 1024;
+        }
         while i < n {
             let d = x[base + i] as $acc - mx;
             if log == 1u32 {
@@ -201,8 +312,8 @@ macro_rules! row_kernels {
     };
 }
 
-row_kernels!(rows_reduce, rows_softmax, [f32, f16, bf16], f32);
-row_kernels!(rows_reduce_f64, rows_softmax_f64, [f64], f64);
+row_kernels!(rows_reduce, rows_softmax, takes_f32, [f32, f16, bf16], f32);
+row_kernels!(rows_reduce_f64, rows_softmax_f64, takes_f64, [f64], f64);
 
 fn reduce_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
     Ok(match T::DTYPE {
