@@ -129,7 +129,7 @@ on_every_backend!(reductions_over_axes_match_the_host, |ctx| {
 on_every_backend!(argmax_takes_the_first_extreme_or_the_first_nan, |ctx| {
     let mut rng = rand::rng();
     let ops = ctx.ops();
-    // Rows past 1024 too: the kernels take four elements a step there.
+    // Long rows too: the kernels take four elements a step past 256.
     let (rows, len) = (rng.random_range(1..9usize), rng.random_range(1..3000usize));
     // Few distinct values, so ties are common; some NaNs in some rows.
     let mut host: Vec<f32> = (0..rows * len)
@@ -208,7 +208,7 @@ on_every_backend!(softmax_over_any_axis_matches_the_host, |ctx| {
     let mut rng = rand::rng();
     let ops = ctx.ops();
     for _ in 0..4 {
-        // Rows past 1024 too (four elements a step in the kernel).
+        // Long rows too (four elements a step past 256 in the kernel).
         let shape = [rng.random_range(1..6usize), rng.random_range(1..3000usize)];
         let (a, host) = random_f32(ctx, &shape);
         let axis = rng.random_range(0..2);

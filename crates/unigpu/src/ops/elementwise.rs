@@ -213,16 +213,21 @@ fn compare<T>(a: &[T], b: &[T], out: &mut [u8], op: u32) {
     }
 }
 
-/// `out = m != 0 ? a : b`.
+/// `out = m != 0 ? a : b`. Both values are loaded before the mask is
+/// looked at: a load under the mask's branch waited for the mask's own
+/// load first, two memory round trips in a row (0.62x torch's `where`
+/// on an H100).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
 fn select<T>(m: &[u8], a: &[T], b: &[T], out: &mut [T]) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
+        let x = a[i];
+        let y = b[i];
         if m[i] != 0 {
-            out[i] = a[i];
+            out[i] = x;
         } else {
-            out[i] = b[i];
+            out[i] = y;
         }
         i += stride;
     }
