@@ -30,47 +30,31 @@ enum RowOp {
     Mean = 5,
 }
 
-/// Whether max/min (argmax/argmin) takes element `c` over the best so
-/// far, `v` (found at `vi`; `u32::MAX` when none): the first element
-/// always, then a NaN, which wins and stays, else one strictly larger
-/// (`wants_max`) or smaller.
-#[crate::device]
-fn takes_f32(v: f32, vi: u32, c: f32, wants_max: bool) -> bool {
-    if vi == 4294967295u32 {
-        return true;
-    }
-    if v != v {
-        return false;
-    }
-    let mut better = c < v;
-    if wants_max {
-        better = c > v;
-    }
-    c != c || better
-}
-
-/// `takes_f32` for f64 rows.
-#[crate::device]
-fn takes_f64(v: f64, vi: u32, c: f64, wants_max: bool) -> bool {
-    if vi == 4294967295u32 {
-        return true;
-    }
-    if v != v {
-        return false;
-    }
-    let mut better = c < v;
-    if wants_max {
-        better = c > v;
-    }
-    c != c || better
-}
-
 /// The two row kernels, for element types that accumulate in `$acc`
 /// (f32 for f32, f16 and bf16; f64 for f64): one body, two lists, because
 /// a generic kernel's every combination must type-check and an f16
 /// element is written from an f32 value, an f64 one from an f64.
 macro_rules! row_kernels {
     ($reduce:ident, $softmax:ident, $takes:ident, [$($t:ident),*], $acc:ident) => {
+/// Whether max/min (argmax/argmin) takes element `c` over the best so
+/// far, `v` (found at `vi`; `u32::MAX` when none): the first element
+/// always, then a NaN, which wins and stays, else one strictly larger
+/// (`wants_max`) or smaller.
+#[crate::device]
+fn $takes(v: $acc, vi: u32, c: $acc, wants_max: bool) -> bool {
+    if vi == 4294967295u32 {
+        return true;
+    }
+    if v != v {
+        return false;
+    }
+    let mut better = c < v;
+    if wants_max {
+        better = c > v;
+    }
+    c != c || better
+}
+
 /// Row `r` of `x` (`len` elements from `r * len`) reduced into `out[r]`
 /// (and, for argmax/argmin, its index into `index[r]`). Sum and mean
 /// (`op` 0, 5) add in `A`, the mean divides once at the end; max/min
