@@ -90,9 +90,16 @@ fn fits(params: Option<&[ParamKind]>, args: &[Seen]) -> bool {
     params.len() == args.len()
         && params.iter().zip(args).all(|(p, a)| match (p, a) {
             (ParamKind::Scalar(d), Seen::Scalar(s)) => *d == s.dtype(),
-            (ParamKind::Pointer { dtype, .. }, Seen::Array { dtype: d, .. }) => {
-                dtype.is_none_or(|p| p == *d)
-            }
+            // A typed pointer that is not `const` may be written, so it
+            // takes a written array only (launch.rs).
+            (
+                ParamKind::Pointer { dtype, writable },
+                Seen::Array {
+                    dtype: d,
+                    writable: w,
+                    ..
+                },
+            ) => dtype.is_none_or(|p| p == *d) && !(dtype.is_some() && *writable && !*w),
             _ => false,
         })
 }
