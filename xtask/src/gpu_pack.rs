@@ -421,10 +421,15 @@ pub(crate) fn copy_into_as(pack: &Path, exe: &Path, prefix: &str) -> anyhow::Res
 }
 
 /// Test binaries that need the whole host: every GPU (the multi-GPU and
-/// NCCL tests, `device = "cuda:1"`), or a device-wide reading that another
-/// process on any GPU would move (tests/vulkan.rs, whose adapter may be any
-/// of the host's GPUs, and the soak, which opens every backend). They run
-/// alone, after the lanes.
+/// NCCL tests, `device = "cuda:1"`), or that open a Vulkan device from a
+/// test whose name does not say vulkan, so the lanes' `--skip vulkan`
+/// keeps it in. NVIDIA's Vulkan driver ignores `CUDA_VISIBLE_DEVICES`, so
+/// such a device may be on another lane's GPU, where its memory moves that
+/// lane's leak guards (on 4 × H100, a cuda-safe and an ops guard failed by
+/// 6-212 MiB while `cli`'s and `missing_libcuda`'s vulkan fallbacks ran in
+/// other lanes). They are tests/vulkan.rs, the soak (every backend), the
+/// fallback-chain tests (`context`, `missing_libcuda`) and the CLI's
+/// `info`. They run alone, after the lanes.
 fn needs_whole_host(name: &str) -> bool {
     let name = name.strip_prefix("torch-").unwrap_or(name);
     [
@@ -433,6 +438,9 @@ fn needs_whole_host(name: &str) -> bool {
         "config-",
         "vulkan-",
         "soak-",
+        "context-",
+        "missing_libcuda-",
+        "cli-",
     ]
     .iter()
     .any(|p| name.starts_with(p))
