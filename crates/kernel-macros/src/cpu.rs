@@ -38,7 +38,15 @@ fn param(k: &Kernel, i: usize) -> proc_macro2::Ident {
 /// The CPU form's body: a call of `generated::run` (one closure call per
 /// invocation) or, for a kernel with barriers or shared arrays,
 /// `generated::run_groups` with the body split into phases.
-pub fn body(k: &Kernel) -> TokenStream {
+///
+/// `consts` binds the instance's const parameters (`let c_N: u32 = N as
+/// u32;`): the caller puts it before the body, and the fast path again
+/// inside its chunk loop's closure, where a value captured from the
+/// caller's frame would be a load from the closure's environment (the op
+/// of an element-wise kernel then stayed a jump table in every iteration
+/// on the CPU, and the loop did not vectorise), while `N` itself is a
+/// constant in every function of the instance.
+pub fn body(k: &Kernel, consts: &TokenStream) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
     // Device functions as nested Rust functions.
     let funcs = k.funcs.iter().map(|f| {
@@ -57,7 +65,7 @@ pub fn body(k: &Kernel) -> TokenStream {
     if !k.phased() {
         let b = Cpu::new(k).block(&k.body);
         if let Some(s) = crate::stride::analyse(k) {
-            let fast = grid_stride(k, &s);
+            let fast = grid_stride(k, &s, consts);
             return quote! {
                 #funcs
                 let __grid = __args.grid();
@@ -80,9 +88,10 @@ pub fn body(k: &Kernel) -> TokenStream {
 /// `if` that, in a 1-D launch whose indices cannot wrap and where every
 /// sliced array holds `end` elements, runs the iterations `0..end` in
 /// contiguous chunks on rayon's pool, the sliced arrays as plain slices
-/// (the written ones cut with `chunks_mut`, so each chunk owns its part);
-/// the caller appends the `else` (the general form).
-fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
+/// (the written ones cut with `chunks_mut`, so each chunk owns its part),
+/// each chunk's loop under `generated::simd` (compiled for the widest SIMD
+/// the CPU has); the caller appends the `else` (the general form).
+fn grid_stride(k: &Kernel, s: &crate::stride::GridStride, consts: &TokenStream) -> TokenStream {
     let g = quote!(::unigpu::kernel::generated);
     let mut cx = Cpu::new(k);
     cx.fast = Some(Fast {
@@ -156,10 +165,13 @@ fn grid_stride(k: &Kernel, s: &crate::stride::GridStride) -> TokenStream {
             #g::run_chunks(__all, __chunk, move |__lo: u32, (#(#svs,)*)| {
                 let __n = #s0.len();
                 #(#recut)*
-                for __j in 0..__n {
-                    let #var: u32 = __lo.wrapping_add(__j as u32);
-                    #body
-                }
+                #g::simd(#[inline(always)] || {
+                    #consts
+                    for __j in 0..__n {
+                        let #var: u32 = __lo.wrapping_add(__j as u32);
+                        #body
+                    }
+                });
             });
         }
     }
@@ -214,6 +226,15 @@ struct Cpu<'k> {
     /// Whether the kernel has a `return` (else no invocation is ever done
     /// early, and the phases skip the `__done` checks).
     returns: bool,
+    /// Whether f32 `exp`, `exp2`, `ln`, `log2` and `tanh` are the
+    /// vectorisable ones (`unigpu::simd::math`): in a kernel with the
+    /// grid-stride fast path (stride.rs), whose chunk loop LLVM vectorises,
+    /// and there in both of its forms and its device functions, so a
+    /// kernel computes them one way. Elsewhere libm's: in a loop that stays
+    /// scalar, libm's table-driven `expf` is about twice as fast as the
+    /// f64 series (softmax's rows took 31 ms where they took 15). Both are
+    /// within 1 ulp (docs/kernels.md).
+    vector_math: bool,
 }
 
 impl<'k> Cpu<'k> {
@@ -230,6 +251,7 @@ impl<'k> Cpu<'k> {
             scalars: HashSet::new(),
             registers: HashSet::new(),
             returns: true,
+            vector_math: !k.phased() && crate::stride::analyse(k).is_some(),
         }
     }
 
@@ -1223,6 +1245,22 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
         };
     }
     let tt = ty(t);
+    // f32's transcendental functions: the vectorisable ones computed in
+    // f64 (`unigpu::simd::math`) where the loop vectorises (`vector_math`),
+    // since libm's would be a call per element that keeps it scalar.
+    // `pow` stays libm's: the f64 form's special cases kept its loop
+    // scalar, at 3.6x libm's time.
+    if t == Ty::F32 && cx.vector_math {
+        let m = quote!(::unigpu::kernel::generated::math);
+        match f {
+            Math::Exp => return quote!(#m::exp(#x)),
+            Math::Exp2 => return quote!(#m::exp2(#x)),
+            Math::Ln => return quote!(#m::ln(#x)),
+            Math::Log2 => return quote!(#m::log2(#x)),
+            Math::Tanh => return quote!(#m::tanh(#x)),
+            _ => {}
+        }
+    }
     match f {
         Math::Sqrt => quote!(#tt::sqrt(#x)),
         Math::Rsqrt => quote!((1.0 / #tt::sqrt(#x))),

@@ -628,9 +628,10 @@ fn cpu_fn(k: &Kernel, consts: &[Ident]) -> Tokens {
     // build_with has checked that each value fits 32 bits.
     let bind = consts.iter().map(|c| {
         let n = format_ident!("{}", lower::const_name(&c.to_string()));
-        quote!(let #n: u32 = #c as u32;)
+        quote!(#[allow(unused_variables)] let #n: u32 = #c as u32;)
     });
-    let body = cpu::body(k);
+    let rebind = quote!(#(#bind)*);
+    let body = cpu::body(k, &rebind);
     quote! {
         pub static PARAMS: &[::unigpu::kernel::generated::Param] = &[#(#specs),*];
         /// Every place the instance indexes an array (its own table: the
@@ -642,7 +643,7 @@ fn cpu_fn(k: &Kernel, consts: &[Ident]) -> Tokens {
         /// (split into phases at barriers).
         #[allow(unused_mut, unused_variables, unused_labels, unused_assignments, unused_parens, unreachable_code, clippy::all)]
         pub fn cpu<#(const #consts: usize),*>(__args: &::unigpu::CpuArgs) -> ::unigpu::Result<()> {
-            #(#bind)*
+            #rebind
             #unpack
             #body
             Ok(())

@@ -286,7 +286,7 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
     } else {
         String::new()
     };
-    let cpu_body = cpu::body(&k);
+    let cpu_body = cpu::body(&k, &quote!());
     Ok(module(&f, &k, &cuda_src, &wgsl_src, &wgsl_fma, cpu_body))
 }
 

@@ -75,6 +75,7 @@ mod peers;
 mod pinned;
 pub mod pipeline;
 pub mod random;
+mod simd;
 mod stream;
 mod strided;
 mod transfer;

@@ -191,7 +191,14 @@ on_every_backend!(round_pow_and_log_match_the_host, |ctx| {
     k.launch(ctx, Grid::for_elems(n), (&x, &y, &mut out))
         .unwrap();
     let got = out.download().unwrap();
-    let exact = ctx.backend() == Backend::Cpu;
+    // The CPU's ln in a grid-stride kernel is computed in f64 and rounded
+    // once (within 1 ulp of the correctly rounded result, as libm's logf,
+    // not bit for bit the same): 4 ulps cover the sum and the ratio of two
+    // (pow is libm's); a GPU's libraries are looser.
+    let tolerance = match ctx.backend() {
+        Backend::Cpu => 4.0 * f32::EPSILON,
+        _ => 1e-4,
+    };
     for i in 0..n {
         let (v, w) = (hx[i], hy[i]);
         let a = v.abs() + 0.5;
@@ -206,12 +213,12 @@ on_every_backend!(round_pow_and_log_match_the_host, |ctx| {
             let g = got[5 * i + j];
             let ok = if want.is_nan() {
                 g.is_nan()
-            } else if exact || j == 0 || want.is_infinite() || *want == 0.0 {
+            } else if j == 0 || want.is_infinite() || *want == 0.0 {
                 // round is exact everywhere, and so are pow's special
                 // values (zeros and infinities, with their signs).
                 g.to_bits() == want.to_bits()
             } else {
-                (g - want).abs() <= 1e-4 * want.abs().max(1.0)
+                (g - want).abs() <= tolerance * want.abs().max(1.0)
             };
             assert!(ok, "function {j} of ({v}, {w}): {g} vs {want}");
         }

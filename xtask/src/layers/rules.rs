@@ -63,6 +63,7 @@ pub const RULES: &[Rule] = &[
             "kernel/signature.rs",
             "lock.rs",
             "ops/kinds.rs",
+            "simd.rs",
         ],
     },
     Rule::TextOnlyIn {

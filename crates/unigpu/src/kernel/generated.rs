@@ -659,6 +659,9 @@ pub fn chunks<T>(s: &[T], chunk: usize) -> Vec<&[T]> {
     s.chunks(chunk.max(1)).collect()
 }
 
+/// The grid-stride fast path runs each chunk's loop inside it (see there).
+pub use crate::simd::{math, simd};
+
 /// Runs `body(first index, parts)` for every chunk on rayon's pool;
 /// chunk `c` starts at index `c * chunk`.
 pub fn run_chunks<P: Send>(parts: Vec<P>, chunk: usize, body: impl Fn(u32, P) + Sync + Send) {

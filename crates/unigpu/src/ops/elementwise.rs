@@ -4,16 +4,21 @@
 //! on every backend that runs generated kernels, for f32, f64, f16 and
 //! bf16 (f16/bf16 read as f32 and rounded once when written).
 //!
-//! One kernel per *group* of ops, the op chosen by a `u32` code: a kernel
-//! is compiled per element type and backend on first use (NVRTC on CUDA,
-//! a pipeline on vulkan), so six kernels × four types cost 24 builds
-//! where one kernel an op would cost ~120; the branch on a uniform code
-//! should cost little next to the memory traffic (not measured). The groups are
-//! split by what a backend can build: `unary_math` and `binary_pow` use
-//! transcendental functions, which WGSL has for f32 only, so on vulkan
-//! their f64 instances are refused up front (`Error::Unsupported`) while
-//! the exact ops (`unary_exact`, `binary_op`, comparisons, `where_`) run
-//! in f64 wherever the adapter has shader-f64.
+//! One kernel per *group* of ops, instanced per op: the op is the
+//! kernel's `const OP`, so each instance holds its op's code alone. On
+//! the CPU that is what lets a loop vectorise: with the op a run-time
+//! code, every iteration branched over all the group's ops, and one call
+//! to libm's `sin` among them kept the whole loop scalar (floor ran at
+//! 0.28× numpy's speed on 2 cores). On a GPU the branch on a uniform
+//! code cost little, and the instance's constant costs nothing; an op's
+//! instance is built on its first use in a context (NVRTC, whose disk
+//! cache keeps it across processes, or a vulkan pipeline). The groups
+//! are split by what a backend can build: `unary_math` and `binary_pow`
+//! use transcendental functions, which WGSL has for f32 only, so on
+//! vulkan their f64 instances are refused up front
+//! (`Error::Unsupported`) while the exact ops (`unary_exact`,
+//! `binary_op`, comparisons, `where_`) run in f64 wherever the adapter
+//! has shader-f64.
 //!
 //! Scalars of the element type (clamp's bounds, pow's exponent) travel
 //! in a 2-element array of `T`: the kernel language has no f16/bf16
@@ -31,7 +36,7 @@
 //! are captured in graphs like the other ops.
 
 use crate::kernel::args::{ArrayArg, WholeBuffer, WholeBufferMut};
-use crate::kernel::{Arg, Grid, Kernel, Scalar};
+use crate::kernel::{Arg, Grid, Kernel};
 use crate::stream::check_len;
 use crate::{ArrayView, Backend, Context, DType, Error, Result};
 
@@ -39,21 +44,21 @@ use super::{AsView, AsViewMut, Float, Ops};
 
 /// Exact ops: neg, abs, floor, ceil, round (half to even), clamp.
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
-fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
+fn unary_exact<T, const OP: usize>(x: &[T], p: &[T], out: &mut [T]) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
         let v = x[i];
         let mut r = v;
-        if op == 0 {
+        if OP == 0 {
             r = -v;
-        } else if op == 1 {
+        } else if OP == 1 {
             r = v.abs();
-        } else if op == 2 {
+        } else if OP == 2 {
             r = v.floor();
-        } else if op == 3 {
+        } else if OP == 3 {
             r = v.ceil();
-        } else if op == 4 {
+        } else if OP == 4 {
             // Half to even, as numpy and torch: v - floor(v) is exact.
             let f = v.floor();
             let d = v - f;
@@ -74,7 +79,7 @@ fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
                 // folded to +0 by lavapipe's compiler).
                 r = -r;
             }
-        } else if op == 5 {
+        } else if OP == 5 {
             // torch's min(max(x, lo), hi): NaN x or a NaN bound gives NaN.
             let lo = p[0];
             let hi = p[1];
@@ -96,19 +101,19 @@ fn unary_exact<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
 /// Ops through the math functions: exp, log, sqrt, rsqrt, sin, cos,
 /// gelu (tanh form), silu, pow(x, p[0]).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
-fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
+fn unary_math<T, const OP: usize>(x: &[T], p: &[T], out: &mut [T]) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
         let v = x[i];
         let mut r = v;
-        if op == 0 {
+        if OP == 0 {
             r = v.exp();
-        } else if op == 1 {
+        } else if OP == 1 {
             r = v.ln();
-        } else if op == 2 {
+        } else if OP == 2 {
             r = v.sqrt();
-        } else if op == 3 {
+        } else if OP == 3 {
             if v > 0.0 {
                 r = rsqrt(v);
             } else {
@@ -116,17 +121,17 @@ fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
                 // ±0 give ±inf, negatives and NaN give NaN, everywhere.
                 r = 1.0 / v.sqrt();
             }
-        } else if op == 4 {
+        } else if OP == 4 {
             r = v.sin();
-        } else if op == 5 {
+        } else if OP == 5 {
             r = v.cos();
-        } else if op == 6 {
+        } else if OP == 6 {
             // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
             let u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
             r = 0.5 * v * (1.0 + u.tanh());
-        } else if op == 7 {
+        } else if OP == 7 {
             r = v / (1.0 + (-v).exp());
-        } else if op == 8 {
+        } else if OP == 8 {
             r = pow(v, p[0]);
         }
         out[i] = r;
@@ -136,20 +141,20 @@ fn unary_math<T>(x: &[T], p: &[T], out: &mut [T], op: u32) {
 
 /// div, minimum, maximum (NaN-propagating; -0 below +0).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
-fn binary_op<T>(a: &[T], b: &[T], out: &mut [T], op: u32) {
+fn binary_op<T, const OP: usize>(a: &[T], b: &[T], out: &mut [T]) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
         let x = a[i];
         let y = b[i];
         let mut r = x / y;
-        if op == 1 || op == 2 {
+        if OP == 1 || OP == 2 {
             if x != x || y != y {
                 r = x + y;
             } else if x == y {
                 if x == 0.0 {
                     // Signed zeros: maximum(+0, -0) = +0, minimum = -0.
-                    if op == 2 {
+                    if OP == 2 {
                         r = x + y;
                     } else {
                         r = -((-x) + (-y));
@@ -157,7 +162,7 @@ fn binary_op<T>(a: &[T], b: &[T], out: &mut [T], op: u32) {
                 } else {
                     r = x;
                 }
-            } else if op == 1 {
+            } else if OP == 1 {
                 if x < y {
                     r = x;
                 } else {
@@ -188,22 +193,22 @@ fn binary_pow<T>(a: &[T], b: &[T], out: &mut [T]) {
 /// lt, le, gt, ge, eq, ne as 0/1 (IEEE: every comparison with a NaN is
 /// false but `ne`).
 #[crate::kernel(T = [f32, f64, f16, bf16], workgroup_size = 256)]
-fn compare<T>(a: &[T], b: &[T], out: &mut [u8], op: u32) {
+fn compare<T, const OP: usize>(a: &[T], b: &[T], out: &mut [u8]) {
     let stride = num_workgroups().x * workgroup_size().x;
     let mut i = global_id().x;
     while i < out.len() {
         let x = a[i];
         let y = b[i];
         let mut r = false;
-        if op == 0 {
+        if OP == 0 {
             r = x < y;
-        } else if op == 1 {
+        } else if OP == 1 {
             r = x <= y;
-        } else if op == 2 {
+        } else if OP == 2 {
             r = x > y;
-        } else if op == 3 {
+        } else if OP == 3 {
             r = x >= y;
-        } else if op == 4 {
+        } else if OP == 4 {
             r = x == y;
         } else {
             r = x != y;
@@ -244,15 +249,20 @@ enum Group {
     Select,
 }
 
-/// The instance of `group`'s kernel for `T`.
-fn kernel_for<T: Float>(ctx: &Context, group: Group, name: &str) -> Result<Kernel> {
+/// The instance of `group`'s kernel for `T` and op code `OP` (the
+/// groups without ops, `Pow` and `Select`, take 0).
+fn kernel_for<T: Float, const OP: usize>(
+    ctx: &Context,
+    group: Group,
+    name: &str,
+) -> Result<Kernel> {
     macro_rules! pick {
-        ($k:ident) => {
+        ($k:ident $(, $op:ident)?) => {
             match T::DTYPE {
-                DType::F32 => (*$k::kernel::<f32>(ctx)?).clone(),
-                DType::F64 => (*$k::kernel::<f64>(ctx)?).clone(),
-                DType::F16 => (*$k::kernel::<half::f16>(ctx)?).clone(),
-                DType::BF16 => (*$k::kernel::<half::bf16>(ctx)?).clone(),
+                DType::F32 => (*$k::kernel::<f32 $(, $op)?>(ctx)?).clone(),
+                DType::F64 => (*$k::kernel::<f64 $(, $op)?>(ctx)?).clone(),
+                DType::F16 => (*$k::kernel::<half::f16 $(, $op)?>(ctx)?).clone(),
+                DType::BF16 => (*$k::kernel::<half::bf16 $(, $op)?>(ctx)?).clone(),
                 other => {
                     return Err(Error::Unsupported {
                         backend: ctx.backend(),
@@ -275,11 +285,11 @@ fn kernel_for<T: Float>(ctx: &Context, group: Group, name: &str) -> Result<Kerne
         });
     }
     Ok(match group {
-        Group::Exact => pick!(unary_exact),
-        Group::Math => pick!(unary_math),
-        Group::Binary => pick!(binary_op),
+        Group::Exact => pick!(unary_exact, OP),
+        Group::Math => pick!(unary_math, OP),
+        Group::Binary => pick!(binary_op, OP),
         Group::Pow => pick!(binary_pow),
-        Group::Compare => pick!(compare),
+        Group::Compare => pick!(compare, OP),
         Group::Select => pick!(select),
     })
 }
@@ -297,52 +307,32 @@ fn widened_lanes<T: Float>() -> usize {
 }
 
 /// The op codes the kernels take.
-const NEG: u32 = 0;
-const ABS: u32 = 1;
-const FLOOR: u32 = 2;
-const CEIL: u32 = 3;
-const ROUND: u32 = 4;
-const CLAMP: u32 = 5;
-const EXP: u32 = 0;
-const LOG: u32 = 1;
-const SQRT: u32 = 2;
-const RSQRT: u32 = 3;
-const SIN: u32 = 4;
-const COS: u32 = 5;
-const GELU: u32 = 6;
-const SILU: u32 = 7;
-const POW_SCALAR: u32 = 8;
-const DIV: u32 = 0;
-const MINIMUM: u32 = 1;
-const MAXIMUM: u32 = 2;
+const NEG: usize = 0;
+const ABS: usize = 1;
+const FLOOR: usize = 2;
+const CEIL: usize = 3;
+const ROUND: usize = 4;
+const CLAMP: usize = 5;
+const EXP: usize = 0;
+const LOG: usize = 1;
+const SQRT: usize = 2;
+const RSQRT: usize = 3;
+const SIN: usize = 4;
+const COS: usize = 5;
+const GELU: usize = 6;
+const SILU: usize = 7;
+const POW_SCALAR: usize = 8;
+const DIV: usize = 0;
+const MINIMUM: usize = 1;
+const MAXIMUM: usize = 2;
 
-/// The comparisons: `a OP b` element-wise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cmp {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Eq,
-    Ne,
-}
-
-impl Cmp {
-    fn code(self) -> u32 {
-        self as u32
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Cmp::Lt => "lt",
-            Cmp::Le => "le",
-            Cmp::Gt => "gt",
-            Cmp::Ge => "ge",
-            Cmp::Eq => "eq",
-            Cmp::Ne => "ne",
-        }
-    }
-}
+/// The comparisons' op codes (`compare`'s `OP`).
+const LT: usize = 0;
+const LE: usize = 1;
+const GT: usize = 2;
+const GE: usize = 3;
+const EQ: usize = 4;
+const NE: usize = 5;
 
 /// The broadcast shape of operands `shapes` that `out` must have.
 fn broadcast_out(what: &'static str, shapes: &[&[usize]], out: &[usize]) -> Result<Vec<usize>> {
@@ -390,10 +380,9 @@ impl Ops<'_> {
         self.stream.launch(kernel, grid, args)
     }
 
-    fn unary_kernel<T: Float>(
+    fn unary_kernel<T: Float, const OP: usize>(
         &self,
         group: Group,
-        op: u32,
         name: &'static str,
         params: Option<[T; 2]>,
         x: ArrayView<'_, T>,
@@ -415,7 +404,7 @@ impl Ops<'_> {
         if out.is_empty() {
             return Ok(());
         }
-        let kernel = kernel_for::<T>(self.ctx, group, name)?;
+        let kernel = kernel_for::<T, OP>(self.ctx, group, name)?;
         // Staged on the op's stream, not `Context::upload`, which waits for
         // the stream: that wait per op left the GPU idle between ops (0.6×
         // torch's bandwidth on an H100, 2026-11-28).
@@ -435,20 +424,14 @@ impl Ops<'_> {
                 Some(p) => p,
                 None => &x,
             };
-            let args = vec![
-                Arg::Array(&x),
-                Arg::Array(p),
-                Arg::ArrayMut(&mut out),
-                Arg::Scalar(Scalar::new(op)),
-            ];
+            let args = vec![Arg::Array(&x), Arg::Array(p), Arg::ArrayMut(&mut out)];
             self.run_kernel(&kernel, n, widened_lanes::<T>(), args)
         })
     }
 
-    fn binary_kernel<T: Float>(
+    fn binary_kernel<T: Float, const OP: usize>(
         &self,
         group: Group,
-        op: u32,
         name: &'static str,
         a: ArrayView<'_, T>,
         b: ArrayView<'_, T>,
@@ -462,7 +445,7 @@ impl Ops<'_> {
         if out.is_empty() {
             return Ok(());
         }
-        let kernel = kernel_for::<T>(self.ctx, group, name)?;
+        let kernel = kernel_for::<T, OP>(self.ctx, group, name)?;
         let n = out.len();
         self.on().write_whole(&mut out, false, name, |out| {
             let (a, b, mut out) = (
@@ -470,38 +453,35 @@ impl Ops<'_> {
                 WholeBuffer(b.storage()),
                 WholeBufferMut(out),
             );
-            let mut args = vec![Arg::Array(&a), Arg::Array(&b), Arg::ArrayMut(&mut out)];
-            if group == Group::Binary {
-                args.push(Arg::Scalar(Scalar::new(op)));
-            }
+            let args = vec![Arg::Array(&a), Arg::Array(&b), Arg::ArrayMut(&mut out)];
             self.run_kernel(&kernel, n, widened_lanes::<T>(), args)
         })
     }
 
     /// `out = -x`.
     pub fn neg<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Exact, NEG, "neg", None, x.as_view(), out)
+        self.unary_kernel::<T, NEG>(Group::Exact, "neg", None, x.as_view(), out)
     }
 
     /// `out = |x|` (`abs(-0) = +0`, `abs(NaN)` is NaN).
     pub fn abs<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Exact, ABS, "abs", None, x.as_view(), out)
+        self.unary_kernel::<T, ABS>(Group::Exact, "abs", None, x.as_view(), out)
     }
 
     /// `out = floor(x)`, exact.
     pub fn floor<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Exact, FLOOR, "floor", None, x.as_view(), out)
+        self.unary_kernel::<T, FLOOR>(Group::Exact, "floor", None, x.as_view(), out)
     }
 
     /// `out = ceil(x)`, exact.
     pub fn ceil<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Exact, CEIL, "ceil", None, x.as_view(), out)
+        self.unary_kernel::<T, CEIL>(Group::Exact, "ceil", None, x.as_view(), out)
     }
 
     /// `out = round(x)`, halves to even as numpy's and torch's `round`
     /// (`round(2.5) = 2`, `round(-0.5) = -0`), exact.
     pub fn round<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Exact, ROUND, "round", None, x.as_view(), out)
+        self.unary_kernel::<T, ROUND>(Group::Exact, "round", None, x.as_view(), out)
     }
 
     /// `out = min(max(x, lo), hi)` as torch's `clamp` (so `lo > hi` gives
@@ -513,44 +493,37 @@ impl Ops<'_> {
         hi: T,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.unary_kernel(
-            Group::Exact,
-            CLAMP,
-            "clamp",
-            Some([lo, hi]),
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel::<T, CLAMP>(Group::Exact, "clamp", Some([lo, hi]), x.as_view(), out)
     }
 
     /// `out = e^x`.
     pub fn exp<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, EXP, "exp", None, x.as_view(), out)
+        self.unary_kernel::<T, EXP>(Group::Math, "exp", None, x.as_view(), out)
     }
 
     /// `out = ln(x)` (NaN below 0, -inf at ±0).
     pub fn log<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, LOG, "log", None, x.as_view(), out)
+        self.unary_kernel::<T, LOG>(Group::Math, "log", None, x.as_view(), out)
     }
 
     /// `out = sqrt(x)` (NaN below 0, `sqrt(-0) = -0`).
     pub fn sqrt<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, SQRT, "sqrt", None, x.as_view(), out)
+        self.unary_kernel::<T, SQRT>(Group::Math, "sqrt", None, x.as_view(), out)
     }
 
     /// `out = 1 / sqrt(x)`.
     pub fn rsqrt<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, RSQRT, "rsqrt", None, x.as_view(), out)
+        self.unary_kernel::<T, RSQRT>(Group::Math, "rsqrt", None, x.as_view(), out)
     }
 
     /// `out = sin(x)`.
     pub fn sin<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, SIN, "sin", None, x.as_view(), out)
+        self.unary_kernel::<T, SIN>(Group::Math, "sin", None, x.as_view(), out)
     }
 
     /// `out = cos(x)`.
     pub fn cos<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, COS, "cos", None, x.as_view(), out)
+        self.unary_kernel::<T, COS>(Group::Math, "cos", None, x.as_view(), out)
     }
 
     /// `out = gelu(x)` in its tanh form, torch's
@@ -558,12 +531,12 @@ impl Ops<'_> {
     /// `0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))` (within 3·10⁻⁴ of
     /// the erf form; the erf form is not built yet).
     pub fn gelu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, GELU, "gelu", None, x.as_view(), out)
+        self.unary_kernel::<T, GELU>(Group::Math, "gelu", None, x.as_view(), out)
     }
 
     /// `out = x / (1 + e^-x)` (x · sigmoid(x); NaN at -inf, as torch's).
     pub fn silu<T: Float>(&self, x: &impl AsView<T>, out: &mut impl AsViewMut<T>) -> Result<()> {
-        self.unary_kernel(Group::Math, SILU, "silu", None, x.as_view(), out)
+        self.unary_kernel::<T, SILU>(Group::Math, "silu", None, x.as_view(), out)
     }
 
     /// `out = x ** p` for a scalar `p`, with C's special cases.
@@ -574,14 +547,7 @@ impl Ops<'_> {
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
         let params = [p, T::default()];
-        self.unary_kernel(
-            Group::Math,
-            POW_SCALAR,
-            "pow",
-            Some(params),
-            x.as_view(),
-            out,
-        )
+        self.unary_kernel::<T, POW_SCALAR>(Group::Math, "pow", Some(params), x.as_view(), out)
     }
 
     /// `out = a / b`, broadcasting as [`Ops::add`] (IEEE: `x / 0` is ±inf,
@@ -592,7 +558,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary_kernel(Group::Binary, DIV, "div", a.as_view(), b.as_view(), out)
+        self.binary_kernel::<T, DIV>(Group::Binary, "div", a.as_view(), b.as_view(), out)
     }
 
     /// numpy's `minimum`: the smaller element; NaN if either is NaN (as
@@ -603,14 +569,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary_kernel(
-            Group::Binary,
-            MINIMUM,
-            "minimum",
-            a.as_view(),
-            b.as_view(),
-            out,
-        )
+        self.binary_kernel::<T, MINIMUM>(Group::Binary, "minimum", a.as_view(), b.as_view(), out)
     }
 
     /// numpy's `maximum`: the larger element; NaN if either is NaN;
@@ -621,14 +580,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary_kernel(
-            Group::Binary,
-            MAXIMUM,
-            "maximum",
-            a.as_view(),
-            b.as_view(),
-            out,
-        )
+        self.binary_kernel::<T, MAXIMUM>(Group::Binary, "maximum", a.as_view(), b.as_view(), out)
     }
 
     /// `out = a ** b`, broadcasting, with C's special cases (`pow(x, 0) = 1`
@@ -639,19 +591,18 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         out: &mut impl AsViewMut<T>,
     ) -> Result<()> {
-        self.binary_kernel(Group::Pow, 0, "pow", a.as_view(), b.as_view(), out)
+        self.binary_kernel::<T, 0>(Group::Pow, "pow", a.as_view(), b.as_view(), out)
     }
 
     /// `mask = a OP b` element-wise as 0/1, broadcasting as [`Ops::add`];
     /// a NaN compares as IEEE says (false, but true for `ne`).
-    fn compare<T: Float>(
+    fn compare<T: Float, const OP: usize>(
         &self,
-        op: Cmp,
+        name: &'static str,
         a: &impl AsView<T>,
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        let name = op.name();
         let (a, b, mut mask) = (a.as_view(), b.as_view(), mask.as_view_mut());
         let shape = broadcast_out(name, &[a.shape(), b.shape()], mask.shape())?;
         let a = self.on().whole(&a, &shape, name)?;
@@ -661,19 +612,14 @@ impl Ops<'_> {
         if n == 0 {
             return Ok(());
         }
-        let kernel = kernel_for::<T>(self.ctx, Group::Compare, name)?;
+        let kernel = kernel_for::<T, OP>(self.ctx, Group::Compare, name)?;
         self.on().write_whole(&mut mask, false, name, |m| {
             let (a, b, mut m) = (
                 WholeBuffer(a.storage()),
                 WholeBuffer(b.storage()),
                 WholeBufferMut(m),
             );
-            let args = vec![
-                Arg::Array(&a),
-                Arg::Array(&b),
-                Arg::ArrayMut(&mut m),
-                Arg::Scalar(Scalar::new(op.code())),
-            ];
+            let args = vec![Arg::Array(&a), Arg::Array(&b), Arg::ArrayMut(&mut m)];
             self.run_kernel(&kernel, n, 1, args)
         })
     }
@@ -685,7 +631,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        self.compare(Cmp::Lt, a, b, mask)
+        self.compare::<T, LT>("lt", a, b, mask)
     }
 
     /// `mask = a <= b`.
@@ -695,7 +641,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        self.compare(Cmp::Le, a, b, mask)
+        self.compare::<T, LE>("le", a, b, mask)
     }
 
     /// `mask = a > b`.
@@ -705,7 +651,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        self.compare(Cmp::Gt, a, b, mask)
+        self.compare::<T, GT>("gt", a, b, mask)
     }
 
     /// `mask = a >= b`.
@@ -715,7 +661,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        self.compare(Cmp::Ge, a, b, mask)
+        self.compare::<T, GE>("ge", a, b, mask)
     }
 
     /// `mask = a == b` (`-0 == +0`; NaN equals nothing).
@@ -725,7 +671,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        self.compare(Cmp::Eq, a, b, mask)
+        self.compare::<T, EQ>("eq", a, b, mask)
     }
 
     /// `mask = a != b` (true where either is NaN).
@@ -735,7 +681,7 @@ impl Ops<'_> {
         b: &impl AsView<T>,
         mask: &mut impl AsViewMut<u8>,
     ) -> Result<()> {
-        self.compare(Cmp::Ne, a, b, mask)
+        self.compare::<T, NE>("ne", a, b, mask)
     }
 
     /// `out = mask != 0 ? a : b` element-wise, the three broadcast to
@@ -758,7 +704,7 @@ impl Ops<'_> {
         if n == 0 {
             return Ok(());
         }
-        let kernel = kernel_for::<T>(self.ctx, Group::Select, name)?;
+        let kernel = kernel_for::<T, 0>(self.ctx, Group::Select, name)?;
         self.on().write_whole(&mut out, false, name, |out| {
             let (m, a, b, mut out) = (
                 WholeBuffer(mask.storage()),
@@ -786,12 +732,15 @@ mod tests {
     #[test]
     fn a_context_builds_each_kernel_once() {
         let ctx = crate::Context::new(crate::Backend::Cpu, 0).unwrap();
-        let exact = |ctx| super::kernel_for::<f32>(ctx, super::Group::Exact, "t").unwrap();
+        let exact = |ctx| super::kernel_for::<f32, 0>(ctx, super::Group::Exact, "t").unwrap();
         let (a, b) = (exact(&ctx), exact(&ctx));
         assert!(Arc::ptr_eq(&a.inner, &b.inner));
-        let math = super::kernel_for::<f32>(&ctx, super::Group::Math, "t").unwrap();
-        let wide = super::kernel_for::<f64>(&ctx, super::Group::Exact, "t").unwrap();
-        assert!(!Arc::ptr_eq(&a.inner, &math.inner) && !Arc::ptr_eq(&a.inner, &wide.inner));
+        let math = super::kernel_for::<f32, 0>(&ctx, super::Group::Math, "t").unwrap();
+        let wide = super::kernel_for::<f64, 0>(&ctx, super::Group::Exact, "t").unwrap();
+        let other_op = super::kernel_for::<f32, 1>(&ctx, super::Group::Exact, "t").unwrap();
+        for k in [&math, &wide, &other_op] {
+            assert!(!Arc::ptr_eq(&a.inner, &k.inner));
+        }
         // Another context builds its own.
         let other = crate::Context::new(crate::Backend::Cpu, 0).unwrap();
         assert!(!Arc::ptr_eq(&a.inner, &exact(&other).inner));
