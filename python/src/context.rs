@@ -76,7 +76,7 @@ impl PyContext {
     /// The CPU backend, which is always available.
     #[staticmethod]
     fn cpu(py: Python<'_>) -> PyResult<Self> {
-        py.detach(Context::cpu)
+        py.detach(Context::host)
             .map(|ctx| PyContext { ctx })
             .map_err(err(py))
     }

@@ -38,7 +38,7 @@ fn main() -> unigpu::Result<()> {
         // Nor has wgpu: no memory that host and shaders address at once.
         Err(e @ Error::Unsupported { .. }) if ctx.backend() == Backend::Vulkan => {
             println!("{e}; using the cpu backend");
-            ctx = Context::cpu()?;
+            ctx = Context::host()?;
             ctx.alloc_unified::<f32>(n)?
         }
         Err(e) => return Err(e),

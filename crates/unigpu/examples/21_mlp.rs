@@ -109,7 +109,7 @@ impl Mlp {
 /// `STEPS` host batches: inputs from a normal generator, labels from a
 /// random teacher network (argmax of x·T), made once on the CPU backend.
 fn batches(seed: u64) -> Result<Vec<Vec<f32>>> {
-    let cpu = Context::cpu()?;
+    let cpu = Context::host()?;
     let mut g = Generator::new(seed);
     let teacher = g.normal::<f32>(&cpu, [D, C], 0.0, 1.0)?;
     (0..STEPS)
@@ -145,7 +145,7 @@ fn main() -> Result<()> {
     let data = batches(seed)?;
     let ctx = Context::default()?;
     let losses = train(&ctx, &data, seed)?;
-    let reference = train(&Context::cpu()?, &data, seed)?;
+    let reference = train(&Context::host()?, &data, seed)?;
     let (first, last) = (losses[0], *losses.last().unwrap());
     println!(
         "{} backend: loss {first:.4} after step 1, {last:.4} after step {STEPS} (cpu: {:.4})",

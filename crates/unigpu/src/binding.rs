@@ -526,7 +526,7 @@ mod tests {
 
     #[test]
     fn an_output_that_is_also_an_input_reads_the_input_as_it_was() {
-        let ctx = Context::cpu().unwrap();
+        let ctx = Context::host().unwrap();
         let mut rng = StdRng::seed_from_u64(27);
         for n in [1, 7, 64, 1000] {
             let (xv, yv) = (random(&mut rng, n), random(&mut rng, n));
@@ -559,7 +559,7 @@ mod tests {
 
     #[test]
     fn the_math_ops_comparisons_and_where_follow_the_same_rule() {
-        let ctx = Context::cpu().unwrap();
+        let ctx = Context::host().unwrap();
         let mut rng = StdRng::seed_from_u64(28);
         for n in [1, 7, 64, 1000] {
             let (xv, yv) = (random(&mut rng, n), random(&mut rng, n));
@@ -600,7 +600,7 @@ mod tests {
 
     #[test]
     fn an_array_written_twice_is_refused_before_anything_is_locked() {
-        let ctx = Context::cpu().unwrap();
+        let ctx = Context::host().unwrap();
         let (x, y) = (array(&ctx, &[1.0]), array(&ctx, &[2.0]));
         // Held for writing elsewhere: a refusal must not wait for it.
         let _held = write_guard(&y);
@@ -620,7 +620,7 @@ mod tests {
 
     #[test]
     fn each_distinct_array_is_locked_once_in_address_order() {
-        let ctx = Context::cpu().unwrap();
+        let ctx = Context::host().unwrap();
         let mut rng = StdRng::seed_from_u64(4);
         let arrays: Vec<RwLock<AnyArray>> = (0..6).map(|i| array(&ctx, &[i as f32])).collect();
         for _ in 0..200 {

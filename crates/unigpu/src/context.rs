@@ -86,8 +86,10 @@ impl Context {
         })
     }
 
-    /// The host backend ([`Backend::HOST`]), which is always available.
-    pub fn cpu() -> Result<Context> {
+    /// The host backend ([`Backend::HOST`]), which is always available
+    /// (named for what it is, not for the backend that is the host today:
+    /// this file names no backend).
+    pub fn host() -> Result<Context> {
         Context::new(Backend::HOST, 0)
     }
 

@@ -64,7 +64,7 @@ impl Stream {
     ///
     /// ```
     /// # fn main() -> unigpu::Result<()> {
-    /// let ctx = unigpu::Context::cpu()?;
+    /// let ctx = unigpu::Context::host()?;
     /// let stream = ctx.create_stream()?;
     /// let x = ctx.upload(&[1.0f32, -2.0, 3.0])?;
     /// let mut y = ctx.zeros::<f32>(3)?;

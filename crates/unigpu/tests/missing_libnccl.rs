@@ -33,7 +33,7 @@ fn checks() {
         other => panic!("expected Unsupported naming the path, got {other:?}"),
     }
     // The host backend has no collectives, with or without libnccl.
-    let cpu = Context::cpu().unwrap();
+    let cpu = Context::host().unwrap();
     match Communicator::local(std::slice::from_ref(&cpu)) {
         Err(Error::Unsupported { backend, what }) => {
             assert_eq!(backend, Backend::Cpu);

@@ -112,7 +112,7 @@ impl<T: Element> Pipeline<T> {
     ///
     /// ```
     /// # fn main() -> unigpu::Result<()> {
-    /// let ctx = unigpu::Context::cpu()?;
+    /// let ctx = unigpu::Context::host()?;
     /// let inputs = vec![vec![-1.0f32, 2.0, -3.0, 4.0]; 5];
     /// let mut outputs = vec![vec![0.0f32; 4]; 5];
     /// let mut p = ctx.pipeline::<f32>(2, 4)?;
