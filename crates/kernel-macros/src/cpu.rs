@@ -847,6 +847,7 @@ const ROWS: usize = 4;
 /// the rows cannot run (a workgroup that is not 1-D, `end + S` past
 /// 2^32, a sliced array shorter than the end), the phase as it is.
 fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bool) -> TokenStream {
+    let g = quote!(::unigpu::kernel::generated);
     // The general form names what the rows name: not counted.
     let recording = cx.recording.replace(false);
     let whole = plain_phase(cx, stmts, in_loop);
@@ -958,7 +959,14 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
             ::core::option::Option::Some((__first, __stride)) if true #(#fits)* => {
                 #before
                 let mut __lo: u32 = __first;
-                // All ROWS rows whole: the last ends by `__end`.
+                // All ROWS rows whole: the last ends by `__end`. Under the
+                // SIMD dispatch, as the fast path's chunks (the tree sum's
+                // rows: SSE2 → AVX2 on the 2-core box), with copies of the
+                // values the loop reads made inside the closure: read
+                // through its captured references, any of them could alias
+                // the held stores, and the loop stayed scalar.
+                __lo = #g::simd(#[inline(always)] || {
+                let (__g, __stride, __end, __n, mut __lo) = (*__g, __stride, __end, __n, __lo);
                 while (__lo as u64) + (#rows_const - 1) * __stride as u64 + __n as u64 <= __end as u64 {
                     let __cnt = __n;
                     #(#held_whole)*
@@ -971,6 +979,8 @@ fn rows(cx: &mut Cpu, stmts: &[&Stmt], p: &crate::stride::PhaseLoop, in_loop: bo
                     }
                     __lo = ((__lo as u64) + #rows_const * __stride as u64) as u32;
                 }
+                __lo
+                });
                 while __lo < __end {
                     let __cnt = ::core::cmp::min(__n as u32, __end - __lo) as usize;
                     #(#held)*

@@ -205,6 +205,50 @@ fn wgsl_kernels_read_their_parameters_from_the_bindings() {
     check_scaled_add(&ctx, &k);
 }
 
+/// A launch's scalars come from a uniform buffer kept by its bytes
+/// (backend/vulkan/uniforms.rs): launches back to back, without a sync
+/// between them, whose scalars repeat, change and pass the number of
+/// buffers kept (32) must each read their own. Each launch adds `a_j` to
+/// its own slice of `y`, so a launch that read another launch's scalars
+/// (its `a` or its offset) leaves a wrong or missing value.
+#[test]
+#[ignore = "needs a Vulkan adapter"]
+fn launches_back_to_back_each_read_their_own_scalars() {
+    const ADD_AT: &str = r#"
+@group(0) @binding(0) var<uniform> a: f32;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> at: u32;
+@group(0) @binding(3) var<uniform> n: u32;
+@compute @workgroup_size(64)
+fn add_at(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x < n) { y[at + g.x] = y[at + g.x] + a; }
+}
+"#;
+    let ctx = vulkan_ctx();
+    let k = Kernel::from_wgsl("add_at", ADD_AT).unwrap();
+    let width = 1 + random_len(200);
+    // 40 distinct values of `a` (past the 32 kept), each launched in a
+    // random order, most of them several times.
+    let values = random_vec::<f32>(40);
+    let picks: Vec<usize> = random_vec::<u32>(300)
+        .into_iter()
+        .map(|r| r as usize % values.len())
+        .collect();
+    let slots = picks.len();
+    let mut y = ctx.zeros::<f32>(slots * width).unwrap();
+    let mut want = vec![0f32; slots * width];
+    for (j, &p) in picks.iter().enumerate() {
+        let grid = Grid::for_elems_with_block(width, 64);
+        let at = (j * width) as u32;
+        ctx.launch(&k, grid, (values[p], &mut y, at, width as u32))
+            .unwrap();
+        for w in &mut want[j * width..(j + 1) * width] {
+            *w += values[p];
+        }
+    }
+    assert_same(&want, &y.download().unwrap());
+}
+
 #[test]
 #[ignore = "needs a Vulkan adapter"]
 fn spirv_kernels_run_like_wgsl_ones() {

@@ -17,6 +17,17 @@ pub fn bench_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// The hand-written `COMPILE_SRC` of compile.rs as a macro kernel, line
+/// for line (one element an invocation): what the first-launch figures
+/// compare, the same kernel written the two ways.
+#[unigpu::kernel]
+pub fn bench_saxpy_once(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = global_id().x;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
 /// Each invocation first adds its grid-stride share, then the workgroup
 /// adds its 256 in a shared tree: one partial a workgroup.
 #[unigpu::kernel(workgroup_size = 256)]

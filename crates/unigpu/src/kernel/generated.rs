@@ -585,34 +585,40 @@ pub fn run(grid: Grid, body: impl Fn(&Ids) + Sync + Clone) {
     let groups = g.iter().map(|&d| d as u64).product::<u64>();
     let per_group = b.iter().map(|&d| d as u64).product::<u64>().max(1);
     let min_len = batch(groups, per_group);
+    let one = |w: usize| {
+        let body = body.clone();
+        let w = w as u64;
+        let group = [
+            (w % g[0] as u64) as u32,
+            (w / g[0] as u64 % g[1] as u64) as u32,
+            (w / (g[0] as u64 * g[1] as u64)) as u32,
+        ];
+        for z in 0..b[2] {
+            for y in 0..b[1] {
+                for x in 0..b[0] {
+                    let local = [x, y, z];
+                    let global =
+                        [0, 1, 2].map(|d| group[d].wrapping_mul(b[d]).wrapping_add(local[d]));
+                    body(&Ids {
+                        global,
+                        local,
+                        group,
+                        size: b,
+                        groups: g,
+                    });
+                }
+            }
+        }
+    };
+    // One task runs here, on the stream's thread (see `run_groups`).
+    if groups as usize <= min_len {
+        (0..groups as usize).for_each(one);
+        return;
+    }
     (0..groups as usize)
         .into_par_iter()
         .with_min_len(min_len)
-        .for_each(|w| {
-            let body = body.clone();
-            let w = w as u64;
-            let group = [
-                (w % g[0] as u64) as u32,
-                (w / g[0] as u64 % g[1] as u64) as u32,
-                (w / (g[0] as u64 * g[1] as u64)) as u32,
-            ];
-            for z in 0..b[2] {
-                for y in 0..b[1] {
-                    for x in 0..b[0] {
-                        let local = [x, y, z];
-                        let global =
-                            [0, 1, 2].map(|d| group[d].wrapping_mul(b[d]).wrapping_add(local[d]));
-                        body(&Ids {
-                            global,
-                            local,
-                            group,
-                            size: b,
-                            groups: g,
-                        });
-                    }
-                }
-            }
-        });
+        .for_each(one);
 }
 
 impl Ids {
@@ -681,9 +687,36 @@ pub struct Group {
     size: [u32; 3],
     groups: [u32; 3],
     count: u32,
+    /// log2 of `size[0]` where it is a power of two, else `u32::MAX`:
+    /// workgroups run together find an invocation's workgroup and local
+    /// id with a shift and a mask, not a division (`part` and `ids` are
+    /// called per invocation per phase; a tree sum's nine passes over
+    /// 2048 invocations spent their time in `div`).
+    shift: u32,
+}
+
+/// [`Group::shift`] of a workgroup `bx` wide.
+fn shift_of(bx: u32) -> u32 {
+    if bx.is_power_of_two() {
+        bx.trailing_zeros()
+    } else {
+        u32::MAX
+    }
 }
 
 impl Group {
+    /// The workgroup among those run together, and the local x id, of
+    /// invocation `li`.
+    #[inline(always)]
+    fn split(&self, li: u32) -> (u32, u32) {
+        if self.shift != u32::MAX {
+            (li >> self.shift, li & ((1 << self.shift) - 1))
+        } else {
+            let bx = self.size[0].max(1);
+            (li / bx, li % bx)
+        }
+    }
+
     /// The number of invocations, of every workgroup run together.
     #[inline]
     pub fn len(&self) -> usize {
@@ -699,7 +732,7 @@ impl Group {
         if self.count == 1 {
             0
         } else {
-            li as u32 / self.size[0].max(1)
+            self.split(li as u32).0
         }
     }
     /// For a grid-stride loop the CPU form runs row by row (`i` from
@@ -726,8 +759,8 @@ impl Group {
         // division-by-zero panic, so LLVM may skip the divisions whose
         // index the kernel never reads. Workgroups run together are 1-D.
         let (local, group) = if self.count > 1 {
-            let bx = b[0].max(1);
-            ([li % bx, 0, 0], [self.group[0] + li / bx, 0, 0])
+            let (part, lx) = self.split(li);
+            ([lx, 0, 0], [self.group[0] + part, 0, 0])
         } else if b[1] == 1 && b[2] == 1 {
             ([li, 0, 0], self.group)
         } else {
@@ -771,26 +804,36 @@ pub fn run_groups(grid: Grid, together: bool, body: impl Fn(&Group) + Sync) {
                 size: b,
                 groups: g,
                 count: m.min(g[0] - first),
+                shift: shift_of(b[0]),
             })
         });
+        return;
+    }
+    let one = |w: usize| {
+        let w = w as u64;
+        body(&Group {
+            group: [
+                (w % g[0] as u64) as u32,
+                (w / g[0] as u64 % g[1] as u64) as u32,
+                (w / (g[0] as u64 * g[1] as u64)) as u32,
+            ],
+            size: b,
+            groups: g,
+            count: 1,
+            shift: shift_of(b[0]),
+        })
+    };
+    // One task runs here, on the stream's thread: handing it to the pool
+    // would cost two thread wake-ups (a tree sum's last level, one
+    // workgroup over the partials, is such a launch).
+    if groups as usize <= min_len {
+        (0..groups as usize).for_each(one);
         return;
     }
     (0..groups as usize)
         .into_par_iter()
         .with_min_len(min_len)
-        .for_each(|w| {
-            let w = w as u64;
-            body(&Group {
-                group: [
-                    (w % g[0] as u64) as u32,
-                    (w / g[0] as u64 % g[1] as u64) as u32,
-                    (w / (g[0] as u64 * g[1] as u64)) as u32,
-                ],
-                size: b,
-                groups: g,
-                count: 1,
-            })
-        });
+        .for_each(one);
 }
 
 /// A workgroup-shared array on the CPU: one per workgroup of a [`Group`]

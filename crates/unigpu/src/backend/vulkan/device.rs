@@ -16,6 +16,7 @@ use super::errors::unavailable;
 use super::poller::Poller;
 use super::shaders::{FmaKind, Num};
 use super::staging::Staging;
+use super::uniforms::Uniforms;
 use crate::backend::Backend;
 use crate::device::{DeviceInfo, MemoryInfo};
 use crate::error::{Error, Result};
@@ -58,6 +59,8 @@ pub(crate) struct VkDevice {
     pub(crate) allocated: AtomicU64,
     /// Host-visible buffers that uploads and downloads reuse.
     pub(crate) staging: Arc<Staging>,
+    /// Kernel launches' scalar arguments, kept by their bytes (uniforms.rs).
+    pub(crate) uniforms: Uniforms,
 }
 
 // Unwind safety (issue 25): wgpu's handles hold `Arc<dyn ...>` trait
@@ -178,6 +181,7 @@ impl VkDevice {
             pipelines: Mutex::default(),
             allocated: AtomicU64::new(0),
             staging: Arc::default(),
+            uniforms: Uniforms::default(),
         })
     }
 

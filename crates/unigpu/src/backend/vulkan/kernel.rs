@@ -133,19 +133,22 @@ pub(crate) fn launch(
             let at = slot * align as usize;
             bytes[at..at + s.bytes().len()].copy_from_slice(s.bytes());
         }
-        let buf = super::buffer::create(
-            device,
-            bytes.len(),
-            bytes.len() as u64,
-            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            true,
-        )?;
-        buf.get_mapped_range_mut(..)
-            .map_err(|e| Error::StreamWork {
-                message: format!("kernel `{name}`: writing its scalars: {e}"),
-            })?
-            .copy_from_slice(&bytes);
-        buf.unmap();
+        let buf = device.uniforms.get(&bytes, || {
+            let buf = super::buffer::create(
+                device,
+                bytes.len(),
+                bytes.len() as u64,
+                wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                true,
+            )?;
+            buf.get_mapped_range_mut(..)
+                .map_err(|e| Error::StreamWork {
+                    message: format!("kernel `{name}`: writing its scalars: {e}"),
+                })?
+                .copy_from_slice(&bytes);
+            buf.unmap();
+            Ok(buf)
+        })?;
         Some(buf)
     };
     let mut entries = Vec::with_capacity(args.len());

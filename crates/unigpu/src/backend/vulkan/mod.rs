@@ -22,7 +22,9 @@
 //! - Events: a fence in a stream's work; timed events also write a GPU
 //!   timestamp where the adapter has timestamp queries (`event.rs`).
 //! - Kernels: WGSL or SPIR-V read by naga, compiled once per device and
-//!   launched with argument i at `@binding(i)` (`kernel.rs`).
+//!   launched with argument i at `@binding(i)` (`kernel.rs`), scalars in
+//!   uniform buffers kept by their bytes for the next launch
+//!   (`uniforms.rs`).
 //! - Graphs: replayable work recorded from a capture and submitted again
 //!   (`stream.rs`).
 //!
@@ -55,6 +57,7 @@ mod shaders;
 mod staging;
 mod stream;
 mod tracker;
+mod uniforms;
 
 pub(crate) use api::Vulkan;
 pub(crate) use shader::ShaderKernel;
