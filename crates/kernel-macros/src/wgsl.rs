@@ -1144,9 +1144,8 @@ impl Emit<'_> {
         self.half(elem);
         let t = elem.tag();
         self.helper(format!("ug_st_{name}"), || {
-            format!(
-                "fn ug_st_{name}(i: u32, v: f32) {{ if (i < n_{name}) {{ let sh = (i & 1u) * 16u; let h = ug_{t}_out(v) << sh; loop {{ let old = atomicLoad(&p_{name}[i >> 1u]); let r = atomicCompareExchangeWeak(&p_{name}[i >> 1u], old, (old & ~(0xffffu << sh)) | h); if (r.exchanged) {{ break; }} }} }} }}\n"
-            )
+            let cas = subword_cas(name, 16, &format!("ug_{t}_out(v)"));
+            format!("fn ug_st_{name}(i: u32, v: f32) {{ if (i < n_{name}) {{ {cas} }} }}\n")
         })
     }
 
@@ -1169,8 +1168,9 @@ impl Emit<'_> {
     /// word in a compare-exchange loop, as `half_store` does.
     fn byte_store(&mut self, name: &str) -> String {
         self.helper(format!("ug_st_{name}"), || {
+            let cas = subword_cas(name, 8, "(v & 0xffu)");
             format!(
-                "fn ug_st_{name}(i: u32, v: u32, site: u32) {{ if (i < n_{name}) {{ let sh = (i & 3u) * 8u; let b = (v & 0xffu) << sh; loop {{ let old = atomicLoad(&p_{name}[i >> 2u]); let r = atomicCompareExchangeWeak(&p_{name}[i >> 2u], old, (old & ~(0xffu << sh)) | b); if (r.exchanged) {{ break; }} }} }} else {{ ug_fault(site); }} }}\n"
+                "fn ug_st_{name}(i: u32, v: u32, site: u32) {{ if (i < n_{name}) {{ {cas} }} else {{ ug_fault(site); }} }}\n"
             )
         })
     }
@@ -1198,6 +1198,22 @@ impl Emit<'_> {
             )
         })
     }
+}
+
+/// The store of `value` (a u32 expression whose high bits are clear) into
+/// element `i` of array `name`, `bits` wide (16 or 8) packed into 32-bit
+/// words: a compare-exchange loop that replaces only its part of the word,
+/// so stores to the word's other elements from other invocations are kept.
+fn subword_cas(name: &str, bits: u32, value: &str) -> String {
+    let (per_word_shift, mask) = if bits == 16 {
+        (1, "0xffffu")
+    } else {
+        (2, "0xffu")
+    };
+    let lane = (1u32 << per_word_shift) - 1;
+    format!(
+        "let sh = (i & {lane}u) * {bits}u; let b = {value} << sh; loop {{ let old = atomicLoad(&p_{name}[i >> {per_word_shift}u]); let r = atomicCompareExchangeWeak(&p_{name}[i >> {per_word_shift}u], old, (old & ~({mask} << sh)) | b); if (r.exchanged) {{ break; }} }}"
+    )
 }
 
 /// Whether `x` is NaN, from its bits: drivers may compile `x != x` as an
