@@ -118,11 +118,19 @@ impl Drop for Released {
 /// other use.
 #[derive(Debug)]
 pub(crate) struct Kept {
-    _lease: Arc<Lease>,
+    /// `None` for memory that is not the allocator's (a pinned buffer,
+    /// whose drop waits for its uses, replays included).
+    _lease: Option<Arc<Lease>>,
     uses: Uses,
 }
 
 impl Kept {
+    /// Only the use record: each replay is ordered, and waited for by
+    /// the owner's drop, through it.
+    pub(crate) fn uses_only(uses: Uses) -> Kept {
+        Kept { _lease: None, uses }
+    }
+
     /// The same for every `Kept` of one buffer.
     pub(crate) fn id(&self) -> usize {
         self.uses.id()
@@ -270,7 +278,7 @@ impl<T: Element> DeviceBuffer<T> {
         self.device
             .captures()
             .note_use(stream.cudarc_stream(), || Kept {
-                _lease: self.lease.get_or_init(Arc::default).clone(),
+                _lease: Some(self.lease.get_or_init(Arc::default).clone()),
                 uses: self.uses.share(),
             })
     }
@@ -491,7 +499,7 @@ impl<T: Element> DeviceBuffer<T> {
         // of this tensor in this process (`from_dlpack`) orders its work
         // with the buffer's, as one buffer's.
         let owner = Kept {
-            _lease: lease,
+            _lease: Some(lease),
             uses: self.uses.share(),
         };
         // SAFETY: the owner holds the buffer's lease: when the buffer drops,

@@ -3,12 +3,15 @@
 //! an H200), and the copy call returns at once.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use cudarc::driver::{result, sys};
 
+use crate::buffer::Kept;
 use crate::error::{Context as _, Result, SafeError};
 use crate::host_memory::{register_page_locked, unregister_page_locked};
-use crate::uses::Uses;
+use crate::kernel::BufferArg;
+use crate::uses::{UseEnd, Uses};
 use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
 
 /// `len` elements of `T` in page-locked host memory (`cuMemHostAlloc`),
@@ -17,6 +20,12 @@ use crate::{CudaDevice, CudaStreamHandle, DeviceBuffer, Element};
 /// [`Self::as_slice`] and [`Self::as_mut_slice`], which first wait for the
 /// copies that would race with it. Dropping waits for pending copies,
 /// then frees.
+///
+/// It is also a kernel argument ([`BufferArg`]) where the device has
+/// unified addressing: the kernel reads and writes the host memory itself,
+/// through the same address (the driver maps every page-locked allocation
+/// on such devices). Its launches, and the replays of graphs that
+/// captured one, are ordered like copies, and the drop waits for them.
 ///
 /// Send + Sync: an address plus its use record behind a mutex; `&self`
 /// gives shared reads only.
@@ -27,6 +36,9 @@ pub struct PinnedBuffer<T: Element> {
     len: usize,
     uses: Uses,
     device: CudaDevice,
+    /// The device has unified addressing: its kernels reach the memory
+    /// through the host's address.
+    unified: bool,
     _element: PhantomData<T>,
 }
 
@@ -61,13 +73,47 @@ impl<T: Element> PinnedBuffer<T> {
             register_page_locked(p as usize, bytes);
             p as usize
         };
+        let unified = device
+            .cudarc_context()
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)
+            .call("cuDeviceGetAttribute")?
+            != 0;
         Ok(PinnedBuffer {
             ptr,
             len,
             uses: Uses::default(),
             device: device.clone(),
+            unified,
             _element: PhantomData,
         })
+    }
+
+    /// Whether kernels can take the buffer as an argument (the device has
+    /// unified addressing).
+    pub fn kernels_can_take(&self) -> bool {
+        self.unified
+    }
+
+    /// The address a kernel uses: the host's own, on a device with unified
+    /// addressing (`Unsupported` on one without); and whether `stream`
+    /// captures a graph (the use is then recorded, not run: the capture
+    /// keeps the use record, so each replay is ordered through it).
+    fn kernel_ptr(&self, stream: &CudaStreamHandle) -> Result<(u64, bool)> {
+        self.check(stream, "a pinned buffer as a kernel argument", self.len)?;
+        if !self.unified {
+            return Err(SafeError::Unsupported {
+                what: "a pinned buffer as a kernel argument on a device without unified \
+                       addressing"
+                    .into(),
+            });
+        }
+        let capturing = stream
+            .device()
+            .captures()
+            .note_use(stream.cudarc_stream(), || {
+                Kept::uses_only(self.uses.share())
+            });
+        Ok((self.ptr as u64, capturing))
     }
 
     pub fn len(&self) -> usize {
@@ -118,6 +164,51 @@ impl<T: Element> PinnedBuffer<T> {
             });
         }
         Ok(())
+    }
+}
+
+impl PinnedBuffer<u32> {
+    /// Element 0, replaced by `value` in one atomic step, without waiting
+    /// for anything: for a word that kernels write (as a [`BufferArg`])
+    /// while the host reads it, after the caller has waited for the
+    /// launches whose writes it wants.
+    pub fn swap_first(&self, value: u32) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        // SAFETY: `ptr` is a live, 4-aligned allocation of at least one u32
+        // (page-locked memory is page-aligned); every host access to it
+        // that may meet a kernel's write goes through this atomic.
+        let word = unsafe { AtomicU32::from_ptr(self.ptr as *mut u32) };
+        Some(word.swap(value, Ordering::AcqRel))
+    }
+}
+
+impl<T: Element> BufferArg for PinnedBuffer<T> {
+    fn read_ptr(&self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
+        let (ptr, capturing) = self.kernel_ptr(stream)?;
+        if capturing {
+            return Ok((ptr, UseEnd::none()));
+        }
+        let end = self
+            .uses
+            .read_on(stream.cudarc_stream(), stream.device().events())?;
+        Ok((ptr, end))
+    }
+
+    fn write_ptr(&mut self, stream: &CudaStreamHandle) -> Result<(u64, UseEnd)> {
+        let (ptr, capturing) = self.kernel_ptr(stream)?;
+        if capturing {
+            return Ok((ptr, UseEnd::none()));
+        }
+        let end = self
+            .uses
+            .write_on(stream.cudarc_stream(), stream.device().events())?;
+        Ok((ptr, end))
+    }
+
+    fn buffer_device(&self) -> &CudaDevice {
+        &self.device
     }
 }
 

@@ -21,7 +21,7 @@ use unigpu_core::dlpack::ffi::*;
 use unigpu_core::dlpack::{ManagedTensor, dtype_of};
 use unigpu_cuda_safe::{
     CudaDevice, CudaEventHandle, CudaModuleHandle, CudaStreamHandle, DeviceBuffer, ForeignStream,
-    KernelParam, LaunchDims, ManagedLocation, SafeError, launch, nvrtc,
+    KernelParam, LaunchDims, ManagedLocation, PinnedBuffer, SafeError, launch, nvrtc,
 };
 
 /// How long a gate holds its stream at most, so a failing test never hangs
@@ -834,6 +834,90 @@ fn dims(n: usize) -> LaunchDims {
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     }
+}
+
+const PUT_WORD: &str = r#"
+extern "C" __global__ void put_word(unsigned int* w, unsigned int v) { *w = v; }"#;
+
+/// Pinned buffers as kernel arguments, read and written in place through
+/// the host's address: a kernel held back behind a gate reads one and
+/// writes another, the host's read waits for it and sees every element of
+/// the host reference; a word a kernel wrote is swapped out once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pinned_buffers_are_kernel_arguments_and_host_reads_wait_for_the_kernel() {
+    let _serial = serial();
+    let dev = device();
+    let a = CudaStreamHandle::new(&dev).unwrap();
+    let f = scale_add(&dev);
+    let n = 50_000 + rand::rng().random_range(0..1000);
+    let (x, y0) = (random_f32(n), random_f32(n));
+    let mut px = PinnedBuffer::<f32>::new(&dev, n).unwrap();
+    px.as_mut_slice().unwrap().copy_from_slice(&x);
+    let mut py = PinnedBuffer::<f32>::new(&dev, n).unwrap();
+    py.as_mut_slice().unwrap().copy_from_slice(&y0);
+    assert!(
+        py.kernels_can_take(),
+        "a 64-bit CUDA device has unified addressing"
+    );
+    let mut gate = Gate::on(&a);
+    launch(
+        &a,
+        &f,
+        dims(n),
+        &mut [
+            KernelParam::F32(2.0),
+            KernelParam::Buffer(&px),
+            KernelParam::BufferMut(&mut py),
+            KernelParam::U32(n as u32),
+        ],
+    )
+    .unwrap();
+    std::thread::sleep(HOLD);
+    assert!(!a.query().unwrap(), "the gated kernel ran early");
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(HOLD);
+        gate.release();
+    });
+    // Waits for the gated kernel: never y0.
+    let want: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| 2.0 * x + y).collect();
+    assert_same(
+        py.as_slice().unwrap(),
+        &want,
+        "kernel output in pinned memory",
+    );
+    releaser.join().unwrap();
+
+    let (major, minor) = dev.properties().unwrap().compute_capability;
+    let compiled = nvrtc::compile(
+        PUT_WORD,
+        "put_word.cu",
+        &[format!("--gpu-architecture=sm_{major}{minor}")],
+        &["put_word".into()],
+    )
+    .expect("nvrtc compiles put_word");
+    let put = CudaModuleHandle::load(&dev, &compiled.cubin)
+        .unwrap()
+        .function(&compiled.lowered_names[0].1)
+        .unwrap();
+    let mut word = PinnedBuffer::<u32>::new(&dev, 1).unwrap();
+    let v = rand::rng().random_range(1..u32::MAX);
+    launch(
+        &a,
+        &put,
+        dims(1),
+        &mut [KernelParam::BufferMut(&mut word), KernelParam::U32(v)],
+    )
+    .unwrap();
+    a.synchronize().unwrap();
+    assert_eq!(word.swap_first(0), Some(v), "the kernel's word");
+    assert_eq!(word.swap_first(0), Some(0), "swapped out once");
+    assert_eq!(
+        PinnedBuffer::<u32>::new(&dev, 0).unwrap().swap_first(1),
+        None
+    );
+    drop((px, py, word));
+    dev.synchronize().unwrap();
 }
 
 #[test]

@@ -321,9 +321,26 @@ const MUTATIONS: &[Mutation] = &[
         name: "a graph that does not keep the memory of the buffers it uses",
         target: Target::Cuda,
         file: "crates/cuda-safe/src/buffer.rs",
-        original: "                _lease: self.lease.get_or_init(Arc::default).clone(),\n",
-        mutated: "                _lease: Arc::default(),\n",
+        original: "                _lease: Some(self.lease.get_or_init(Arc::default).clone()),\n",
+        mutated: "                _lease: Some(Arc::default()),\n",
         tests: &["graphs"],
+    },
+    // A pinned buffer as a kernel argument (the cuda fault word is one).
+    Mutation {
+        name: "a pinned buffer a kernel writes whose host reads do not wait for the kernel",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/pinned.rs",
+        original: "        if capturing {\n            return Ok((ptr, UseEnd::none()));\n        }\n        let end = self\n            .uses\n            .write_on(",
+        mutated: "        if !capturing {\n            return Ok((ptr, UseEnd::none()));\n        }\n        let end = self\n            .uses\n            .write_on(",
+        tests: &["safe:gpu"],
+    },
+    Mutation {
+        name: "a pinned word read but not cleared (a fault reported at every sync)",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/pinned.rs",
+        original: "        Some(word.swap(value, Ordering::AcqRel))\n",
+        mutated: "        Some(word.load(Ordering::Acquire) | (value & 0))\n",
+        tests: &["safe:gpu"],
     },
     Mutation {
         name: "an allocator that hands a busy block to another stream",

@@ -330,6 +330,23 @@ pub(crate) trait PinnedApi: BufferApi {
         src: &Self::Buffer<T>,
         dst: &mut Self::Pinned<T>,
     ) -> Result<()>;
+    /// `pinned` as a kernel argument that kernels read and write in place,
+    /// where the backend's kernels reach host memory (cuda: page-locked
+    /// memory on a device with unified addressing); `None` where they do
+    /// not. Its launches are ordered like copies.
+    fn pinned_arg<T: Element>(_pinned: &mut Self::Pinned<T>) -> Option<Self::Arg<'_>> {
+        None
+    }
+    /// Element 0 of a word that kernels write in place ([`PinnedApi::pinned_arg`]),
+    /// swapped for 0 in one step that a kernel's write cannot split;
+    /// it waits for nothing (the caller waited for the launches it reads
+    /// after). 0 for an empty buffer.
+    fn pinned_take_word(pinned: &mut Self::Pinned<u32>) -> Result<u32> {
+        Ok(Self::pinned_slice_mut::<u32>(pinned)?
+            .first_mut()
+            .map(std::mem::take)
+            .unwrap_or(0))
+    }
 }
 
 /// Kernels: compiling or loading code for a device, reading shaders, and

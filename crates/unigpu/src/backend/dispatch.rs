@@ -804,6 +804,26 @@ impl<T: Element> PinnedImpl<T> {
     pub(crate) fn slice_mut(&mut self) -> Result<&mut [T]> {
         on_backend!(PinnedImpl, self, A, p => A::pinned_slice_mut::<T>(p))
     }
+
+    /// The buffer as a kernel argument written in place, where the
+    /// backend's kernels reach host memory.
+    // Without the torch feature the torch arm takes an empty enum.
+    #[allow(unreachable_code)]
+    pub(crate) fn arg_mut(&mut self) -> Option<ArgImpl<'_>> {
+        match self {
+            PinnedImpl::Cpu(p) => Cpu::pinned_arg::<T>(p).map(ArgImpl::Cpu),
+            PinnedImpl::Cuda(p) => Cuda::pinned_arg::<T>(p).map(ArgImpl::Cuda),
+            PinnedImpl::Torch(p) => Torch::pinned_arg::<T>(p).map(ArgImpl::Torch),
+            PinnedImpl::Vulkan(p) => Vulkan::pinned_arg::<T>(p).map(ArgImpl::Vulkan),
+        }
+    }
+}
+
+impl PinnedImpl<u32> {
+    /// Element 0 swapped for 0 ([`PinnedApi::pinned_take_word`]).
+    pub(crate) fn take_word(&mut self) -> Result<u32> {
+        on_backend!(PinnedImpl, self, A, p => A::pinned_take_word(p))
+    }
 }
 
 impl StreamImpl {

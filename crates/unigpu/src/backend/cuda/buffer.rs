@@ -2,7 +2,7 @@
 //! (`PinnedApi`): device memory through `unigpu-cuda-safe`.
 
 use unigpu_core::dlpack::ManagedTensor;
-use unigpu_cuda_safe::{DeviceBuffer, ManagedLocation, PinnedBuffer};
+use unigpu_cuda_safe::{DeviceBuffer, KernelParam, ManagedLocation, PinnedBuffer};
 
 use super::Cuda;
 use crate::backend::{Backend, BufferApi, PinnedApi};
@@ -172,6 +172,16 @@ impl PinnedApi for Cuda {
         dst: &mut Self::Pinned<T>,
     ) -> Result<()> {
         Ok(src.read_into_pinned(&stream.handle, dst)?)
+    }
+
+    fn pinned_arg<T: Element>(pinned: &mut Self::Pinned<T>) -> Option<Self::Arg<'_>> {
+        pinned
+            .kernels_can_take()
+            .then_some(KernelParam::BufferMut(pinned))
+    }
+
+    fn pinned_take_word(pinned: &mut Self::Pinned<u32>) -> Result<u32> {
+        Ok(pinned.swap_first(0).unwrap_or(0))
     }
 }
 
