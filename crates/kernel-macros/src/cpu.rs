@@ -220,6 +220,11 @@ struct Cpu<'k> {
     /// Per-invocation variables every invocation holds the same value of
     /// ([`scalars`]): one per workgroup, assigned once, not per invocation.
     scalars: HashSet<String>,
+    /// Variables of the phased form that only hold the local x id
+    /// ([`is_local_x`]): read from the invocation's ids wherever they are
+    /// named, never stored (a tree sum's `l` was an array per task, written
+    /// in the first phase and loaded in every level).
+    local_x: HashSet<String>,
     /// Per-invocation variables that [`rows`]' whole-rows loop holds in a
     /// local across its rows (named as plain locals, not `v[__li]`).
     registers: HashSet<String>,
@@ -249,6 +254,7 @@ impl<'k> Cpu<'k> {
             uses: Default::default(),
             recording: std::cell::Cell::new(true),
             scalars: HashSet::new(),
+            local_x: HashSet::new(),
             registers: HashSet::new(),
             returns: true,
             vector_math: !k.phased() && crate::stride::analyse(k).is_some(),
@@ -267,6 +273,9 @@ impl<'k> Cpu<'k> {
                 .entry(name.to_string())
                 .or_default()
                 .insert(self.phase.get());
+        }
+        if self.local_x.contains(name) {
+            return quote!((__ids.local[0usize]));
         }
         let n = format_ident!("{}", name);
         if self.lifted.contains(name)
@@ -294,6 +303,9 @@ impl<'k> Cpu<'k> {
                 mutable,
                 init,
             } => {
+                if self.local_x.contains(name) {
+                    return quote!();
+                }
                 let v = self.expr(init);
                 if self.phased {
                     // Recorded for the lifted-or-not choice.
@@ -435,8 +447,12 @@ fn phased(k: &Kernel) -> TokenStream {
         .filter(|n| !held.contains(n))
         .collect();
     cx.scalars = held;
+    cx.local_x = declared(k)
+        .into_iter()
+        .filter(|n| holds_local_x(k, n))
+        .collect();
     let region = region(&mut cx, &k.body, false);
-    let decls = lifted.iter().map(|(n, t)| {
+    let decls = lifted.iter().filter(|(n, _)| !cx.local_x.contains(n)).map(|(n, t)| {
         let (n, t) = (format_ident!("{}", n), ty(*t));
         if cx.scalars.contains(&n.to_string()) {
             return quote!(let mut #n: #t = <#t as ::core::default::Default>::default(););
@@ -444,6 +460,15 @@ fn phased(k: &Kernel) -> TokenStream {
         quote!(let mut #n: ::std::vec::Vec<#t> = ::std::vec![<#t as ::core::default::Default>::default(); __n];)
     });
     let together = together(k, &cx.scalars);
+    // Which invocations returned: only in a kernel that returns.
+    let done = if returns {
+        quote! {
+            let mut __done = ::std::vec![false; __n];
+            let mut __ndone = 0usize;
+        }
+    } else {
+        quote!()
+    };
     let shared = k.shared.iter().map(|s| {
         let (n, t, len) = (format_ident!("{}", s.name), ty(s.elem), &s.len);
         quote!(let #n = #g::Shared::<#t>::new(#len, __g);)
@@ -451,8 +476,7 @@ fn phased(k: &Kernel) -> TokenStream {
     quote! {
         #g::run_groups(__args.grid(), #together, |__g: &#g::Group| {
             let __n = __g.len();
-            let mut __done = ::std::vec![false; __n];
-            let mut __ndone = 0usize;
+            #done
             let mut __brk = false;
             let mut __cont = false;
             #(#shared)*
@@ -502,28 +526,7 @@ pub fn runs_together(k: &Kernel) -> bool {
 /// where every invocation reaches it together, which the GPU allows, and
 /// every invocation computes the same value there.
 fn scalars(k: &Kernel, lifted: &[(String, Ty)]) -> HashSet<String> {
-    // Every name the kernel declares (what is not is a const parameter).
-    let mut declared = HashSet::new();
-    fn decl(stmts: &[Stmt], out: &mut HashSet<String>) {
-        for s in stmts {
-            match s {
-                Stmt::Let { name, .. } => {
-                    out.insert(name.clone());
-                }
-                Stmt::For { name, body, .. } => {
-                    out.insert(name.clone());
-                    decl(body, out);
-                }
-                Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => decl(b, out),
-                Stmt::If { then, els, .. } => {
-                    decl(then, out);
-                    decl(els, out);
-                }
-                _ => {}
-            }
-        }
-    }
-    decl(&k.body, &mut declared);
+    let declared = declared(k);
     // Each variable's lets and assignments: (value, whether it is a
     // phase's own statement in a phase without exits).
     let mut defs: std::collections::HashMap<String, Vec<(&Expr, bool)>> = Default::default();
@@ -683,6 +686,32 @@ fn together(k: &Kernel, scalars: &HashSet<String>) -> bool {
     names.extend(scalars.iter().cloned());
     let names: HashSet<&str> = names.iter().map(String::as_str).collect();
     conds.iter().all(|e| crate::stride::is_uniform(e, &names))
+}
+
+/// Every name the kernel declares (what is not is a const parameter).
+fn declared(k: &Kernel) -> HashSet<String> {
+    fn decl(stmts: &[Stmt], out: &mut HashSet<String>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { name, .. } => {
+                    out.insert(name.clone());
+                }
+                Stmt::For { name, body, .. } => {
+                    out.insert(name.clone());
+                    decl(body, out);
+                }
+                Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => decl(b, out),
+                Stmt::If { then, els, .. } => {
+                    decl(then, out);
+                    decl(els, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    decl(&k.body, &mut out);
+    out
 }
 
 /// A value every invocation of a workgroup computes alike (see
@@ -1047,22 +1076,22 @@ fn plain_phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     // Invocation loops, cut at the statements that set a per-workgroup
     // scalar (`scalars`), which run once between them.
     let mut loops = TokenStream::new();
-    let mut run: Vec<TokenStream> = Vec::new();
+    let mut run: Vec<&Stmt> = Vec::new();
     for s in stmts {
         let once = match s {
             Stmt::Let { name, .. } | Stmt::Assign { name, .. } => cx.scalars.contains(name),
             _ => false,
         };
         if !once {
-            run.push(cx.stmt(s));
+            run.push(s);
             continue;
         }
-        loops.extend(items(cx, &run));
+        loops.extend(invocations(cx, &run));
         run.clear();
         let st = cx.stmt(s);
         loops.extend(quote!({ let __li = 0usize; let __ids = &__g.ids(0); #st }));
     }
-    loops.extend(items(cx, &run));
+    loops.extend(invocations(cx, &run));
     let exits = if in_loop {
         quote! {
             if __brk { __brk = false; break; }
@@ -1086,8 +1115,118 @@ fn plain_phase(cx: &mut Cpu, stmts: &[&Stmt], in_loop: bool) -> TokenStream {
     }
 }
 
+/// `stmts` run by every invocation in turn: one loop over them, or, for
+/// one `if` on the local x id against a per-workgroup value
+/// ([`local_x_range`]), a loop over only the invocations it lets through
+/// (a tree's level `if l < stride` passes over `stride` invocations a
+/// workgroup, not all of them: the tree sum's nine levels cost 8x the
+/// invocations they needed, most of a small sum's time on the CPU).
+fn invocations(cx: &mut Cpu, stmts: &[&Stmt]) -> TokenStream {
+    if let [Stmt::If { cond, then, els }] = stmts
+        && els.is_empty()
+        && !exits(&then.iter().collect::<Vec<_>>())
+        && let Some(range) = local_x_range(cx, cond)
+    {
+        let (lo, hi) = match range {
+            LocalX::Below(v) => (quote!(0usize), uniform(cx, v)),
+            LocalX::At(v) => {
+                let v = uniform(cx, v);
+                (quote!(#v), quote!(((#v) as usize).saturating_add(1)))
+            }
+        };
+        let body = cx.block(then);
+        let each = items_in(cx, &[body], quote!(__span.clone()));
+        return quote! {{
+            let __w = __g.width();
+            let __lo = ::core::cmp::min((#lo) as usize, __w);
+            let __hi = ::core::cmp::min((#hi) as usize, __w);
+            for __row in (0..__n).step_by(__w) {
+                let __span = (__row + __lo)..(__row + __hi);
+                #each
+            }
+        }};
+    }
+    let body: Vec<TokenStream> = stmts.iter().map(|s| cx.stmt(s)).collect();
+    items(cx, &body)
+}
+
+/// The local x ids a condition holds for ([`local_x_range`]).
+enum LocalX<'e> {
+    /// `x < v`: `0..v`.
+    Below(&'e Expr),
+    /// `x == v`: `v..v + 1`.
+    At(&'e Expr),
+}
+
+/// For a condition `x < v`, `v > x`, `x == v` or `v == x` where `x` is the
+/// local x id (`local_id().x` or an immutable variable that holds it) and
+/// `v` a per-workgroup value ([`same_for_all`]): the local x ids it holds
+/// for (`v` may be past the workgroup's width: the caller clips).
+fn local_x_range<'e>(cx: &Cpu, cond: &'e Expr) -> Option<LocalX<'e>> {
+    let ExprKind::Bin(op, l, r) = &cond.kind else {
+        return None;
+    };
+    let declared = declared(cx.k);
+    let uniform = |e: &Expr| same_for_all(e, &cx.scalars, &declared);
+    let local = |e: &Expr| is_local_x(cx.k, e);
+    match op {
+        BinOp::Lt if local(l) && uniform(r) => Some(LocalX::Below(r)),
+        BinOp::Gt if local(r) && uniform(l) => Some(LocalX::Below(l)),
+        BinOp::Eq if local(l) && uniform(r) => Some(LocalX::At(r)),
+        BinOp::Eq if local(r) && uniform(l) => Some(LocalX::At(l)),
+        _ => None,
+    }
+}
+
+/// Whether `e` is the local x id: `local_id().x`, or a variable with one
+/// immutable `let` that holds it and no assignment.
+fn is_local_x(k: &Kernel, e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Id(Builtin::Local, 0) => true,
+        ExprKind::Var(n) => holds_local_x(k, n),
+        _ => false,
+    }
+}
+
+/// Whether variable `name` has one immutable `let`, of the local x id, and
+/// no assignment ([`is_local_x`]).
+fn holds_local_x(k: &Kernel, name: &str) -> bool {
+    let mut defs = Vec::new();
+    definitions(&k.body, name, &mut defs);
+    matches!(defs.as_slice(), [Stmt::Let { mutable: false, init, .. }] if is_local_x(k, init))
+}
+
+/// The statements that give `name` a value: its `let`s, assignments and
+/// `for` loops.
+fn definitions<'a>(stmts: &'a [Stmt], name: &str, out: &mut Vec<&'a Stmt>) {
+    for s in stmts {
+        match s {
+            Stmt::Let { name: n, .. } | Stmt::Assign { name: n, .. } if n == name => out.push(s),
+            Stmt::For { name: n, body, .. } => {
+                if n == name {
+                    out.push(s);
+                }
+                definitions(body, name, out);
+            }
+            Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => {
+                definitions(b, name, out)
+            }
+            Stmt::If { then, els, .. } => {
+                definitions(then, name, out);
+                definitions(els, name, out);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// One loop over the workgroup's invocations running `body`.
 fn items(cx: &Cpu, body: &[TokenStream]) -> TokenStream {
+    items_in(cx, body, quote!(0..__n))
+}
+
+/// One loop over the invocations of `range` running `body`.
+fn items_in(cx: &Cpu, body: &[TokenStream], range: TokenStream) -> TokenStream {
     if body.is_empty() {
         return quote!();
     }
@@ -1099,7 +1238,7 @@ fn items(cx: &Cpu, body: &[TokenStream]) -> TokenStream {
         quote!()
     };
     quote! {
-        '__items: for __li in 0..__n {
+        '__items: for __li in #range {
             #skip
             let __ids = &__g.ids(__li);
             #(#body)*

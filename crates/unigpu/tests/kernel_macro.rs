@@ -862,6 +862,104 @@ fn uniform_exits(x: &[u32], skip: u32, stop: u32, out: &mut [u32]) {
     out[base + l] = acc;
 }
 
+/// Phases whose whole work is one `if` on the local x id against a
+/// per-workgroup value: the CPU form runs only the invocations it lets
+/// through (docs/kernels.md, "Speed"), so every form of the condition and
+/// every bound (0, inside, at and past the workgroup's width) is checked.
+#[unigpu::kernel(workgroup_size = 64)]
+fn local_x_phases(lim: u32, at: u32, out: &mut [u32]) {
+    let tile = shared::<u32, 64>();
+    let l = local_id().x;
+    tile[l] = 1;
+    barrier();
+    if l < lim as usize {
+        tile[l] += 10;
+    }
+    barrier();
+    if at as usize > l {
+        tile[l] += 100;
+    }
+    barrier();
+    if l == at as usize {
+        tile[l] += 1000;
+    }
+    barrier();
+    if lim as usize == local_id().x {
+        tile[l] += 10000;
+    }
+    barrier();
+    let g = global_id().x;
+    if g < out.len() {
+        out[g] = tile[l];
+    }
+}
+
+/// The same on a 2-D workgroup: the condition holds for the first `lim`
+/// of every row.
+#[unigpu::kernel(workgroup_size = (8, 4))]
+fn local_x_rows(lim: u32, out: &mut [u32]) {
+    let tile = shared::<u32, 32>();
+    let l = local_id().x;
+    let r = local_id().y;
+    tile[r * 8 + l] = 1;
+    barrier();
+    if l < lim as usize {
+        tile[r * 8 + l] += 10;
+    }
+    barrier();
+    let w = workgroup_id().x * 32 + r * 8 + l;
+    if w < out.len() {
+        out[w] = tile[r * 8 + l];
+    }
+}
+
+on_every_backend!(
+    phases_bounded_by_the_local_id_run_the_invocations_they_should,
+    |ctx| {
+        let (k, rows) = (
+            local_x_phases::kernel(ctx).unwrap(),
+            local_x_rows::kernel(ctx).unwrap(),
+        );
+        let groups = random_len(200).max(1);
+        let n = groups * 64;
+        let r = random_vec::<u32>(4);
+        let mut cases = vec![(0u32, 0u32), (64, 63), (200, 64), (r[0] % 64, r[1] % 64)];
+        cases.push((r[2] % 80, r[3] % 80));
+        for (lim, at) in cases {
+            let mut out = ctx.zeros::<u32>(n).unwrap();
+            k.launch(
+                ctx,
+                Grid::new((groups as u32, 1, 1), (64, 1, 1)),
+                (lim, at, &mut out),
+            )
+            .unwrap();
+            let got = out.download().unwrap();
+            for g in 0..n {
+                let l = (g % 64) as u32;
+                let want = 1
+                    + 10 * u32::from(l < lim)
+                    + 100 * u32::from(l < at)
+                    + 1000 * u32::from(l == at)
+                    + 10000 * u32::from(l == lim);
+                assert_eq!(got[g], want, "lim {lim} at {at}: invocation {g}");
+            }
+            let mut out = ctx.zeros::<u32>(groups * 32).unwrap();
+            rows.launch(
+                ctx,
+                Grid::new((groups as u32, 1, 1), (8, 4, 1)),
+                (lim % 10, &mut out),
+            )
+            .unwrap();
+            let got = out.download().unwrap();
+            for w in 0..groups * 32 {
+                let l = (w % 8) as u32;
+                let want = 1 + 10 * u32::from(l < lim % 10);
+                assert_eq!(got[w], want, "rows, lim {}: invocation {w}", lim % 10);
+            }
+        }
+    }
+);
+
 on_every_backend!(uniform_returns_and_continues_around_barriers, |ctx| {
     let k = uniform_exits::kernel(ctx).unwrap();
     let groups = random_len(300).max(1);

@@ -224,6 +224,17 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "                    let __cnt = ::core::cmp::min(__n as u32 - 1, __end - __lo) as usize;\n",
         tests: &["kernel_macro"],
     },
+    // A phase that is one `if` on the local x id running only the
+    // invocations it lets through (cpu.rs, `invocations`), one short
+    // (`phases_bounded_by_the_local_id_run_the_invocations_they_should`).
+    Mutation {
+        name: "kernel macro, cpu phases: a phase bounded by the local id runs one invocation short",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "                let __span = (__row + __lo)..(__row + __hi);\n",
+        mutated: "                let __span = (__row + __lo)..(__row + __hi.saturating_sub(1));\n",
+        tests: &["kernel_macro"],
+    },
     // Rows taken four at a time (cpu.rs, `rows`) reading a later row's
     // elements from the wrong place: one workgroup's width on instead of
     // a grid's.

@@ -725,6 +725,14 @@ impl Group {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The width of a row of invocations: `size[0]`, the invocations of
+    /// one local `y`, `z` of a workgroup, or one workgroup of those run
+    /// together (they are 1-D). Invocations are numbered row after row.
+    #[inline]
+    pub fn width(&self) -> usize {
+        self.size[0].max(1) as usize
+    }
+
     /// Which of the workgroups run together invocation `li` belongs to:
     /// the part of each shared array that is its workgroup's.
     #[inline]
