@@ -277,7 +277,11 @@ fn expect(d: &Desc, data: u64) -> Expect {
     };
     let elem = usize::from(d.dtype.bits).div_ceil(8).max(1);
     // The elements' bytes too (more than the memory's with a zero stride).
-    if len.checked_mul(elem).filter(|&b| b <= isize::MAX as usize).is_none() {
+    if len
+        .checked_mul(elem)
+        .filter(|&b| b <= isize::MAX as usize)
+        .is_none()
+    {
         return Reject("byte size overflow");
     }
     let Some(size) = span.checked_mul(elem).filter(|&b| b <= isize::MAX as usize) else {
