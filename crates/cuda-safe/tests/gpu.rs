@@ -20,8 +20,9 @@ use rand::Rng;
 use unigpu_core::dlpack::ffi::*;
 use unigpu_core::dlpack::{ManagedTensor, dtype_of};
 use unigpu_cuda_safe::{
-    CudaDevice, CudaEventHandle, CudaModuleHandle, CudaStreamHandle, DeviceBuffer, ForeignStream,
-    KernelParam, LaunchDims, ManagedLocation, PinnedBuffer, SafeError, launch, nvrtc,
+    BufferArg, CudaDevice, CudaEventHandle, CudaModuleHandle, CudaStreamHandle, DeviceBuffer,
+    ForeignStream, KernelParam, LaunchDims, ManagedLocation, PinnedBuffer, SafeError, launch,
+    nvrtc,
 };
 
 /// How long a gate holds its stream at most, so a failing test never hangs
@@ -434,18 +435,7 @@ fn a_block_in_use_on_one_stream_is_not_handed_to_another() {
     let held_at = held.device_address();
     let mut gate = Gate::on(&a);
     // y = 3·x + y on a, behind the gate: `held` is in use until it opens.
-    launch(
-        &a,
-        &f,
-        dims(n),
-        &mut [
-            KernelParam::F32(3.0),
-            KernelParam::Buffer(&ones),
-            KernelParam::BufferMut(&mut held),
-            KernelParam::U32(n as u32),
-        ],
-    )
-    .unwrap();
+    scale_add_on(&a, &f, 3.0, &ones, &mut held, n);
     drop(held);
     let stats = dev.memory_stats();
     // Another stream gets other memory, and can use it at once.
@@ -813,19 +803,51 @@ extern "C" __global__ void scale_add(float a, const float* x, float* y, unsigned
 }"#;
 
 fn scale_add(dev: &CudaDevice) -> unigpu_cuda_safe::CudaFunctionHandle {
+    nvrtc_function(dev, SCALE_ADD, "scale_add")
+}
+
+/// Kernel `name` of `source`, compiled by NVRTC for the device.
+fn nvrtc_function(
+    dev: &CudaDevice,
+    source: &str,
+    name: &str,
+) -> unigpu_cuda_safe::CudaFunctionHandle {
     let (major, minor) = dev.properties().unwrap().compute_capability;
     let compiled = nvrtc::compile(
-        SCALE_ADD,
-        "scale_add.cu",
+        source,
+        &format!("{name}.cu"),
         &[format!("--gpu-architecture=sm_{major}{minor}")],
-        &["scale_add".into()],
+        &[name.into()],
     )
-    .expect("nvrtc compiles scale_add");
+    .unwrap_or_else(|e| panic!("nvrtc compiles {name}: {e}"));
     let symbol = &compiled.lowered_names[0].1;
     CudaModuleHandle::load(dev, &compiled.cubin)
         .unwrap()
         .function(symbol)
         .unwrap()
+}
+
+/// `y = alpha·x + y` over `n` elements on `stream`.
+fn scale_add_on(
+    stream: &CudaStreamHandle,
+    f: &unigpu_cuda_safe::CudaFunctionHandle,
+    alpha: f32,
+    x: &dyn BufferArg,
+    y: &mut dyn BufferArg,
+    n: usize,
+) {
+    launch(
+        stream,
+        f,
+        dims(n),
+        &mut [
+            KernelParam::F32(alpha),
+            KernelParam::Buffer(x),
+            KernelParam::BufferMut(y),
+            KernelParam::U32(n as u32),
+        ],
+    )
+    .unwrap();
 }
 
 fn dims(n: usize) -> LaunchDims {
@@ -861,18 +883,7 @@ fn pinned_buffers_are_kernel_arguments_and_host_reads_wait_for_the_kernel() {
         "a 64-bit CUDA device has unified addressing"
     );
     let mut gate = Gate::on(&a);
-    launch(
-        &a,
-        &f,
-        dims(n),
-        &mut [
-            KernelParam::F32(2.0),
-            KernelParam::Buffer(&px),
-            KernelParam::BufferMut(&mut py),
-            KernelParam::U32(n as u32),
-        ],
-    )
-    .unwrap();
+    scale_add_on(&a, &f, 2.0, &px, &mut py, n);
     std::thread::sleep(HOLD);
     assert!(!a.query().unwrap(), "the gated kernel ran early");
     let releaser = std::thread::spawn(move || {
@@ -888,18 +899,7 @@ fn pinned_buffers_are_kernel_arguments_and_host_reads_wait_for_the_kernel() {
     );
     releaser.join().unwrap();
 
-    let (major, minor) = dev.properties().unwrap().compute_capability;
-    let compiled = nvrtc::compile(
-        PUT_WORD,
-        "put_word.cu",
-        &[format!("--gpu-architecture=sm_{major}{minor}")],
-        &["put_word".into()],
-    )
-    .expect("nvrtc compiles put_word");
-    let put = CudaModuleHandle::load(&dev, &compiled.cubin)
-        .unwrap()
-        .function(&compiled.lowered_names[0].1)
-        .unwrap();
+    let put = nvrtc_function(&dev, PUT_WORD, "put_word");
     let mut word = PinnedBuffer::<u32>::new(&dev, 1).unwrap();
     let v = rand::rng().random_range(1..u32::MAX);
     launch(
@@ -940,18 +940,7 @@ fn nvrtc_kernels_launch_in_stream_order_and_compile_errors_carry_the_log() {
     // y is written on gated a; the kernel on b must wait for it.
     let mut gate = Gate::on(&a);
     y_src.copy_to(&a, &mut dy).unwrap();
-    launch(
-        &b,
-        &f,
-        dims(n),
-        &mut [
-            KernelParam::F32(2.0),
-            KernelParam::Buffer(&dx),
-            KernelParam::BufferMut(&mut dy),
-            KernelParam::U32(n as u32),
-        ],
-    )
-    .unwrap();
+    scale_add_on(&b, &f, 2.0, &dx, &mut dy, n);
     std::thread::sleep(HOLD);
     assert!(
         !b.query().unwrap(),

@@ -690,27 +690,12 @@ fn together(k: &Kernel, scalars: &HashSet<String>) -> bool {
 
 /// Every name the kernel declares (what is not is a const parameter).
 fn declared(k: &Kernel) -> HashSet<String> {
-    fn decl(stmts: &[Stmt], out: &mut HashSet<String>) {
-        for s in stmts {
-            match s {
-                Stmt::Let { name, .. } => {
-                    out.insert(name.clone());
-                }
-                Stmt::For { name, body, .. } => {
-                    out.insert(name.clone());
-                    decl(body, out);
-                }
-                Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => decl(b, out),
-                Stmt::If { then, els, .. } => {
-                    decl(then, out);
-                    decl(els, out);
-                }
-                _ => {}
-            }
-        }
-    }
     let mut out = HashSet::new();
-    decl(&k.body, &mut out);
+    each_definition(&k.body, &mut |name, s| {
+        if !matches!(s, Stmt::Assign { .. }) {
+            out.insert(name.to_string());
+        }
+    });
     out
 }
 
@@ -1192,32 +1177,12 @@ fn is_local_x(k: &Kernel, e: &Expr) -> bool {
 /// no assignment ([`is_local_x`]).
 fn holds_local_x(k: &Kernel, name: &str) -> bool {
     let mut defs = Vec::new();
-    definitions(&k.body, name, &mut defs);
-    matches!(defs.as_slice(), [Stmt::Let { mutable: false, init, .. }] if is_local_x(k, init))
-}
-
-/// The statements that give `name` a value: its `let`s, assignments and
-/// `for` loops.
-fn definitions<'a>(stmts: &'a [Stmt], name: &str, out: &mut Vec<&'a Stmt>) {
-    for s in stmts {
-        match s {
-            Stmt::Let { name: n, .. } | Stmt::Assign { name: n, .. } if n == name => out.push(s),
-            Stmt::For { name: n, body, .. } => {
-                if n == name {
-                    out.push(s);
-                }
-                definitions(body, name, out);
-            }
-            Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => {
-                definitions(b, name, out)
-            }
-            Stmt::If { then, els, .. } => {
-                definitions(then, name, out);
-                definitions(els, name, out);
-            }
-            _ => {}
+    each_definition(&k.body, &mut |n, s| {
+        if n == name {
+            defs.push(s);
         }
-    }
+    });
+    matches!(defs.as_slice(), [Stmt::Let { mutable: false, init, .. }] if is_local_x(k, init))
 }
 
 /// One loop over the workgroup's invocations running `body`.

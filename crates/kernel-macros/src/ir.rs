@@ -433,6 +433,27 @@ pub enum Stmt {
     ReturnValue(Expr),
 }
 
+/// Calls `f` on every statement of `stmts`, at any depth, that gives a
+/// variable a value (`let`, an assignment, a `for` loop's counter), with
+/// the variable's name.
+pub fn each_definition<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a str, &'a Stmt)) {
+    for s in stmts {
+        match s {
+            Stmt::Assign { name, .. } | Stmt::Let { name, .. } => f(name, s),
+            Stmt::For { name, body, .. } => {
+                f(name, s);
+                each_definition(body, f);
+            }
+            Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => each_definition(b, f),
+            Stmt::If { then, els, .. } => {
+                each_definition(then, f);
+                each_definition(els, f);
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Stmt {
     /// Whether a `barrier()` is in this statement, at any depth.
     pub fn has_barrier(&self) -> bool {

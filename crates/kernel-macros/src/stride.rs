@@ -377,29 +377,11 @@ fn count(stmts: &[Stmt], name: &str, n: &mut usize) {
             *n += 1;
         }
     });
-    assigns(stmts, &mut |a| {
+    each_definition(stmts, &mut |a, _| {
         if a == name {
             *n += 1;
         }
     });
-}
-
-fn assigns(stmts: &[Stmt], f: &mut impl FnMut(&str)) {
-    for s in stmts {
-        match s {
-            Stmt::Assign { name, .. } | Stmt::Let { name, .. } => f(name),
-            Stmt::For { name, body, .. } => {
-                f(name);
-                assigns(body, f);
-            }
-            Stmt::Block(b) | Stmt::Loop(b) | Stmt::While { body: b, .. } => assigns(b, f),
-            Stmt::If { then, els, .. } => {
-                assigns(then, f);
-                assigns(els, f);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// Whether a `return` is in `stmts`, at any depth.
