@@ -435,3 +435,65 @@ on_every_cuda_backend!(
         assert_same(&want, &y.download().unwrap());
     }
 );
+
+/// A CPU implementation that panics: the panic is the launch's error at the
+/// next sync, and what is ordered after the launch (a download of the
+/// array it was to write, a later launch writing it) still runs, instead
+/// of waiting forever for work that never ends.
+#[test]
+fn a_panicking_cpu_implementation_fails_the_sync_and_holds_nothing_up() {
+    const SRC: &str = r#"
+extern "C" __global__ void fill(float* out, unsigned int n, float v) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = v;
+}"#;
+    let ctx = unigpu::Context::new(Backend::Cpu, 0).unwrap();
+    let program = ctx.compile(SRC).unwrap();
+    let boom = program
+        .kernel("fill")
+        .unwrap()
+        .with_cpu(|_| panic!("boom in a CPU kernel"));
+    let fill = program.kernel("fill").unwrap().with_cpu(|a| {
+        let v: f32 = a.scalar(2)?;
+        a.output::<f32>(0)?.iter_mut().for_each(|x| *x = v);
+        Ok(())
+    });
+    let n = random_len(5000);
+    let v = random_vec::<f32>(1)[0];
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    ctx.launch(&boom, Grid::for_elems(n), (&mut out, n as u32, v))
+        .unwrap();
+    // On another thread, so that a hang fails the test instead of stalling it.
+    let (tx, rx) = mpsc::channel();
+    let waiter = ctx.clone();
+    std::thread::spawn(move || {
+        let first = out.download();
+        let again = waiter
+            .launch(&fill, Grid::for_elems(n), (&mut out, n as u32, v))
+            .and_then(|()| out.download());
+        let _ = tx.send((first, again, waiter.sync()));
+    });
+    let (first, again, synced) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("work ordered after a panicking launch never ran");
+    // The panic is reported once, by the first wait that sees it.
+    let reported: Vec<String> = [
+        first.as_ref().err(),
+        again.as_ref().err(),
+        synced.as_ref().err(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(ToString::to_string)
+    .collect();
+    assert!(
+        reported.iter().any(|e| e.contains("boom in a CPU kernel")),
+        "the panic was not reported: {reported:?}"
+    );
+    if let Ok(after) = again {
+        assert!(
+            after.iter().all(|&x| x.to_bits() == v.to_bits()),
+            "the later fill"
+        );
+    }
+}

@@ -94,13 +94,14 @@ pub(crate) fn submit(
     let done = Fence::default();
     let signal = done.clone();
     stream.enqueue(Box::new(move || {
+        // Signalled even on failure or a panic in `work` (the stream's
+        // worker catches it), so later work and waiting hosts are never
+        // stuck on it.
+        let _signal = SignalOnDrop(signal);
         for d in &deps {
             d.wait();
         }
-        let outcome = work();
-        // Signalled even on failure, so later work is never stuck.
-        signal.signal();
-        outcome
+        work()
     }))?;
     for t in reads {
         t.note_read(&done);
