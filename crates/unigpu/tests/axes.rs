@@ -248,3 +248,159 @@ on_every_backend!(softmax_over_any_axis_matches_the_host, |ctx| {
         assert_eq!(tt, got);
     }
 });
+
+// f64 and f16 rows (f16 computed in f32): sum, max, min, argmax and
+// argmin over the last axis, and softmax, against the host in f64, with
+// row lengths around the CPU form's 16 lanes (1, 15, 16, 17 and long
+// ones), a NaN in some rows, and ties of +0 and -0.
+on_every_backend!(row_ops_in_f64_and_f16_match_the_host, |ctx| {
+    let ops = ctx.ops();
+    let mut rng = rand::rng();
+    for len in [1usize, 15, 16, 17, rng.random_range(18..300)] {
+        let rows = rng.random_range(1..40);
+        let mut host: Vec<f64> = random_vec::<f64>(rows * len)
+            .into_iter()
+            .map(|v| {
+                if v.is_finite() {
+                    (v % 8.0).clamp(-8.0, 8.0)
+                } else {
+                    0.5
+                }
+            })
+            .collect();
+        // Row 0: a NaN somewhere; row 1 (when there): zeros of both signs
+        // as its extreme.
+        host[rng.random_range(0..len)] = f64::NAN;
+        if rows > 1 {
+            for v in &mut host[len..2 * len] {
+                *v = -v.abs() - 1.0;
+            }
+            host[len + len / 2] = -0.0;
+            host[len + len - 1] = 0.0;
+        }
+        let halfs: Vec<half::f16> = host.iter().map(|&v| half::f16::from_f64(v)).collect();
+        let a64 = ctx.upload(&host).unwrap().reshape([rows, len]).unwrap();
+        let a16 = ctx.upload(&halfs).unwrap().reshape([rows, len]).unwrap();
+        let got64 = (
+            ops.sum_axes(&a64, Some(&[1]), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+            ops.max_axes(&a64, Some(&[1]), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+            ops.min_axes(&a64, Some(&[1]), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+            ops.argmax(&a64, Some(1), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+            ops.argmin(&a64, Some(1), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+        );
+        let got16 = (
+            ops.sum_axes(&a16, Some(&[1]), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+            ops.max_axes(&a16, Some(&[1]), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+            ops.argmax(&a16, Some(1), false)
+                .unwrap()
+                .download()
+                .unwrap(),
+        );
+        let mut sm = ctx
+            .zeros::<f64>(rows * len)
+            .unwrap()
+            .reshape([rows, len])
+            .unwrap();
+        ops.softmax(&a64, 1, &mut sm).unwrap();
+        let sm = sm.download().unwrap();
+        for r in 0..rows {
+            let row = &host[r * len..(r + 1) * len];
+            let row16: Vec<f64> = halfs[r * len..(r + 1) * len]
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            // First NaN, else first extreme (of +0 and -0, the first).
+            let pick = |row: &[f64], max: bool| -> usize {
+                row.iter().position(|v| v.is_nan()).unwrap_or_else(|| {
+                    let m = row.iter().copied().fold(row[0], |m, v| {
+                        if (max && v > m) || (!max && v < m) {
+                            v
+                        } else {
+                            m
+                        }
+                    });
+                    row.iter().position(|&v| v == m).unwrap()
+                })
+            };
+            let (imax, imin) = (pick(row, true), pick(row, false));
+            assert_eq!(got64.3[r] as usize, imax, "argmax f64, row {r} of {len}");
+            assert_eq!(got64.4[r] as usize, imin, "argmin f64, row {r} of {len}");
+            for (got, want, what) in [
+                (got64.1[r], row[imax], "max"),
+                (got64.2[r], row[imin], "min"),
+            ] {
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{what} f64, row {r} of {len}: {got} vs {want}"
+                );
+            }
+            let i16 = pick(&row16, true);
+            assert_eq!(got16.2[r] as usize, i16, "argmax f16, row {r} of {len}");
+            let (g, w) = (got16.1[r].to_f64(), row16[i16]);
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "max f16, row {r} of {len}: {g} vs {w}"
+            );
+            let bound: f64 = row.iter().map(|v| v.abs()).sum::<f64>();
+            let want: f64 = row.iter().sum();
+            let s = got64.0[r];
+            assert!(
+                (s - want).abs() <= bound * len as f64 * 1.2e-16 || (s.is_nan() && want.is_nan()),
+                "sum f64, row {r} of {len}: {s} vs {want}"
+            );
+            let want16: f64 = row16.iter().sum();
+            let b16: f64 = row16.iter().map(|v| v.abs()).sum::<f64>() * len as f64 * 6e-8;
+            let s16 = got16.0[r].to_f64();
+            assert!(
+                (s16 - want16).abs() <= b16 + want16.abs() * 1e-3
+                    || (s16.is_nan() && want16.is_nan()),
+                "sum f16, row {r} of {len}: {s16} vs {want16}"
+            );
+            // Vulkan has no f64 `exp` (SPIR-V's GLSL.std.450 takes f32 only;
+            // docs/kernels.md, "Floats": f64 transcendental functions are
+            // not checked there yet), so its f64 softmax is not either.
+            if ctx.backend() == unigpu::Backend::Vulkan {
+                continue;
+            }
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let any_nan = row.iter().any(|v| v.is_nan());
+            let total: f64 = row.iter().map(|&v| (v - m).exp()).sum();
+            for (j, &v) in row.iter().enumerate() {
+                let got = sm[r * len + j];
+                if any_nan {
+                    assert!(
+                        got.is_nan(),
+                        "softmax f64 of a row with a NaN, [{r},{j}]: {got}"
+                    );
+                } else {
+                    let want = (v - m).exp() / total;
+                    assert!(
+                        (got - want).abs() <= 1e-13 * want + 1e-300,
+                        "softmax f64 [{r},{j}] of {len}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+});

@@ -224,6 +224,18 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "                    let __cnt = ::core::cmp::min(__n as u32 - 1, __end - __lo) as usize;\n",
         tests: &["kernel_macro"],
     },
+    // The native CPU row kernels (ops/rows_cpu.rs) finding the last chunk
+    // that holds the extreme, not the first
+    // (`argmax_takes_the_first_extreme_or_the_first_nan`,
+    // `row_ops_in_f64_and_f16_match_the_host`).
+    Mutation {
+        name: "cpu row kernels: argmax takes the last chunk holding the extreme",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/ops/rows_cpu.rs",
+        original: "        .position(|c| c.iter().fold(false, |a, &v| a | hit(v.to_acc())));\n",
+        mutated: "        .rposition(|c| c.iter().fold(false, |a, &v| a | hit(v.to_acc())));\n",
+        tests: &["axes"],
+    },
     // A phase that is one `if` on the local x id running only the
     // invocations it lets through (cpu.rs, `invocations`), one short
     // (`phases_bounded_by_the_local_id_run_the_invocations_they_should`).

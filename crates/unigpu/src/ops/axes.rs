@@ -299,7 +299,16 @@ fn $takes(v: $acc, vi: u32, c: $acc, wants_max: bool) -> bool {
 row_kernels!(rows_reduce, rows_softmax, takes_f32, [f32, f16, bf16], f32);
 row_kernels!(rows_reduce_f64, rows_softmax_f64, takes_f64, [f64], f64);
 
+/// The row kernels with their native CPU forms (rows_cpu.rs).
 fn reduce_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
+    Ok(generated_reduce::<T>(ctx)?.with_cpu(super::rows_cpu::reduce::<T>))
+}
+
+fn softmax_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
+    Ok(generated_softmax::<T>(ctx)?.with_cpu(super::rows_cpu::softmax::<T>))
+}
+
+fn generated_reduce<T: Float>(ctx: &Context) -> Result<Kernel> {
     Ok(match T::DTYPE {
         DType::F32 => (*rows_reduce::kernel::<f32>(ctx)?).clone(),
         DType::F64 => (*rows_reduce_f64::kernel::<f64>(ctx)?).clone(),
@@ -309,7 +318,7 @@ fn reduce_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
     })
 }
 
-fn softmax_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
+fn generated_softmax<T: Float>(ctx: &Context) -> Result<Kernel> {
     Ok(match T::DTYPE {
         DType::F32 => (*rows_softmax::kernel::<f32>(ctx)?).clone(),
         DType::F64 => (*rows_softmax_f64::kernel::<f64>(ctx)?).clone(),

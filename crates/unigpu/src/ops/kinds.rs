@@ -21,10 +21,15 @@ pub trait Float: Element + sealed::Sealed {
     const ACC_SUFFIX: &'static str;
     fn to_acc(self) -> Self::Acc;
     fn from_acc(a: Self::Acc) -> Self;
+    /// e^a in the accumulation type, as the CPU's native row kernels
+    /// compute it (ops/rows_cpu.rs): f32's through the vectorising
+    /// `simd::math::exp` (within 1 ulp), f64's through libm.
+    #[doc(hidden)]
+    fn exp_acc(a: Self::Acc) -> Self::Acc;
 }
 
 macro_rules! float {
-    ($t:ty, $acc:ty, $suffix:literal, $acc_suffix:literal, $to:expr, $from:expr) => {
+    ($t:ty, $acc:ty, $suffix:literal, $acc_suffix:literal, $to:expr, $from:expr, $exp:expr) => {
         impl sealed::Sealed for $t {}
         impl Float for $t {
             type Acc = $acc;
@@ -36,13 +41,33 @@ macro_rules! float {
             fn from_acc(a: $acc) -> Self {
                 $from(a)
             }
+            #[inline(always)]
+            fn exp_acc(a: $acc) -> $acc {
+                $exp(a)
+            }
         }
     };
 }
-float!(f32, f32, "f32", "f32", |x| x, |a| a);
-float!(f64, f64, "f64", "f64", |x| x, |a| a);
-float!(f16, f32, "f16", "f32", f16::to_f32, f16::from_f32);
-float!(bf16, f32, "bf16", "f32", bf16::to_f32, bf16::from_f32);
+float!(f32, f32, "f32", "f32", |x| x, |a| a, crate::simd::math::exp);
+float!(f64, f64, "f64", "f64", |x| x, |a| a, f64::exp);
+float!(
+    f16,
+    f32,
+    "f16",
+    "f32",
+    f16::to_f32,
+    f16::from_f32,
+    crate::simd::math::exp
+);
+float!(
+    bf16,
+    f32,
+    "bf16",
+    "f32",
+    bf16::to_f32,
+    bf16::from_f32,
+    crate::simd::math::exp
+);
 
 /// The element-wise ops that take two inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

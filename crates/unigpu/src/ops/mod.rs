@@ -6,6 +6,7 @@ mod axes;
 mod elementwise;
 pub(crate) mod kinds;
 mod operand;
+mod rows_cpu;
 
 pub use kinds::Float;
 pub(crate) use kinds::{Binary, BinaryMath, Compare, Reduce, Unary, UnaryMath};
