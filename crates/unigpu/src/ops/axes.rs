@@ -305,6 +305,17 @@ fn reduce_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
 }
 
 fn softmax_kernel<T: Float>(ctx: &Context) -> Result<Kernel> {
+    // As the element-wise math (elementwise.rs): NVIDIA's Vulkan driver
+    // lost the device on the f64 softmax (an H200, 2026-11-28), and
+    // lavapipe's f64 exp was 18 % off.
+    if T::DTYPE == DType::F64 && ctx.backend() == crate::Backend::Vulkan {
+        return Err(Error::Unsupported {
+            backend: ctx.backend(),
+            what: "softmax and log_softmax of f64: WGSL's exp and log take f32 only \
+                   (compute in f32, or on another backend)"
+                .into(),
+        });
+    }
     Ok(generated_softmax::<T>(ctx)?.with_cpu(super::rows_cpu::softmax::<T>))
 }
 
