@@ -415,6 +415,7 @@ fn module(
             String::new()
         };
         let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
+        let f64_math = k.f64_only_f32_math();
         let wide = [
             k.uses(|t| t == Ty::F64),
             k.uses(|t| matches!(t, Ty::I64 | Ty::U64)),
@@ -457,6 +458,7 @@ fn module(
                             wgsl_fma: Self::WGSL_FMA_EMULATED,
                             fma: [#(#fma),*],
                             wide: [#(#wide),*],
+                            f64_math: #f64_math,
                             cpu: #m::cpu::#const_uses,
                             sites: #m::SITES,
                             workgroup: WORKGROUP_SIZE,

@@ -604,6 +604,40 @@ impl Kernel {
                 .any(|func| f(func.ret) || func.params.iter().any(|(_, t)| f(*t)))
     }
 
+    /// The first f64 math function in the kernel or its functions that
+    /// SPIR-V's GLSL.std.450 has no 64-bit form of (exp, exp2, ln, log2,
+    /// sin, cos, tan, tanh, pow): the vulkan backend refuses the kernel
+    /// (NVIDIA's driver lost the device on such a kernel; lavapipe's f64
+    /// exp was 18 % off). Its name in the language; "" for none.
+    pub fn f64_only_f32_math(&self) -> &'static str {
+        let mut found = "";
+        let mut visit = |e: &Expr| {
+            if let ExprKind::Math(f, _) = &e.kind
+                && e.ty == Ty::F64
+                && found.is_empty()
+            {
+                found = match f {
+                    Math::Exp => "exp",
+                    Math::Exp2 => "exp2",
+                    Math::Ln => "ln",
+                    Math::Log2 => "log2",
+                    Math::Sin => "sin",
+                    Math::Cos => "cos",
+                    Math::Tan => "tan",
+                    Math::Tanh => "tanh",
+                    Math::Pow => "powf",
+                    _ => "",
+                };
+            }
+        };
+        visit_exprs(&self.body, &mut visit);
+        for func in &self.funcs {
+            visit_exprs(&func.body, &mut visit);
+            func.result.visit(&mut visit);
+        }
+        found
+    }
+
     /// Whether an `fma` of type `t` is in the kernel or its functions.
     pub fn uses_fma(&self, t: Ty) -> bool {
         let mut found = false;

@@ -474,6 +474,7 @@ fn module(
     let sites = site_table(k);
     let doc = format!("The kernel `{name}` (#[unigpu::kernel]): build it with [`kernel`].");
     let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
+    let f64_math = k.f64_only_f32_math();
     let wide = [
         k.uses(|t| t == Ty::F64),
         k.uses(|t| matches!(t, Ty::I64 | Ty::U64)),
@@ -518,6 +519,7 @@ fn module(
                 wgsl_fma: WGSL_FMA_EMULATED,
                 fma: [#(#fma),*],
                 wide: [#(#wide),*],
+                f64_math: #f64_math,
                 cpu,
                 sites: &[#(#sites),*],
                 workgroup: WORKGROUP_SIZE,

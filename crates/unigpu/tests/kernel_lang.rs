@@ -613,3 +613,53 @@ fn the_cuda_form_needs_no_fp16_header() {
         flags::CUDA
     );
 }
+
+/// f64 `exp` and `sin`, which Vulkan's SPIR-V has in f32 only.
+#[unigpu::kernel]
+fn exp_sin64(x: &[f64], out: &mut [f64]) {
+    let i = global_id().x;
+    if i < x.len() {
+        out[i] = x[i].exp() + x[i].sin();
+    }
+}
+
+// On vulkan the kernel is refused when it is built, naming the function
+// (NVIDIA's driver lost the device on such a kernel, lavapipe's f64 exp
+// was 18 % off); elsewhere it runs, within a few ulps of the host's libm.
+on_every_backend!(
+    f64_transcendental_math_runs_or_is_refused_on_vulkan,
+    |ctx| {
+        if ctx.backend() == unigpu::Backend::Vulkan {
+            match exp_sin64::kernel(ctx) {
+                Err(unigpu::Error::Unsupported { what, .. }) => {
+                    assert!(
+                        what.contains("calls exp on f64") && what.contains("exp_sin64"),
+                        "{what}"
+                    )
+                }
+                other => panic!("an f64 exp kernel on vulkan: {:?}", other.map(|_| ())),
+            }
+            return;
+        }
+        let k = exp_sin64::kernel(ctx).unwrap();
+        let n = random_len(3000);
+        let hx: Vec<f64> = random_vec::<f64>(n)
+            .iter()
+            .map(|v| if v.is_finite() { v % 20.0 } else { 0.25 })
+            .collect();
+        let x = ctx.upload(&hx).unwrap();
+        let mut out = ctx.zeros::<f64>(n).unwrap();
+        k.launch(ctx, Grid::for_elems(n), (&x, &mut out)).unwrap();
+        let got = out.download().unwrap();
+        for i in 0..n {
+            let want = hx[i].exp() + hx[i].sin();
+            let scale = hx[i].exp() + hx[i].sin().abs();
+            assert!(
+                (got[i] - want).abs() <= scale * 1e-15,
+                "exp({0}) + sin({0}): {1} vs {want}",
+                hx[i],
+                got[i]
+            );
+        }
+    }
+);

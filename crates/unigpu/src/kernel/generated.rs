@@ -39,6 +39,9 @@ pub struct Spec {
     pub fma: [bool; 2],
     /// Whether it uses f64, and i64/u64 (which vulkan adapters may lack).
     pub wide: [bool; 2],
+    /// The first f64 math function it calls that Vulkan has in f32 only
+    /// (exp, ln, sin, …); "" for none.
+    pub f64_math: &'static str,
     pub cpu: fn(&CpuArgs) -> Result<()>,
     /// Every place the kernel indexes an array, by the number its code
     /// records in the fault word when the index is out of bounds.
@@ -309,6 +312,13 @@ fn vulkan_wgsl(ctx: &Context, spec: &Spec) -> Result<&'static str> {
     };
     if spec.wide[0] && !has("shader-f64") {
         return Err(refuse("uses f64, which needs shader-f64, absent".into()));
+    }
+    if !spec.f64_math.is_empty() {
+        return Err(refuse(format!(
+            "calls {} on f64, which Vulkan's SPIR-V (GLSL.std.450) has for f32 only \
+             (compute it in f32, or run the kernel on another backend)",
+            spec.f64_math
+        )));
     }
     if spec.wide[1] && !has("shader-int64") {
         return Err(refuse(
