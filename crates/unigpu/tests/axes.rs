@@ -8,17 +8,20 @@ use common::random_vec;
 use rand::Rng;
 use unigpu::{Context, Error, GpuArray};
 
+/// `v` made small (within ±8), a non-finite one 0.5.
+fn small(v: f64) -> f64 {
+    if v.is_finite() {
+        (v % 8.0).clamp(-8.0, 8.0)
+    } else {
+        0.5
+    }
+}
+
 /// A random array of `shape` whose elements are small, some negative.
 fn random_f32(ctx: &Context, shape: &[usize]) -> (GpuArray<f32>, Vec<f32>) {
     let host: Vec<f32> = random_vec::<f32>(shape.iter().product())
         .into_iter()
-        .map(|v| {
-            if v.is_finite() {
-                (v % 8.0).clamp(-8.0, 8.0)
-            } else {
-                0.5
-            }
-        })
+        .map(|v| small(f64::from(v)) as f32)
         .collect();
     (ctx.upload(&host).unwrap().reshape(shape).unwrap(), host)
 }
@@ -260,13 +263,7 @@ on_every_backend!(row_ops_in_f64_and_f16_match_the_host, |ctx| {
         let rows = rng.random_range(1..40);
         let mut host: Vec<f64> = random_vec::<f64>(rows * len)
             .into_iter()
-            .map(|v| {
-                if v.is_finite() {
-                    (v % 8.0).clamp(-8.0, 8.0)
-                } else {
-                    0.5
-                }
-            })
+            .map(small)
             .collect();
         // Row 0: a NaN somewhere; row 1 (when there): zeros of both signs
         // as its extreme.
@@ -281,41 +278,21 @@ on_every_backend!(row_ops_in_f64_and_f16_match_the_host, |ctx| {
         let halfs: Vec<half::f16> = host.iter().map(|&v| half::f16::from_f64(v)).collect();
         let a64 = ctx.upload(&host).unwrap().reshape([rows, len]).unwrap();
         let a16 = ctx.upload(&halfs).unwrap().reshape([rows, len]).unwrap();
+        // Over the last axis, downloaded.
+        let row_op = |r: unigpu::Result<GpuArray<f64>>| r.unwrap().download().unwrap();
+        let row_op16 = |r: unigpu::Result<GpuArray<half::f16>>| r.unwrap().download().unwrap();
+        let row_idx = |r: unigpu::Result<GpuArray<u32>>| r.unwrap().download().unwrap();
         let got64 = (
-            ops.sum_axes(&a64, Some(&[1]), false)
-                .unwrap()
-                .download()
-                .unwrap(),
-            ops.max_axes(&a64, Some(&[1]), false)
-                .unwrap()
-                .download()
-                .unwrap(),
-            ops.min_axes(&a64, Some(&[1]), false)
-                .unwrap()
-                .download()
-                .unwrap(),
-            ops.argmax(&a64, Some(1), false)
-                .unwrap()
-                .download()
-                .unwrap(),
-            ops.argmin(&a64, Some(1), false)
-                .unwrap()
-                .download()
-                .unwrap(),
+            row_op(ops.sum_axes(&a64, Some(&[1]), false)),
+            row_op(ops.max_axes(&a64, Some(&[1]), false)),
+            row_op(ops.min_axes(&a64, Some(&[1]), false)),
+            row_idx(ops.argmax(&a64, Some(1), false)),
+            row_idx(ops.argmin(&a64, Some(1), false)),
         );
         let got16 = (
-            ops.sum_axes(&a16, Some(&[1]), false)
-                .unwrap()
-                .download()
-                .unwrap(),
-            ops.max_axes(&a16, Some(&[1]), false)
-                .unwrap()
-                .download()
-                .unwrap(),
-            ops.argmax(&a16, Some(1), false)
-                .unwrap()
-                .download()
-                .unwrap(),
+            row_op16(ops.sum_axes(&a16, Some(&[1]), false)),
+            row_op16(ops.max_axes(&a16, Some(&[1]), false)),
+            row_idx(ops.argmax(&a16, Some(1), false)),
         );
         let mut sm = ctx
             .zeros::<f64>(rows * len)
