@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::backend::BackendAttempt;
-pub(crate) use crate::backend::DeviceImpl;
+use crate::backend::DeviceImpl;
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::fault_word::FaultWords;
@@ -273,21 +273,4 @@ fn required_by_config(config: &Config, backend: Backend) -> bool {
                 .is_some_and(|d| !d.kind.is_host() && Backend::named_for(d.kind) == backend)
         }
     }
-}
-
-/// The hardware this machine has for `backend`, found without opening
-/// it, described for a message; `None` where it has none, where the
-/// backend needs none of its own, or where this build lacks the backend.
-/// What counts is each backend's to say (its `Api::hardware`, in its own
-/// folder under backend/). A backend with hardware here that does not open
-/// has failed, rather than found nothing to run on (`unigpu soak --backend
-/// all` fails on it).
-pub fn hardware_here(backend: Backend) -> Option<String> {
-    crate::backend::DeviceImpl::hardware(backend)
-}
-
-/// Every device `backend` can use on this machine. A backend that cannot
-/// run here is an error that says why.
-pub fn list_devices(backend: Backend) -> Result<Vec<DeviceInfo>> {
-    DeviceImpl::list(backend)
 }

@@ -27,6 +27,9 @@
 //! - `host_pinned.rs`: the pinned buffer of backends without page-locked
 //!   memory of their own (cpu, torch, vulkan), `host_pinned_api!`; not a
 //!   backend.
+//! - `inventory.rs`: what each backend finds on this machine
+//!   (`hardware_here`, `list_devices`), through the dispatch; not a
+//!   backend.
 //! - `host_memory.rs`: host memory accounting (requests checked against the
 //!   available memory) for the cpu backend and `host_pinned.rs`.
 //! - `unified.rs`: what the backends share about unified memory; not a
@@ -56,6 +59,7 @@ mod host_memory;
 mod host_pinned;
 #[cfg(feature = "torch")]
 mod interop;
+mod inventory;
 mod kind;
 mod listed_enum;
 #[cfg(any(not(feature = "cuda"), not(feature = "torch"), not(feature = "vulkan")))]
@@ -83,6 +87,7 @@ pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
     StreamImpl, can_access_peer, dlpack_device_type, shader_kernel,
 };
+pub use inventory::{hardware_here, list_devices};
 pub use kind::{Backend, BackendAttempt, Outcome};
 #[cfg(feature = "cuda")]
 pub use nvrtc::cache::{CACHE_DIR_ENV, disk_dir};
