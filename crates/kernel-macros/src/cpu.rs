@@ -236,8 +236,8 @@ struct Cpu<'k> {
     /// grid-stride fast path (stride.rs), whose chunk loop LLVM vectorises,
     /// and there in both of its forms and its device functions, so a
     /// kernel computes them one way. Elsewhere libm's: in a loop that stays
-    /// scalar, libm's table-driven `expf` is about twice as fast as the
-    /// f64 series (softmax's rows took 31 ms where they took 15). Both are
+    /// scalar, libm's table-driven `expf` was about twice as fast as the
+    /// earlier f64 series (softmax's rows took 31 ms where they took 15). Both are
     /// within 1 ulp (docs/kernels.md).
     vector_math: bool,
 }
@@ -1377,8 +1377,8 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
         };
     }
     let tt = ty(t);
-    // f32's transcendental functions: the vectorisable ones computed in
-    // f64 (`unigpu::simd::math`) where the loop vectorises (`vector_math`),
+    // f32's transcendental functions: the vectorisable branch-free ones
+    // (`unigpu::simd::math`) where the loop vectorises (`vector_math`),
     // since libm's would be a call per element that keeps it scalar.
     // `pow` stays libm's: the f64 form's special cases kept its loop
     // scalar, at 3.6x libm's time.
