@@ -163,6 +163,14 @@ const MUTATIONS: &[Mutation] = &[
         mutated: "            (stop - start).as_secs_f64() * 1e6\n",
         tests: &["streams"],
     },
+    Mutation {
+        name: "the native normal loop's cosine with the wrong sign in quadrants 1 and 3",
+        target: Target::Cpu,
+        file: "crates/unigpu/src/random/cpu.rs",
+        original: "    let c = if (q + 1) & 2 != 0 { -c } else { c };\n",
+        mutated: "    let c = if q & 2 != 0 { -c } else { c };\n",
+        tests: &["random"],
+    },
     // ---- the kernel macro's CPU form (crates/kernel-macros/src/cpu.rs),
     // against the kernel tests' `::cpu` variants: an operator mapped
     // wrongly, a wrapping or shift rule broken, a barrier that does not
@@ -175,6 +183,14 @@ const MUTATIONS: &[Mutation] = &[
         original: "        Le => quote!((#a <= #b)),\n",
         mutated: "        Le => quote!((#a < #b)),\n",
         tests: &["kernel_macro", "kernel_prop"],
+    },
+    Mutation {
+        name: "kernel macro, cpu grid-stride fast path: every constant load reads index 0",
+        target: Target::Cpu,
+        file: "crates/kernel-macros/src/cpu.rs",
+        original: "                quote!(let #local = #p.peek(#index);)\n",
+        mutated: "                quote!(let #local = #p.peek(0u32);)\n",
+        tests: &["kernel_macro"],
     },
     Mutation {
         name: "kernel macro, cpu emitter: integer `+` saturates instead of wrapping",

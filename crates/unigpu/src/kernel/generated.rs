@@ -397,6 +397,13 @@ impl<'a, T: Copy + Default> Ro<'a, T> {
     pub fn slice(&self) -> &'a [T] {
         self.0
     }
+    /// Element `i` where it is in bounds, with no fault recorded: the
+    /// grid-stride fast path reads a read-only array's constant indices
+    /// once a chunk with it, and runs its plain loop where one is not.
+    #[inline]
+    pub fn peek(&self, i: u32) -> Option<T> {
+        self.0.get(i as usize).copied()
+    }
     #[inline]
     pub fn get(&self, i: u32, fault: &Fault<'_>, site: u32) -> T {
         match self.0.get(i as usize) {
