@@ -234,7 +234,13 @@ fn hoistable_loads(
         if let ExprKind::Load(a, index, _) = &e.kind
             && let ExprKind::Lit(Lit::Int(n)) = index.kind
             && let Ok(key) = u32::try_from(n)
-            && matches!(k.params[*a].kind, ParamKind::Array { writable: false, .. })
+            && matches!(
+                k.params[*a].kind,
+                ParamKind::Array {
+                    writable: false,
+                    ..
+                }
+            )
             && !s.sliced.contains(a)
             && !found.iter().any(|(b, i, _)| b == a && *i == key)
         {

@@ -10,8 +10,8 @@
 //! never contracted into an fma); its `/`, `sqrt`, `ln`, `sin` and `cos`
 //! are not bit-identical across backends (docs/kernels.md, "Math
 //! functions: ulp bounds"), so the logarithm, square root, sine and cosine
-//! that Box–Muller needs are written here as device functions from range
-//! reduction and polynomials.
+//! that Box–Muller needs are written as device functions from range
+//! reduction and polynomials (random/math.rs).
 //!
 //! The mapping (what the tests check bit for bit against a host reference
 //! written independently in `tests/random.rs`):
@@ -41,6 +41,8 @@
 //!   low + ⌊W·r / 2^128⌋ (within 2^-64 of 1/r).
 
 mod cpu;
+#[macro_use]
+mod math;
 
 use crate::{
     AnyArray, Context, DType, Element, Error, GpuArray, Grid, IntoShape, Result, bf16, f16,
@@ -75,142 +77,6 @@ fn scale64(hi: u32, lo: u32, r: u32) -> u32 {
         carry = 1u32;
     }
     mul_hi(hi, r) + carry
-}
-
-/// The f32 helpers of Box–Muller, once as device functions for the
-/// kernels and once as plain Rust (`host`) for the CPU backend's native
-/// normal loop (random/cpu.rs), so both run the same operations (none of
-/// these can overflow an integer, so Rust's checked arithmetic agrees
-/// with the kernel language's wrapping).
-macro_rules! device_and_host {
-    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ident),*) -> $ret:ident $body:block)*) => {
-        $($(#[$doc])* #[unigpu::device] fn $name($($arg: $ty),*) -> $ret $body)*
-        // The kernels' source as written: `x = x * k` where Rust's style
-        // is `x *= k`, and exact powers of two in all their digits.
-        #[allow(clippy::assign_op_pattern, clippy::excessive_precision)]
-        mod host {
-            $(#[inline(always)] pub(super) fn $name($($arg: $ty),*) -> $ret $body)*
-        }
-    };
-}
-
-device_and_host! {
-    /// 1/d for d in [1 + √½, 1 + √2]: a linear start (relative error below
-    /// 0.015) and Newton steps e → e², three for f32.
-    fn recip_f32(d: f32) -> f32 {
-        let mut r = 0.9850615f32 - 0.239016f32 * d;
-        r = r + r * (1.0f32 - d * r);
-        r = r + r * (1.0f32 - d * r);
-        r = r + r * (1.0f32 - d * r);
-        r
-    }
-
-    /// ln(u) for u in [2^-31, 1]: u = m·2^e with m in [√½, √2) by exact
-    /// scalings, ln m = 2 atanh(s), s = (m − 1)/(m + 1), |s| < 0.172, as an odd
-    /// series to s^11.
-    fn ln_unit_f32(u: f32) -> f32 {
-        let mut m = u;
-        let mut e = 0i32;
-        if m < 1.52587890625e-5f32 {
-            m = m * 65536.0f32;
-            e = e - 16i32;
-        }
-        if m < 0.00390625f32 {
-            m = m * 256.0f32;
-            e = e - 8i32;
-        }
-        if m < 0.0625f32 {
-            m = m * 16.0f32;
-            e = e - 4i32;
-        }
-        if m < 0.25f32 {
-            m = m * 4.0f32;
-            e = e - 2i32;
-        }
-        if m < 0.5f32 {
-            m = m * 2.0f32;
-            e = e - 1i32;
-        }
-        if m < 0.70710677f32 {
-            m = m * 2.0f32;
-            e = e - 1i32;
-        }
-        let f = m - 1.0f32;
-        let s = f * recip_f32(m + 1.0f32);
-        let s2 = s * s;
-        let p = 0.33333334f32
-            + s2 * (0.2f32 + s2 * (0.14285715f32 + s2 * (0.11111111f32 + s2 * 0.09090909f32)));
-        let lnm = (s + s) + (s + s) * (s2 * p);
-        let ef = e as f32;
-        ef * 0.6931381f32 + (ef * 9.0580006e-6f32 + lnm)
-    }
-
-    /// √a for a = 0 or a in [2^-30, 2^8): scaled by powers of 4 into
-    /// [¼, 1), 1/√x from a quadratic start (relative error below 0.03) and
-    /// three Newton steps, then x · (1/√x) scaled back.
-    fn sqrt_f32(a: f32) -> f32 {
-        if a == 0.0f32 {
-            return 0.0f32;
-        }
-        let mut x = a;
-        let mut k = 1.0f32;
-        if x >= 16.0f32 {
-            x = x * 0.0625f32;
-            k = k * 4.0f32;
-        }
-        if x >= 4.0f32 {
-            x = x * 0.25f32;
-            k = k * 2.0f32;
-        }
-        if x >= 1.0f32 {
-            x = x * 0.25f32;
-            k = k * 2.0f32;
-        }
-        if x < 1.52587890625e-5f32 {
-            x = x * 65536.0f32;
-            k = k * 0.00390625f32;
-        }
-        if x < 0.00390625f32 {
-            x = x * 256.0f32;
-            k = k * 0.0625f32;
-        }
-        if x < 0.0625f32 {
-            x = x * 16.0f32;
-            k = k * 0.25f32;
-        }
-        if x < 0.25f32 {
-            x = x * 4.0f32;
-            k = k * 0.5f32;
-        }
-        let mut y = 2.628649f32 + x * (-3.1339707f32 + x * 1.5231842f32);
-        y = y * (1.5f32 - 0.5f32 * x * y * y);
-        y = y * (1.5f32 - 0.5f32 * x * y * y);
-        y = y * (1.5f32 - 0.5f32 * x * y * y);
-        x * y * k
-    }
-
-    /// sin x for |x| ≤ π/4: Taylor to x^11.
-    fn sin_poly_f32(x: f32) -> f32 {
-        let x2 = x * x;
-        let p = -0.16666667f32
-            + x2 * (0.008333334f32
-                + x2 * (-0.0001984127f32 + x2 * (2.7557319e-6f32 + x2 * -2.5052108e-8f32)));
-        x + x * (x2 * p)
-    }
-
-    /// cos x for |x| ≤ π/4: Taylor to x^12.
-    fn cos_poly_f32(x: f32) -> f32 {
-        let x2 = x * x;
-        let p = 0.041666668f32
-            + x2 * (-0.0013888889f32
-                + x2 * (2.4801588e-5f32 + x2 * (-2.7557319e-7f32 + x2 * 2.0876756e-9f32)));
-        1.0f32 + x2 * (-0.5f32 + x2 * p)
-    }
-
-    /// The quadrant (0..=3) nearest a 24-bit phase p (a fraction p/2^24 of a turn).
-    fn quadrant24(p: u32) -> u32 {
-        (((p >> 21u32) + 1u32) >> 1u32) & 3u32
-    }
 }
 
 /// The angle from that quadrant's centre, in radians (|x| ≤ π/4): the

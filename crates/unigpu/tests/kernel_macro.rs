@@ -1820,44 +1820,57 @@ const GS_PARAMS_P2_LINE: u32 = line!() - 6;
 // Three elements in `p`: every result from them. Two, with no negative
 // input: `p[2]` is never read, so no fault (the loop ran in its plain
 // form). Two and some negatives: those read 0 and the fault names `p`.
-on_every_backend!(grid_stride_constant_loads_match_the_host_and_report, |ctx| {
-    #[allow(clippy::assertions_on_constants)]
-    {
-        assert!(gs_params::CPU_GRID_STRIDE);
-    }
-    let k = gs_params::kernel(ctx).unwrap();
-    for (np, negatives) in [(3, true), (2, false), (2, true)] {
-        let n = random_len(40_000) + 1000;
-        let hp = random_vec::<f32>(np);
-        let mut hx = random_vec::<f32>(n);
-        if !negatives {
-            hx.iter_mut().for_each(|v| *v = v.abs());
-        } else {
-            hx[random_len(n) - 1] = -1.0;
+on_every_backend!(
+    grid_stride_constant_loads_match_the_host_and_report,
+    |ctx| {
+        #[allow(clippy::assertions_on_constants)]
+        {
+            assert!(gs_params::CPU_GRID_STRIDE);
         }
-        let (p, x) = (ctx.upload(&hp).unwrap(), ctx.upload(&hx).unwrap());
-        let mut y = ctx.zeros::<f32>(n).unwrap();
-        let groups = [1, 3, 40][random_len(3) - 1];
-        k.launch(ctx, Grid::new((groups, 1, 1), (256, 1, 1)), (&p, &x, &mut y))
-            .unwrap();
-        let synced = ctx.default_stream().sync();
-        if np == 2 && negatives {
-            assert_oob(synced, "gs_params", &["p"], GS_PARAMS_P2_LINE, ArrayAccess::Read);
-        } else {
-            synced.unwrap();
-        }
-        let got = y.download().unwrap();
-        for i in 0..n {
-            let want = if hx[i] < 0.0 {
-                hp.get(2).copied().unwrap_or(0.0)
+        let k = gs_params::kernel(ctx).unwrap();
+        for (np, negatives) in [(3, true), (2, false), (2, true)] {
+            let n = random_len(40_000) + 1000;
+            let hp = random_vec::<f32>(np);
+            let mut hx = random_vec::<f32>(n);
+            if !negatives {
+                hx.iter_mut().for_each(|v| *v = v.abs());
             } else {
-                hx[i] * hp[0] + hp[1]
-            };
-            let what = format!("y[{i}] of {n}, p of {np}, {groups} workgroups");
-            assert_same_or_contracted(ctx, got[i] as f64, want as f64, 1e-6, 2e3, &what);
+                hx[random_len(n) - 1] = -1.0;
+            }
+            let (p, x) = (ctx.upload(&hp).unwrap(), ctx.upload(&hx).unwrap());
+            let mut y = ctx.zeros::<f32>(n).unwrap();
+            let groups = [1, 3, 40][random_len(3) - 1];
+            k.launch(
+                ctx,
+                Grid::new((groups, 1, 1), (256, 1, 1)),
+                (&p, &x, &mut y),
+            )
+            .unwrap();
+            let synced = ctx.default_stream().sync();
+            if np == 2 && negatives {
+                assert_oob(
+                    synced,
+                    "gs_params",
+                    &["p"],
+                    GS_PARAMS_P2_LINE,
+                    ArrayAccess::Read,
+                );
+            } else {
+                synced.unwrap();
+            }
+            let got = y.download().unwrap();
+            for i in 0..n {
+                let want = if hx[i] < 0.0 {
+                    hp.get(2).copied().unwrap_or(0.0)
+                } else {
+                    hx[i] * hp[0] + hp[1]
+                };
+                let what = format!("y[{i}] of {n}, p of {np}, {groups} workgroups");
+                assert_same_or_contracted(ctx, got[i] as f64, want as f64, 1e-6, 2e3, &what);
+            }
         }
     }
-});
+);
 
 /// Widened on every GPU form (widen.rs): `i` only indexes the arrays.
 #[unigpu::kernel]

@@ -11,13 +11,13 @@
 //! pool.
 //!
 //! The f32 helpers (`ln_unit_f32`, `sqrt_f32`, the polynomials) are the
-//! kernels' own, compiled a second time as plain Rust (`super::host`);
+//! kernels' own, compiled a second time as plain Rust (`math.rs`);
 //! Philox and the angle's remainder wrap here where the kernel language
 //! wraps.
 
 use rayon::prelude::*;
 
-use super::host;
+use super::math::host;
 use crate::Result;
 use crate::kernel::CpuArgs;
 
