@@ -123,6 +123,30 @@ impl Config {
         Ok(config)
     }
 
+    /// What this config says of `backend` in the fallback chain: `Err`
+    /// with why it is passed over before it is tried, or `Ok(required)`,
+    /// true when the config names it (or a device only it serves), so
+    /// failing to open it is an error rather than a reason to fall back.
+    pub(crate) fn plan_for(&self, backend: Backend) -> Result<bool, String> {
+        match (self.backend, self.device) {
+            (BackendChoice::Only(b), _) if b != backend => {
+                Err(format!("backend = \"{b}\" was requested"))
+            }
+            (BackendChoice::Auto, Some(d)) if d.kind != backend.device_kind() => {
+                let named = d.kind.device_name(d.ordinal);
+                Err(format!("device = \"{named}\" was requested"))
+            }
+            (BackendChoice::Only(_), _) => Ok(true),
+            // A device named with a GPU backend's prefix asks for that
+            // backend; another backend may serve such a device too, but
+            // only when it can.
+            (BackendChoice::Auto, device) => {
+                Ok(device
+                    .is_some_and(|d| !d.kind.is_host() && Backend::named_for(d.kind) == backend))
+            }
+        }
+    }
+
     /// Reads one file, without environment overrides.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {

@@ -5,14 +5,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use crate::backend::BackendAttempt;
 use crate::backend::DeviceImpl;
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::fault_word::FaultWords;
 use crate::kernel::{CompileOptions, Kernel, Module};
 use crate::stream::Stream;
-use crate::{Backend, DType, Error, Result};
+use crate::{Backend, BackendAttempt, DType, Error, Result};
 
 /// Modules compiled in a context, by source and options.
 pub(crate) type ModuleCache = HashMap<(String, CompileOptions), Module>;
@@ -96,13 +95,7 @@ impl Context {
     /// A context from resolved settings.
     pub fn from_config(config: Config) -> Result<Context> {
         let ordinal = config.device.map_or(0, |d| d.ordinal);
-        let (device, chain) =
-            DeviceImpl::open_first(ordinal, |backend| {
-                match excluded_by_config(&config, backend) {
-                    Some(reason) => Err(reason),
-                    None => Ok(required_by_config(&config, backend)),
-                }
-            })?;
+        let (device, chain) = DeviceImpl::open_first(ordinal, |backend| config.plan_for(backend))?;
         let default_stream = Stream::from_impl(device.default_stream()?);
         // The default stream's fault word (fault_word.rs) is made with the
         // context, not by its first generated kernel: memory the context
@@ -242,35 +235,5 @@ impl Context {
 
     pub(crate) fn same_device(&self, other: &Context) -> bool {
         self.inner.device.same(&other.inner.device)
-    }
-}
-
-/// Why the config rules `backend` out before it is tried, if it does.
-fn excluded_by_config(config: &Config, backend: Backend) -> Option<String> {
-    match (config.backend, config.device) {
-        (BackendChoice::Only(b), _) if b != backend => {
-            Some(format!("backend = \"{b}\" was requested"))
-        }
-        (BackendChoice::Auto, Some(d)) if d.kind != backend.device_kind() => {
-            let named = d.kind.device_name(d.ordinal);
-            Some(format!("device = \"{named}\" was requested"))
-        }
-        _ => None,
-    }
-}
-
-/// True when the config names `backend` (or a device only it serves), so
-/// failing to open it is an error rather than a reason to fall back.
-fn required_by_config(config: &Config, backend: Backend) -> bool {
-    match config.backend {
-        BackendChoice::Only(b) => b == backend,
-        BackendChoice::Auto => {
-            // A device named with a GPU backend's prefix asks for that
-            // backend; another backend may serve such a device too, but
-            // only when it can.
-            config
-                .device
-                .is_some_and(|d| !d.kind.is_host() && Backend::named_for(d.kind) == backend)
-        }
     }
 }
