@@ -277,8 +277,11 @@ impl Emit<'_> {
     /// The widened part of a grid-stride loop (widen.rs), before the loop
     /// itself, which then starts where this part stopped.
     fn widened(&mut self, w: &crate::widen::Widened) {
+        // A vector of N elements, aligned to its size: one 16-byte load for
+        // four f32, one 4-byte load for the four u8 beside them.
         self.helper("ug_1_vec".into(), || {
-            "template <typename T> struct __align__(16) ug_vec { T v[16 / sizeof(T)]; };\n".into()
+            "template <typename T, unsigned int N> struct alignas(sizeof(T) * N) ug_vec { T v[N]; };\n"
+                .into()
         });
         let (var, lanes) = (&w.loop_.var, w.lanes);
         let (end, step) = (self.expr(w.loop_.end), self.expr(w.step));
@@ -290,29 +293,35 @@ impl Emit<'_> {
             self.line(2, &format!("if (n_{n} < ug_vn) ug_vn = n_{n};"));
         }
         self.line(2, &format!("ug_vn /= {lanes}u;"));
-        let aligned: Vec<String> = names
+        // Each array starts on its vector's size (16 bytes; 4 for the u8
+        // lanes beside f32).
+        let mut by_size: Vec<(u32, Vec<String>)> = Vec::new();
+        for (&a, n) in arrays.iter().zip(&names) {
+            let bytes = crate::widen::vector_bytes(self.k, w, a);
+            let p = format!("(unsigned long long)p_{n}");
+            match by_size.iter_mut().find(|(b, _)| *b == bytes) {
+                Some((_, ps)) => ps.push(p),
+                None => by_size.push((bytes, vec![p])),
+            }
+        }
+        let masks: Vec<String> = by_size
             .iter()
-            .map(|n| format!("(unsigned long long)p_{n}"))
+            .map(|(bytes, ps)| format!("(({}) & {}ull)", ps.join(" | "), bytes - 1))
             .collect();
-        self.line(
-            2,
-            &format!("if ((({}) & 15ull) == 0ull) {{", aligned.join(" | ")),
-        );
+        self.line(2, &format!("if (({}) == 0ull) {{", masks.join(" | ")));
         self.line(
             3,
             &format!("for (unsigned int ug_v = {var}; ug_v < ug_vn; ug_v += {step}) {{"),
         );
         for (&a, n) in arrays.iter().zip(&names) {
-            let c = ty(elem_of(&self.k.params[a]));
+            let v = format!("ug_vec<{}, {lanes}u>", ty(elem_of(&self.k.params[a])));
             if w.loads.contains(&a) {
                 self.line(
                     4,
-                    &format!(
-                        "ug_vec<{c}> ug_w_{n} = reinterpret_cast<const ug_vec<{c}>*>(p_{n})[ug_v];"
-                    ),
+                    &format!("{v} ug_w_{n} = reinterpret_cast<const {v}*>(p_{n})[ug_v];"),
                 );
             } else {
-                self.line(4, &format!("ug_vec<{c}> ug_w_{n};"));
+                self.line(4, &format!("{v} ug_w_{n};"));
             }
         }
         self.line(4, "#pragma unroll");
@@ -332,7 +341,7 @@ impl Emit<'_> {
             let (n, c) = (&self.k.params[a].name, ty(elem_of(&self.k.params[a])));
             self.line(
                 4,
-                &format!("reinterpret_cast<ug_vec<{c}>*>(p_{n})[ug_v] = ug_w_{n};"),
+                &format!("reinterpret_cast<ug_vec<{c}, {lanes}u>*>(p_{n})[ug_v] = ug_w_{n};"),
             );
         }
         self.line(3, "}");
@@ -493,7 +502,11 @@ impl Emit<'_> {
             ExprKind::Len(i) => format!("n_{}", self.k.params[*i].name),
             ExprKind::Load(a, index, site) => {
                 if let Some(lane) = self.lane(*a, index) {
-                    return lane;
+                    // A u8 lane reads as the u32 every u8 load gives.
+                    return match elem_of(&self.k.params[*a]) {
+                        Ty::U8 => format!("((unsigned int){lane})"),
+                        _ => lane,
+                    };
                 }
                 let p = &self.k.params[*a];
                 let (name, elem) = (p.name.clone(), elem_of(p));

@@ -163,7 +163,7 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
         lane: None,
         hoist: None,
     };
-    let widened = crate::widen::plan(k).filter(index_only);
+    let widened = crate::widen::plan(k).filter(|w| index_only(w) && w.one_width(k));
     if let Some(w) = &widened {
         e.wide = w.arrays().into_iter().map(|a| (a, w.lanes)).collect();
     }
@@ -194,7 +194,17 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
         }
         _ => {
             let top: Vec<&Stmt> = k.body.iter().collect();
-            let hoisted = crate::stride::phase_loop(k, &top).filter(|p| !p.sliced.is_empty());
+            // Only arrays of whole 32- or 64-bit elements: a u8 or f16/bf16
+            // element is part of a word (its load picks it out), and
+            // hoisting read the whole word as the element (`where_` on
+            // vulkan took a word of four mask bytes as one).
+            let hoisted = crate::stride::phase_loop(k, &top)
+                .map(|mut p| {
+                    p.sliced
+                        .retain(|&a| !matches!(elem_of(&k.params[a]), Ty::U8 | Ty::F16 | Ty::Bf16));
+                    p
+                })
+                .filter(|p| !p.sliced.is_empty());
             for (at, s) in k.body.iter().enumerate() {
                 if let Some(p) = hoisted.as_ref().filter(|p| p.at == at) {
                     e.hoisted(p, s);

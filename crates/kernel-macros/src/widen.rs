@@ -60,10 +60,18 @@ impl Widened<'_> {
             .collect()
     }
 
+    /// Whether every widened array's vector is 16 bytes (one element
+    /// width), the only shape the WGSL form binds as vectors.
+    pub fn one_width(&self, k: &Kernel) -> bool {
+        self.arrays()
+            .iter()
+            .all(|&a| vector_bytes(k, self, a) == 16)
+    }
+
     /// The comment a GPU form's widened part opens with.
     pub fn comment(&self) -> String {
         format!(
-            "// {} iterations at a time, in 16-byte accesses (widen.rs).",
+            "// {} iterations at a time, in vector accesses (widen.rs).",
             self.lanes
         )
     }
@@ -71,7 +79,11 @@ impl Widened<'_> {
 
 /// The kernel's grid-stride loop, widened, or `None` where it is not an
 /// independent grid-stride loop or its arrays do not share one element
-/// width, 4 or 8 bytes (f32, i32 and u32 mix; so do f64, i64 and u64).
+/// width, 4 or 8 bytes (f32, i32 and u32 mix; so do f64, i64 and u64),
+/// with u8 arrays beside them allowed. That width sets the lanes
+/// (16 bytes of it); a narrower array moves as a vector of as many lanes
+/// (a comparison's u8 mask beside f32 operands: 4 bytes a vector).
+/// f16/bf16 arrays are left alone: their lanes would need conversions.
 pub fn plan(k: &Kernel) -> Option<Widened<'_>> {
     let loop_ = crate::stride::analyse(k)?;
     let Some(Stmt::While { body, .. }) = k.body.last() else {
@@ -122,27 +134,39 @@ pub fn plan(k: &Kernel) -> Option<Widened<'_>> {
     loads.sort_unstable();
     written.sort_unstable();
 
-    let mut bits = None;
+    // The one width of the arrays that are not u8.
+    let mut widest: Option<u32> = None;
     for &a in loads.iter().chain(&written) {
         let ParamKind::Array { elem, .. } = k.params[a].kind else {
             return None;
         };
-        if !matches!(
-            elem,
+        match elem {
+            Ty::U8 => {}
             Ty::F32 | Ty::I32 | Ty::U32 | Ty::F64 | Ty::I64 | Ty::U64
-        ) || bits.is_some_and(|b| b != elem.bits())
-        {
-            return None;
+                if widest.is_none_or(|b| b == elem.bits()) =>
+            {
+                widest = Some(elem.bits());
+            }
+            _ => return None,
         }
-        bits = Some(elem.bits());
     }
+    // Only bytes: no wider element to set the lanes.
+    let widest = widest?;
     Some(Widened {
         step,
-        lanes: 128 / bits?,
+        lanes: 128 / widest,
         loads,
         stores: written,
         loop_,
     })
+}
+
+/// The bytes of array `a`'s vector in `w` (its lanes' elements).
+pub fn vector_bytes(k: &Kernel, w: &Widened, a: usize) -> u32 {
+    match k.params[a].kind {
+        ParamKind::Array { elem, .. } => w.lanes * elem.bits() / 8,
+        ParamKind::Scalar(_) => unreachable!("widened arrays are arrays"),
+    }
 }
 
 #[cfg(test)]
@@ -232,14 +256,72 @@ mod cuda_tests {
         at("unsigned int ug_vn = n_y;");
         at("if (n_x < ug_vn) ug_vn = n_x;");
         at("ug_vn /= 4u;");
-        at("(((unsigned long long)p_x | (unsigned long long)p_y) & 15ull) == 0ull");
+        at("if (((((unsigned long long)p_x | (unsigned long long)p_y) & 15ull)) == 0ull) {");
         // Lanes read and write the vectors, unchecked; the loop after them
         // starts where they stopped and keeps its checks.
         at("ug_w_y.v[ug_l] = ((p_a * ug_w_x.v[ug_l]) + ug_w_y.v[ug_l]);");
-        let store = at("reinterpret_cast<ug_vec<float>*>(p_y)[ug_v] = ug_w_y;");
+        let store = at("reinterpret_cast<ug_vec<float, 4u>*>(p_y)[ug_v] = ug_w_y;");
         let restart = at("v_i_1 = ug_vn * 4u + v_i_1;");
         let checked = at("ug_ld_f32(p_x, n_x, v_i_1,");
         assert!(store < restart && restart < checked);
+    }
+}
+
+#[cfg(test)]
+mod mixed_tests {
+    /// A comparison: f32 operands, a u8 mask.
+    fn less() -> crate::ir::Kernel {
+        super::tests::kernel(
+            "fn less(a: &[f32], b: &[f32], m: &mut [u8]) {
+                let stride = num_workgroups().x * workgroup_size().x;
+                let mut i = global_id().x;
+                while i < m.len() { m[i] = (a[i] < b[i]) as u32; i += stride; }
+            }",
+        )
+    }
+
+    #[test]
+    fn a_u8_array_beside_f32_moves_four_bytes_a_vector_on_cuda_only() {
+        let k = less();
+        let w = super::plan(&k).expect("widened");
+        assert_eq!(
+            (w.lanes, w.loads.clone(), w.stores.clone()),
+            (4, vec![0, 1], vec![2])
+        );
+        assert_eq!(
+            [0, 1, 2].map(|a| super::vector_bytes(&k, &w, a)),
+            [16, 16, 4]
+        );
+        assert!(!w.one_width(&k));
+        let src = crate::cuda::emit(&k);
+        let at = |s: &str| src.find(s).unwrap_or_else(|| panic!("no `{s}` in\n{src}"));
+        // Each array aligned to its own vector.
+        at(
+            "if (((((unsigned long long)p_a | (unsigned long long)p_b) & 15ull) | (((unsigned long long)p_m) & 3ull)) == 0ull) {",
+        );
+        at("ug_vec<unsigned char, 4u> ug_w_m;");
+        at("reinterpret_cast<ug_vec<unsigned char, 4u>*>(p_m)[ug_v] = ug_w_m;");
+        at("ug_w_m.v[ug_l] = ((unsigned int)((ug_w_a.v[ug_l] < ug_w_b.v[ug_l])));");
+        // The WGSL form binds u8 arrays one element a u32: not widened.
+        let wgsl = crate::wgsl::emit(&k, false);
+        assert!(!wgsl.contains("vec4") && !wgsl.contains("ug_vn"), "{wgsl}");
+    }
+
+    #[test]
+    fn bytes_alone_or_with_two_other_widths_are_left_alone() {
+        for src in [
+            "fn copy(x: &[u8], y: &mut [u8]) {
+                let mut i = global_id().x;
+                while i < y.len() { y[i] = x[i]; i += num_workgroups().x * workgroup_size().x; }
+            }",
+            "fn pick(m: &[u8], x: &[f32], y: &mut [f64]) {
+                let mut i = global_id().x;
+                while i < y.len() { if m[i] != 0u32 { y[i] = x[i] as f64; } i += num_workgroups().x * workgroup_size().x; }
+            }",
+        ] {
+            let k = super::tests::kernel(src);
+            assert!(super::plan(&k).is_none(), "{src}");
+        }
     }
 }
 
@@ -307,6 +389,42 @@ mod hoist_tests {
 }
 
 #[cfg(test)]
+mod hoist_subword_tests {
+    #[test]
+    fn the_wgsl_form_hoists_no_u8_or_half_array() {
+        // `where_`'s shape: a u8 mask beside f32 values. The mask's
+        // elements are bytes of a word, so only a and b are hoisted.
+        let k = super::tests::kernel(
+            "fn select(m: &[u8], a: &[f32], b: &[f32], out: &mut [f32]) {
+                let stride = num_workgroups().x * workgroup_size().x;
+                let mut i = global_id().x;
+                while i < out.len() {
+                    let x = a[i];
+                    let y = b[i];
+                    if m[i] != 0u32 { out[i] = x; } else { out[i] = y; }
+                    i += stride;
+                }
+            }",
+        );
+        let src = crate::wgsl::emit(&k, false);
+        assert!(src.contains("let ug_h1_a = "), "{src}");
+        assert!(
+            !src.contains("ug_h1_m"),
+            "the mask hoisted as words:\n{src}"
+        );
+        let halves = super::tests::kernel(
+            "fn widen(x: &[f16], y: &mut [f32]) {
+                let stride = num_workgroups().x * workgroup_size().x;
+                let mut i = global_id().x;
+                while i < y.len() { y[i] = x[i] as f32; i += stride; }
+            }",
+        );
+        let src = crate::wgsl::emit(&halves, false);
+        assert!(!src.contains("ug_h1_x"), "f16 hoisted as words:\n{src}");
+    }
+}
+
+#[cfg(test)]
 mod wgsl_index_only_tests {
     #[test]
     fn the_wgsl_form_leaves_a_loop_that_uses_i_as_a_value_unwidened() {
@@ -319,7 +437,7 @@ mod wgsl_index_only_tests {
         );
         // The CUDA form widens it; the WGSL form does not.
         assert!(crate::widen::plan(&k).is_some());
-        assert!(crate::cuda::emit(&k).contains("ug_vec<unsigned int>"));
+        assert!(crate::cuda::emit(&k).contains("ug_vec<unsigned int, 4u>"));
         let wgsl = crate::wgsl::emit(&k, false);
         assert!(!wgsl.contains("vec4") && !wgsl.contains("ug_vn"), "{wgsl}");
     }

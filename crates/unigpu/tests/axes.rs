@@ -132,7 +132,7 @@ on_every_backend!(reductions_over_axes_match_the_host, |ctx| {
 on_every_backend!(argmax_takes_the_first_extreme_or_the_first_nan, |ctx| {
     let mut rng = rand::rng();
     let ops = ctx.ops();
-    // Long rows too: the kernels take four elements a step past 256.
+    // Long rows too: the kernels take eight elements a step past 512.
     let (rows, len) = (rng.random_range(1..9usize), rng.random_range(1..3000usize));
     // Few distinct values, so ties are common; some NaNs in some rows.
     let mut host: Vec<f32> = (0..rows * len)
@@ -211,7 +211,7 @@ on_every_backend!(softmax_over_any_axis_matches_the_host, |ctx| {
     let mut rng = rand::rng();
     let ops = ctx.ops();
     for _ in 0..4 {
-        // Long rows too (four elements a step past 256 in the kernel).
+        // Long rows too (eight elements a step past 512 in the kernel).
         let shape = [rng.random_range(1..6usize), rng.random_range(1..3000usize)];
         let (a, host) = random_f32(ctx, &shape);
         let axis = rng.random_range(0..2);
@@ -251,6 +251,79 @@ on_every_backend!(softmax_over_any_axis_matches_the_host, |ctx| {
         assert_eq!(tt, got);
     }
 });
+
+// Rows with -inf in them, as a causal attention mask makes: row r keeps
+// its first k_r elements and the rest are -inf, so most of the kernel's
+// 64 invocations see nothing but -inf (an online softmax that took
+// exp(-inf - (-inf)) there gave NaNs). Also a row of -inf alone, one
+// with a +inf and one with a NaN: NaNs, as the two-pass formula (the
+// host's, in f64) gives them.
+on_every_backend!(
+    softmax_of_masked_and_non_finite_rows_matches_the_host,
+    |ctx| {
+        let mut rng = rand::rng();
+        let ops = ctx.ops();
+        let (rows, len) = (8usize, rng.random_range(300..1200usize));
+        let mut host: Vec<f32> = random_vec::<f32>(rows * len)
+            .into_iter()
+            .map(|v| small(f64::from(v)) as f32)
+            .collect();
+        for r in 0..5 {
+            let keep = rng.random_range(1..4usize) + r * rng.random_range(0..30usize);
+            for v in &mut host[r * len + keep.min(len)..(r + 1) * len] {
+                *v = f32::NEG_INFINITY;
+            }
+        }
+        host[5 * len..6 * len].fill(f32::NEG_INFINITY);
+        host[6 * len + rng.random_range(0..len)] = f32::INFINITY;
+        host[7 * len + rng.random_range(0..len)] = f32::NAN;
+        let a = ctx.upload(&host).unwrap().reshape([rows, len]).unwrap();
+        let mut out = ctx.zeros::<f32>([rows, len]).unwrap();
+        let mut lout = ctx.zeros::<f32>([rows, len]).unwrap();
+        ops.softmax(&a, 1, &mut out).unwrap();
+        ops.log_softmax(&a, 1, &mut lout).unwrap();
+        let (got, lgot) = (out.download().unwrap(), lout.download().unwrap());
+        for r in 0..rows {
+            let row: Vec<f64> = host[r * len..(r + 1) * len]
+                .iter()
+                .map(|&v| f64::from(v))
+                .collect();
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
+                if m.is_nan() || v.is_nan() {
+                    f64::NAN
+                } else {
+                    m.max(v)
+                }
+            });
+            let s: f64 = row.iter().map(|&v| (v - m).exp()).sum();
+            for (j, &v) in row.iter().enumerate() {
+                let (g, lg) = (f64::from(got[r * len + j]), f64::from(lgot[r * len + j]));
+                let (want, lwant) = ((v - m).exp() / s, (v - m) - s.ln());
+                if want.is_nan() {
+                    assert!(g.is_nan(), "softmax [{r},{j}] of {len}: {g}, want NaN");
+                } else {
+                    assert!(
+                        (g - want).abs() <= 1e-5 * want + 1e-7,
+                        "softmax [{r},{j}] of {len}: {g} vs {want}"
+                    );
+                }
+                if lwant.is_nan() {
+                    assert!(
+                        lg.is_nan(),
+                        "log_softmax [{r},{j}] of {len}: {lg}, want NaN"
+                    );
+                } else if lwant.is_infinite() {
+                    assert_eq!(lg, lwant, "log_softmax [{r},{j}] of {len}");
+                } else {
+                    assert!(
+                        (lg - lwant).abs() <= 1e-5 * lwant.abs() + 2e-6,
+                        "log_softmax [{r},{j}] of {len}: {lg} vs {lwant}"
+                    );
+                }
+            }
+        }
+    }
+);
 
 // f64 and f16 rows (f16 computed in f32): sum, max, min, argmax and
 // argmin over the last axis, and softmax, against the host in f64, with

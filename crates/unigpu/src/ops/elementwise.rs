@@ -295,9 +295,9 @@ fn kernel_for<T: Float, const OP: usize>(
 }
 
 /// Elements a 16-byte access holds where the kernel macro widens a
-/// unary or binary kernel (f32, f64); f16/bf16 kernels move one element
-/// at a time (the comparisons and `where_`, whose arrays differ in
-/// width, too).
+/// kernel (f32, f64; a comparison's or `where_`'s u8 mask moves as many
+/// bytes a vector, on the CUDA form); f16/bf16 kernels move one element
+/// at a time.
 fn widened_lanes<T: Float>() -> usize {
     match T::DTYPE {
         DType::F32 => 4,
@@ -620,7 +620,7 @@ impl Ops<'_> {
                 WholeBufferMut(m),
             );
             let args = vec![Arg::Array(&a), Arg::Array(&b), Arg::ArrayMut(&mut m)];
-            self.run_kernel(&kernel, n, 1, args)
+            self.run_kernel(&kernel, n, widened_lanes::<T>(), args)
         })
     }
 
@@ -718,7 +718,7 @@ impl Ops<'_> {
                 Arg::Array(&b),
                 Arg::ArrayMut(&mut out),
             ];
-            self.run_kernel(&kernel, n, 1, args)
+            self.run_kernel(&kernel, n, widened_lanes::<T>(), args)
         })
     }
 }
