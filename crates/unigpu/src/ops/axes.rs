@@ -35,7 +35,7 @@ enum RowOp {
 /// a generic kernel's every combination must type-check and an f16
 /// element is written from an f32 value, an f64 one from an f64.
 macro_rules! row_kernels {
-    ($reduce:ident, $softmax:ident, $beats:ident, [$($t:ident),*], $acc:ident, $max:tt, $log2e:tt) => {
+    ($reduce:ident, $softmax:ident, $beats:ident, $nan_max:ident, [$($t:ident),*], $acc:ident, $max:tt, $log2e:tt) => {
 /// Whether max/min (argmax/argmin) takes a later element `c` over the
 /// best so far, `v`: a NaN, which wins and stays, else one strictly
 /// larger (`wants_max`) or smaller.
@@ -46,6 +46,16 @@ fn $beats(v: $acc, c: $acc, wants_max: bool) -> bool {
         better = c > v;
     }
     v == v && (c != c || better)
+}
+
+/// The larger of `a` and `b`, a NaN winning (`a`'s, if both are).
+#[crate::device]
+fn $nan_max(a: $acc, b: $acc) -> $acc {
+    let mut r = a;
+    if a == a && (b != b || b > a) {
+        r = b;
+    }
+    r
 }
 
 /// Row `r` of `x` (`len` elements from `r * len`) reduced into `out[r]`
@@ -250,27 +260,13 @@ fn $beats(v: $acc, c: $acc, wants_max: bool) -> bool {
             let c7 = x[base + j + 448] as $acc;
             // The eight's max, a NaN winning.
             let mut q = c0;
-            if q == q && (c1 != c1 || c1 > q) {
-                q = c1;
-            }
-            if q == q && (c2 != c2 || c2 > q) {
-                q = c2;
-            }
-            if q == q && (c3 != c3 || c3 > q) {
-                q = c3;
-            }
-            if q == q && (c4 != c4 || c4 > q) {
-                q = c4;
-            }
-            if q == q && (c5 != c5 || c5 > q) {
-                q = c5;
-            }
-            if q == q && (c6 != c6 || c6 > q) {
-                q = c6;
-            }
-            if q == q && (c7 != c7 || c7 > q) {
-                q = c7;
-            }
+            q = $nan_max(q, c1);
+            q = $nan_max(q, c2);
+            q = $nan_max(q, c3);
+            q = $nan_max(q, c4);
+            q = $nan_max(q, c5);
+            q = $nan_max(q, c6);
+            q = $nan_max(q, c7);
             if m == m && (q != q || q > m) {
                 s = s * ((m - q) * $log2e).exp2();
                 m = q;
@@ -305,10 +301,7 @@ fn $beats(v: $acc, c: $acc, wants_max: bool) -> bool {
             if l < stride && l + stride < n {
                 let a = red_m[l];
                 let b = red_m[l + stride];
-                let mut mm = a;
-                if a == a && (b != b || b > a) {
-                    mm = b;
-                }
+                let mm = $nan_max(a, b);
                 let mut sa = red_s[l];
                 let mut sb = red_s[l + stride];
                 if a != mm {
@@ -381,6 +374,7 @@ row_kernels!(
     rows_reduce,
     rows_softmax,
     beats_f32,
+    nan_max_f32,
     [f32, f16, bf16],
     f32,
     3.4028234663852886e38f32,
@@ -390,6 +384,7 @@ row_kernels!(
     rows_reduce_f64,
     rows_softmax_f64,
     beats_f64,
+    nan_max_f64,
     [f64],
     f64,
     1.7976931348623157e308f64,
