@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use crate::backend::DeviceImpl;
+use crate::backend::Device;
 use crate::config::{BackendChoice, Config};
 use crate::device::{DeviceInfo, MemoryInfo, MemoryStats};
 use crate::fault_word::FaultWords;
 use crate::kernel::{CompileOptions, Kernel, Module};
 use crate::stream::Stream;
-use crate::{Backend, BackendAttempt, DType, Error, Result};
+use crate::{Backend, BackendAttempt, DType, Result};
 
 /// Modules compiled in a context, by source and options.
 pub(crate) type ModuleCache = HashMap<(String, CompileOptions), Module>;
@@ -33,7 +33,7 @@ pub struct Context {
 
 #[derive(Debug)]
 struct Inner {
-    device: DeviceImpl,
+    device: Device,
     ordinal: usize,
     default_stream: Stream,
     chain: Vec<BackendAttempt>,
@@ -66,14 +66,8 @@ impl Context {
 
     /// Exactly `backend`, device `device_id`; no fallback.
     pub fn new(backend: Backend, device_id: usize) -> Result<Context> {
+        Device::check_ordinal(backend, device_id)?;
         let kind = backend.device_kind();
-        if let Some(available) = kind.known_device_count().filter(|&n| device_id >= n) {
-            return Err(Error::InvalidDevice {
-                backend,
-                asked: device_id,
-                available,
-            });
-        }
         let device = (!kind.is_host()).then_some(crate::config::DeviceSpec {
             kind,
             ordinal: device_id,
@@ -95,7 +89,7 @@ impl Context {
     /// A context from resolved settings.
     pub fn from_config(config: Config) -> Result<Context> {
         let ordinal = config.device.map_or(0, |d| d.ordinal);
-        let (device, chain) = DeviceImpl::open_first(ordinal, |backend| config.plan_for(backend))?;
+        let (device, chain) = Device::open_first(ordinal, |backend| config.plan_for(backend))?;
         let default_stream = Stream::from_impl(device.default_stream()?);
         // The default stream's fault word (fault_word.rs) is made with the
         // context, not by its first generated kernel: memory the context
@@ -229,7 +223,7 @@ impl Context {
         &self.inner.generated
     }
 
-    pub(crate) fn device(&self) -> &DeviceImpl {
+    pub(crate) fn device(&self) -> &Device {
         &self.inner.device
     }
 

@@ -9,8 +9,10 @@ use std::time::Duration;
 use unigpu_core::ReduceOp;
 
 use super::cuda::comm::{self as cuda, Comm, Part};
+use super::device::Device;
 use super::dispatch::any_variant;
-use super::{Backend, DeviceImpl, Storage, StreamImpl};
+use super::dispatch::{DeviceImpl, Storage, StreamImpl};
+use super::kind::Backend;
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -81,7 +83,7 @@ impl CommImpl {
     /// Ranks `first_rank..first_rank + devices.len()` of `world`, one per
     /// device (all of one backend), once every rank has joined.
     pub(crate) fn init(
-        devices: &[&DeviceImpl],
+        devices: &[&Device],
         id: &[u8; 128],
         world: usize,
         first_rank: usize,
@@ -89,7 +91,7 @@ impl CommImpl {
     ) -> Result<CommImpl> {
         let mut cuda_devices = Vec::with_capacity(devices.len());
         for d in devices {
-            match d {
+            match &d.imp {
                 DeviceImpl::Cuda(d) => cuda_devices.push(d),
                 other @ (DeviceImpl::Cpu(_) | DeviceImpl::Torch(_) | DeviceImpl::Vulkan(_)) => {
                     return Err(unsupported(other.backend()));

@@ -8,7 +8,6 @@ use super::code::{KernelCode, KernelRef, Program, ShaderSource};
 use super::contract::{BuiltinOps, LaunchArg};
 use super::cpu::Cpu;
 use super::cuda::Cuda;
-use super::kind::{BackendAttempt, Outcome};
 use super::torch::Torch;
 use super::vulkan::Vulkan;
 use super::{
@@ -199,43 +198,6 @@ impl DeviceImpl {
         Self::open(backend, ordinal)
     }
 
-    /// The fallback chain: each backend of [`Backend::ALL`] in order,
-    /// passed over with the reason `plan` gives (`Err`), or opened
-    /// (`Ok(required)`: one the caller named fails the whole call when it
-    /// does not open), until one opens. Returns it with every backend's
-    /// outcome, for `Context::chain`.
-    pub(crate) fn open_first(
-        ordinal: usize,
-        plan: impl Fn(Backend) -> std::result::Result<bool, String>,
-    ) -> Result<(DeviceImpl, Vec<BackendAttempt>)> {
-        let mut chain = Vec::new();
-        let mut chosen = None;
-        for backend in Backend::ALL {
-            let outcome = if chosen.is_some() {
-                Outcome::NotTried
-            } else {
-                match plan(backend) {
-                    Err(reason) => Outcome::Skipped(reason),
-                    Ok(required) => match Self::open_in_chain(backend, ordinal, required) {
-                        Ok(device) => {
-                            chosen = Some(device);
-                            Outcome::Chosen
-                        }
-                        // Asked for by name: the user wants this backend or an error.
-                        Err(e) if required => return Err(e),
-                        Err(e) => Outcome::Skipped(e.to_string()),
-                    },
-                }
-            };
-            chain.push(BackendAttempt { backend, outcome });
-        }
-        let device = chosen.ok_or_else(|| Error::BackendUnavailable {
-            backend: Backend::HOST,
-            reason: "no backend could be opened".into(),
-        })?;
-        Ok((device, chain))
-    }
-
     /// [`Api::hardware`] of `backend`.
     pub(crate) fn hardware(backend: Backend) -> Option<String> {
         match backend {
@@ -300,28 +262,6 @@ impl DeviceImpl {
 
     pub(crate) fn synchronize(&self) -> Result<()> {
         on_backend!(DeviceImpl, self, A, d => A::synchronize(d))
-    }
-
-    /// A context's sync: the device's, or where the backend refuses a
-    /// device-wide sync while a stream captures a graph (CUDA: cuda-safe's
-    /// graph.rs, rather than let the driver invalidate the capture), a
-    /// wait for each of `streams` that does not capture: a capture
-    /// enqueues nothing, so it is the same wait (vulkan and the CPU wait
-    /// that way themselves).
-    pub(crate) fn synchronize_beside_captures(&self, streams: &[StreamImpl]) -> Result<()> {
-        match self.synchronize() {
-            Err(Error::Unsupported { what, .. }) if what.contains("capture a graph") => {
-                let mut first = Ok(());
-                for s in streams.iter().filter(|s| !s.is_capturing()) {
-                    let r = s.sync();
-                    if first.is_ok() {
-                        first = r;
-                    }
-                }
-                first
-            }
-            r => r,
-        }
     }
 
     pub(crate) fn default_stream(&self) -> Result<StreamImpl> {

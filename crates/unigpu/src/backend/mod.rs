@@ -5,6 +5,8 @@
 //!   `EventApi`, `GraphApi`, `BufferApi`, `PinnedApi`, `KernelApi` (the
 //!   operations on each, with the guarantee of each), `BuiltinOps`; `Api`
 //!   is all of them, implemented once for every backend that has them.
+//! - `device.rs`: `Device`, the one handle `Context` holds: the fallback
+//!   chain's opening, the ordinal check, the capture-aware sync.
 //! - `dispatch.rs`: the enums the public types hold (`DeviceImpl`,
 //!   `StreamImpl`, `EventImpl`, `Storage<T>`, `ArgImpl`, `PinnedImpl`,
 //!   `HostViewImpl`) and the calls from them to each backend's `Api`; the
@@ -53,6 +55,7 @@ pub(crate) mod cuda;
 pub(crate) use missing::cuda;
 #[cfg(feature = "cuda")]
 mod cuda_device_info;
+mod device;
 mod device_kind;
 mod dispatch;
 mod host_memory;
@@ -82,6 +85,7 @@ pub(crate) use contract::{
     Api, BufferApi, DeviceApi, EventApi, GraphApi, Handles, KernelApi, PinnedApi, StreamApi,
 };
 pub use cpu::{CpuArgKind, CpuArgs, CpuBytes, CpuBytesMut, CpuKernelFn};
+pub(crate) use device::Device;
 pub use device_kind::DeviceKind;
 pub(crate) use dispatch::{
     ArgImpl, DeviceImpl, EventImpl, GraphImpl, HostViewImpl, HostViewMutImpl, PinnedImpl, Storage,
