@@ -6,10 +6,13 @@
 #   SANITIZER_KEEP=1  keep target/asan and target/tsan afterwards (they are
 #                     removed by default: CI runs out of disk before time)
 #
-# Both rebuild std with the sanitizer (-Zbuild-std): TSan needs every atomic
-# instrumented, or std's own locks read as races, and rustc refuses to mix
-# a sanitized crate with an unsanitized std. Host code (build scripts,
-# proc macros) is built without it, which is why --target is named.
+# TSan rebuilds std with the sanitizer (-Zbuild-std): it needs every atomic
+# instrumented, or std's own locks read as races. ASan does not: it
+# intercepts malloc, free and memcpy, and the std code that touches our
+# memory is generic (Vec, slices, ptr::copy), so it is compiled into our
+# crates, instrumented; skipping std's own build saves CI minutes. Host
+# code (build scripts, proc macros) is built without either, which is why
+# --target is named.
 #
 # Needs: rustup's stable toolchain (nightly flags through RUSTC_BOOTSTRAP=1)
 # and its rust-src component (installed here when missing).
@@ -38,7 +41,18 @@ rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup co
 # TSan takes the test binaries where threads meet (the rest exercise the
 # same stream threads with nothing racing them, and each binary is another
 # sanitized link).
-ASAN_PACKAGES=(-p unigpu -p unigpu-capi -p unigpu-capi-runtime -p unigpu-cuda-safe --lib --tests)
+# ASan takes the facade's test binaries whose code reaches unsafe blocks
+# that run on the CPU (buffers, views, DLPack, the allocator, pinned and
+# unified memory, kernel arguments, streams and graphs), every test of the
+# other three crates, and leaves out the binaries that test configuration,
+# error texts, kernel-language rules or GPU-only paths (each binary is
+# another sanitized link).
+ASAN_PACKAGES=(-p unigpu -p unigpu-capi -p unigpu-capi-runtime -p unigpu-cuda-safe --lib
+  --test arrays --test dlpack --test unified --test pinned --test allocator --test kernels
+  --test kernel_macro --test kernel_fault --test ops --test elementwise --test axes
+  --test shapes --test streams --test graphs --test pipeline --test churn --test random
+  --test cast --test create --test out_of_memory --test fuzz_regressions --test c_program
+  --test threads --test no_driver --test no_nccl)
 TSAN_PACKAGES=(-p unigpu -p unigpu-capi --lib --test streams --test pipeline --test graphs
   --test churn --test ops --test kernels --test arrays --test unified --test pinned
   --test context --test rendezvous --test threads)
@@ -46,14 +60,14 @@ TSAN_PACKAGES=(-p unigpu -p unigpu-capi --lib --test streams --test pipeline --t
 SUMMARY=()
 for sanitizer in $SANITIZERS; do
   case $sanitizer in
-    address) dir=target/asan; PACKAGES=("${ASAN_PACKAGES[@]}") ;;
-    thread) dir=target/tsan; PACKAGES=("${TSAN_PACKAGES[@]}") ;;
+    address) dir=target/asan; PACKAGES=("${ASAN_PACKAGES[@]}"); STD=() ;;
+    thread) dir=target/tsan; PACKAGES=("${TSAN_PACKAGES[@]}"); STD=(-Zbuild-std) ;;
     *) echo "unknown sanitizer: $sanitizer (address or thread)" >&2; exit 2 ;;
   esac
   flags="-Zsanitizer=$sanitizer -Cdebuginfo=line-tables-only --cfg unigpu_sanitizer"
-  step "$sanitizer: build (std included)"
+  step "$sanitizer: build${STD:+ (std included)}"
   t=$(date +%s)
-  RUSTFLAGS="$flags" cargo test -Zbuild-std --target "$HOST" --target-dir "$dir" \
+  RUSTFLAGS="$flags" cargo test "${STD[@]}" --target "$HOST" --target-dir "$dir" \
     "${PACKAGES[@]}" --no-default-features --no-run
   built=$(elapsed "$t")
 
@@ -68,7 +82,7 @@ for sanitizer in $SANITIZERS; do
   # ASan and UBSan itself.
   ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    RUSTFLAGS="$flags" cargo test -Zbuild-std --target "$HOST" --target-dir "$dir" \
+    RUSTFLAGS="$flags" cargo test "${STD[@]}" --target "$HOST" --target-dir "$dir" \
     "${PACKAGES[@]}" --no-default-features --no-fail-fast -- \
     --skip c_and_cpp_programs_on_the_staticlib 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
