@@ -48,12 +48,7 @@ struct Held {
 
 fn held(ctx: &Context) -> Held {
     let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let threads = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("Threads: in /proc/self/status");
+    let threads = threads_settled();
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
     let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
     // statm counts 4 KiB pages on every Linux this runs on (x86-64, arm64
@@ -68,6 +63,33 @@ fn held(ctx: &Context) -> Held {
         rss,
         device_free,
     }
+}
+
+/// The process's threads (`Threads:` in /proc/self/status).
+fn threads_now() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("Threads: in /proc/self/status")
+}
+
+/// The fewest threads seen in ten readings 10 ms apart. A thread that was
+/// just joined can still be counted for a moment: Linux wakes the joiner
+/// when the thread lets go of its memory map, before it takes the thread
+/// out of the process's count (a loaded 2-core CI box once read 4 against
+/// 3 right after the last round's stream worker was joined). A thread
+/// left behind is alive in every reading, so the fewest still shows it.
+fn threads_settled() -> usize {
+    (0..10)
+        .map(|_| {
+            let n = threads_now();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            n
+        })
+        .min()
+        .unwrap()
 }
 
 /// One round: each object made, used, checked and dropped. `fused`:
