@@ -217,9 +217,15 @@ on_every_backend!(argmax_takes_the_first_extreme_or_the_first_nan, |ctx| {
 on_every_backend!(softmax_over_any_axis_matches_the_host, |ctx| {
     let mut rng = rand::rng();
     let ops = ctx.ops();
-    for _ in 0..4 {
-        // Long rows too (eight elements a step past 512 in the kernel).
-        let shape = [rng.random_range(1..6usize), rng.random_range(1..3000usize)];
+    for round in 0..4 {
+        // Rows the kernel takes one element a step (up to 448) and longer
+        // ones (eight elements a step past that), two of each.
+        let len = if round % 2 == 0 {
+            rng.random_range(1..=448usize)
+        } else {
+            rng.random_range(449..3000usize)
+        };
+        let shape = [rng.random_range(1..6usize), len];
         let (a, host) = random_f32(ctx, &shape);
         let axis = rng.random_range(0..2);
         let mut out = ctx.zeros::<f32>(shape).unwrap();
@@ -270,62 +276,68 @@ on_every_backend!(
     |ctx| {
         let mut rng = rand::rng();
         let ops = ctx.ops();
-        let (rows, len) = (8usize, rng.random_range(300..1200usize));
-        let mut host: Vec<f32> = random_vec::<f32>(rows * len)
-            .into_iter()
-            .map(|v| small(f64::from(v)) as f32)
-            .collect();
-        for r in 0..5 {
-            let keep = rng.random_range(1..4usize) + r * rng.random_range(0..30usize);
-            for v in &mut host[r * len + keep.min(len)..(r + 1) * len] {
-                *v = f32::NEG_INFINITY;
-            }
-        }
-        host[5 * len..6 * len].fill(f32::NEG_INFINITY);
-        host[6 * len + rng.random_range(0..len)] = f32::INFINITY;
-        host[7 * len + rng.random_range(0..len)] = f32::NAN;
-        let a = ctx.upload(&host).unwrap().reshape([rows, len]).unwrap();
-        let mut out = ctx.zeros::<f32>([rows, len]).unwrap();
-        let mut lout = ctx.zeros::<f32>([rows, len]).unwrap();
-        ops.softmax(&a, 1, &mut out).unwrap();
-        ops.log_softmax(&a, 1, &mut lout).unwrap();
-        let (got, lgot) = (out.download().unwrap(), lout.download().unwrap());
-        for r in 0..rows {
-            let row: Vec<f64> = host[r * len..(r + 1) * len]
-                .iter()
-                .map(|&v| f64::from(v))
+        // A row of single steps (up to 448) and one of steps of eight.
+        let rows = 8usize;
+        for len in [
+            rng.random_range(64..=448usize),
+            rng.random_range(449..1200usize),
+        ] {
+            let mut host: Vec<f32> = random_vec::<f32>(rows * len)
+                .into_iter()
+                .map(|v| small(f64::from(v)) as f32)
                 .collect();
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
-                if m.is_nan() || v.is_nan() {
-                    f64::NAN
-                } else {
-                    m.max(v)
+            for r in 0..5 {
+                let keep = rng.random_range(1..4usize) + r * rng.random_range(0..30usize);
+                for v in &mut host[r * len + keep.min(len)..(r + 1) * len] {
+                    *v = f32::NEG_INFINITY;
                 }
-            });
-            let s: f64 = row.iter().map(|&v| (v - m).exp()).sum();
-            for (j, &v) in row.iter().enumerate() {
-                let (g, lg) = (f64::from(got[r * len + j]), f64::from(lgot[r * len + j]));
-                let (want, lwant) = ((v - m).exp() / s, (v - m) - s.ln());
-                if want.is_nan() {
-                    assert!(g.is_nan(), "softmax [{r},{j}] of {len}: {g}, want NaN");
-                } else {
-                    assert!(
-                        (g - want).abs() <= 1e-5 * want + 1e-7,
-                        "softmax [{r},{j}] of {len}: {g} vs {want}"
-                    );
-                }
-                if lwant.is_nan() {
-                    assert!(
-                        lg.is_nan(),
-                        "log_softmax [{r},{j}] of {len}: {lg}, want NaN"
-                    );
-                } else if lwant.is_infinite() {
-                    assert_eq!(lg, lwant, "log_softmax [{r},{j}] of {len}");
-                } else {
-                    assert!(
-                        (lg - lwant).abs() <= 1e-5 * lwant.abs() + 2e-6,
-                        "log_softmax [{r},{j}] of {len}: {lg} vs {lwant}"
-                    );
+            }
+            host[5 * len..6 * len].fill(f32::NEG_INFINITY);
+            host[6 * len + rng.random_range(0..len)] = f32::INFINITY;
+            host[7 * len + rng.random_range(0..len)] = f32::NAN;
+            let a = ctx.upload(&host).unwrap().reshape([rows, len]).unwrap();
+            let mut out = ctx.zeros::<f32>([rows, len]).unwrap();
+            let mut lout = ctx.zeros::<f32>([rows, len]).unwrap();
+            ops.softmax(&a, 1, &mut out).unwrap();
+            ops.log_softmax(&a, 1, &mut lout).unwrap();
+            let (got, lgot) = (out.download().unwrap(), lout.download().unwrap());
+            for r in 0..rows {
+                let row: Vec<f64> = host[r * len..(r + 1) * len]
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .collect();
+                let m = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
+                    if m.is_nan() || v.is_nan() {
+                        f64::NAN
+                    } else {
+                        m.max(v)
+                    }
+                });
+                let s: f64 = row.iter().map(|&v| (v - m).exp()).sum();
+                for (j, &v) in row.iter().enumerate() {
+                    let (g, lg) = (f64::from(got[r * len + j]), f64::from(lgot[r * len + j]));
+                    let (want, lwant) = ((v - m).exp() / s, (v - m) - s.ln());
+                    if want.is_nan() {
+                        assert!(g.is_nan(), "softmax [{r},{j}] of {len}: {g}, want NaN");
+                    } else {
+                        assert!(
+                            (g - want).abs() <= 1e-5 * want + 1e-7,
+                            "softmax [{r},{j}] of {len}: {g} vs {want}"
+                        );
+                    }
+                    if lwant.is_nan() {
+                        assert!(
+                            lg.is_nan(),
+                            "log_softmax [{r},{j}] of {len}: {lg}, want NaN"
+                        );
+                    } else if lwant.is_infinite() {
+                        assert_eq!(lg, lwant, "log_softmax [{r},{j}] of {len}");
+                    } else {
+                        assert!(
+                            (lg - lwant).abs() <= 1e-5 * lwant.abs() + 2e-6,
+                            "log_softmax [{r},{j}] of {len}: {lg} vs {lwant}"
+                        );
+                    }
                 }
             }
         }
