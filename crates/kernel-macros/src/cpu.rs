@@ -1449,6 +1449,11 @@ fn binary(cx: &Cpu, op: BinOp, l: &Expr, r: &Expr) -> TokenStream {
 fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
     let a: Vec<TokenStream> = args.iter().map(|e| expr(cx, e)).collect();
     let x = &a[0];
+    match f {
+        Math::ToBits => return quote!(f32::to_bits(#x)),
+        Math::FromBits => return quote!(f32::from_bits(#x)),
+        _ => {}
+    }
     if t.is_int() {
         return match f {
             Math::MulHi => mul_hi(&a),
@@ -1527,6 +1532,7 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
         }
         // On u32 only (the front end says so); printed the same anyway.
         Math::MulHi => mul_hi(&a),
+        Math::ToBits | Math::FromBits => unreachable!("returned above"),
     }
 }
 

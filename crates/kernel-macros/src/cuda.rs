@@ -679,6 +679,8 @@ impl Emit<'_> {
         let s = if t == Ty::F32 { "f" } else { "" };
         match f {
             Math::MulHi => format!("__umulhi({}, {})", a[0], a[1]),
+            Math::ToBits => format!("__float_as_uint({})", a[0]),
+            Math::FromBits => format!("__uint_as_float({})", a[0]),
             // Helpers, so each argument is printed (and evaluated) once.
             Math::Abs | Math::Min | Math::Max | Math::Clamp if t.is_int() => {
                 let c = ty(t);

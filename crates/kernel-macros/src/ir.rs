@@ -192,6 +192,11 @@ pub enum Math {
     /// `mul_hi(a, b)`: the high 32 bits of the 64-bit product of two u32
     /// (CUDA's `__umulhi`; what counter-based generators multiply with).
     MulHi,
+    /// `x.to_bits()` of an f32: its IEEE-754 bits as a u32 (CUDA's
+    /// `__float_as_uint`, WGSL's `bitcast<u32>`).
+    ToBits,
+    /// `f32::from_bits(u)`: the f32 whose bits are the u32 `u`.
+    FromBits,
 }
 
 #[derive(Debug, Clone)]

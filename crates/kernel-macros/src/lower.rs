@@ -1359,6 +1359,11 @@ impl Cx {
                 "a shared array is declared with `let name = shared::<T, N>();` at the top level of the kernel's body",
             );
         }
+        if let syn::Expr::Path(p) = &*c.func
+            && let Some(ty) = from_bits_of(&p.path)
+        {
+            return self.float_of_bits(c, ty);
+        }
         let name = match &*c.func {
             syn::Expr::Path(p) => path_name(&p.path),
             _ => None,
@@ -1454,6 +1459,9 @@ impl Cx {
         if let Some(op) = AtomicOp::from_method(&method) {
             return self.atomic(op, m);
         }
+        if method == "to_bits" {
+            return self.bits_of_float(m);
+        }
         let math = match method.as_str() {
             "sqrt" => Math::Sqrt,
             "abs" => Math::Abs,
@@ -1501,6 +1509,50 @@ impl Cx {
         let recv = self.expr(&m.receiver, want)?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         self.math_call(math, recv, &args, m.span())
+    }
+
+    /// `x.to_bits()`: an f32's bits as a u32.
+    fn bits_of_float(&mut self, m: &syn::ExprMethodCall) -> Result<Expr> {
+        if !m.args.is_empty() {
+            return err(m.span(), "`to_bits` takes no arguments");
+        }
+        let x = self.expr(&m.receiver, Some(Ty::F32))?;
+        match x.ty {
+            Ty::F32 => Ok(Expr {
+                kind: ExprKind::Math(Math::ToBits, vec![x]),
+                ty: Ty::U32,
+            }),
+            Ty::F64 => not_yet(
+                m.method.span(),
+                "`to_bits` of an f64 (f32's is built: its bits as a u32)",
+            ),
+            t => err(
+                m.span(),
+                format!("`to_bits` takes an f32, not `{}`", t.name()),
+            ),
+        }
+    }
+
+    /// `f32::from_bits(u)` (`ty` is the path's type): the f32 with the
+    /// u32 `u`'s bits.
+    fn float_of_bits(&mut self, c: &syn::ExprCall, ty: Ty) -> Result<Expr> {
+        if ty != Ty::F32 {
+            return not_yet(
+                c.func.span(),
+                "`f64::from_bits` (`f32::from_bits` is built: a u32's bits as an f32)",
+            );
+        }
+        if c.args.len() != 1 {
+            return err(c.span(), "`f32::from_bits` takes one u32");
+        }
+        let u = self.expr(&c.args[0], Some(Ty::U32))?;
+        if u.ty != Ty::U32 {
+            return mismatch(c.args[0].span(), Ty::U32, u.ty);
+        }
+        Ok(Expr {
+            kind: ExprKind::Math(Math::FromBits, vec![u]),
+            ty: Ty::F32,
+        })
     }
 
     fn math_call(&mut self, f: Math, first: Expr, rest: &[&syn::Expr], span: Span) -> Result<Expr> {
@@ -1591,6 +1643,19 @@ fn strip(e: &syn::Expr) -> &syn::Expr {
         syn::Expr::Paren(p) => strip(&p.expr),
         syn::Expr::Group(g) => strip(&g.expr),
         e => e,
+    }
+}
+
+/// The float type of a `f32::from_bits` / `f64::from_bits` path.
+fn from_bits_of(p: &syn::Path) -> Option<Ty> {
+    let [t, f] = [p.segments.first()?, p.segments.last()?];
+    if p.segments.len() != 2 || f.ident != "from_bits" {
+        return None;
+    }
+    match t.ident.to_string().as_str() {
+        "f32" => Some(Ty::F32),
+        "f64" => Some(Ty::F64),
+        _ => None,
     }
 }
 

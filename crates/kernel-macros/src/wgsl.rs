@@ -944,6 +944,8 @@ impl Emit<'_> {
                 });
                 format!("{f}({}, {})", a[0], a[1])
             }
+            Math::ToBits => format!("bitcast<u32>({})", a[0]),
+            Math::FromBits => format!("bitcast<f32>({})", a[0]),
             Math::Abs if t.is_int() => {
                 // A helper, so the argument is printed once.
                 let name = format!("ug_abs_{}", t.tag());

@@ -447,6 +447,79 @@ on_every_backend!(mul_hi_is_the_high_word, |ctx| {
     }
 });
 
+/// `x.to_bits()` and `f32::from_bits(u)`: an f32's bits and back, and
+/// the exponent field read from them, as Rust's on the host.
+#[unigpu::kernel]
+fn bit_casts(x: &[f32], u: &[u32], bits: &mut [u32], exps: &mut [u32], floats: &mut [f32]) {
+    let i = global_id().x;
+    if i < x.len() {
+        let b = x[i].to_bits();
+        bits[i] = b;
+        exps[i] = (b >> 23u32) & 255u32;
+        floats[i] = f32::from_bits(u[i]);
+    }
+}
+
+on_every_backend!(bit_casts_keep_every_bit, |ctx| {
+    let k = bit_casts::kernel(ctx).unwrap();
+    let n = random_len(5000);
+    // Any bits as floats (NaNs, infinities, subnormals, both zeros among
+    // them, by chance and at the start), and any u32.
+    let mut hx: Vec<f32> = random_vec::<u32>(n)
+        .into_iter()
+        .map(f32::from_bits)
+        .collect();
+    let hu = random_vec::<u32>(n);
+    let edges = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE / 3.0,
+        1.0,
+    ];
+    for (v, e) in hx.iter_mut().zip(edges) {
+        *v = e;
+    }
+    let (x, u) = (ctx.upload(&hx).unwrap(), ctx.upload(&hu).unwrap());
+    let mut bits = ctx.zeros::<u32>(n).unwrap();
+    let mut exps = ctx.zeros::<u32>(n).unwrap();
+    let mut floats = ctx.zeros::<f32>(n).unwrap();
+    k.launch(
+        ctx,
+        Grid::for_elems(n),
+        (&x, &u, &mut bits, &mut exps, &mut floats),
+    )
+    .unwrap();
+    let (gb, ge, gf) = (
+        bits.download().unwrap(),
+        exps.download().unwrap(),
+        floats.download().unwrap(),
+    );
+    for i in 0..n {
+        // A NaN's payload may change on its way through a float
+        // register (upload and download do not touch it; the kernel's
+        // load may quiet it): the bits are compared for other values.
+        let want = hx[i].to_bits();
+        if hx[i].is_nan() {
+            assert!(
+                f32::from_bits(gb[i]).is_nan(),
+                "to_bits of NaN {want:#x}: {:#x}",
+                gb[i]
+            );
+        } else {
+            assert_eq!(gb[i], want, "to_bits at {i}: {}", hx[i]);
+        }
+        assert_eq!(ge[i], (want >> 23) & 255, "exponent at {i}: {}", hx[i]);
+        let f = f32::from_bits(hu[i]);
+        if f.is_nan() {
+            assert!(gf[i].is_nan(), "from_bits({:#x}) at {i}: {}", hu[i], gf[i]);
+        } else {
+            assert_eq!(gf[i].to_bits(), hu[i], "from_bits at {i}");
+        }
+    }
+});
+
 /// Float `%` is Rust's (C's fmod): exact, with the dividend's sign.
 #[unigpu::kernel]
 fn float_rem(x: &[f32], y: &[f32], out: &mut [f32], xd: &[f64], yd: &[f64], outd: &mut [f64]) {

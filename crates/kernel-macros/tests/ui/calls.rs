@@ -96,3 +96,23 @@ fn powi_float_exponent(out: &mut [f32]) {
 }
 
 fn main() {}
+
+#[kernel]
+fn to_bits_of_f64(x: &[f64], out: &mut [u32]) {
+    out[0] = x[0].to_bits() as u32;
+}
+
+#[kernel]
+fn to_bits_of_an_integer(x: &[i32], out: &mut [u32]) {
+    out[0] = x[0].to_bits();
+}
+
+#[kernel]
+fn from_bits_of_f64(x: &[f64], out: &mut [f64]) {
+    out[0] = f64::from_bits(3u64);
+}
+
+#[kernel]
+fn from_bits_of_an_i32(x: &[i32], out: &mut [f32]) {
+    out[0] = f32::from_bits(x[0]);
+}

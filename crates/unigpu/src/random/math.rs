@@ -11,8 +11,9 @@ macro_rules! device_and_host {
     ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ident),*) -> $ret:ident $body:block)*) => {
         $($(#[$doc])* #[unigpu::device] fn $name($($arg: $ty),*) -> $ret $body)*
         // The kernels' source as written: `x = x * k` where Rust's style
-        // is `x *= k`, and exact powers of two in all their digits.
-        #[allow(clippy::assign_op_pattern, clippy::excessive_precision)]
+        // is `x *= k`, exact powers of two in all their digits, and
+        // constants as literals (the kernel language has no `consts`).
+        #[allow(clippy::assign_op_pattern, clippy::excessive_precision, clippy::approx_constant)]
         pub(crate) mod host {
             $(#[inline(always)] pub(crate) fn $name($($arg: $ty),*) -> $ret $body)*
         }
@@ -30,35 +31,18 @@ device_and_host! {
         r
     }
 
-    /// ln(u) for u in [2^-31, 1]: u = m·2^e with m in [√½, √2) by exact
-    /// scalings, ln m = 2 atanh(s), s = (m − 1)/(m + 1), |s| < 0.172, as an odd
-    /// series to s^11.
+    /// ln(u) for u in [2^-31, 1]: u = m·2^e with m in [√½, √2) from u's
+    /// bits (its exponent field and its significand under exponent 0,
+    /// then one halving), ln m = 2 atanh(s), s = (m − 1)/(m + 1),
+    /// |s| < 0.172, as an odd series to s^11.
     fn ln_unit_f32(u: f32) -> f32 {
-        let mut m = u;
-        let mut e = 0i32;
-        if m < 1.52587890625e-5f32 {
-            m = m * 65536.0f32;
-            e = e - 16i32;
-        }
-        if m < 0.00390625f32 {
-            m = m * 256.0f32;
-            e = e - 8i32;
-        }
-        if m < 0.0625f32 {
-            m = m * 16.0f32;
-            e = e - 4i32;
-        }
-        if m < 0.25f32 {
-            m = m * 4.0f32;
-            e = e - 2i32;
-        }
-        if m < 0.5f32 {
-            m = m * 2.0f32;
-            e = e - 1i32;
-        }
-        if m < 0.70710677f32 {
-            m = m * 2.0f32;
-            e = e - 1i32;
+        let b = u.to_bits();
+        let mut e = ((b >> 23u32) as i32) - 127i32;
+        let mut m = f32::from_bits((b & 0x007f_ffffu32) | 0x3f80_0000u32);
+        // √2 in f32, 2 · 0.70710677 exactly: m ends in [0.70710677, 1.4142135).
+        if m >= 1.4142135f32 {
+            m = m * 0.5f32;
+            e = e + 1i32;
         }
         let f = m - 1.0f32;
         let s = f * recip_f32(m + 1.0f32);
@@ -70,43 +54,20 @@ device_and_host! {
         ef * 0.6931381f32 + (ef * 9.0580006e-6f32 + lnm)
     }
 
-    /// √a for a = 0 or a in [2^-30, 2^8): scaled by powers of 4 into
-    /// [¼, 1), 1/√x from a quadratic start (relative error below 0.03) and
-    /// three Newton steps, then x · (1/√x) scaled back.
+    /// √a for a = 0 or a in [2^-30, 2^8): a = x · 4^j with x in [¼, 1)
+    /// from a's bits (x keeps a's significand under exponent -2 or -1,
+    /// whichever leaves an even power to take out, and k = 2^j), 1/√x
+    /// from a quadratic start (relative error below 0.03) and three Newton
+    /// steps, then x · (1/√x) · k.
     fn sqrt_f32(a: f32) -> f32 {
         if a == 0.0f32 {
             return 0.0f32;
         }
-        let mut x = a;
-        let mut k = 1.0f32;
-        if x >= 16.0f32 {
-            x = x * 0.0625f32;
-            k = k * 4.0f32;
-        }
-        if x >= 4.0f32 {
-            x = x * 0.25f32;
-            k = k * 2.0f32;
-        }
-        if x >= 1.0f32 {
-            x = x * 0.25f32;
-            k = k * 2.0f32;
-        }
-        if x < 1.52587890625e-5f32 {
-            x = x * 65536.0f32;
-            k = k * 0.00390625f32;
-        }
-        if x < 0.00390625f32 {
-            x = x * 256.0f32;
-            k = k * 0.0625f32;
-        }
-        if x < 0.0625f32 {
-            x = x * 16.0f32;
-            k = k * 0.25f32;
-        }
-        if x < 0.25f32 {
-            x = x * 4.0f32;
-            k = k * 0.5f32;
-        }
+        let b = a.to_bits();
+        let exp = b >> 23u32;
+        let x_exp = 126u32 - (exp & 1u32);
+        let x = f32::from_bits((b & 0x007f_ffffu32) | (x_exp << 23u32));
+        let k = f32::from_bits(((exp + 254u32 - x_exp) >> 1u32) << 23u32);
         let mut y = 2.628649f32 + x * (-3.1339707f32 + x * 1.5231842f32);
         y = y * (1.5f32 - 0.5f32 * x * y * y);
         y = y * (1.5f32 - 0.5f32 * x * y * y);
