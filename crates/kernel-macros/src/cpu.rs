@@ -1395,8 +1395,19 @@ fn expr(cx: &Cpu, e: &Expr) -> TokenStream {
             let (x, t) = (expr(cx, v), ty(e.ty));
             quote!(((#x) as #t))
         }
+        // A subgroup of one on the CPU: each invocation runs alone between
+        // barriers, so it is its own subgroup (docs/kernels.md).
+        ExprKind::Id(Builtin::SubgroupSize, _) => quote!(1u32),
+        ExprKind::Id(Builtin::SubgroupLane, _) => quote!(0u32),
+        ExprKind::Id(Builtin::SubgroupId, _) => {
+            let [wx, wy, _] = cx.k.workgroup;
+            quote!((__ids.local[0] + #wx * (__ids.local[1] + #wy * __ids.local[2])))
+        }
         ExprKind::Id(b, axis) => {
             let field = match b {
+                Builtin::SubgroupSize | Builtin::SubgroupLane | Builtin::SubgroupId => {
+                    unreachable!("matched above")
+                }
                 Builtin::Global => quote!(global),
                 Builtin::Local => quote!(local),
                 Builtin::Group => quote!(group),
@@ -1452,6 +1463,8 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
     match f {
         Math::ToBits => return quote!(f32::to_bits(#x)),
         Math::FromBits => return quote!(f32::from_bits(#x)),
+        // Over a subgroup of one (see `Builtin::SubgroupSize` above).
+        Math::SubgroupAdd | Math::SubgroupMax | Math::SubgroupMin => return quote!((#x)),
         _ => {}
     }
     if t.is_int() {
@@ -1532,7 +1545,11 @@ fn math(cx: &Cpu, f: Math, args: &[Expr], t: Ty) -> TokenStream {
         }
         // On u32 only (the front end says so); printed the same anyway.
         Math::MulHi => mul_hi(&a),
-        Math::ToBits | Math::FromBits => unreachable!("returned above"),
+        Math::ToBits
+        | Math::FromBits
+        | Math::SubgroupAdd
+        | Math::SubgroupMax
+        | Math::SubgroupMin => unreachable!("returned above"),
     }
 }
 

@@ -582,7 +582,17 @@ impl Emit<'_> {
                 // Every launch's block is the declared workgroup size
                 // (`Stream::launch` refuses another), so it is a constant.
                 let size = self.k.workgroup[*axis];
+                // Warps are runs of 32 in the linear thread index.
+                let [wx, wy, wz] = self.k.workgroup;
+                let linear = match (wy, wz) {
+                    (1, 1) => "threadIdx.x".to_string(),
+                    (_, 1) => format!("(threadIdx.x + {wx}u * threadIdx.y)"),
+                    _ => format!("(threadIdx.x + {wx}u * (threadIdx.y + {wy}u * threadIdx.z))"),
+                };
                 match b {
+                    Builtin::SubgroupSize => "32u".into(),
+                    Builtin::SubgroupId => format!("({linear} >> 5)"),
+                    Builtin::SubgroupLane => format!("({linear} & 31u)"),
                     Builtin::Global => format!("(blockIdx.{c} * {size}u + threadIdx.{c})"),
                     Builtin::Local => format!("threadIdx.{c}"),
                     Builtin::Group => format!("blockIdx.{c}"),
@@ -680,6 +690,26 @@ impl Emit<'_> {
         match f {
             Math::MulHi => format!("__umulhi({}, {})", a[0], a[1]),
             Math::ToBits => format!("__float_as_uint({})", a[0]),
+            Math::SubgroupAdd | Math::SubgroupMax | Math::SubgroupMin => {
+                // A butterfly over the warp: after five exchanges every
+                // lane holds the same value (each step combines a pair
+                // both ways, and + , max, min are commutative).
+                let c = ty(t);
+                let (op, combine) = match f {
+                    Math::SubgroupAdd => ("add", "v + w".to_string()),
+                    Math::SubgroupMax if t.is_float() => ("max", format!("fmax{s}(v, w)")),
+                    Math::SubgroupMin if t.is_float() => ("min", format!("fmin{s}(v, w)")),
+                    Math::SubgroupMax => ("max", "(v > w ? v : w)".into()),
+                    _ => ("min", "(v < w ? v : w)".into()),
+                };
+                let name = format!("ug_subgroup_{op}_{}", t.tag());
+                let h = self.helper(name.clone(), || {
+                    format!(
+                        "static __device__ __forceinline__ {c} {name}({c} v) {{ for (int o = 16; o > 0; o >>= 1) {{ {c} w = __shfl_xor_sync(0xffffffffu, v, o); v = {combine}; }} return v; }}\n"
+                    )
+                });
+                format!("{h}({})", a[0])
+            }
             Math::FromBits => format!("__uint_as_float({})", a[0]),
             // Helpers, so each argument is printed (and evaluated) once.
             Math::Abs | Math::Min | Math::Max | Math::Clamp if t.is_int() => {

@@ -154,7 +154,7 @@ pub fn expand(attr: Tokens, f: &syn::ItemFn, helpers: &[syn::ItemFn]) -> syn::Re
         let inst = substitute(f, &types, &chosen)?;
         let lowered = (|| {
             let params = lower::params(&inst.sig)?;
-            lower::body(params, &const_names, &inst.block, helpers)
+            lower::body(params, &const_names, &inst.block, helpers, workgroup)
         })();
         let (params, shared, body, sites) = lowered.map_err(|e| in_instance(e, &label, count))?;
         check_sites(f, &sites)?;
@@ -416,6 +416,7 @@ fn module(
         };
         let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
         let f64_math = k.f64_only_f32_math();
+        let subgroups = k.uses_subgroups();
         let wide = [
             k.uses(|t| t == Ty::F64),
             k.uses(|t| matches!(t, Ty::I64 | Ty::U64)),
@@ -459,6 +460,7 @@ fn module(
                             fma: [#(#fma),*],
                             wide: [#(#wide),*],
                             f64_math: #f64_math,
+                            subgroups: #subgroups,
                             cpu: #m::cpu::#const_uses,
                             sites: #m::SITES,
                             workgroup: WORKGROUP_SIZE,

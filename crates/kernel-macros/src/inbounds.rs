@@ -365,7 +365,8 @@ pub(crate) mod tests {
     /// The kernel `f` lowered with workgroup size `wg`.
     pub(crate) fn kernel(f: syn::ItemFn, wg: [u32; 3]) -> Kernel {
         let params = crate::lower::params(&f.sig).unwrap();
-        let (params, shared, body, sites) = crate::lower::body(params, &[], &f.block, &[]).unwrap();
+        let (params, shared, body, sites) =
+            crate::lower::body(params, &[], &f.block, &[], [64, 1, 1]).unwrap();
         Kernel {
             name: f.sig.ident.to_string(),
             params,

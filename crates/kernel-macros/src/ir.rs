@@ -131,6 +131,14 @@ pub enum Builtin {
     Group,
     Size,
     Groups,
+    /// `subgroup_size()`: the invocations in a subgroup (32 on CUDA, the
+    /// adapter's on Vulkan, 1 on the CPU). Component 0 only.
+    SubgroupSize,
+    /// `subgroup_id()`: which subgroup of the workgroup the invocation is
+    /// in (0 .. workgroup invocations / subgroup_size()).
+    SubgroupId,
+    /// `subgroup_invocation_id()`: the invocation's index in its subgroup.
+    SubgroupLane,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -197,6 +205,24 @@ pub enum Math {
     ToBits,
     /// `f32::from_bits(u)`: the f32 whose bits are the u32 `u`.
     FromBits,
+    /// `subgroup_add(v)`: the sum of `v` over the invocation's subgroup,
+    /// the same value in each. Only the whole value of a `let` or an
+    /// assignment, reached by the whole workgroup (`uniform.rs`).
+    SubgroupAdd,
+    /// `subgroup_max(v)`, as `.max()` over the subgroup.
+    SubgroupMax,
+    /// `subgroup_min(v)`, as `.min()` over the subgroup.
+    SubgroupMin,
+}
+
+impl Math {
+    /// Whether this is a subgroup operation (a collective, like `barrier()`).
+    pub fn is_subgroup(self) -> bool {
+        matches!(
+            self,
+            Math::SubgroupAdd | Math::SubgroupMax | Math::SubgroupMin
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -587,6 +613,23 @@ impl Kernel {
             }
         });
         out
+    }
+
+    /// Whether the kernel calls a subgroup operation or reads a subgroup
+    /// built-in (Vulkan adapters may lack them).
+    pub fn uses_subgroups(&self) -> bool {
+        let mut found = false;
+        visit_exprs(&self.body, &mut |e| {
+            found |= match &e.kind {
+                ExprKind::Id(b, _) => matches!(
+                    b,
+                    Builtin::SubgroupSize | Builtin::SubgroupId | Builtin::SubgroupLane
+                ),
+                ExprKind::Math(f, _) => f.is_subgroup(),
+                _ => false,
+            };
+        });
+        found
     }
 
     /// Whether any type the kernel (or a device function it calls)

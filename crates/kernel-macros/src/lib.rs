@@ -219,6 +219,12 @@ fn called(t: Tokens, out: &mut Vec<(String, proc_macro2::Span)>) {
                     "rsqrt",
                     "fma",
                     "mul_hi",
+                    "subgroup_add",
+                    "subgroup_max",
+                    "subgroup_min",
+                    "subgroup_size",
+                    "subgroup_id",
+                    "subgroup_invocation_id",
                     "pow",
                     "log",
                     "shared",
@@ -267,7 +273,7 @@ fn expand_with(attr: Tokens, item: Tokens, helpers: Vec<syn::ItemFn>) -> syn::Re
     let workgroup = workgroup(attr)?;
     let funcs = lower::funcs(&helpers)?;
     let params = lower::params(&f.sig)?;
-    let (params, shared, body, sites) = lower::body(params, &[], &f.block, &helpers)?;
+    let (params, shared, body, sites) = lower::body(params, &[], &f.block, &helpers, workgroup)?;
     check_sites(&f, &sites)?;
     let k = Kernel {
         name: f.sig.ident.to_string(),
@@ -475,6 +481,7 @@ fn module(
     let doc = format!("The kernel `{name}` (#[unigpu::kernel]): build it with [`kernel`].");
     let fma = [k.uses_fma(Ty::F32), k.uses_fma(Ty::F64)];
     let f64_math = k.f64_only_f32_math();
+    let subgroups = k.uses_subgroups();
     let wide = [
         k.uses(|t| t == Ty::F64),
         k.uses(|t| matches!(t, Ty::I64 | Ty::U64)),
@@ -520,6 +527,7 @@ fn module(
                 fma: [#(#fma),*],
                 wide: [#(#wide),*],
                 f64_math: #f64_math,
+                subgroups: #subgroups,
                 cpu,
                 sites: &[#(#sites),*],
                 workgroup: WORKGROUP_SIZE,

@@ -58,6 +58,13 @@ struct Cx {
     calls: Vec<(usize, Span)>,
     /// The array access sites so far (`Kernel::sites`).
     sites: Vec<Site>,
+    /// Every subgroup operation's call so far, in source order.
+    subgroup_calls: Vec<Span>,
+    /// Set just before lowering the whole value of a `let` or a plain
+    /// assignment: the one place a subgroup operation may be.
+    whole_value: bool,
+    /// The declared workgroup size (1, 1, 1 in a device function).
+    workgroup: [u32; 3],
 }
 
 /// A `#[unigpu::device]` function's signature.
@@ -175,6 +182,9 @@ pub fn funcs(helpers: &[syn::ItemFn]) -> Result<Vec<Func>> {
             calls: Vec::new(),
             // A device function has no arrays.
             sites: Vec::new(),
+            subgroup_calls: Vec::new(),
+            whole_value: false,
+            workgroup: [1, 1, 1],
         };
         let Some((last, init)) = h.block.stmts.split_last() else {
             return err(
@@ -380,6 +390,7 @@ pub fn body(
     consts: &[String],
     block: &syn::Block,
     helpers: &[syn::ItemFn],
+    workgroup: [u32; 3],
 ) -> Result<Body> {
     let mut sigs = Vec::new();
     for h in helpers {
@@ -402,9 +413,12 @@ pub fn body(
         device: None,
         calls: Vec::new(),
         sites: Vec::new(),
+        subgroup_calls: Vec::new(),
+        whole_value: false,
+        workgroup,
     };
     let stmts = cx.block(block)?;
-    crate::uniform::check(&stmts)?;
+    crate::uniform::check(&stmts, &cx.subgroup_calls)?;
     Ok((cx.params, cx.shared, stmts, cx.sites))
 }
 
@@ -526,7 +540,10 @@ impl Cx {
         if let Some((_, d)) = &init.diverge {
             return not_yet(d.span(), "`let ... else`");
         }
-        let init = self.expr(&init.expr, want)?;
+        self.whole_value = true;
+        let init = self.expr(&init.expr, want);
+        self.whole_value = false;
+        let init = init?;
         if let Some(w) = want {
             if init.ty != w {
                 return mismatch(
@@ -763,7 +780,10 @@ impl Cx {
     ) -> Result<Expr> {
         match op {
             None => {
-                let v = self.expr(right, Some(ty))?;
+                self.whole_value = true;
+                let v = self.expr(right, Some(ty));
+                self.whole_value = false;
+                let v = v?;
                 if v.ty != ty {
                     return mismatch(right.span(), ty, v.ty);
                 }
@@ -1165,10 +1185,20 @@ impl Cx {
     }
 
     fn expr(&mut self, e: &syn::Expr, want: Option<Ty>) -> Result<Expr> {
+        // Only the outermost expression of a `let`'s or an assignment's
+        // value is "whole"; everything inside it is not.
+        let whole = std::mem::take(&mut self.whole_value);
         match e {
             syn::Expr::Lit(l) => lit(&l.lit, want),
-            syn::Expr::Paren(p) => self.expr(&p.expr, want),
-            syn::Expr::Group(g) => self.expr(&g.expr, want),
+            syn::Expr::Paren(p) => {
+                self.whole_value = whole;
+                self.expr(&p.expr, want)
+            }
+            syn::Expr::Group(g) => {
+                self.whole_value = whole;
+                self.expr(&g.expr, want)
+            }
+            syn::Expr::Call(c) if subgroup_op(c).is_some() => self.subgroup_call(c, want, whole),
             syn::Expr::Path(p) => {
                 let Some(name) = path_name(&p.path) else {
                     return not_yet(p.span(), "a path other than a variable name");
@@ -1377,6 +1407,23 @@ impl Cx {
                 format!("`{name}()` is a 3-D index: take one component, `{name}().x`"),
             );
         }
+        if let Some(b) = subgroup_builtin(&name) {
+            if self.device.is_some() {
+                return err(
+                    c.span(),
+                    format!(
+                        "`{name}()` is not available in a device function: pass the value as an argument"
+                    ),
+                );
+            }
+            if !c.args.is_empty() {
+                return err(c.args.span(), format!("`{name}()` takes no arguments"));
+            }
+            return Ok(Expr {
+                kind: ExprKind::Id(b, 0),
+                ty: Ty::Usize,
+            });
+        }
         let (math, arity) = match name.as_str() {
             "rsqrt" => (Math::Rsqrt, 1),
             "fma" => (Math::Fma, 3),
@@ -1555,6 +1602,53 @@ impl Cx {
         })
     }
 
+    /// `subgroup_add(v)`, `subgroup_max(v)`, `subgroup_min(v)`: `whole`
+    /// when the call is the whole value of a `let` or an assignment.
+    fn subgroup_call(&mut self, c: &syn::ExprCall, want: Option<Ty>, whole: bool) -> Result<Expr> {
+        let (f, name) = subgroup_op(c).unwrap_or((Math::SubgroupAdd, "subgroup_add"));
+        if self.device.is_some() {
+            return err(
+                c.span(),
+                format!("`{name}` is only allowed in the kernel itself, not in a device function"),
+            );
+        }
+        if !whole {
+            return err(
+                c.span(),
+                format!(
+                    "`{name}(..)` must be the whole value of a `let` or an assignment \
+                     (`let t = {name}(v);`): every invocation of the workgroup reaches it together"
+                ),
+            );
+        }
+        let invocations: u32 = self.workgroup.iter().product();
+        if !invocations.is_multiple_of(32) {
+            return err(
+                c.span(),
+                format!(
+                    "`{name}` needs a workgroup of a multiple of 32 invocations (a CUDA warp is 32; \
+                     this kernel's has {invocations})"
+                ),
+            );
+        }
+        if c.args.len() != 1 {
+            return err(c.span(), format!("`{name}` takes 1 argument"));
+        }
+        let v = self.expr(&c.args[0], want)?;
+        if !matches!(v.ty, Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32) {
+            return err(
+                c.args[0].span(),
+                format!("`{name}` takes f32, f64, i32 or u32, not `{}`", v.ty.name()),
+            );
+        }
+        self.subgroup_calls.push(c.span());
+        let ty = v.ty;
+        Ok(Expr {
+            kind: ExprKind::Math(f, vec![v]),
+            ty,
+        })
+    }
+
     fn math_call(&mut self, f: Math, first: Expr, rest: &[&syn::Expr], span: Span) -> Result<Expr> {
         let t = first.ty;
         let (arity, float_only) = match f {
@@ -1634,6 +1728,28 @@ fn builtin(name: &str) -> Option<Builtin> {
         "workgroup_id" => Builtin::Group,
         "workgroup_size" => Builtin::Size,
         "num_workgroups" => Builtin::Groups,
+        _ => return None,
+    })
+}
+
+/// The subgroup operation `c` calls, if it calls one.
+fn subgroup_op(c: &syn::ExprCall) -> Option<(Math, &'static str)> {
+    let syn::Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    Some(match path_name(&p.path)?.as_str() {
+        "subgroup_add" => (Math::SubgroupAdd, "subgroup_add"),
+        "subgroup_max" => (Math::SubgroupMax, "subgroup_max"),
+        "subgroup_min" => (Math::SubgroupMin, "subgroup_min"),
+        _ => return None,
+    })
+}
+
+fn subgroup_builtin(name: &str) -> Option<Builtin> {
+    Some(match name {
+        "subgroup_size" => Builtin::SubgroupSize,
+        "subgroup_id" => Builtin::SubgroupId,
+        "subgroup_invocation_id" => Builtin::SubgroupLane,
         _ => return None,
     })
 }

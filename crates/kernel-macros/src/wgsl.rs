@@ -282,9 +282,16 @@ pub fn emit(k: &Kernel, emulate_fma: bool) -> String {
     }
     s.push_str(&funcs);
     let [x, y, z] = k.workgroup;
+    // Only a kernel that uses them names the subgroup built-ins (they
+    // need the adapter's subgroup operations).
+    let subgroup = if k.uses_subgroups() {
+        ", @builtin(subgroup_size) ug_subgroup_size: u32, @builtin(subgroup_id) ug_subgroup_id: u32, @builtin(subgroup_invocation_id) ug_subgroup_lane: u32"
+    } else {
+        ""
+    };
     let _ = write!(
         s,
-        "@compute @workgroup_size({x}, {y}, {z})\nfn {}(@builtin(global_invocation_id) ug_global: vec3<u32>, @builtin(local_invocation_id) ug_local: vec3<u32>, @builtin(workgroup_id) ug_group: vec3<u32>, @builtin(num_workgroups) ug_groups: vec3<u32>) {{\n{}}}\n",
+        "@compute @workgroup_size({x}, {y}, {z})\nfn {}(@builtin(global_invocation_id) ug_global: vec3<u32>, @builtin(local_invocation_id) ug_local: vec3<u32>, @builtin(workgroup_id) ug_group: vec3<u32>, @builtin(num_workgroups) ug_groups: vec3<u32>{subgroup}) {{\n{}}}\n",
         k.name, e.out
     );
     s
@@ -808,6 +815,9 @@ impl Emit<'_> {
             ExprKind::Id(b, axis) => {
                 let c = ["x", "y", "z"][*axis];
                 match b {
+                    Builtin::SubgroupSize => "ug_subgroup_size".into(),
+                    Builtin::SubgroupId => "ug_subgroup_id".into(),
+                    Builtin::SubgroupLane => "ug_subgroup_lane".into(),
                     Builtin::Global => format!("ug_global.{c}"),
                     Builtin::Local => format!("ug_local.{c}"),
                     Builtin::Group => format!("ug_group.{c}"),
@@ -945,6 +955,9 @@ impl Emit<'_> {
                 format!("{f}({}, {})", a[0], a[1])
             }
             Math::ToBits => format!("bitcast<u32>({})", a[0]),
+            Math::SubgroupAdd => format!("subgroupAdd({})", a[0]),
+            Math::SubgroupMax => format!("subgroupMax({})", a[0]),
+            Math::SubgroupMin => format!("subgroupMin({})", a[0]),
             Math::FromBits => format!("bitcast<f32>({})", a[0]),
             Math::Abs if t.is_int() => {
                 // A helper, so the argument is printed once.

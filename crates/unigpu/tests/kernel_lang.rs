@@ -736,3 +736,124 @@ on_every_backend!(
         }
     }
 );
+
+/// Each invocation's subgroup sum, max and min, and where it is: its
+/// subgroup's size, the subgroup's index in the workgroup, its lane.
+/// Invocations past the data take part with values that change nothing.
+#[unigpu::kernel(workgroup_size = 64)]
+fn subgroup_ops(
+    x: &[f32],
+    k: &[i32],
+    u: &[u32],
+    sums: &mut [f32],
+    maxs: &mut [f32],
+    mins: &mut [i32],
+    usums: &mut [u32],
+    place: &mut [u32],
+) {
+    let i = global_id().x;
+    let mut v = 0.0f32;
+    let mut m = -3.4028235e38f32;
+    let mut c = 2147483647i32;
+    let mut w = 0u32;
+    if i < x.len() {
+        v = x[i];
+        m = x[i];
+        c = k[i];
+        w = u[i];
+    }
+    let s = subgroup_add(v);
+    let mx = subgroup_max(m);
+    let mn = subgroup_min(c);
+    let us = subgroup_add(w);
+    if i < x.len() {
+        sums[i] = s;
+        maxs[i] = mx;
+        mins[i] = mn;
+        usums[i] = us;
+        place[3 * i] = subgroup_size() as u32;
+        place[3 * i + 1] = subgroup_id() as u32;
+        place[3 * i + 2] = subgroup_invocation_id() as u32;
+    }
+}
+
+on_every_backend!(subgroup_operations_combine_each_subgroup, |ctx| {
+    let kern = subgroup_ops::kernel(ctx).unwrap();
+    let n = random_len(5000);
+    let hx = random_vec::<f32>(n);
+    let hk = random_vec::<i32>(n);
+    let hu = random_vec::<u32>(n);
+    let (x, k, u) = (
+        ctx.upload(&hx).unwrap(),
+        ctx.upload(&hk).unwrap(),
+        ctx.upload(&hu).unwrap(),
+    );
+    let mut sums = ctx.zeros::<f32>(n).unwrap();
+    let mut maxs = ctx.zeros::<f32>(n).unwrap();
+    let mut mins = ctx.zeros::<i32>(n).unwrap();
+    let mut usums = ctx.zeros::<u32>(n).unwrap();
+    let mut place = ctx.zeros::<u32>(3 * n).unwrap();
+    kern.launch(
+        ctx,
+        Grid::new((n.div_ceil(64) as u32, 1, 1), (64, 1, 1)),
+        (
+            &x, &k, &u, &mut sums, &mut maxs, &mut mins, &mut usums, &mut place,
+        ),
+    )
+    .unwrap();
+    let (gs, gm, gn, gu, gp) = (
+        sums.download().unwrap(),
+        maxs.download().unwrap(),
+        mins.download().unwrap(),
+        usums.download().unwrap(),
+        place.download().unwrap(),
+    );
+    let size = gp[0];
+    assert!(size.is_power_of_two() && size <= 64, "subgroup size {size}");
+    match ctx.backend() {
+        Backend::Cpu => assert_eq!(size, 1, "the CPU's subgroups are of one"),
+        Backend::Cuda | Backend::Torch => assert_eq!(size, 32, "a CUDA warp"),
+        _ => {}
+    }
+    // The subgroups, from where each invocation says it is: every
+    // (workgroup, subgroup, lane) once, and the size the same everywhere.
+    let mut members: std::collections::BTreeMap<(usize, u32), Vec<usize>> = Default::default();
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..n {
+        let (sz, id, lane) = (gp[3 * i], gp[3 * i + 1], gp[3 * i + 2]);
+        assert_eq!(sz, size, "subgroup size at {i}");
+        assert!(
+            lane < size && id < 64 / size,
+            "place at {i}: subgroup {id}, lane {lane}"
+        );
+        assert!(
+            seen.insert((i / 64, id, lane)),
+            "two invocations at {i}'s place"
+        );
+        members.entry((i / 64, id)).or_default().push(i);
+    }
+    for (key, m) in &members {
+        let sum: f64 = m.iter().map(|&i| f64::from(hx[i])).sum();
+        let scale: f64 = m.iter().map(|&i| f64::from(hx[i]).abs()).sum();
+        let max = m.iter().map(|&i| hx[i]).fold(f32::NEG_INFINITY, f32::max);
+        let min = m.iter().map(|&i| hk[i]).min().unwrap();
+        let usum = m.iter().fold(0u32, |a, &i| a.wrapping_add(hu[i]));
+        for &i in m {
+            // The order of a float sum's additions is the backend's: a
+            // few roundings of the running total.
+            assert!(
+                (f64::from(gs[i]) - sum).abs() <= 1e-5 * scale + 1e-30,
+                "sum at {i} (subgroup {key:?}): {} against {sum}",
+                gs[i]
+            );
+            assert_eq!(
+                gs[i].to_bits(),
+                gs[m[0]].to_bits(),
+                "one sum per subgroup, at {i}"
+            );
+            assert_eq!(gm[i], max, "max at {i} (subgroup {key:?})");
+            assert_eq!(gn[i], min, "min at {i} (subgroup {key:?})");
+            assert_eq!(gu[i], usum, "u32 sum at {i} (subgroup {key:?})");
+        }
+    }
+});

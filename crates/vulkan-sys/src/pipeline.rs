@@ -53,7 +53,7 @@ pub fn available(device: &wgpu::Device, adapter: &wgpu::AdapterInfo) -> bool {
 /// `Adapter::open`), for what a compute shader can use: the same
 /// capabilities, bounds checks (`Restrict`, as wgpu does without
 /// VK_EXT_robustness2), loop bounding, integer division checks; SPIR-V
-/// 1.0, which every Vulkan takes (wgpu picks the newest the device does;
+/// 1.0 (1.3 on a device with subgroup operations), which every Vulkan takes (wgpu picks the newest the device does;
 /// naga writes the same arithmetic for each), and workgroup memory
 /// zeroed by the shader itself (wgpu zeroes it through the driver where
 /// it can; this cannot ask the driver).
@@ -91,10 +91,21 @@ fn options(features: wgpu::Features, downlevel: wgpu::DownlevelFlags) -> spv::Op
     if features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC) {
         caps.push(C::AtomicFloat32AddEXT);
     }
+    // Subgroup operations (the kernel language's `subgroup_add`, ...):
+    // GroupNonUniform is SPIR-V 1.3, which a device with them (Vulkan
+    // 1.1) takes.
+    let subgroups = features.contains(wgpu::Features::SUBGROUP);
+    if subgroups {
+        caps.extend([
+            C::GroupNonUniform,
+            C::GroupNonUniformArithmetic,
+            C::GroupNonUniformShuffle,
+        ]);
+    }
     let mut flags = spv::WriterFlags::FORCE_POINT_SIZE | spv::WriterFlags::LABEL_VARYINGS;
     flags.set(spv::WriterFlags::DEBUG, false);
     spv::Options {
-        lang_version: (1, 0),
+        lang_version: if subgroups { (1, 3) } else { (1, 0) },
         flags,
         capabilities: Some(caps.into_iter().collect()),
         bounds_check_policies: naga::proc::BoundsCheckPolicies {

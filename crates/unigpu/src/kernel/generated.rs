@@ -42,6 +42,9 @@ pub struct Spec {
     /// The first f64 math function it calls that Vulkan has in f32 only
     /// (exp, ln, sin, …); "" for none.
     pub f64_math: &'static str,
+    /// Whether it uses subgroup operations or built-ins (which vulkan
+    /// adapters may lack).
+    pub subgroups: bool,
     pub cpu: fn(&CpuArgs) -> Result<()>,
     /// Every place the kernel indexes an array, by the number its code
     /// records in the fault word when the index is out of bounds.
@@ -290,13 +293,13 @@ fn build_uncached(
     })
 }
 
-/// The WGSL form this vulkan adapter can run: f64 and i64/u64 need its
-/// shader-f64 / shader-int64, and `fma` must round once (the language's
+/// The WGSL form this vulkan adapter can run: subgroup operations need
+/// its subgroups, f64 and i64/u64 its shader-f64 / shader-int64, and `fma` must round once (the language's
 /// promise): WGSL's `fma` where the adapter's is fused (its probe, `unigpu
 /// info`: "fma f32: fused"), else for f32 an emulation through f64. What
 /// the adapter cannot do is an error naming the kernel and the adapter.
 fn vulkan_wgsl(ctx: &Context, spec: &Spec) -> Result<&'static str> {
-    if !(spec.wide[0] || spec.wide[1] || spec.fma[0] || spec.fma[1]) {
+    if !(spec.wide[0] || spec.wide[1] || spec.fma[0] || spec.fma[1] || spec.subgroups) {
         return Ok(spec.wgsl);
     }
     let info = ctx.device_info()?;
@@ -310,6 +313,11 @@ fn vulkan_wgsl(ctx: &Context, spec: &Spec) -> Result<&'static str> {
         backend: Backend::Vulkan,
         what: format!("kernel `{}`: {what} on adapter {}", spec.name, info.name),
     };
+    if spec.subgroups && !has("subgroups") {
+        return Err(refuse(
+            "uses subgroup operations, which need wgpu's SUBGROUP feature (Vulkan 1.1 subgroup arithmetic and shuffles in compute), absent".into(),
+        ));
+    }
     if spec.wide[0] && !has("shader-f64") {
         return Err(refuse("uses f64, which needs shader-f64, absent".into()));
     }

@@ -287,9 +287,12 @@ fn $nan_max(a: $acc, b: $acc) -> $acc {
 /// and a multiplication, where `exp`'s range reduction took most of the
 /// pass's instructions (a relative error of |t| · 2^-24 more in f32, at
 /// most 2e-6 where the term is above 2^-24 of the largest).
-/// The tree merges the pairs the same way; one more pass writes the row.
-/// Two reads of the row, not three (max, sum, write), one tree, not two
-/// (0.59x torch's bandwidth on an H200 with three). Every term is an
+/// The workgroup then takes the row's max of the invocations' (a
+/// subgroup max, then over the subgroups), rescales each `s` to it and
+/// sums them the same way: two barriers where a tree of pairs took seven
+/// (0.80x torch's bandwidth on an H200 with the tree); one more pass
+/// writes the row. Two reads of the row, not three (max, sum, write:
+/// 0.59x with three). Every term is an
 /// `exp(c - m)`, as in the two-pass form, so a NaN or a +inf in the row
 /// gives NaNs as there. `m` starts at the lowest finite value, so an
 /// invocation whose elements are all -inf (a causal mask's) adds 0s and
@@ -347,34 +350,40 @@ fn $nan_max(a: $acc, b: $acc) -> $acc {
             s += ((c - m) * $log2e).exp2();
             j += 64;
         }
-        red_m[l] = m;
-        red_s[l] = s;
-        barrier();
-        // Only the first min(n, 64) slots saw an element. A side whose max
-        // is the merged one keeps its sum as it is (a factor of 1, not
-        // `exp(m - m)`, which is NaN for two infinite maxima).
-        let mut stride = 32usize;
-        while stride > 0 {
-            if l < stride && l + stride < n {
-                let a = red_m[l];
-                let b = red_m[l + stride];
-                let mm = $nan_max(a, b);
-                let mut sa = red_s[l];
-                let mut sb = red_s[l + stride];
-                if a != mm {
-                    sa = sa * ((a - mm) * $log2e).exp2();
-                }
-                if b != mm {
-                    sb = sb * ((b - mm) * $log2e).exp2();
-                }
-                red_s[l] = sa + sb;
-                red_m[l] = mm;
-            }
-            barrier();
-            stride /= 2;
+        // The row's max: each subgroup's (a warp's shuffles on CUDA, no
+        // barrier), then the few subgroups' through shared memory.
+        let sm = subgroup_max(m);
+        let g = subgroup_id();
+        let lane = subgroup_invocation_id();
+        let subgroups = 64 / subgroup_size();
+        if lane == 0 {
+            red_m[g] = sm;
         }
-        let mx = red_m[0];
-        let total = red_s[0];
+        barrier();
+        let mut mx = red_m[0];
+        let mut t = 1usize;
+        while t < subgroups {
+            mx = $nan_max(mx, red_m[t]);
+            t += 1;
+        }
+        // Each sum rescaled to the row's max, then summed the same way. A
+        // sum whose max is the row's stays as it is (a factor of 1, not
+        // `exp(m - m)`, which is NaN for an infinite max); a NaN or +inf
+        // element has already made its `s` NaN.
+        if m != mx {
+            s = s * ((m - mx) * $log2e).exp2();
+        }
+        let ss = subgroup_add(s);
+        if lane == 0 {
+            red_s[g] = ss;
+        }
+        barrier();
+        let mut total = red_s[0];
+        let mut t = 1usize;
+        while t < subgroups {
+            total += red_s[t];
+            t += 1;
+        }
         // One division a row, a multiplication an element (a division an
         // element was most of the writing pass's instructions).
         let inv = 1.0 as $acc / total;

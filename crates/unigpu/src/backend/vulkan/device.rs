@@ -92,7 +92,8 @@ fn fused(yes: bool) -> &'static str {
 }
 
 /// The features the backend uses where the adapter has them: 16-, 64-bit
-/// types in shaders, timestamps for events, and SPIR-V passthrough (so
+/// types in shaders, timestamps for events, subgroup operations (the
+/// kernel language's `subgroup_add`, ...), and SPIR-V passthrough (so
 /// WGSL is built with float contraction forbidden, see `build_pipeline`).
 /// Push constants (immediates) are required: every Vulkan device has 128
 /// bytes of them.
@@ -103,6 +104,7 @@ fn wanted(adapter: &wgpu::Adapter) -> wgpu::Features {
             | wgpu::Features::SHADER_F64
             | wgpu::Features::SHADER_INT64
             | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::SUBGROUP
             | wgpu::Features::PASSTHROUGH_SHADERS)
 }
 
@@ -288,6 +290,7 @@ impl VkDevice {
                 "timestamps".into(),
                 yes(wgpu::Features::TIMESTAMP_QUERY).into(),
             ),
+            ("subgroups".into(), yes(wgpu::Features::SUBGROUP).into()),
             ("fma f32".into(), fused(self.fused_fma.0).into()),
             (
                 "fma f64".into(),
