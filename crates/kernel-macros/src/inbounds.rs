@@ -12,7 +12,14 @@
 //! - **Conditions.** Inside `if i < x.len()`, `while i < x.len()` and
 //!   `for i in a..x.len()`, the index `i` itself is below `x`'s length
 //!   until a statement that assigns `i` (facts are dropped before any
-//!   statement that assigns their variable anywhere inside it).
+//!   statement that assigns one of their variables anywhere inside it).
+//!   `i` may be any expression of variables, literals and arithmetic; an
+//!   index that is the same expression is proven.
+//! - **Windows.** Inside a condition holding both `C < x.len()` (or `<=`)
+//!   and `e < x.len() - C` for a literal `C`, `e + c` is below `x`'s
+//!   length for every literal `c <= C`: the first makes `x.len() - C`
+//!   exact, so `e + C < x.len()` without wrapping. A row kernel checks a
+//!   window once for eight accesses `e, e + 64, ..., e + 448` this way.
 //!
 //! Anything else keeps its check: an access this cannot prove reports a
 //! fault as before. Atomics and 16-bit float arrays always keep theirs.
@@ -43,8 +50,39 @@ struct Range {
     hi: u64,
 }
 
-/// `(variable, array)`: the variable is below the array's length here.
-type Fact = (String, usize);
+/// `key + c < len(array)` for every `c <= slack` here, where `key` is an
+/// expression's [`key`] and `vars` the variables it reads.
+#[derive(Debug, Clone)]
+struct Fact {
+    key: String,
+    vars: Vec<String>,
+    array: usize,
+    slack: u64,
+}
+
+/// A comparable form of an index expression of variables, literals and
+/// arithmetic; `None` for anything else (loads, calls, ...).
+fn key(e: &Expr) -> Option<String> {
+    Some(match &e.kind {
+        ExprKind::Var(v) => v.clone(),
+        ExprKind::Lit(Lit::Int(n)) => format!("{n}"),
+        ExprKind::Scalar(i) => format!("${i}"),
+        ExprKind::Bin(op, l, r) => format!("({} {op:?} {})", key(l)?, key(r)?),
+        ExprKind::Cast(v) => format!("({} as {:?})", key(v)?, e.ty),
+        _ => return None,
+    })
+}
+
+/// The variables `e` reads.
+fn vars(e: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    e.visit(&mut |x| {
+        if let ExprKind::Var(v) = &x.kind {
+            out.push(v.clone());
+        }
+    });
+    out
+}
 
 struct Prove<'k> {
     k: &'k Kernel,
@@ -115,6 +153,17 @@ fn lit(e: &Expr) -> Option<Range> {
     }
 }
 
+/// The operands of `e`'s `&&`s.
+fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::Bin(BinOp::And, l, r) => {
+            conjuncts(l, out);
+            conjuncts(r, out);
+        }
+        _ => out.push(e),
+    }
+}
+
 fn assigned_in(stmts: &[Stmt], out: &mut HashSet<String>) {
     for s in stmts {
         match s {
@@ -180,21 +229,54 @@ impl Prove<'_> {
 
     /// The facts `cond` being true gives.
     fn facts_of(&self, cond: &Expr, out: &mut Vec<Fact>) {
-        let ExprKind::Bin(op, l, r) = &cond.kind else {
-            return;
-        };
-        let (var, bound) = match op {
-            BinOp::And => {
-                self.facts_of(l, out);
-                self.facts_of(r, out);
-                return;
+        let mut all = Vec::new();
+        conjuncts(cond, &mut all);
+        // `C < len` / `C <= len` (or reversed): `len - C` is exact.
+        let mut exact: Vec<(usize, u64)> = Vec::new();
+        for c in &all {
+            let ExprKind::Bin(op, l, r) = &c.kind else {
+                continue;
+            };
+            let (small, big) = match op {
+                BinOp::Lt | BinOp::Le => (l, r),
+                BinOp::Gt | BinOp::Ge => (r, l),
+                _ => continue,
+            };
+            if let (Some(n), Some(a)) = (lit(small), self.len_of(big)) {
+                exact.push((a, n.hi));
             }
-            BinOp::Lt => (l, r),
-            BinOp::Gt => (r, l),
-            _ => return,
-        };
-        if let (ExprKind::Var(v), Some(a)) = (&var.kind, self.len_of(bound)) {
-            out.push((v.clone(), a));
+        }
+        for c in &all {
+            let ExprKind::Bin(op, l, r) = &c.kind else {
+                continue;
+            };
+            let (var, bound) = match op {
+                BinOp::Lt => (l, r),
+                BinOp::Gt => (r, l),
+                _ => continue,
+            };
+            if max_of(var.ty).is_none() {
+                continue;
+            }
+            let Some(k) = key(var) else {
+                continue;
+            };
+            let (array, slack) = if let Some(a) = self.len_of(bound) {
+                (a, 0)
+            } else if let ExprKind::Bin(BinOp::Sub, len, sub) = &bound.kind
+                && let (Some(a), Some(n)) = (self.len_of(len), lit(sub))
+                && exact.iter().any(|&(b, m)| b == a && m >= n.hi)
+            {
+                (a, n.hi)
+            } else {
+                continue;
+            };
+            out.push(Fact {
+                key: k,
+                vars: vars(var),
+                array,
+                slack,
+            });
         }
     }
 
@@ -221,7 +303,21 @@ impl Prove<'_> {
             }
             index = v;
         }
-        matches!(&index.kind, ExprKind::Var(v) if facts.iter().any(|(f, a)| f == v && *a == array))
+        let covered = |e: &Expr, c: u64| {
+            key(e).is_some_and(|k| {
+                facts
+                    .iter()
+                    .any(|f| f.array == array && f.key == k && f.slack >= c)
+            })
+        };
+        if covered(index, 0) {
+            return true;
+        }
+        // `e + c` inside a window of `e`.
+        match &index.kind {
+            ExprKind::Bin(BinOp::Add, e, c) => lit(c).is_some_and(|c| covered(e, c.hi)),
+            _ => false,
+        }
     }
 
     fn shared_ok(&self, array: usize, index: &Expr) -> bool {
@@ -234,7 +330,7 @@ impl Prove<'_> {
     fn block(&mut self, stmts: &[Stmt], facts: &[Fact]) {
         let mut facts = facts.to_vec();
         for s in stmts {
-            facts.retain(|(v, _)| !assigns(s, v));
+            facts.retain(|f| !f.vars.iter().any(|v| assigns(s, v)));
             self.stmt(s, &facts);
         }
     }
@@ -316,7 +412,12 @@ impl Prove<'_> {
                         );
                     }
                     if let Some(a) = self.len_of(end) {
-                        inner.push((name.clone(), a));
+                        inner.push(Fact {
+                            key: name.clone(),
+                            vars: vec![name.clone()],
+                            array: a,
+                            slack: 0,
+                        });
                     }
                 }
                 self.block(body, &inner);
@@ -572,6 +673,39 @@ pub(crate) mod tests {
         assert_eq!(
             checked,
             ["x Read", "y Write", "y Write", "y Write"].map(String::from)
+        );
+    }
+
+    #[test]
+    fn a_window_proves_offsets_up_to_its_slack_only_with_its_exact_guard() {
+        let k = kernel(
+            syn::parse_quote! {
+                fn rows(x: &[f32], y: &mut [f32], n: u32) {
+                    let base = workgroup_id().x * (n as usize);
+                    let mut j = local_id().x;
+                    while j + 128 < (n as usize) && 128 < x.len() && base + j < x.len() - 128 {
+                        y[0] = x[base + j] + x[base + j + 64] + x[base + j + 128];
+                        y[1] = x[base + j + 129];
+                        j += 256;
+                        y[2] = x[base + j];
+                    }
+                    // Without `128 < x.len()`, `x.len() - 128` may wrap.
+                    if base < x.len() - 128 {
+                        y[3] = x[base + 1];
+                    }
+                    if 64 <= y.len() && base < y.len() - 64 {
+                        y[base + 64] = 1.0;
+                        y[base + 65] = 2.0;
+                        y[base] = 3.0;
+                    }
+                }
+            },
+            [64, 1, 1],
+        );
+        let (proven, _) = split(&k);
+        assert_eq!(
+            proven,
+            ["x Read", "x Read", "x Read", "y Write", "y Write"].map(String::from)
         );
     }
 }

@@ -1617,7 +1617,7 @@ impl Cx {
                 c.span(),
                 format!(
                     "`{name}(..)` must be the whole value of a `let` or an assignment \
-                     (`let t = {name}(v);`): every invocation of the workgroup reaches it together"
+                     (`let t = {name}(v);`): every invocation of the subgroup reaches it together"
                 ),
             );
         }

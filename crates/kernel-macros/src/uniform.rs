@@ -7,12 +7,16 @@
 //! such a value, or after an exit (`return`, `break`, `continue`) taken on
 //! one, is a compile error with the span of the barrier or the exit.
 //!
-//! Subgroup operations (`subgroup_add(v)`, ...) follow the same rule:
-//! CUDA's `__shfl_xor_sync` over the full warp and WGSL's subgroup
-//! built-ins need every invocation of the subgroup, and a rule for the
-//! whole workgroup is the one the language can check. Each is the whole
-//! value of a `let` or an assignment (lower.rs), so a statement holds at
-//! most one and they come in source order, the order of their spans.
+//! Subgroup operations (`subgroup_add(v)`, ...) follow the same rule one
+//! level down: every invocation of a *subgroup* must reach each (CUDA's
+//! `__shfl_xor_sync` over the full warp and WGSL's subgroup built-ins need
+//! them all). There a value is lane-dependent when it comes from
+//! `global_id()`, `local_id()` or `subgroup_invocation_id()`; `subgroup_id()`
+//! and a subgroup operation's result are the same across a subgroup, so a
+//! loop over rows by `subgroup_id()` may hold subgroup operations (but not
+//! a barrier). Each is the whole value of a `let` or an assignment
+//! (lower.rs), so a statement holds at most one and they come in source
+//! order, the order of their spans.
 
 use std::collections::HashSet;
 
@@ -22,86 +26,132 @@ use crate::ir::*;
 
 type Result<T> = std::result::Result<T, syn::Error>;
 
+/// Which invocations must reach a collective together.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// All of a workgroup: `barrier()`.
+    Workgroup,
+    /// All of a subgroup: the subgroup operations.
+    Subgroup,
+}
+
+impl Level {
+    /// The values that may differ between the invocations that must
+    /// reach this level's collectives together, and the words for them.
+    fn varies(self) -> &'static str {
+        match self {
+            Level::Workgroup => {
+                "depends on the thread index (global_id()/local_id(), or a variable computed from one)"
+            }
+            Level::Subgroup => {
+                "differs within a subgroup (global_id()/local_id()/subgroup_invocation_id(), or a variable computed from one)"
+            }
+        }
+    }
+
+    fn collective(self) -> &'static str {
+        match self {
+            Level::Workgroup => "a `barrier()`",
+            Level::Subgroup => "a subgroup operation",
+        }
+    }
+
+    fn why(self) -> &'static str {
+        match self {
+            Level::Workgroup => "every invocation of a workgroup must reach each `barrier()`",
+            Level::Subgroup => {
+                "every invocation of a subgroup must reach each subgroup operation together"
+            }
+        }
+    }
+}
+
 /// Checks `body`, the kernel's statements; `subgroup_calls` are its
 /// subgroup operations' spans in source order.
 pub fn check(body: &[Stmt], subgroup_calls: &[Span]) -> Result<()> {
-    if !body.iter().any(collective) {
-        return Ok(());
-    }
-    // Thread-dependent variables, to a fixed point: a loop may assign a
-    // variable after the branch that reads it.
-    let mut dep = HashSet::new();
-    loop {
-        let before = dep.len();
-        taint(body, false, &mut dep);
-        if dep.len() == before {
-            break;
+    for level in [Level::Workgroup, Level::Subgroup] {
+        if !body.iter().any(|s| holds(s, level)) {
+            continue;
         }
+        // Dependent variables, to a fixed point: a loop may assign a
+        // variable after the branch that reads it.
+        let mut dep = HashSet::new();
+        loop {
+            let before = dep.len();
+            taint(body, false, &mut dep, level);
+            if dep.len() == before {
+                break;
+            }
+        }
+        let cx = Walk { dep, level };
+        let mut ret = None;
+        let mut calls = subgroup_calls.iter().copied();
+        cx.walk(body, false, &mut ret, &mut calls)?;
     }
-    let mut ret = None;
-    let mut calls = subgroup_calls.iter().copied();
-    walk(body, false, &dep, &mut ret, &mut calls)
+    Ok(())
 }
 
-/// The subgroup operation that is `s`'s value, if it is one.
-fn subgroup_value(s: &Stmt) -> Option<Math> {
+/// Whether `s` is an assignment whose whole value is a subgroup operation.
+fn is_subgroup_op(s: &Stmt) -> bool {
     let v = match s {
         Stmt::Let { init: v, .. }
         | Stmt::Assign { value: v, .. }
         | Stmt::Store { value: v, .. }
         | Stmt::SharedStore { value: v, .. } => v,
-        _ => return None,
+        _ => return false,
     };
-    match &v.kind {
-        ExprKind::Math(f, _) if f.is_subgroup() => Some(*f),
-        _ => None,
-    }
+    matches!(&v.kind, ExprKind::Math(f, _) if f.is_subgroup())
 }
 
-/// Whether `s` holds a `barrier()` or a subgroup operation, at any depth.
-fn collective(s: &Stmt) -> bool {
+/// Whether `s` holds one of `level`'s collectives, at any depth.
+fn holds(s: &Stmt, level: Level) -> bool {
     match s {
-        Stmt::Barrier(_) => true,
-        Stmt::Block(b) | Stmt::Loop(b) => b.iter().any(collective),
-        Stmt::If { then, els, .. } => then.iter().any(collective) || els.iter().any(collective),
-        Stmt::For { body, .. } | Stmt::While { body, .. } => body.iter().any(collective),
-        s => subgroup_value(s).is_some(),
+        Stmt::Barrier(_) => level == Level::Workgroup,
+        Stmt::Block(b) | Stmt::Loop(b) => b.iter().any(|s| holds(s, level)),
+        Stmt::If { then, els, .. } => {
+            then.iter().any(|s| holds(s, level)) || els.iter().any(|s| holds(s, level))
+        }
+        Stmt::For { body, .. } | Stmt::While { body, .. } => body.iter().any(|s| holds(s, level)),
+        s => level == Level::Subgroup && is_subgroup_op(s),
     }
 }
 
-/// Whether `e`'s value may differ between the invocations of a workgroup.
-pub fn depends(e: &Expr, dep: &HashSet<String>) -> bool {
+/// Whether `e`'s value may differ between the invocations of a workgroup
+/// (`Level::Workgroup`) or of a subgroup (`Level::Subgroup`).
+fn depends(e: &Expr, dep: &HashSet<String>, level: Level) -> bool {
+    let d = |x: &Expr| depends(x, dep, level);
     match &e.kind {
-        ExprKind::Id(b, _) => matches!(
-            b,
-            Builtin::Global | Builtin::Local | Builtin::SubgroupId | Builtin::SubgroupLane
-        ),
-        // Each subgroup has its own result.
-        ExprKind::Math(f, _) if f.is_subgroup() => true,
+        ExprKind::Id(b, _) => match b {
+            Builtin::Global | Builtin::Local | Builtin::SubgroupLane => true,
+            Builtin::SubgroupId => level == Level::Workgroup,
+            Builtin::Group | Builtin::Size | Builtin::Groups | Builtin::SubgroupSize => false,
+        },
+        // One result for the subgroup; each subgroup has its own.
+        ExprKind::Math(f, _) if f.is_subgroup() => level == Level::Workgroup,
         ExprKind::Var(n) => dep.contains(n),
         ExprKind::Lit(_) | ExprKind::Scalar(_) | ExprKind::Len(_) => false,
-        ExprKind::Load(_, i, _) | ExprKind::SharedLoad(_, i, _) => depends(i, dep),
-        ExprKind::Bin(_, l, r) => depends(l, dep) || depends(r, dep),
-        ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => depends(v, dep),
+        ExprKind::Load(_, i, _) | ExprKind::SharedLoad(_, i, _) => d(i),
+        ExprKind::Bin(_, l, r) => d(l) || d(r),
+        ExprKind::Neg(v) | ExprKind::Not(v) | ExprKind::Cast(v) => d(v),
         // Device functions read no memory and no thread index.
-        ExprKind::Math(_, a) | ExprKind::Call(_, a) => a.iter().any(|x| depends(x, dep)),
+        ExprKind::Math(_, a) | ExprKind::Call(_, a) => a.iter().any(d),
         // The old value each invocation gets differs.
         ExprKind::Atomic { .. } => true,
     }
 }
 
-fn taint(stmts: &[Stmt], ctl: bool, dep: &mut HashSet<String>) {
+fn taint(stmts: &[Stmt], ctl: bool, dep: &mut HashSet<String>, level: Level) {
     for s in stmts {
         match s {
             Stmt::Let { name, init: v, .. } | Stmt::Assign { name, value: v }
-                if ctl || depends(v, dep) =>
+                if ctl || depends(v, dep, level) =>
             {
                 dep.insert(name.clone());
             }
             Stmt::If { cond, then, els } => {
-                let c = ctl || depends(cond, dep);
-                taint(then, c, dep);
-                taint(els, c, dep);
+                let c = ctl || depends(cond, dep, level);
+                taint(then, c, dep, level);
+                taint(els, c, dep, level);
             }
             Stmt::For {
                 name,
@@ -111,23 +161,23 @@ fn taint(stmts: &[Stmt], ctl: bool, dep: &mut HashSet<String>) {
                 ..
             } => {
                 let c = ctl
-                    || depends(start, dep)
-                    || depends(end, dep)
-                    || exit(body, true, dep).is_some();
+                    || depends(start, dep, level)
+                    || depends(end, dep, level)
+                    || exit(body, true, dep, level).is_some();
                 if c {
                     dep.insert(name.clone());
                 }
-                taint(body, c, dep);
+                taint(body, c, dep, level);
             }
             Stmt::While { cond, body } => {
-                let c = ctl || depends(cond, dep) || exit(body, true, dep).is_some();
-                taint(body, c, dep);
+                let c = ctl || depends(cond, dep, level) || exit(body, true, dep, level).is_some();
+                taint(body, c, dep, level);
             }
             Stmt::Loop(body) => {
-                let c = ctl || exit(body, true, dep).is_some();
-                taint(body, c, dep);
+                let c = ctl || exit(body, true, dep, level).is_some();
+                taint(body, c, dep, level);
             }
-            Stmt::Block(b) => taint(b, ctl, dep),
+            Stmt::Block(b) => taint(b, ctl, dep, level),
             _ => {}
         }
     }
@@ -135,124 +185,136 @@ fn taint(stmts: &[Stmt], ctl: bool, dep: &mut HashSet<String>) {
 
 /// The first exit from the loop whose body is `stmts` (or, below
 /// `own == false`, from an enclosing loop: only `return`) taken under a
-/// thread-dependent condition.
-fn exit(stmts: &[Stmt], own: bool, dep: &HashSet<String>) -> Option<Span> {
-    fn go(stmts: &[Stmt], own: bool, div: bool, dep: &HashSet<String>) -> Option<Span> {
+/// dependent condition.
+fn exit(stmts: &[Stmt], own: bool, dep: &HashSet<String>, level: Level) -> Option<Span> {
+    let d = |e: &Expr| depends(e, dep, level);
+    fn go(stmts: &[Stmt], own: bool, div: bool, d: &dyn Fn(&Expr) -> bool) -> Option<Span> {
         stmts.iter().find_map(|s| match s {
             Stmt::Break(sp) | Stmt::Continue(sp) if own && div => Some(*sp),
             Stmt::Return(sp) if div => Some(*sp),
             Stmt::If { cond, then, els } => {
-                let d = div || depends(cond, dep);
-                go(then, own, d, dep).or_else(|| go(els, own, d, dep))
+                let dv = div || d(cond);
+                go(then, own, dv, d).or_else(|| go(els, own, dv, d))
             }
-            Stmt::Block(b) => go(b, own, div, dep),
+            Stmt::Block(b) => go(b, own, div, d),
             Stmt::For {
                 start, end, body, ..
-            } => go(
-                body,
-                false,
-                div || depends(start, dep) || depends(end, dep),
-                dep,
-            ),
-            Stmt::While { cond, body } => go(body, false, div || depends(cond, dep), dep),
-            Stmt::Loop(body) => go(body, false, div, dep),
+            } => go(body, false, div || d(start) || d(end), d),
+            Stmt::While { cond, body } => go(body, false, div || d(cond), d),
+            Stmt::Loop(body) => go(body, false, div, d),
             _ => None,
         })
     }
-    go(stmts, own, false, dep)
+    go(stmts, own, false, &d)
 }
-
-const WHY: &str = "every invocation of a workgroup must reach each `barrier()`";
-const WHY_SUBGROUP: &str = "every invocation of a workgroup must reach each subgroup operation (all of a subgroup take part)";
 
 type Spans<'a> = std::iter::Copied<std::slice::Iter<'a, Span>>;
 
-fn walk(
-    stmts: &[Stmt],
-    div: bool,
-    dep: &HashSet<String>,
-    ret: &mut Option<Span>,
-    calls: &mut Spans,
-) -> Result<()> {
-    for s in stmts {
-        if subgroup_value(s).is_some() {
-            let sp = calls.next().unwrap_or_else(Span::call_site);
-            if let Some(r) = ret {
-                return Err(syn::Error::new(
-                    *r,
-                    format!(
-                        "this `return` is taken on a condition that depends on the thread index (global_id()/local_id()), and a subgroup operation follows it: {WHY_SUBGROUP}"
-                    ),
-                ));
+/// One level's walk over the body with its dependent variables.
+struct Walk {
+    dep: HashSet<String>,
+    level: Level,
+}
+
+impl Walk {
+    fn depends(&self, e: &Expr) -> bool {
+        depends(e, &self.dep, self.level)
+    }
+
+    /// The collective `s` is at this level, with its span.
+    fn collective(&self, s: &Stmt, calls: &mut Spans) -> Option<Span> {
+        match (self.level, s) {
+            (Level::Workgroup, Stmt::Barrier(sp)) => Some(*sp),
+            // Every subgroup operation takes its span, at either level,
+            // so the spans stay in step with the statements.
+            (level, s) if is_subgroup_op(s) => {
+                let sp = calls.next().unwrap_or_else(Span::call_site);
+                (level == Level::Subgroup).then_some(sp)
             }
-            if div {
-                return Err(syn::Error::new(
-                    sp,
-                    format!(
-                        "a subgroup operation inside a branch or loop whose condition depends on the thread index (global_id()/local_id(), or a variable computed from one): {WHY_SUBGROUP}"
-                    ),
-                ));
-            }
-            continue;
+            _ => None,
         }
-        match s {
-            Stmt::Barrier(sp) => {
+    }
+
+    fn walk(
+        &self,
+        stmts: &[Stmt],
+        div: bool,
+        ret: &mut Option<Span>,
+        calls: &mut Spans,
+    ) -> Result<()> {
+        let (varies, what, why) = (
+            self.level.varies(),
+            self.level.collective(),
+            self.level.why(),
+        );
+        for s in stmts {
+            if let Some(sp) = self.collective(s, calls) {
                 if let Some(r) = ret {
                     return Err(syn::Error::new(
                         *r,
                         format!(
-                            "this `return` is taken on a condition that depends on the thread index (global_id()/local_id()), and a `barrier()` follows it: {WHY}"
+                            "this `return` is taken on a condition that {varies}, and {what} follows it: {why}"
                         ),
                     ));
                 }
                 if div {
+                    let named = match s {
+                        Stmt::Barrier(_) => "`barrier()`",
+                        _ => "a subgroup operation",
+                    };
                     return Err(syn::Error::new(
-                        *sp,
-                        format!(
-                            "`barrier()` inside a branch or loop whose condition depends on the thread index (global_id()/local_id(), or a variable computed from one): {WHY}"
-                        ),
+                        sp,
+                        format!("{named} inside a branch or loop whose condition {varies}: {why}"),
                     ));
                 }
+                continue;
             }
-            Stmt::Return(sp) if div && ret.is_none() => *ret = Some(*sp),
-            Stmt::If { cond, then, els } => {
-                let d = div || depends(cond, dep);
-                walk(then, d, dep, ret, calls)?;
-                walk(els, d, dep, ret, calls)?;
+            match s {
+                Stmt::Return(sp) if div && ret.is_none() => *ret = Some(*sp),
+                Stmt::If { cond, then, els } => {
+                    let d = div || self.depends(cond);
+                    self.walk(then, d, ret, calls)?;
+                    self.walk(els, d, ret, calls)?;
+                }
+                Stmt::Block(b) => self.walk(b, div, ret, calls)?,
+                Stmt::For {
+                    start, end, body, ..
+                } => {
+                    let d = div || self.depends(start) || self.depends(end);
+                    self.walk_loop(body, d, ret, calls)?;
+                }
+                Stmt::While { cond, body } => {
+                    self.walk_loop(body, div || self.depends(cond), ret, calls)?
+                }
+                Stmt::Loop(body) => self.walk_loop(body, div, ret, calls)?,
+                _ => {}
             }
-            Stmt::Block(b) => walk(b, div, dep, ret, calls)?,
-            Stmt::For {
-                start, end, body, ..
-            } => {
-                let d = div || depends(start, dep) || depends(end, dep);
-                walk_loop(body, d, dep, ret, calls)?;
-            }
-            Stmt::While { cond, body } => {
-                walk_loop(body, div || depends(cond, dep), dep, ret, calls)?
-            }
-            Stmt::Loop(body) => walk_loop(body, div, dep, ret, calls)?,
-            _ => {}
         }
+        Ok(())
     }
-    Ok(())
-}
 
-fn walk_loop(
-    body: &[Stmt],
-    div: bool,
-    dep: &HashSet<String>,
-    ret: &mut Option<Span>,
-    calls: &mut Spans,
-) -> Result<()> {
-    if body.iter().any(collective) && !div {
-        if let Some(sp) = exit(body, true, dep) {
-            return Err(syn::Error::new(
-                sp,
-                format!(
-                    "this exit from a loop that holds a `barrier()` or a subgroup operation is taken on a condition that depends on the thread index (global_id()/local_id()): {WHY}"
-                ),
-            ));
+    fn walk_loop(
+        &self,
+        body: &[Stmt],
+        div: bool,
+        ret: &mut Option<Span>,
+        calls: &mut Spans,
+    ) -> Result<()> {
+        if !div && body.iter().any(|s| holds(s, self.level)) {
+            if let Some(sp) = exit(body, true, &self.dep, self.level) {
+                let (varies, what, why) = (
+                    self.level.varies(),
+                    self.level.collective(),
+                    self.level.why(),
+                );
+                return Err(syn::Error::new(
+                    sp,
+                    format!(
+                        "this exit from a loop that holds {what} is taken on a condition that {varies}: {why}"
+                    ),
+                ));
+            }
         }
+        self.walk(body, div, ret, calls)
     }
-    walk(body, div, dep, ret, calls)
 }

@@ -197,3 +197,71 @@ on_every_backend!(
         assert!(out.download().unwrap().iter().all(|v| *v == 0.0));
     }
 );
+
+/// A window (`8 < x.len() && i < x.len() - 8`) proves `x[i]` to
+/// `x[i + 8]`; `x[i + 9]` is one past it and keeps its check, and the
+/// last invocation inside the window reads one past the end. (`out[i]` is
+/// proven too, so a proof one wider would leave the WGSL form no check.)
+const PAST_WINDOW_LINE: u32 = line!() + 6;
+#[unigpu::kernel(workgroup_size = 64)]
+fn past_window(x: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if 8 < x.len() && i < x.len() - 8 && i < out.len() {
+        let a = x[i] + x[i + 8];
+        out[i] = a + x[i + 9];
+    }
+}
+
+on_every_backend!(one_past_a_window_is_still_reported, |ctx| {
+    let k = past_window::kernel(ctx).unwrap();
+    let n = random_len(3000).max(10);
+    let hx = random_vec::<f32>(n);
+    let x = ctx.upload(&hx).unwrap();
+    let mut out = ctx.zeros::<f32>(n).unwrap();
+    k.launch(ctx, Grid::for_elems_with_block(n, 64), (&x, &mut out))
+        .unwrap();
+    assert_oob(
+        ctx.sync(),
+        "past_window",
+        "x",
+        PAST_WINDOW_LINE,
+        ArrayAccess::Read,
+    );
+    // The read past the end gave zero.
+    let got = out.download().unwrap();
+    for i in 0..n {
+        let want = if i + 8 < n {
+            hx[i] + hx[i + 8] + hx.get(i + 9).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        assert_eq!(got[i], want, "element {i} of {n}");
+    }
+});
+
+/// Without `8 < x.len()`, `x.len() - 8` wraps for a short `x` and the
+/// condition proves nothing: every access keeps its check.
+const UNGUARDED_WINDOW_LINE: u32 = line!() + 5;
+#[unigpu::kernel(workgroup_size = 64)]
+fn unguarded_window(x: &[f32], out: &mut [f32]) {
+    let i = global_id().x;
+    if i < x.len() - 8 {
+        out[i] = x[i + 8];
+    }
+}
+
+on_every_backend!(a_window_without_its_guard_proves_nothing, |ctx| {
+    let k = unguarded_window::kernel(ctx).unwrap();
+    let n = random_len(7);
+    let x = ctx.upload(&random_vec::<f32>(n)).unwrap();
+    let mut out = ctx.zeros::<f32>(64).unwrap();
+    k.launch(ctx, Grid::new((1, 1, 1), (64, 1, 1)), (&x, &mut out))
+        .unwrap();
+    assert_oob(
+        ctx.sync(),
+        "unguarded_window",
+        "x",
+        UNGUARDED_WINDOW_LINE,
+        ArrayAccess::Read,
+    );
+});

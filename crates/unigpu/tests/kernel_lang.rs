@@ -857,3 +857,50 @@ on_every_backend!(subgroup_operations_combine_each_subgroup, |ctx| {
         }
     }
 });
+
+/// A subgroup a row: the loop over rows goes by `subgroup_id()`, the same
+/// across a subgroup, so it may hold subgroup operations (not a barrier).
+#[unigpu::kernel(workgroup_size = 64)]
+fn subgroup_row_sums(x: &[u32], sums: &mut [u32], rows: u32, len: u32) {
+    let lane = subgroup_invocation_id();
+    let size = subgroup_size();
+    let per_group = 64 / size;
+    let n = len as usize;
+    let mut row = workgroup_id().x * per_group + subgroup_id();
+    while row < rows as usize {
+        let mut s = 0u32;
+        let mut j = lane;
+        while j < n {
+            s += x[row * n + j];
+            j += size;
+        }
+        let total = subgroup_add(s);
+        if lane == 0 {
+            sums[row] = total;
+        }
+        row += num_workgroups().x * per_group;
+    }
+}
+
+on_every_backend!(subgroup_rows_reach_their_operations_together, |ctx| {
+    let kern = subgroup_row_sums::kernel(ctx).unwrap();
+    let (rows, len) = (random_len(300), random_len(100));
+    let hx = random_vec::<u32>(rows * len);
+    let x = ctx.upload(&hx).unwrap();
+    let mut sums = ctx.zeros::<u32>(rows).unwrap();
+    // Fewer workgroups than rows need: each takes several rounds.
+    let groups = rows.div_ceil(8).max(1) as u32;
+    kern.launch(
+        ctx,
+        Grid::new((groups, 1, 1), (64, 1, 1)),
+        (&x, &mut sums, rows as u32, len as u32),
+    )
+    .unwrap();
+    let got = sums.download().unwrap();
+    for r in 0..rows {
+        let want = hx[r * len..(r + 1) * len]
+            .iter()
+            .fold(0u32, |a, &v| a.wrapping_add(v));
+        assert_eq!(got[r], want, "row {r} of {rows} (rows of {len})");
+    }
+});

@@ -639,8 +639,16 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         name: "kernel macro, wgsl emitter (in-bounds proof): a fact kept after its variable changes",
         target: Target::Vulkan,
         file: "crates/kernel-macros/src/inbounds.rs",
-        original: "            facts.retain(|(v, _)| !assigns(s, v));\n",
-        mutated: "            facts.retain(|(v, _)| !v.is_empty());\n",
+        original: "            facts.retain(|f| !f.vars.iter().any(|v| assigns(s, v)));\n",
+        mutated: "            facts.retain(|f| !f.vars.is_empty());\n",
+        tests: &["kernel_inbounds"],
+    },
+    Mutation {
+        name: "kernel macro, wgsl emitter (in-bounds proof): a window one wider",
+        target: Target::Vulkan,
+        file: "crates/kernel-macros/src/inbounds.rs",
+        original: "                    .any(|f| f.array == array && f.key == k && f.slack >= c)\n",
+        mutated: "                    .any(|f| f.array == array && f.key == k && f.slack + 1 >= c)\n",
         tests: &["kernel_inbounds"],
     },
     // The widened loop (widen.rs) handing over to the loop after it too

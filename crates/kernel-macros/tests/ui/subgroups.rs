@@ -29,6 +29,27 @@ fn after_a_thread_return(x: &[f32], out: &mut [f32]) {
     out[i] = s;
 }
 
+#[kernel(workgroup_size = 64)]
+fn under_a_lane_branch(x: &[f32], out: &mut [f32]) {
+    if subgroup_invocation_id() == 0 {
+        let s = subgroup_add(x[0]);
+        out[0] = s;
+    }
+}
+
+// A loop by subgroup is fine for subgroup operations (short_rows.rs's
+// softmax), not for a barrier.
+#[kernel(workgroup_size = 64)]
+fn barrier_in_a_loop_by_subgroup(x: &[f32], out: &mut [f32]) {
+    let mut r = subgroup_id();
+    while r < x.len() {
+        let s = subgroup_add(x[r]);
+        out[r] = s;
+        barrier();
+        r += 64 / subgroup_size();
+    }
+}
+
 #[kernel(workgroup_size = 48)]
 fn not_whole_warps(x: &[f32], out: &mut [f32]) {
     let i = global_id().x;
