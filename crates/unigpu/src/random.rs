@@ -4,10 +4,14 @@
 //! One source, written with `#[unigpu::kernel]`, runs on cpu, cuda,
 //! torch and vulkan. Each invocation computes one Philox block (four u32
 //! words) and turns it into the elements that block feeds. Everything
-//! past Philox uses only `+ - *`, comparisons, integer and bit operations
-//! and exact conversions (integers below 2^24 to f32, u32 to f64), which
-//! the kernel language rounds the same way on every backend (correctly,
-//! never contracted into an fma); its `/`, `sqrt`, `ln`, `sin` and `cos`
+//! past Philox uses only `+ - *`, `mul_add` (f32 only), comparisons,
+//! integer and bit operations and exact conversions (integers below 2^24
+//! to f32, u32 to f64), which the kernel language rounds the same way on
+//! every backend (`+ - *` correctly and never contracted, `mul_add` once,
+//! emulated where a Vulkan adapter's fma rounds twice: docs/kernels.md);
+//! f32's Box–Muller is written with `mul_add` because fewer instructions
+//! is its speed on a GPU (0.79x torch.randn with separate products and
+//! sums on an H200). Its `/`, `sqrt`, `ln`, `sin` and `cos`
 //! are not bit-identical across backends (docs/kernels.md, "Math
 //! functions: ulp bounds"), so the logarithm, square root, sine and cosine
 //! that Box–Muller needs are written as device functions from range
@@ -32,7 +36,7 @@
 //!   u = (wa + 1) × 2^-32 in (0, 1] (in f32: (wa >> 8)·256 + (wa & 255),
 //!   then + 1, each sum rounded to nearest), the angle 2π (wb >> 8) 2^-24,
 //!   z0 = √(−2 ln u) cos θ, z1 = √(−2 ln u) sin θ, element = mean + std · z
-//!   (mean and std rounded to f32). f64: (w0, w1) give u = (53 bits + 1) ×
+//!   (mean and std rounded to f32; one fma). f64: (w0, w1) give u = (53 bits + 1) ×
 //!   2^-53, (w2, w3) the angle's top 53 bits; 2 elements a block.
 //! - randint in [low, high): r = high − low; i32 takes 64 bits (w0·2^32 +
 //!   w1, then w2·2^32 + w3: 2 a block) and gives low + ⌊W·r / 2^64⌋
@@ -230,8 +234,8 @@ fn philox_normal<T>(out: &mut [T], key0: u32, key1: u32, blo: u32, bhi: u32, mea
             // tail of the normal comes from: |z| reaches 6.66, not the
             // 5.77 of 24 bits), rounded to nearest above. Both parts
             // convert exactly (below 2^24).
-            let u =
-                ((wa >> 8u32) as f32 * 256.0f32 + (wa & 255u32) as f32 + 1.0f32) * 2.3283064e-10f32;
+            let u = (((wa >> 8u32) as f32).mul_add(256.0f32, (wa & 255u32) as f32) + 1.0f32)
+                * 2.3283064e-10f32;
             let radius = sqrt_f32(-2.0f32 * ln_unit_f32(u));
             let p = wb >> 8u32;
             let q = quadrant24(p);
@@ -252,10 +256,10 @@ fn philox_normal<T>(out: &mut [T], key0: u32, key1: u32, blo: u32, bhi: u32, mea
             }
             let e = i + 2 * pair as usize;
             if e < n {
-                out[e] = mean + std * (radius * c);
+                out[e] = std.mul_add(radius * c, mean);
             }
             if e + 1 < n {
-                out[e + 1] = mean + std * (radius * s);
+                out[e + 1] = std.mul_add(radius * s, mean);
             }
             pair = pair + 1u32;
         }

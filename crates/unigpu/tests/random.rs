@@ -73,12 +73,23 @@ fn word(seed: u64, w: u64) -> u32 {
 
 // Box–Muller's logarithm, square root, sine and cosine as docs/random.md
 // states them: range reduction by exact scalings, then polynomials, in
-// + - * only, in this order (so the kernels' results are these bits).
+// + - * (f64) and + - * and one-rounding fma (f32) only, in this order
+// (so the kernels' results are these bits).
+
+/// c[0] + x (c[1] + x (c[2] + ...)), each step one fma.
+fn horner32(x: f32, c: &[f32]) -> f32 {
+    c.iter()
+        .rev()
+        .copied()
+        .reduce(|p, ci| x.mul_add(p, ci))
+        .unwrap()
+}
 
 fn recip32(d: f32) -> f32 {
-    let mut r = 0.985_061_5_f32 - 0.239_016_f32 * d;
-    for _ in 0..3 {
-        r = r + r * (1.0 - d * r);
+    let mut r = horner32(d, &[1.474_045_8, -0.718_818_4, 0.115_989_72]);
+    for _ in 0..2 {
+        let e = (-d).mul_add(r, 1.0);
+        r = r.mul_add(e, r);
     }
     r
 }
@@ -103,11 +114,10 @@ fn ln32(u: f32) -> f32 {
     }
     let s = (m - 1.0) * recip32(m + 1.0);
     let s2 = s * s;
-    let p = 0.333_333_34_f32
-        + s2 * (0.2 + s2 * (0.142_857_15 + s2 * (0.111_111_11 + s2 * 0.090_909_09)));
-    let lnm = (s + s) + (s + s) * (s2 * p);
+    let p = horner32(s2, &[0.333_333_43, 0.199_943_77, 0.147_904_49]);
+    let lnm = (2.0 * s).mul_add(s2 * p, 2.0 * s);
     let ef = e as f32;
-    ef * 0.693_138_1 + (ef * 9.058_001e-6 + lnm)
+    ef.mul_add(0.693_138_1, ef.mul_add(9.058_001e-6, lnm))
 }
 
 fn sqrt32(a: f32) -> f32 {
@@ -136,27 +146,25 @@ fn sqrt32(a: f32) -> f32 {
             k *= dk;
         }
     }
-    let mut y = 2.628_649_f32 + x * (-3.133_970_7 + x * 1.523_184_2);
-    for _ in 0..3 {
-        y = y * (1.5 - 0.5 * x * y * y);
+    let mut y = horner32(x, &[3.069_03, -5.664_022, 5.814_069_3, -2.224_010_2]);
+    for _ in 0..2 {
+        y *= (-(0.5 * x * y)).mul_add(y, 1.5);
     }
     x * y * k
 }
 
 fn sin32(x: f32) -> f32 {
     let x2 = x * x;
-    let p = -0.166_666_67_f32
-        + x2 * (0.008_333_334
-            + x2 * (-0.000_198_412_7 + x2 * (2.755_731_9e-6 + x2 * -2.505_210_8e-8)));
-    x + x * (x2 * p)
+    let p = horner32(x2, &[-0.166_666_51, 0.008_331_958, -0.000_194_934_97]);
+    (x * x2).mul_add(p, x)
 }
 
 fn cos32(x: f32) -> f32 {
     let x2 = x * x;
-    let p = 0.041_666_668_f32
-        + x2 * (-0.001_388_888_9
-            + x2 * (2.480_158_8e-5 + x2 * (-2.755_732e-7 + x2 * 2.087_675_6e-9)));
-    1.0 + x2 * (-0.5 + x2 * p)
+    horner32(
+        x2,
+        &[1.0, -0.5, 0.041_666_646, -0.001_388_734_2, 2.443_585_3e-5],
+    )
 }
 
 fn recip64(d: f64) -> f64 {
@@ -268,6 +276,7 @@ fn by_quadrant<F: std::ops::Neg<Output = F> + Copy>(q: u32, s: F, c: F) -> (F, F
 
 /// Box–Muller, f32: (cos, sin) elements from words (a, b).
 fn box_muller32(a: u32, b: u32) -> (f32, f32) {
+    // (a >> 8)·256 is exact: one rounding, as the kernels' fma.
     let u = (((a >> 8) as f32 * 256.0 + (a & 255) as f32) + 1.0) * 2f32.powi(-32);
     let radius = sqrt32(-2.0 * ln32(u));
     let p = b >> 8;
@@ -306,7 +315,7 @@ fn f32_normal(seed: u64, first: u64, i: usize, mean: f64, std: f64) -> f32 {
     let pair = (i % 4) / 2;
     let (z0, z1) = box_muller32(w[2 * pair], w[2 * pair + 1]);
     let z = if i.is_multiple_of(2) { z0 } else { z1 };
-    mean as f32 + std as f32 * z
+    (std as f32).mul_add(z, mean as f32)
 }
 
 impl Reference for f32 {
