@@ -10,6 +10,7 @@ use super::Vulkan;
 use super::buffer::{MapSignal, read_mapped, readback};
 use super::device::VkDevice;
 use super::fence::Fence;
+use super::spin;
 use super::stream::VkStream;
 use crate::backend::Backend;
 use crate::backend::EventApi;
@@ -165,6 +166,7 @@ impl EventApi for Vulkan {
 
     fn event_sync(event: &Self::Event) -> Result<()> {
         if let Some(f) = event.fence() {
+            spin::poll_until(&event.device.device, || f.is_done());
             f.wait_done();
         }
         Ok(())

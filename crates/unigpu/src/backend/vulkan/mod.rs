@@ -54,6 +54,7 @@ mod ops;
 mod poller;
 mod shader;
 mod shaders;
+mod spin;
 mod staging;
 mod stream;
 mod tracker;

@@ -16,6 +16,7 @@ use super::Vulkan;
 use super::catch::Catch;
 use super::device::VkDevice;
 use super::fence::Fence;
+use super::spin;
 use super::tracker::Tracker;
 use crate::backend::Backend;
 use crate::backend::{GraphApi, StreamApi};
@@ -259,8 +260,11 @@ impl VkStream {
     /// began, so the sync waits for what came before and leaves the
     /// capture alone.
     pub(crate) fn wait_enqueued(&self) -> Result<()> {
+        let target = lock(&self.progress.counts).enqueued;
+        spin::poll_until(&self.device.device, || {
+            lock(&self.progress.counts).completed >= target
+        });
         let mut c = lock(&self.progress.counts);
-        let target = c.enqueued;
         while c.completed < target {
             c = self.progress.cv.wait(c).unwrap_or_else(|e| e.into_inner());
         }
@@ -345,9 +349,20 @@ impl Worker {
                     }
                 }
             } else {
-                match rx.recv() {
-                    Ok(job) => job,
-                    Err(_) => return,
+                // A launch right after the caller's sync finds this thread
+                // awake (spin.rs).
+                let early = spin::check_for(|| match rx.try_recv() {
+                    Ok(job) => Some(Some(job)),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(None),
+                });
+                match early {
+                    Some(Some(job)) => job,
+                    Some(None) => return,
+                    None => match rx.recv() {
+                        Ok(job) => job,
+                        Err(_) => return,
+                    },
                 }
             };
             self.handle(job);
