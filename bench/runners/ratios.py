@@ -47,6 +47,14 @@ for mib in (64, 256):
         (f"bridge copy_from D2H pinned {mib}MiB (GB/s), vs torch copy_", f"unigpu_torch_copy_d2h_pinned_{mib}MiB_GBps", f"torch_d2h_pinned_{mib}MiB_GBps", "higher"),
         (f"bridge to_stream D2H {mib}MiB (GB/s), vs torch pinned copy_", f"unigpu_torch_to_stream_d2h_{mib}MiB_GBps", f"torch_d2h_pinned_{mib}MiB_GBps", "higher"),
     ]
+# Pageable transfers (issue 29 item 3; bench/anchors/transfer_anchors.py).
+for mib in (1, 16, 64, 256):
+    for peer, up, down, new in (("torch", "copy_", "copy_ to host", ".cpu()"), ("cupy", "set()", "get(out=)", "asnumpy")):
+        rows += [
+            (f"upload pageable {mib}MiB (GB/s), vs {peer} {up}", f"unigpu_h2d_pageable_{mib}MiB_GBps", f"{peer}_h2d_pageable_{mib}MiB_GBps", "higher"),
+            (f"download pageable {mib}MiB (GB/s), vs {peer} {down}", f"unigpu_d2h_pageable_{mib}MiB_GBps", f"{peer}_d2h_pageable_{mib}MiB_GBps", "higher"),
+            (f"download new {mib}MiB (GB/s), vs {peer} {new}", f"unigpu_d2h_new_vec_{mib}MiB_GBps", f"{peer}_d2h_{'cpu' if peer == 'torch' else 'asnumpy'}_{mib}MiB_GBps", "higher"),
+        ]
 if cpu:
     # Same keys on both sides: unigpu_cpu_<op>_ms vs numpy_cpu_<op>_ms.
     ops = ["relu_4Mi", "add_4Mi", "sigmoid_4Mi", "sum_4Mi", "max_4Mi", "dot_4Mi", "matmul_512", "matmul_1024"]

@@ -10,7 +10,7 @@ use cudarc::driver::{result, sys};
 use crate::dlpack::{self, ManagedTensor};
 use crate::error::{Context as _, Result, SafeError};
 use crate::host_memory::is_page_locked;
-use crate::staging::MIN_STAGED;
+use crate::staging::min_staged;
 use crate::uses::{UseEnd, Uses};
 use crate::{CudaDevice, CudaStreamHandle, Element};
 
@@ -318,7 +318,7 @@ impl<T: Element> DeviceBuffer<T> {
                 .call("cuMemcpyHtoDAsync")?;
             return stream.synchronize();
         }
-        if bytes >= MIN_STAGED {
+        if bytes >= min_staged() {
             // SAFETY: `host` is `bytes` bytes (lengths checked), borrowed for
             // the call; `dst` is this buffer, ordered on `stream`.
             return unsafe {
@@ -368,7 +368,7 @@ impl<T: Element> DeviceBuffer<T> {
             unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
                 .result()
                 .call("cuMemcpyDtoHAsync")?;
-        } else if bytes >= MIN_STAGED {
+        } else if bytes >= min_staged() {
             // SAFETY: forwarded from this function's contract; `src` is this
             // buffer, ordered on `stream`.
             unsafe { self.device.staging().download(stream, src, dst, bytes) }?;

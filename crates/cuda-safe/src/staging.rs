@@ -17,8 +17,18 @@ use crate::CudaStreamHandle;
 use crate::error::{Context as _, Result};
 
 /// Transfers from this size on are staged; below it the driver's own copy
-/// is as fast and costs one call.
-pub(crate) const MIN_STAGED: usize = 4 << 20;
+/// is as fast and costs one call. `UNIGPU_STAGING_MIN_KIB` overrides it
+/// for tuning, as the ring's shape below.
+pub(crate) fn min_staged() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("UNIGPU_STAGING_MIN_KIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&v| v > 0 && v <= 1 << 20)
+            .map_or(4 << 20, |v| v << 10)
+    })
+}
 
 /// A ring's shape. The defaults come from sweeps on an H200 host with 16
 /// cores (`bench/runners/staging_sweep.sh`): 16 MiB × 4 slots with 256 KiB pieces

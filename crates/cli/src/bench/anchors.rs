@@ -54,9 +54,29 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     // fast as a hand-written source's (both from the disk cache): the same
     // kernel, the processes alternating.
     ("disk_macro_first_launch_ms", "disk_macro_anchor_first_launch_ms", "the same kernel as a hand-written CUDA source, first compile + launch in a new process (disk cache), alternating", Side::Any),
-    // transfer.rs (pageable host memory on both sides)
+    // transfer.rs (pageable host memory on both sides; torch's and CuPy's
+    // from bench/anchors/transfer_anchors.py, torch's 1/64/256 MiB uploads
+    // also from torch_cupy_baseline.py)
+    ("unigpu_h2d_pageable_1MiB_GBps", "torch_h2d_pageable_1MiB_GBps", "torch pageable copy_", Side::Gpu),
+    ("unigpu_h2d_pageable_16MiB_GBps", "torch_h2d_pageable_16MiB_GBps", "torch pageable copy_", Side::Gpu),
     ("unigpu_h2d_pageable_64MiB_GBps", "torch_h2d_pageable_64MiB_GBps", "torch pageable copy_", Side::Gpu),
     ("unigpu_h2d_pageable_256MiB_GBps", "torch_h2d_pageable_256MiB_GBps", "torch pageable copy_", Side::Gpu),
+    ("unigpu_h2d_pageable_1MiB_GBps", "cupy_h2d_pageable_1MiB_GBps", "CuPy set() from numpy", Side::Gpu),
+    ("unigpu_h2d_pageable_16MiB_GBps", "cupy_h2d_pageable_16MiB_GBps", "CuPy set() from numpy", Side::Gpu),
+    ("unigpu_h2d_pageable_64MiB_GBps", "cupy_h2d_pageable_64MiB_GBps", "CuPy set() from numpy", Side::Gpu),
+    ("unigpu_h2d_pageable_256MiB_GBps", "cupy_h2d_pageable_256MiB_GBps", "CuPy set() from numpy", Side::Gpu),
+    ("unigpu_d2h_pageable_1MiB_GBps", "torch_d2h_pageable_1MiB_GBps", "torch pageable copy_ to host", Side::Gpu),
+    ("unigpu_d2h_pageable_16MiB_GBps", "torch_d2h_pageable_16MiB_GBps", "torch pageable copy_ to host", Side::Gpu),
+    ("unigpu_d2h_pageable_64MiB_GBps", "torch_d2h_pageable_64MiB_GBps", "torch pageable copy_ to host", Side::Gpu),
+    ("unigpu_d2h_pageable_256MiB_GBps", "torch_d2h_pageable_256MiB_GBps", "torch pageable copy_ to host", Side::Gpu),
+    ("unigpu_d2h_new_vec_1MiB_GBps", "torch_d2h_cpu_1MiB_GBps", "torch .cpu()", Side::Gpu),
+    ("unigpu_d2h_new_vec_16MiB_GBps", "torch_d2h_cpu_16MiB_GBps", "torch .cpu()", Side::Gpu),
+    ("unigpu_d2h_new_vec_64MiB_GBps", "torch_d2h_cpu_64MiB_GBps", "torch .cpu()", Side::Gpu),
+    ("unigpu_d2h_new_vec_256MiB_GBps", "torch_d2h_cpu_256MiB_GBps", "torch .cpu()", Side::Gpu),
+    ("unigpu_d2h_new_vec_1MiB_GBps", "cupy_d2h_asnumpy_1MiB_GBps", "cupy.asnumpy", Side::Gpu),
+    ("unigpu_d2h_new_vec_16MiB_GBps", "cupy_d2h_asnumpy_16MiB_GBps", "cupy.asnumpy", Side::Gpu),
+    ("unigpu_d2h_new_vec_64MiB_GBps", "cupy_d2h_asnumpy_64MiB_GBps", "cupy.asnumpy", Side::Gpu),
+    ("unigpu_d2h_new_vec_256MiB_GBps", "cupy_d2h_asnumpy_256MiB_GBps", "cupy.asnumpy", Side::Gpu),
     // The goals: staged pageable copies against the pinned DMA rate.
     ("unigpu_h2d_pageable_64MiB_GBps", "torch_h2d_pinned_64MiB_GBps", "pinned DMA rate (torch pinned copy_)", Side::Gpu),
     ("unigpu_h2d_pageable_256MiB_GBps", "torch_h2d_pinned_256MiB_GBps", "pinned DMA rate (torch pinned copy_)", Side::Gpu),

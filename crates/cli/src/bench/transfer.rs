@@ -24,11 +24,13 @@ const MIB: usize = 1 << 20;
 pub fn transfer(on: &On, reps: usize, out: &mut Out) -> anyhow::Result<()> {
     let ctx = on.ctx;
     let run = on.side == Side::Run;
-    // The host's memory is the CPU backend's device memory: one size is enough there.
+    // The host's memory is the CPU backend's device memory: one size is
+    // enough there. On a GPU, issue 29's sizes (bench/anchors/transfer_anchors.py
+    // times torch's and CuPy's copies at the same ones).
     let sizes: &[usize] = if ctx.backend() == Backend::Cpu || !run {
         &[64]
     } else {
-        &[64, 256]
+        &[1, 16, 64, 256]
     };
     for &mib in sizes {
         let n = mib * MIB / 4;
