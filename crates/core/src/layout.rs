@@ -49,6 +49,7 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
     strides_of(shape).to_vec()
 }
 
+#[inline]
 fn strides_of(shape: &[usize]) -> Dims<isize> {
     let mut strides: Dims<isize> = SmallVec::from_elem(0, shape.len());
     let mut step: isize = 1;
@@ -61,6 +62,7 @@ fn strides_of(shape: &[usize]) -> Dims<isize> {
 
 /// The number of elements of `shape` (1 for a 0-d shape), or an error when
 /// it overflows.
+#[inline]
 pub fn element_count(shape: &[usize]) -> Result<usize, ShapeError> {
     shape.iter().try_fold(1usize, |n, &d| {
         n.checked_mul(d)
@@ -189,6 +191,7 @@ impl IntoShape for Shape {
 
 impl Layout {
     /// A row-major layout of `shape` from element 0.
+    #[inline]
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout {
             shape: SmallVec::from_slice(shape),

@@ -60,3 +60,47 @@ impl RawLaunch {
         Ok(us)
     }
 }
+
+/// The layers between a bare launch and this crate's, one at a time, for
+/// finding where a launch's extra cost goes (`small_paths` example).
+impl RawLaunch {
+    /// [`RawLaunch::submit_us`] with the `cuCtxGetCurrent` check that
+    /// cudarc makes before each launch.
+    pub fn submit_checking_context_us(&self, launches: usize) -> Result<f64> {
+        self.stream.bind()?;
+        let (f, s) = (self.func.cu_function(), self.stream.cu_stream());
+        let ctx = self.stream.device().cudarc_context().clone();
+        let t = Instant::now();
+        for _ in 0..launches {
+            ctx.bind_to_thread().call("cuCtxGetCurrent")?;
+            // SAFETY: as in `submit_us`.
+            unsafe { result::launch_kernel(f, (1, 1, 1), (1, 1, 1), 0, s, &mut []) }
+                .call("cuLaunchKernel")?;
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / launches.max(1) as f64;
+        self.stream.synchronize()?;
+        Ok(us)
+    }
+
+    /// The same empty kernel through this crate's [`crate::launch`].
+    pub fn submit_safe_us(&self, launches: usize) -> Result<f64> {
+        let dims = crate::kernel::launch_dims(unigpu_core::Grid::new((1, 1, 1), (1, 1, 1)));
+        let t = Instant::now();
+        for _ in 0..launches {
+            crate::launch(&self.stream, &self.func, dims, &mut [])?;
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / launches.max(1) as f64;
+        self.stream.synchronize()?;
+        Ok(us)
+    }
+
+    /// Microseconds per [`crate::DeviceBuffer`] alloc + drop of `bytes`
+    /// on this stream: the caching allocator with nothing above it.
+    pub fn alloc_free_safe_us(&self, bytes: usize, rounds: usize) -> Result<f64> {
+        let t = Instant::now();
+        for _ in 0..rounds {
+            drop(crate::DeviceBuffer::<u8>::alloc(&self.stream, bytes)?);
+        }
+        Ok(t.elapsed().as_secs_f64() * 1e6 / rounds.max(1) as f64)
+    }
+}

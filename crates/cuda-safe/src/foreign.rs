@@ -110,23 +110,12 @@ impl ForeignStream {
         func.check_dims(&dims)?;
         let mut pointers = Vec::with_capacity(params.len());
         for p in params {
-            let value: *const std::ffi::c_void = match p {
-                KernelParam::F32(v) => (v as *const f32).cast(),
-                KernelParam::F64(v) => (v as *const f64).cast(),
-                KernelParam::I32(v) => (v as *const i32).cast(),
-                KernelParam::U32(v) => (v as *const u32).cast(),
-                KernelParam::I64(v) => (v as *const i64).cast(),
-                KernelParam::U64(v) => (v as *const u64).cast(),
-                KernelParam::U8(v) => (v as *const u8).cast(),
-                KernelParam::F16(v) => (v as *const half::f16).cast(),
-                KernelParam::BF16(v) => (v as *const half::bf16).cast(),
-                KernelParam::Buffer(_) | KernelParam::BufferMut(_) => {
-                    return Err(SafeError::DeviceMismatch {
-                        what: "launch on a foreign stream with a unigpu DeviceBuffer",
-                    });
-                }
+            let Some(value) = p.value_ptr() else {
+                return Err(SafeError::DeviceMismatch {
+                    what: "launch on a foreign stream with a unigpu DeviceBuffer",
+                });
             };
-            pointers.push(value.cast_mut());
+            pointers.push(value);
         }
         self.bind()?;
         // SAFETY: the stream is valid (`from_raw`'s contract) and the function

@@ -2,8 +2,11 @@
 
 use std::sync::Arc;
 
+use std::ffi::c_void;
+
 use cudarc::driver::sys::CUresult;
-use cudarc::driver::{CudaFunction, CudaModule, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule, DriverError, LaunchConfig, result};
+use smallvec::SmallVec;
 
 use crate::error::{Context as _, Result, SafeError};
 use crate::image::{self, ImageFormat};
@@ -275,6 +278,26 @@ pub enum KernelParam<'a> {
     BufferMut(&'a mut dyn BufferArg),
 }
 
+impl KernelParam<'_> {
+    /// Where a plain value lies, as `cuLaunchKernel`'s parameter list
+    /// takes it; `None` for a buffer, whose address the caller supplies.
+    pub(crate) fn value_ptr(&self) -> Option<*mut c_void> {
+        let value: *const c_void = match self {
+            KernelParam::F32(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::F64(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::I32(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::U32(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::I64(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::U64(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::U8(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::F16(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::BF16(v) => std::ptr::from_ref(v).cast(),
+            KernelParam::Buffer(_) | KernelParam::BufferMut(_) => return None,
+        };
+        Some(value.cast_mut())
+    }
+}
+
 impl std::fmt::Debug for dyn BufferArg + '_ {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("<device buffer>")
@@ -297,6 +320,9 @@ impl From<Scalar> for KernelParam<'_> {
         }
     }
 }
+
+/// Parameters a launch keeps on the stack; more spill to the heap.
+const INLINE_PARAMS: usize = 16;
 
 /// Grid, block and dynamic shared memory of one launch.
 pub type LaunchDims = LaunchConfig;
@@ -329,12 +355,13 @@ pub fn launch(
             return Err(SafeError::DeviceMismatch { what: "launch" });
         }
     }
-    // Buffers first: ordering them may enqueue waits, and the builder
-    // below borrows their addresses.
-    let mut addresses = Vec::with_capacity(params.len());
+    // Buffers first: ordering them may enqueue waits, and the parameter
+    // list below points at their addresses. Every list is on the stack up
+    // to `INLINE_PARAMS` parameters: a launch allocates nothing.
+    let mut addresses: SmallVec<[u64; INLINE_PARAMS]> = SmallVec::new();
     // Dropped after the launch: they mark its end on buffers shared
     // across streams.
-    let mut ends = Vec::with_capacity(params.len());
+    let mut ends: SmallVec<[UseEnd; INLINE_PARAMS]> = SmallVec::new();
     for p in params.iter_mut() {
         let (address, end) = match p {
             KernelParam::Buffer(b) => b.read_ptr(stream)?,
@@ -344,20 +371,12 @@ pub fn launch(
         addresses.push(address);
         ends.push(end);
     }
-    let mut builder = stream.cudarc_stream().launch_builder(&func.func);
     let mut next = addresses.iter();
+    let mut pointers: SmallVec<[*mut c_void; INLINE_PARAMS]> = SmallVec::new();
     for p in params.iter() {
-        match p {
-            KernelParam::F32(v) => builder.arg(v),
-            KernelParam::F64(v) => builder.arg(v),
-            KernelParam::I32(v) => builder.arg(v),
-            KernelParam::U32(v) => builder.arg(v),
-            KernelParam::I64(v) => builder.arg(v),
-            KernelParam::U64(v) => builder.arg(v),
-            KernelParam::U8(v) => builder.arg(v),
-            KernelParam::F16(v) => builder.arg(v),
-            KernelParam::BF16(v) => builder.arg(v),
-            KernelParam::Buffer(_) | KernelParam::BufferMut(_) => {
+        let value = match p.value_ptr() {
+            Some(value) => value,
+            None => {
                 let Some(address) = next.next() else {
                     return Err(SafeError::SizeMismatch {
                         what: "launch buffer addresses",
@@ -365,18 +384,33 @@ pub fn launch(
                         actual: addresses.len(),
                     });
                 };
-                builder.arg(address)
+                std::ptr::from_ref(address).cast_mut().cast()
             }
         };
+        pointers.push(value);
     }
-    // SAFETY: every parameter is a plain value or the device address of a
-    // buffer borrowed for this call, ordered after its conflicting uses
-    // (and kept from reuse by another stream past the kernel by the
-    // caching allocator). A kernel only reaches device memory, which the
-    // host sees only through copies into `Pod` element types, so a wrong
+    stream.bind()?;
+    // SAFETY: every pointer is to a value alive until the call returns
+    // (`params` and `addresses`, neither moved since), of the type the
+    // kernel's parameter has as far as the caller declared it; the
+    // function and the stream belong to the context just made current.
+    // Each buffer's address is ordered after its conflicting uses (and
+    // kept from reuse by another stream past the kernel by the caching
+    // allocator). A kernel only reaches device memory, which the host
+    // sees only through copies into `Pod` element types, so a wrong
     // kernel can produce wrong numbers or a device fault (reported at the
     // next sync), never host memory unsafety.
-    unsafe { builder.launch(dims) }.call("cuLaunchKernel")?;
+    unsafe {
+        result::launch_kernel(
+            func.cu_function(),
+            dims.grid_dim,
+            dims.block_dim,
+            dims.shared_mem_bytes,
+            stream.cu_stream(),
+            &mut pointers,
+        )
+    }
+    .call("cuLaunchKernel")?;
     drop(ends);
     Ok(())
 }

@@ -10,10 +10,18 @@
 //! yet; it waits on an event recorded on the earlier stream at that moment,
 //! which may also cover work enqueued there since: overlap lost once,
 //! never correctness.
+//!
+//! Reads repeated on one stream after a write elsewhere (an array uploaded
+//! on the default stream, then read by every launch on another) wait for
+//! the writer once: a write clears the readers, so a stream still among
+//! them has waited already. Those repeated reads record no end event
+//! unless another stream reads too; a later writer elsewhere then waits
+//! on an event recorded on the reading stream when it comes, as above.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cudarc::driver::{CudaStream, DriverError};
+use smallvec::SmallVec;
 
 use crate::error::{Context as _, Result};
 use crate::event_pool::{EventPool, PooledEvent};
@@ -49,13 +57,21 @@ impl Use {
 #[derive(Debug, Default)]
 struct State {
     writer: Option<Use>,
-    readers: Vec<Use>,
+    /// Inline for two streams: a buffer read on one or two streams costs
+    /// no heap allocation for its record.
+    readers: SmallVec<[Use; 2]>,
 }
 
+/// Streams a buffer was used on, as the allocator keeps them: inline for
+/// two, so that freeing a buffer allocates nothing.
+pub(crate) type Streams = SmallVec<[Arc<CudaStream>; 2]>;
+
 /// The streams a buffer was used on since their last conflicting use.
-/// Shared with the [`UseEnd`]s of uses in flight.
+/// Shared with the [`UseEnd`]s of uses in flight. Made at the first use:
+/// a buffer allocated and dropped unused (a temporary an error path
+/// abandons) costs no record and no lock.
 #[derive(Debug, Default)]
-pub(crate) struct Uses(Arc<Mutex<State>>);
+pub(crate) struct Uses(OnceLock<Arc<Mutex<State>>>);
 
 /// Records, when dropped, the end of a use on a buffer shared across
 /// streams. Drop it after the use is enqueued.
@@ -107,25 +123,35 @@ impl UseEnd {
 impl Uses {
     /// Another handle on the same record (a graph's, for its replays).
     pub(crate) fn share(&self) -> Uses {
-        Uses(self.0.clone())
+        Uses(OnceLock::from(self.record().clone()))
     }
 
     /// The same for every handle on one record.
     pub(crate) fn id(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
+        Arc::as_ptr(self.record()) as usize
+    }
+
+    fn record(&self) -> &Arc<Mutex<State>> {
+        self.0.get_or_init(Arc::default)
     }
 
     /// Uses that start with a write on `stream` (memory that earlier work
     /// on `stream` may still be using).
     pub(crate) fn written_on(stream: &Arc<CudaStream>) -> Uses {
-        Uses(Arc::new(Mutex::new(State {
+        Uses(OnceLock::from(Arc::new(Mutex::new(State {
             writer: Some(Use::on(stream)),
-            readers: Vec::new(),
-        })))
+            readers: SmallVec::new(),
+        }))))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.record().lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The record, locked, where a use made it.
+    fn lock_if_used(&self) -> Option<MutexGuard<'_, State>> {
+        let record = self.0.get()?;
+        Some(record.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn end_of(
@@ -136,7 +162,8 @@ impl Uses {
         write: bool,
     ) -> UseEnd {
         UseEnd {
-            end: shared.then(|| PendingEnd(self.0.clone(), stream.clone(), events.clone(), write)),
+            end: shared
+                .then(|| PendingEnd(self.record().clone(), stream.clone(), events.clone(), write)),
         }
     }
 
@@ -148,15 +175,22 @@ impl Uses {
     ) -> Result<UseEnd> {
         let mut state = self.lock();
         let mut shared = false;
-        if let Some(w) = &state.writer
+        // A write clears the readers, so a stream already among them has
+        // waited for the current writer since: its later reads need no
+        // new wait, and no end event of their own when no other stream
+        // reads (a later writer elsewhere then waits for an event
+        // recorded on this stream at that time).
+        let reading = state.readers.iter().position(|r| r.is(stream));
+        if reading.is_none()
+            && let Some(w) = &state.writer
             && !w.is(stream)
         {
             w.order_before(stream, events)?;
             shared = true;
         }
         shared |= state.readers.iter().any(|r| !r.is(stream));
-        match state.readers.iter_mut().find(|r| r.is(stream)) {
-            Some(r) => r.end = None,
+        match reading {
+            Some(i) => state.readers[i].end = None,
             None => state.readers.push(Use::on(stream)),
         }
         drop(state);
@@ -185,7 +219,9 @@ impl Uses {
 
     /// Blocks until every use so far is done.
     pub(crate) fn synchronize(&self) -> std::result::Result<(), DriverError> {
-        let state = self.lock();
+        let Some(state) = self.lock_if_used() else {
+            return Ok(());
+        };
         for u in state.writer.iter().chain(&state.readers) {
             u.stream.synchronize()?;
         }
@@ -194,7 +230,7 @@ impl Uses {
 
     /// Blocks until the writes so far are done.
     pub(crate) fn synchronize_writes(&self) -> std::result::Result<(), DriverError> {
-        match &self.lock().writer {
+        match self.lock_if_used().as_ref().and_then(|s| s.writer.as_ref()) {
             Some(w) => w.stream.synchronize(),
             None => Ok(()),
         }
@@ -202,12 +238,17 @@ impl Uses {
 
     /// The streams used, for the allocator to wait on before another
     /// stream may reuse the memory.
-    pub(crate) fn into_streams(self) -> Vec<Arc<CudaStream>> {
-        let mut guard = self.lock();
-        let state = std::mem::take(&mut *guard);
-        drop(guard);
-        let mut streams: Vec<Arc<CudaStream>> =
-            state.readers.into_iter().map(|r| r.stream).collect();
+    pub(crate) fn into_streams(self) -> Streams {
+        // Most buffers are the record's only holder by now (no graph or
+        // export keeps it): no lock then.
+        let state = match self.0.into_inner().map(Arc::try_unwrap) {
+            None => return Streams::new(),
+            Some(Ok(only)) => only.into_inner().unwrap_or_else(|e| e.into_inner()),
+            Some(Err(shared)) => {
+                std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
+            }
+        };
+        let mut streams: Streams = state.readers.into_iter().map(|r| r.stream).collect();
         if let Some(w) = state.writer
             && !streams.iter().any(|r| Arc::ptr_eq(r, &w.stream))
         {

@@ -101,6 +101,48 @@ on_every_backend!(a_write_on_another_stream_waits_for_a_pending_read, |ctx| {
     gate.assert_opened_by_the_test();
 });
 
+on_every_backend!(a_write_waits_for_every_repeated_read, |ctx| {
+    let _parked = common::park_lock();
+    // `a` is written on s2, then read three times on s1. Only the first
+    // read waits for the write and records its end; a write on s2 after
+    // them must wait for the last, not the first. A second gate holds the
+    // later reads back once the first has run: a write that waited for the
+    // first read only would finish while they are still held.
+    let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+    let n = random_len(1 << 18);
+    let (old, new) = (random_vec::<u32>(n), random_vec::<u32>(n));
+    let mut a = ctx.zeros::<u32>(n).unwrap();
+    s2.upload(&old, &mut a).unwrap();
+    let fresh = ctx.upload(&new).unwrap();
+    let mut outs: Vec<_> = (0..3).map(|_| ctx.zeros::<u32>(n).unwrap()).collect();
+    // Both copies once ungated first (lazy loading), on other arrays.
+    let mut spare = ctx.zeros::<u32>(n).unwrap();
+    s1.copy(&fresh, &mut spare).unwrap();
+    s2.copy(&fresh, &mut spare).unwrap();
+    ctx.sync().unwrap();
+    let first = Gate::close(&s1);
+    s1.copy(&a, &mut outs[0]).unwrap();
+    let later = Gate::close(&s1);
+    s1.copy(&a, &mut outs[1]).unwrap();
+    s1.copy(&a, &mut outs[2]).unwrap();
+    s2.copy(&fresh, &mut a).unwrap();
+    first.open();
+    std::thread::sleep(WATCH);
+    assert!(
+        !s2.is_idle().unwrap(),
+        "the write on s2 finished while later reads of the same array on s1 were held back"
+    );
+    later.open();
+    s2.sync().unwrap();
+    for out in &outs {
+        assert_same(&old, &out.download().unwrap());
+    }
+    assert_same(&new, &a.download().unwrap());
+    s1.sync().unwrap();
+    first.assert_opened_by_the_test();
+    later.assert_opened_by_the_test();
+});
+
 on_every_backend!(events_order_work_across_streams, |ctx| {
     let _parked = common::park_lock();
     let (producer, consumer) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());

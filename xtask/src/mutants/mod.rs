@@ -357,6 +357,14 @@ const MUTATIONS: &[Mutation] = &[
         tests: &["streams", "kernels", "safe:gpu"],
     },
     Mutation {
+        name: "repeated reads on one stream that keep the first read's end event",
+        target: Target::Cuda,
+        file: "crates/cuda-safe/src/uses.rs",
+        original: "            Some(i) => state.readers[i].end = None,\n",
+        mutated: "            Some(_) => {}\n",
+        tests: &["streams"],
+    },
+    Mutation {
         name: "a graph that does not keep the memory of the buffers it uses",
         target: Target::Cuda,
         file: "crates/cuda-safe/src/buffer.rs",

@@ -3,6 +3,7 @@
 //! machine; `alloc/mod.rs` supplies the memory and decides, through `P`,
 //! when a free block may be handed to a stream.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Sizes are multiples of this, so every block stays aligned for any
@@ -76,6 +77,8 @@ pub(crate) trait Pending: Clone + Default {
 struct Block<P> {
     size: usize,
     segment: u64,
+    /// Its segment's pool, kept here so a free needs no segment lookup.
+    pool: Pool,
     /// `None` while handed out.
     free: Option<P>,
 }
@@ -163,7 +166,9 @@ impl<P: Pending> Blocks<P> {
             }
             let pending = block.free.take()?;
             self.free[pool.index()].remove(&(found, addr));
-            if found - size >= pool.min_split() {
+            let split = found - size >= pool.min_split();
+            let taken = if split { size } else { found };
+            if split {
                 block.size = size;
                 let segment = block.segment;
                 let rest = addr + size as u64;
@@ -172,12 +177,12 @@ impl<P: Pending> Blocks<P> {
                     Block {
                         size: found - size,
                         segment,
+                        pool,
                         free: Some(pending.clone()),
                     },
                 );
                 self.free[pool.index()].insert((found - size, rest));
             }
-            let taken = self.blocks[&addr].size;
             self.note_in_use(taken as isize);
             self.stats.hits += 1;
             return Some((addr, pending));
@@ -209,6 +214,7 @@ impl<P: Pending> Blocks<P> {
             Block {
                 size: first,
                 segment: addr,
+                pool,
                 free: None,
             },
         );
@@ -219,6 +225,7 @@ impl<P: Pending> Blocks<P> {
                 Block {
                     size: segment_size - first,
                     segment: addr,
+                    pool,
                     free: Some(P::default()),
                 },
             );
@@ -244,43 +251,39 @@ impl<P: Pending> Blocks<P> {
         if block.free.is_some() {
             return false;
         }
-        let (mut start, mut size, segment) = (addr, block.size, block.segment);
-        let pool = self.segments[&segment].pool;
+        let (mut size, segment, pool) = (block.size, block.segment, block.pool);
         self.note_in_use(-(size as isize));
         let mut pending = pending;
         // The free block just after, in the same segment.
-        if let Some(next) = self.blocks.get(&(addr + size as u64))
-            && next.segment == segment
-            && next.free.is_some()
+        let next_addr = addr + size as u64;
+        if let Entry::Occupied(next) = self.blocks.entry(next_addr)
+            && next.get().segment == segment
+            && next.get().free.is_some()
         {
-            let next_addr = addr + size as u64;
-            let next = self.blocks.remove(&next_addr).expect("looked up above");
+            let next = next.remove();
             self.free[pool.index()].remove(&(next.size, next_addr));
             size += next.size;
             pending.merge(next.free.expect("checked free above"));
         }
-        // The free block just before, in the same segment.
-        if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back()
+        // The free block just before, in the same segment: it grows to
+        // cover this one.
+        if let Some((&prev_addr, prev)) = self.blocks.range_mut(..addr).next_back()
             && prev.segment == segment
-            && prev.free.is_some()
             && prev_addr + prev.size as u64 == addr
+            && let Some(prev_pending) = prev.free.take()
         {
-            let prev = self.blocks.remove(&prev_addr).expect("looked up above");
             self.free[pool.index()].remove(&(prev.size, prev_addr));
+            pending.merge(prev_pending);
+            prev.size += size;
+            prev.free = Some(pending);
+            self.free[pool.index()].insert((prev.size, prev_addr));
             self.blocks.remove(&addr);
-            start = prev_addr;
-            size += prev.size;
-            pending.merge(prev.free.expect("checked free above"));
+            return true;
         }
-        self.blocks.insert(
-            start,
-            Block {
-                size,
-                segment,
-                free: Some(pending),
-            },
-        );
-        self.free[pool.index()].insert((size, start));
+        let block = self.blocks.get_mut(&addr).expect("looked up above");
+        block.size = size;
+        block.free = Some(pending);
+        self.free[pool.index()].insert((size, addr));
         true
     }
 

@@ -24,6 +24,7 @@ use blocks::{Blocks, Pending, round, segment_size};
 use crate::error::{Context as _, Result, SafeError};
 use crate::event_pool::{EventPool, PooledEvent};
 use crate::graph::Captures;
+use crate::uses::Streams;
 
 /// What a free block waits for before a stream other than the ones that
 /// used it may reuse it: those streams, and for each of the others asked
@@ -31,7 +32,7 @@ use crate::graph::Captures;
 #[derive(Debug, Clone, Default)]
 struct Waits {
     /// Streams that used the block, not yet turned into an event.
-    streams: Vec<Arc<CudaStream>>,
+    streams: Streams,
     /// Events recorded on streams that used the block, with the stream.
     events: Vec<(Arc<CudaStream>, Arc<PooledEvent>)>,
 }
@@ -218,7 +219,7 @@ impl Allocator {
     }
 
     /// Takes back the block at `addr`, last used on `streams`.
-    pub(crate) fn free(&self, addr: u64, streams: Vec<Arc<CudaStream>>) {
+    pub(crate) fn free(&self, addr: u64, streams: Streams) {
         let waits = Waits {
             streams,
             events: Vec::new(),

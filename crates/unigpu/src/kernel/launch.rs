@@ -8,6 +8,11 @@ use crate::kernel::Scalar;
 use crate::stream::Stream;
 use crate::{Context, Error, Result};
 
+use smallvec::SmallVec;
+
+/// Arguments a launch lists on the stack; more spill to the heap.
+const INLINE_ARGS: usize = 16;
+
 impl Context {
     /// Launches `kernel` on the default stream.
     pub fn launch<'a>(&self, kernel: &Kernel, grid: Grid, args: impl KernelArgs<'a>) -> Result<()> {
@@ -26,11 +31,18 @@ impl Stream {
         if let Some(size) = kernel.inner.workgroup {
             super::generated::check_block(kernel.name(), &grid, size)?;
         }
+        // A generated kernel's fault word and code follow the lengths, on
+        // every backend (the CPU form records its faults there too);
+        // declared first, since the argument lists below borrow it.
+        let mut fault = match kernel.inner.fault_code {
+            Some(code) => Some((self.faults.hold()?, code)),
+            None => None,
+        };
         // A generated kernel's CUDA and WGSL forms read their arrays'
         // lengths from extra u32 parameters after the declared ones (the
         // CPU form has the slices; a vulkan buffer is padded, so its
         // arrayLength is not the array's).
-        let mut lengths: Vec<ArgImpl<'_>> = Vec::new();
+        let mut lengths: SmallVec<[ArgImpl<'_>; INLINE_ARGS]> = SmallVec::new();
         if kernel.inner.hidden_lengths {
             for a in &args {
                 let n = match a {
@@ -55,13 +67,7 @@ impl Stream {
                 }
             }
         }
-        // A generated kernel's fault word and code follow, on every backend
-        // (the CPU form records its faults there too).
-        let mut fault = match kernel.inner.fault_code {
-            Some(code) => Some((self.faults.hold()?, code)),
-            None => None,
-        };
-        let mut args: Vec<ArgImpl<'_>> = args
+        let mut args: SmallVec<[ArgImpl<'_>; INLINE_ARGS]> = args
             .iter_mut()
             .map(|a| match a {
                 Arg::Scalar(s) => ArgImpl::Scalar(*s),

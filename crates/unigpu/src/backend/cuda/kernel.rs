@@ -1,6 +1,7 @@
 //! The CUDA backend's kernels (`KernelApi`): CUDA C++ through NVRTC,
 //! precompiled images, launches through `unigpu-cuda-safe`.
 
+use smallvec::SmallVec;
 use unigpu_core::Grid;
 use unigpu_cuda_safe::KernelParam;
 
@@ -55,7 +56,7 @@ impl KernelApi for Cuda {
                     LaunchArg::Buffer(p) => p,
                 })
             })
-            .collect::<Result<Vec<KernelParam<'_>>>>()?;
+            .collect::<Result<SmallVec<[KernelParam<'_>; 16]>>>()?;
         unigpu_cuda_safe::launch(
             &stream.handle,
             f,
