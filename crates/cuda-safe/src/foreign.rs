@@ -123,17 +123,7 @@ impl ForeignStream {
         // `params`, which outlives the call, at a value of the type the
         // caller declared for that parameter. What the kernel does with the
         // values is the caller's to check, as for `crate::launch`.
-        unsafe {
-            result::launch_kernel(
-                func.cu_function(),
-                dims.grid_dim,
-                dims.block_dim,
-                dims.shared_mem_bytes,
-                self.cu_stream(),
-                &mut pointers,
-            )
-        }
-        .call("cuLaunchKernel")
+        unsafe { crate::kernel::launch_raw(func, &dims, self.cu_stream(), &mut pointers) }
     }
 
     /// The error of a host callback that panicked since the last call, if

@@ -400,17 +400,34 @@ pub fn launch(
     // sees only through copies into `Pod` element types, so a wrong
     // kernel can produce wrong numbers or a device fault (reported at the
     // next sync), never host memory unsafety.
+    unsafe { launch_raw(func, &dims, stream.cu_stream(), &mut pointers) }?;
+    drop(ends);
+    Ok(())
+}
+
+/// `cuLaunchKernel` of `func` with `dims` on `stream`, its status as a
+/// `Result`.
+///
+/// # Safety
+/// Each pointer in `params` points at a live value of the type of the
+/// kernel's parameter at that place; `func` and `stream` belong to the
+/// context current on this thread.
+pub(crate) unsafe fn launch_raw(
+    func: &CudaFunctionHandle,
+    dims: &LaunchDims,
+    stream: cudarc::driver::sys::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    // SAFETY: the caller's contract above.
     unsafe {
         result::launch_kernel(
             func.cu_function(),
             dims.grid_dim,
             dims.block_dim,
             dims.shared_mem_bytes,
-            stream.cu_stream(),
-            &mut pointers,
+            stream,
+            params,
         )
     }
-    .call("cuLaunchKernel")?;
-    drop(ends);
-    Ok(())
+    .call("cuLaunchKernel")
 }
