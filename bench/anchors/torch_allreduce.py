@@ -59,10 +59,11 @@ def rank_main(rank, world, port, max_mib):
         world_size=world,
         device_id=torch.device(f"cuda:{rank}"),
     )
-    mib = 1
-    while mib <= max_mib:
-        x = torch.ones((mib << 20) // 4, device=f"cuda:{rank}")
-        iters = 10 if mib >= 256 else 30
+    kib = 256
+    while kib <= max_mib << 10:
+        size = f"{kib >> 10}mib" if kib >= 1024 else f"{kib}kib"
+        x = torch.ones((kib << 10) // 4, device=f"cuda:{rank}")
+        iters = 10 if kib >= 256 << 10 else 30
         for _ in range(5):
             dist.all_reduce(x)
         torch.cuda.synchronize()
@@ -76,13 +77,13 @@ def rank_main(rank, world, port, max_mib):
             marks[i + 1].record()
         torch.cuda.synchronize()
         times = [marks[i].elapsed_time(marks[i + 1]) / 1e3 for i in range(iters)]
-        algbw = (mib << 20) / statistics.median(times) / 1e9
+        algbw = (kib << 10) / statistics.median(times) / 1e9
         if rank == 0:
-            print(f"torch_allreduce_algbw_gbps_{mib}mib {algbw:.1f}", flush=True)
+            print(f"torch_allreduce_algbw_gbps_{size} {algbw:.1f}", flush=True)
             busbw = algbw * 2 * (world - 1) / world
-            print(f"torch_allreduce_busbw_gbps_{mib}mib {busbw:.1f}", flush=True)
-            print(f"torch_allreduce_host_us_{mib}mib {statistics.median(host) * 1e6:.1f}", flush=True)
-        mib *= 2
+            print(f"torch_allreduce_busbw_gbps_{size} {busbw:.1f}", flush=True)
+            print(f"torch_allreduce_host_us_{size} {statistics.median(host) * 1e6:.1f}", flush=True)
+        kib *= 2
     dist.destroy_process_group()
 
 

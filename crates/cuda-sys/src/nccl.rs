@@ -14,6 +14,14 @@
 //! `libnccl.so.2`, else cudarc's names), checks every symbol unigpu calls
 //! and the version, and returns the table of functions or the reason it
 //! cannot. Never panics.
+//!
+//! Before the first load it also decides whether this process's
+//! communicators make every connection at init ([`NcclLibrary::connects_at_init`]):
+//! it sets `NCCL_RUNTIME_CONNECT=0` when the variable is unset and no
+//! libnccl is loaded yet (so NCCL cannot have read it). Connections made
+//! at init are what let collectives run on blocking communicators without
+//! a host wait on peers that has no deadline (unigpu-cuda-safe's
+//! `nccl/comm.rs` says why).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -62,6 +70,16 @@ pub struct Api {
         *mut ncclConfig_t,
     ) -> Status,
     pub comm_get_async_error: unsafe extern "C" fn(ncclComm_t, *mut Status) -> Status,
+    /// (parent, color, key, child out, child config); NCCL 2.18 and newer.
+    pub comm_split: Option<
+        unsafe extern "C" fn(
+            ncclComm_t,
+            c_int,
+            c_int,
+            *mut ncclComm_t,
+            *mut ncclConfig_t,
+        ) -> Status,
+    >,
     pub comm_abort: unsafe extern "C" fn(ncclComm_t) -> Status,
     pub comm_finalize: unsafe extern "C" fn(ncclComm_t) -> Status,
     pub comm_destroy: unsafe extern "C" fn(ncclComm_t) -> Status,
@@ -122,6 +140,11 @@ pub struct NcclLibrary {
     pub status: LibraryStatus,
     /// `ncclGetVersion`, e.g. 22809 for 2.28.9, when the library loaded.
     pub version: Option<i32>,
+    /// Whether NCCL makes a communicator's connections during its init
+    /// (`NCCL_RUNTIME_CONNECT=0` in effect) rather than at its first
+    /// collective. False when unknown: a libnccl was loaded before unigpu
+    /// looked, or the variable says otherwise.
+    pub connects_at_init: bool,
     api: Option<Api>,
     /// Keeps the functions of `api` mapped for as long as this lives.
     _library: Option<libloading::Library>,
@@ -151,7 +174,45 @@ pub fn version_string(code: i32) -> String {
 /// libnccl for this process, loaded on first call.
 pub fn nccl() -> &'static NcclLibrary {
     static LIB: OnceLock<NcclLibrary> = OnceLock::new();
-    LIB.get_or_init(|| load_nccl(&candidates()))
+    LIB.get_or_init(|| {
+        let choices = candidates();
+        let connects_at_init = connect_at_init(&choices);
+        let mut lib = load_nccl(&choices);
+        lib.connects_at_init = connects_at_init;
+        lib
+    })
+}
+
+/// NCCL's switch between connecting at init (`0`) and at first use.
+pub const RUNTIME_CONNECT_ENV: &str = "NCCL_RUNTIME_CONNECT";
+
+/// Whether communicators will connect at init: the variable is `0`, or it
+/// is unset and is set here to `0` before any libnccl of `choices` is
+/// loaded (NCCL reads it once, at its first communicator).
+fn connect_at_init(choices: &[String]) -> bool {
+    match std::env::var_os(RUNTIME_CONNECT_ENV) {
+        Some(v) => v.to_str().map(str::trim) == Some("0"),
+        None if choices.iter().any(|c| already_loaded(c)) => false,
+        None => {
+            // SAFETY: runs once, inside `nccl()`'s OnceLock, before libnccl
+            // is loaded by this process (checked above), so no NCCL thread
+            // reads the environment yet; NCCL's own init sets variables
+            // from its config file the same way (`setenv` in `initEnv`).
+            unsafe { std::env::set_var(RUNTIME_CONNECT_ENV, "0") };
+            true
+        }
+    }
+}
+
+/// Whether `name` is already mapped into this process (dlopen with
+/// `RTLD_NOLOAD` finds it without loading it).
+fn already_loaded(name: &str) -> bool {
+    use libloading::os::unix::{Library, RTLD_LAZY};
+    const RTLD_NOLOAD: std::ffi::c_int = 0x4; // glibc's dlfcn.h
+    // SAFETY: RTLD_NOLOAD maps nothing and runs no initialiser: it only
+    // returns a handle to a library already loaded (then dropped, which
+    // undoes only this handle's reference).
+    unsafe { Library::open(Some(name), RTLD_LAZY | RTLD_NOLOAD) }.is_ok()
 }
 
 /// Where libnccl is looked for: the override alone when it is set.
@@ -183,6 +244,7 @@ pub fn load_nccl(choices: &[String]) -> NcclLibrary {
         return NcclLibrary {
             status,
             version: None,
+            connects_at_init: false,
             api: None,
             _library: None,
         };
@@ -198,6 +260,7 @@ pub fn load_nccl(choices: &[String]) -> NcclLibrary {
             return NcclLibrary {
                 status,
                 version: None,
+                connects_at_init: false,
                 api: None,
                 _library: Some(library),
             };
@@ -220,6 +283,7 @@ pub fn load_nccl(choices: &[String]) -> NcclLibrary {
     NcclLibrary {
         status,
         version,
+        connects_at_init: false,
         api: Some(api),
         _library: Some(library),
     }
@@ -264,6 +328,14 @@ fn resolve(library: &libloading::Library) -> Result<Api, Vec<&'static str>> {
         sym!("ncclGetErrorString"),
         sym!("ncclGetLastError"),
     );
+    // Optional: older libraries (2.14-2.17) lack it, and collectives then
+    // stay on the nonblocking communicator.
+    // SAFETY: as in `sym!`: NCCL's ncclCommSplit, mapped while `library` lives.
+    let comm_split = match unsafe { library.get::<*const c_void>(b"ncclCommSplit\0") } {
+        // SAFETY: as above: a function with the field's signature.
+        Ok(sym) if !sym.is_null() => Some(unsafe { std::mem::transmute_copy(&*sym) }),
+        _ => None,
+    };
     match table {
         (
             Some(get_version),
@@ -288,6 +360,7 @@ fn resolve(library: &libloading::Library) -> Result<Api, Vec<&'static str>> {
             get_unique_id,
             comm_init_rank_config,
             comm_get_async_error,
+            comm_split,
             comm_abort,
             comm_finalize,
             comm_destroy,

@@ -3,7 +3,7 @@
 //!   of GPUs (direct where peer access exists; `UNIGPU_PEER_ACCESS=0`
 //!   measures the staged path instead), 256 MiB, median of 10;
 //! - `allreduce_busbw_gbps_<MiB>mib` (and `_algbw_`): an in-place f32
-//!   sum over every GPU of the process, 1 MiB to 1 GiB, bus bandwidth as
+//!   sum over every GPU of the process, 256 KiB to 1 GiB, bus bandwidth as
 //!   nccl-tests computes it (algbw × 2(n−1)/n), median of the per-call
 //!   times from CUDA events on rank 0's stream; `allreduce_host_us_`:
 //!   the host's time inside one `all_reduce` call (median).
@@ -52,14 +52,15 @@ fn peer_copies(ctxs: &[Context]) -> unigpu::Result<()> {
 fn all_reduce(ctxs: &[Context], max_mib: usize) -> unigpu::Result<()> {
     let comm = Communicator::local(ctxs)?;
     let ranks = ctxs.len() as f64;
-    let mut mib = 1;
-    while mib <= max_mib {
-        let n = (mib << 20) / 4;
+    // From 256 KiB, where the host's enqueue bounds the rate.
+    let mut kib = 256;
+    while kib <= max_mib << 10 {
+        let n = (kib << 10) / 4;
         let mut arrays: Vec<GpuArray<f32>> = ctxs
             .iter()
             .map(|c| c.upload(&vec![1.0f32; n]))
             .collect::<Result<_, _>>()?;
-        let iters = if mib >= 256 { 10 } else { 30 };
+        let iters = if kib >= 256 << 10 { 10 } else { 30 };
         for _ in 0..5 {
             comm.all_reduce(&mut arrays.iter_mut().collect::<Vec<_>>(), ReduceOp::Sum)?;
         }
@@ -76,20 +77,30 @@ fn all_reduce(ctxs: &[Context], max_mib: usize) -> unigpu::Result<()> {
         comm.wait()?;
         // Where the GPU's time per call is no more than this, the host's
         // enqueue is what bounds the rate.
-        println!("allreduce_host_us_{mib}mib {:.1}", median(host) * 1e6);
+        let size = size_label(kib);
+        println!("allreduce_host_us_{size} {:.1}", median(host) * 1e6);
         let times: Vec<f64> = marks
             .windows(2)
             .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| f64::from(ms) / 1e3))
             .collect::<Result<_, _>>()?;
-        let algbw = (mib << 20) as f64 / median(times) / 1e9;
-        println!("allreduce_algbw_gbps_{mib}mib {algbw:.1}");
+        let algbw = (kib << 10) as f64 / median(times) / 1e9;
+        println!("allreduce_algbw_gbps_{size} {algbw:.1}");
         println!(
-            "allreduce_busbw_gbps_{mib}mib {:.1}",
+            "allreduce_busbw_gbps_{size} {:.1}",
             algbw * 2.0 * (ranks - 1.0) / ranks
         );
-        mib *= 2;
+        kib *= 2;
     }
     Ok(())
+}
+
+/// `256kib`, `1mib`: the size in a figure's name (as torch_allreduce.py).
+fn size_label(kib: usize) -> String {
+    if kib >= 1024 {
+        format!("{}mib", kib >> 10)
+    } else {
+        format!("{kib}kib")
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

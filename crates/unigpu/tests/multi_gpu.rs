@@ -129,6 +129,12 @@ fn two_gpus_the_device_list_carries_the_peer_matrix_and_copies_cross_devices() {
 fn two_gpus_all_reduce_sum_max_min_avg_match_the_host() {
     let ctxs = gpus();
     let comm = communicator(&ctxs);
+    // NCCL 2.18+ loaded by unigpu first: collectives take the blocking
+    // path, which this test then checks.
+    assert!(
+        comm.blocking_collectives(),
+        "collectives did not get blocking handles (is NCCL_RUNTIME_CONNECT set?)"
+    );
     let n = ctxs.len();
     for len in [1, 4099, 1 << 20] {
         let data: Vec<Vec<f32>> = (0..n).map(|_| ints(len)).collect();

@@ -2,7 +2,9 @@
 //! child joins the communicator through a rendezvous over loopback TCP or
 //! a temporary file, all-reduces data it can recompute for every rank, and
 //! checks every element. Then a rank that dies after joining: the others'
-//! wait must end in an error (timeout or NCCL's), not hang.
+//! wait must end in an error (timeout or NCCL's), not hang, whether they
+//! wait on the communicator or only sync their context (the watchdog's
+//! abort ends that sync).
 //!
 //! Ignored unless asked for; fails, never skips, with fewer than two GPUs
 //! (.ci/gpu-tests-fail-without-gpu.sh checks). The children inherit the
@@ -125,8 +127,9 @@ fn two_gpus_one_process_per_gpu_all_reduces_over_tcp_and_a_file() {
 }
 
 /// The child: joins; the last rank then exits at once, the others start an
-/// all-reduce it never joins and must get an error by the deadline.
-fn dying_rank() {
+/// all-reduce it never joins and must get an error by the deadline, from
+/// the communicator's wait or (`sync_only`) from a context sync.
+fn dying_rank(sync_only: bool) {
     let r = Rendezvous::from_env().unwrap();
     let ctx = Context::new(Backend::Cuda, r.rank()).unwrap();
     let comm = Communicator::join(std::slice::from_ref(&ctx), &r).unwrap();
@@ -138,55 +141,92 @@ fn dying_rank() {
     let mut x = ctx.upload(&data(r.rank())).unwrap();
     let outcome = comm
         .all_reduce(&mut [&mut x], ReduceOp::Sum)
-        .and_then(|()| comm.wait());
+        .and_then(|()| {
+            if sync_only {
+                ctx.synchronize()
+            } else {
+                comm.wait()
+            }
+        });
     let took = start.elapsed();
+    assert!(
+        took < r.timeout() * 2 + Duration::from_secs(30),
+        "rank {}: took {took:?}",
+        r.rank()
+    );
     match outcome {
-        Err(Error::Timeout { .. } | Error::Collective { .. }) => {}
+        Err(Error::Timeout { .. } | Error::Collective { .. }) => {
+            // The communicator is aborted: later calls fail at once.
+            assert!(comm.all_reduce(&mut [&mut x], ReduceOp::Sum).is_err());
+            println!("rank {} saw the error after {took:?}", r.rank());
+        }
+        // NCCL lets a live peer's abort release this rank's kernels (an
+        // aborted kernel posts its last steps on exit) with undefined data
+        // and no error: possible from three ranks up, when another live
+        // rank reaches its deadline first. The parent checks that at least
+        // one live rank saw the error (docs/multi-gpu.md).
+        Ok(()) if r.world_size() > 2 => println!(
+            "rank {} was released without an error after {took:?}",
+            r.rank()
+        ),
         other => panic!(
-            "rank {}: expected a timeout or NCCL error, got {other:?}",
+            "rank {}: expected a timeout or NCCL error, got {other:?} after {took:?}",
             r.rank()
         ),
     }
-    assert!(
-        took < r.timeout() * 2 + Duration::from_secs(30),
-        "took {took:?}"
-    );
-    // The communicator is aborted: later calls fail at once.
-    assert!(comm.all_reduce(&mut [&mut x], ReduceOp::Sum).is_err());
-    println!("rank {} saw the error after {took:?}", r.rank());
 }
 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn two_gpus_a_rank_that_dies_gives_the_others_an_error_not_a_hang() {
     if std::env::var(ROLE).as_deref() == Ok("dying") {
-        return dying_rank();
+        return dying_rank(false);
     }
+    run_dying(
+        "two_gpus_a_rank_that_dies_gives_the_others_an_error_not_a_hang",
+        "dying",
+    );
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_a_context_sync_after_a_dead_peers_collective_ends_in_an_error() {
+    if std::env::var(ROLE).as_deref() == Ok("dying_sync") {
+        return dying_rank(true);
+    }
+    run_dying(
+        "two_gpus_a_context_sync_after_a_dead_peers_collective_ends_in_an_error",
+        "dying_sync",
+    );
+}
+
+/// Runs `test` as `role` on every GPU; the last rank leaves, the others
+/// must report the error.
+fn run_dying(test: &str, role: &str) {
     let world = gpu_count();
     let env = [
         ("UNIGPU_RENDEZVOUS", format!("tcp://{}", free_addr())),
         ("UNIGPU_COMM_TIMEOUT_SECS", "10".to_string()),
     ];
-    let children = spawn_ranks(
-        "two_gpus_a_rank_that_dies_gives_the_others_an_error_not_a_hang",
-        "dying",
-        world,
-        &env,
-    );
+    let children = spawn_ranks(test, role, world, &env);
+    let mut errors = 0;
     for (rank, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let expected = if rank + 1 == world {
-            "leaves"
+        let saw = stdout.contains("saw the error");
+        errors += usize::from(saw);
+        let ok = if rank + 1 == world {
+            stdout.contains("leaves")
         } else {
-            "saw the error"
+            saw || stdout.contains("was released")
         };
         assert!(
-            out.status.success() && stdout.contains(expected),
+            out.status.success() && ok,
             "rank {rank}:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    assert!(errors >= 1, "no live rank saw the dead rank's error");
 }
 
 #[test]

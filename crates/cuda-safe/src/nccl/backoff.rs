@@ -3,8 +3,9 @@
 //! A nonblocking communicator enqueues every group from a thread NCCL
 //! starts for it, so `ncclGroupEnd` returns "in progress" and the work
 //! reaches the stream 40–260 µs later on 2 × H200 (the same in raw NCCL:
-//! bench/probes/nccl_group.cu; a blocking communicator takes 14 µs, but
-//! cannot be given a deadline). A microsecond the host sleeps past that
+//! bench/probes/nccl_group.cu; a blocking communicator takes 14 µs, which
+//! is why collectives go to blocking handles when NCCL connects at init:
+//! comm.rs). A microsecond the host sleeps past that
 //! is one the GPU may sit idle before the next call, so a poll yields the
 //! core without sleeping for the first millisecond, then sleeps, doubling
 //! up to a cap, for the long waits (a rank still connecting, a peer that

@@ -4,11 +4,16 @@
 //!   every entry point here returns [`SafeError::Unsupported`] with the
 //!   reason.
 //! - `comm.rs`: [`NcclComm`], the communicator of one process's ranks
-//!   (one device each), made nonblocking so that every wait has a
-//!   deadline: a rank that never arrives, or dies, is a
-//!   [`SafeError::Timeout`] and an aborted communicator, not a hang. Its
-//!   `Drop` finalizes and destroys, or aborts, and never panics (cudarc's
-//!   `Comm` panics in `Drop` after an abort, so it is not used).
+//!   (one device each), on which every wait has a deadline: a rank that
+//!   never arrives, or dies, is a [`SafeError::Timeout`] and an aborted
+//!   communicator, not a hang. Init, send/recv and finalize are
+//!   nonblocking; collectives go to blocking handles split off at init
+//!   when NCCL connects at init (a quarter of the host time). Its `Drop`
+//!   finalizes and destroys, or aborts, and never panics (cudarc's `Comm`
+//!   panics in `Drop` after an abort, so it is not used).
+//! - `watchdog.rs`: the thread that aborts a communicator whose
+//!   collectives passed their deadline or that NCCL reports failed, so a
+//!   stream sync after a dead peer's collective ends in an error.
 //! - `ops.rs`: the collectives and send/recv, enqueued on each rank's
 //!   stream after the buffers' pending uses (as a kernel launch is), and
 //!   grouped (`ncclGroupStart`/`End`) so that one thread can drive every
@@ -19,6 +24,7 @@
 mod backoff;
 mod comm;
 mod ops;
+mod watchdog;
 
 pub use comm::{NcclComm, NcclId};
 pub use ops::{P2p, Part, ReduceOp};

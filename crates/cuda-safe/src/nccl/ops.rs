@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use unigpu_cuda_sys::nccl::{Api, Status, ncclComm_t, ncclRedOp_t};
 
-use super::comm::NcclComm;
+use super::comm::{Handle, NcclComm, Pending};
 use super::{check, data_type};
 use crate::error::{Context as _, Result, SafeError};
 use crate::uses::UseEnd;
@@ -218,6 +218,7 @@ impl NcclComm {
         self.launch(
             &mut state,
             "ncclSend/ncclRecv",
+            Handle::PointToPoint,
             &calls,
             ends,
             |api, c, comm| {
@@ -364,15 +365,18 @@ impl NcclComm {
                 sends: false,
             });
         }
-        self.launch(&mut state, name, &calls, ends, enqueue)
+        self.launch(&mut state, name, Handle::Collective, &calls, ends, enqueue)
     }
 
-    /// The group itself: every call, then a poll until NCCL has enqueued
-    /// them all (with the deadline), then the end of each stream's use.
+    /// The group itself: every call, then (on nonblocking handles) a poll
+    /// until NCCL has enqueued them all, with the deadline; then an event
+    /// after each for `wait` and the watchdog, and the end of each
+    /// stream's use.
     fn launch(
         &self,
         state: &mut super::comm::State,
         name: &'static str,
+        handle: Handle,
         calls: &[Call<'_>],
         ends: Vec<UseEnd>,
         enqueue: impl Fn(&Api, &Call<'_>, ncclComm_t) -> Status,
@@ -394,12 +398,14 @@ impl NcclComm {
                 std::ptr::null_mut(),
             )
         }?;
+        let mut blocking = false;
         for c in calls {
             if let Err(e) = c.stream.bind() {
                 failed = Some(e);
                 break;
             }
-            let comm = Self::raw(state, c.local);
+            let comm;
+            (comm, blocking) = Self::handle(state, c.local, handle);
             let status = enqueue(api, c, comm);
             // SAFETY: a live handle (the state is usable).
             if let Err(e) = unsafe { check(api, name, status, comm) } {
@@ -415,22 +421,28 @@ impl NcclComm {
             self.abort_with(state, e.clone());
             return Err(e);
         }
-        let what = format!(
-            "{name}: NCCL did not enqueue the work (a peer rank never joined it); the \
-             communicator was aborted"
-        );
-        self.settle(state, name, Instant::now() + self.timeout(), &what)?;
-        // What `wait` polls: an event after each call, less those done.
-        state
-            .pending
-            .retain(|e| !e.event().try_is_complete().unwrap_or(false));
+        let enqueued = Instant::now();
+        if !blocking {
+            let what = format!(
+                "{name}: NCCL did not enqueue the work (a peer rank never joined it); the \
+                 communicator was aborted"
+            );
+            self.settle(state, name, enqueued + self.timeout(), &what)?;
+        }
+        // What `wait` and the watchdog poll: an event after each call,
+        // less those done.
+        let _ = state.forget_completed();
         for c in calls {
             let event = c.stream.device().events().take(false)?;
             event
                 .event()
                 .record(c.stream.cudarc_stream())
                 .call("cuEventRecord")?;
-            state.pending.push(event);
+            state.pending.push(Pending {
+                event,
+                enqueued,
+                deadline: enqueued + self.timeout(),
+            });
         }
         drop(ends);
         Ok(())

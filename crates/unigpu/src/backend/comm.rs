@@ -179,6 +179,12 @@ impl CommImpl {
         let CommImpl::Cuda(c) = self;
         c.abort();
     }
+
+    /// Whether collectives are enqueued on blocking handles.
+    pub(crate) fn blocking_collectives(&self) -> bool {
+        let CommImpl::Cuda(c) = self;
+        c.blocking_collectives()
+    }
 }
 
 /// The cuda handles inside `parts`, or `ContextMismatch`.

@@ -22,9 +22,11 @@ use crate::{Backend, Context, Error, Result, Stream};
 ///
 /// Every wait has a deadline (the rendezvous's timeout): a rank that
 /// never arrives, dies, or never calls the collective the others did is an
-/// [`Error::Timeout`] and an aborted communicator, not a hang. Stream and
-/// context syncs have no deadline, so wait for collectives with
-/// [`Communicator::wait`].
+/// [`Error::Timeout`] and an aborted communicator, not a hang. A watchdog
+/// thread (as torch.distributed has) aborts a communicator whose
+/// collectives are still running at their deadline, so a stream or
+/// context sync after such a collective ends too, and the context's next
+/// sync returns the error; [`Communicator::wait`] returns it directly.
 ///
 /// `Clone` is cheap and shares the communicator. Send + Sync: calls from
 /// several threads are taken one at a time.
@@ -157,6 +159,15 @@ impl Communicator {
     /// [`Communicator::wait`] with its own deadline.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
         self.shared.imp.wait(timeout)
+    }
+
+    /// Whether collectives are enqueued by NCCL's blocking path (about a
+    /// quarter of the host time: docs/multi-gpu.md), which unigpu takes
+    /// when NCCL makes every connection at init (`NCCL_RUNTIME_CONNECT=0`,
+    /// set by unigpu before it loads NCCL unless the variable is set or
+    /// NCCL was loaded first, e.g. by torch).
+    pub fn blocking_collectives(&self) -> bool {
+        self.shared.imp.blocking_collectives()
     }
 
     /// Gives up: stops the pending collectives, and every later call on

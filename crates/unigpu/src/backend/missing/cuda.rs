@@ -133,5 +133,8 @@ pub(crate) mod comm {
         pub(crate) fn abort(&self) {
             match *self {}
         }
+        pub(crate) fn blocking_collectives(&self) -> bool {
+            match *self {}
+        }
     }
 }
