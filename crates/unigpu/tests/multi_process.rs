@@ -160,9 +160,9 @@ fn dying_rank(sync_only: bool) {
             assert!(comm.all_reduce(&mut [&mut x], ReduceOp::Sum).is_err());
             println!("rank {} saw the error after {took:?}", r.rank());
         }
-        // NCCL lets a live peer's abort release this rank's kernels (an
-        // aborted kernel posts its last steps on exit) with undefined data
-        // and no error: possible from three ranks up, when another live
+        // NCCL lets a live peer's abort release this rank's kernels (most
+        // likely an aborted kernel posts its last steps as it exits) with
+        // undefined data and no error: seen from three ranks up, when another live
         // rank reaches its deadline first. The parent checks that at least
         // one live rank saw the error (docs/multi-gpu.md).
         Ok(()) if r.world_size() > 2 => println!(
