@@ -12,14 +12,17 @@
 #     --test rendezvous --test missing_libnccl --no-run
 #   cargo test --release -p unigpu-cuda-safe --test multi_gpu --test no_nccl --no-run
 #   cargo build --release -p unigpu --example 12_data_parallel --example multi_gpu_bench
+#   (with torch's venv on PATH and LIBTORCH_USE_PYTORCH=1, for collectives
+#   on torch contexts:)
+#   cargo test --release -p unigpu --features torch --test multi_gpu_torch --no-run
 #   bash bench/runners/run_multi_gpu.sh --pack
 set -u
 if [ "${1:-}" = --pack ]; then
   cd "$(dirname "$0")/../.." && rm -rf /tmp/mg && mkdir -p /tmp/mg/bin || exit 1
   # name:count: the newest builds of that test (multi_gpu: the facade's
   # and cuda-safe's, just built)
-  for t in multi_gpu:2 multi_process:1 rendezvous:1 missing_libnccl:1 no_nccl:1; do
-    for exe in $(ls -t target/release/deps/${t%:*}-* | grep -v '\.d$' | head -"${t#*:}"); do cp "$exe" /tmp/mg/bin/; done
+  for t in multi_gpu:2 multi_process:1 rendezvous:1 missing_libnccl:1 no_nccl:1 multi_gpu_torch:1; do
+    for exe in $(ls -t target/release/deps/${t%:*}-* 2>/dev/null | grep -v '\.d$' | head -"${t#*:}"); do cp "$exe" /tmp/mg/bin/; done
   done
   cp target/release/examples/12_data_parallel target/release/examples/multi_gpu_bench /tmp/mg/bin/
   mkdir -p .gpu-pack && tar czf .gpu-pack/mg.tar.gz -C /tmp/mg bin && ls -l .gpu-pack/mg.tar.gz
@@ -48,9 +51,17 @@ step() { echo "=== $*" | tee -a "$log"; "$@" >>"$log" 2>&1; rc=$?; tail -n 3 "$l
 # The tests: every binary that has multi-GPU or NCCL tests, ignored ones
 # included, with no test filter beyond the binary (each binary's other
 # GPU tests run too: they need one GPU, which this machine has).
-for t in "$bin"/multi_gpu-* "$bin"/multi_process-* "$bin"/rendezvous-* "$bin"/missing_libnccl-* "$bin"/no_nccl-*; do
+for t in "$bin"/multi_gpu-* "$bin"/multi_gpu_torch-* "$bin"/multi_process-* "$bin"/rendezvous-* "$bin"/missing_libnccl-* "$bin"/no_nccl-*; do
   [ -x "$t" ] || continue
   step "$t" --include-ignored --test-threads=1
+done
+
+# Collectives on torch contexts again with NCCL connecting at init (the
+# variable a torch user sets; torch loads NCCL first, so unigpu cannot):
+# blocking collectives on c10 streams.
+for t in "$bin"/multi_gpu_torch-*; do
+  [ -x "$t" ] || continue
+  step env NCCL_RUNTIME_CONNECT=0 "$t" --include-ignored --test-threads=1 --nocapture
 done
 
 # Data parallel: 1..N GPUs in one run; each k checked against the host.

@@ -1,7 +1,8 @@
 //! Two devices through the safe layer: copies between them, direct and
-//! staged through page-locked memory, ordered on both sides; and an NCCL
-//! communicator whose other rank never arrives, which must time out and
-//! abort, not hang.
+//! staged through page-locked memory, ordered on both sides; collectives
+//! on another library's streams and memory (`ForeignPart`, `ForeignP2p`);
+//! and an NCCL communicator whose other rank never arrives, which must
+//! time out and abort, not hang.
 //!
 //! Ignored unless asked for; each fails, never skips, on a machine with
 //! fewer GPUs than it needs (.ci/gpu-tests-fail-without-gpu.sh checks).
@@ -11,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use unigpu_cuda_safe::nccl::{NcclComm, NcclId};
+use unigpu_cuda_safe::nccl::{ForeignMemory, ForeignP2p, ForeignPart, NcclComm, NcclId, ReduceOp};
 use unigpu_cuda_safe::{
-    CudaDevice, CudaStreamHandle, DeviceBuffer, PeerPath, SafeError, device_count,
+    CudaDevice, CudaStreamHandle, DeviceBuffer, ForeignStream, PeerPath, SafeError, device_count,
 };
 
 fn two_devices() -> (CudaDevice, CudaDevice) {
@@ -118,4 +119,128 @@ fn a_rank_that_never_arrives_times_out_and_aborts() {
     let x = DeviceBuffer::from_host(&s, &[1.0f32, 2.0]).unwrap();
     assert_eq!(x.to_host(&s).unwrap(), vec![1.0, 2.0]);
     device.synchronize().unwrap();
+}
+
+/// Another library's view of `buffer` on `stream`: its stream by handle,
+/// its memory by address (as torch's tensors reach NCCL).
+fn foreign(
+    stream: &CudaStreamHandle,
+    buffer: &DeviceBuffer<f32>,
+) -> (ForeignStream, ForeignMemory<f32>) {
+    // SAFETY: the stream and buffer outlive every use below (the test
+    // syncs the devices before dropping them), and every use is on this
+    // stream, the one that wrote the buffer.
+    unsafe {
+        (
+            ForeignStream::from_raw(stream.device(), stream.raw()),
+            ForeignMemory::from_raw(buffer.device_address(), buffer.len()),
+        )
+    }
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_collectives_on_foreign_streams_and_memory_match_the_host() {
+    let (a, b) = two_devices();
+    nvls_off();
+    let comm = NcclComm::init(
+        &[a.clone(), b.clone()],
+        &NcclId::new().expect("libnccl"),
+        2,
+        0,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let streams = [
+        CudaStreamHandle::new(&a).unwrap(),
+        CudaStreamHandle::new(&b).unwrap(),
+    ];
+    let n = 100_003;
+    let data = [random(n), random(n)];
+    let bufs: Vec<DeviceBuffer<f32>> = streams
+        .iter()
+        .zip(&data)
+        .map(|(s, d)| DeviceBuffer::from_host(s, d).unwrap())
+        .collect();
+    let views: Vec<_> = streams
+        .iter()
+        .zip(&bufs)
+        .map(|(s, b)| foreign(s, b))
+        .collect();
+
+    // All-reduce (max: exact in any order) in place.
+    let mut parts: Vec<ForeignPart<'_, f32>> = views
+        .iter()
+        .map(|(s, m)| ForeignPart {
+            stream: s,
+            send: None,
+            recv: *m,
+        })
+        .collect();
+    comm.all_reduce(&mut parts, ReduceOp::Max).unwrap();
+    let expected: Vec<f32> = (0..n).map(|i| data[0][i].max(data[1][i])).collect();
+    for (r, (s, buf)) in streams.iter().zip(&bufs).enumerate() {
+        assert_eq!(buf.to_host(s).unwrap(), expected, "all_reduce rank {r}");
+    }
+
+    // Swap through send/recv into fresh buffers.
+    let fresh = [random(n), random(n)];
+    let sends: Vec<DeviceBuffer<f32>> = streams
+        .iter()
+        .zip(&fresh)
+        .map(|(s, d)| DeviceBuffer::from_host(s, d).unwrap())
+        .collect();
+    let recvs: Vec<DeviceBuffer<f32>> = streams
+        .iter()
+        .map(|s| DeviceBuffer::<f32>::zeros(s, n).unwrap())
+        .collect();
+    let send_views: Vec<_> = streams
+        .iter()
+        .zip(&sends)
+        .map(|(s, b)| foreign(s, b))
+        .collect();
+    let recv_views: Vec<_> = streams
+        .iter()
+        .zip(&recvs)
+        .map(|(s, b)| foreign(s, b))
+        .collect();
+    let mut ops = Vec::new();
+    for r in 0..2 {
+        ops.push(ForeignP2p::Send {
+            local: r,
+            stream: &send_views[r].0,
+            memory: send_views[r].1,
+            peer: 1 - r,
+        });
+        ops.push(ForeignP2p::Recv {
+            local: r,
+            stream: &recv_views[r].0,
+            memory: recv_views[r].1,
+            peer: 1 - r,
+        });
+    }
+    comm.send_recv(&mut ops).unwrap();
+    comm.wait(Duration::from_secs(60)).unwrap();
+    for r in 0..2 {
+        assert_eq!(
+            recvs[r].to_host(&streams[r]).unwrap(),
+            fresh[1 - r],
+            "recv rank {r}"
+        );
+    }
+
+    // A part on the wrong device is refused before anything is enqueued.
+    let mut swapped: Vec<ForeignPart<'_, f32>> = views
+        .iter()
+        .rev()
+        .map(|(s, m)| ForeignPart {
+            stream: s,
+            send: None,
+            recv: *m,
+        })
+        .collect();
+    let e = comm.all_reduce(&mut swapped, ReduceOp::Sum).unwrap_err();
+    assert!(matches!(e, SafeError::DeviceMismatch { .. }), "{e}");
+    a.synchronize().unwrap();
+    b.synchronize().unwrap();
 }

@@ -1,9 +1,11 @@
 //! Torch tensors and unigpu-cuda-safe device buffers on the same GPU, hand-written
 //! over the raw-handle entry points of both sides: a c10 stream as a
 //! [`ForeignStream`], and device-to-device copies between a tensor and a
-//! [`DeviceBuffer`] ordered on both libraries' streams by CUDA events. No
-//! data passes through the host.
+//! [`DeviceBuffer`] ordered on both libraries' streams by CUDA events (no
+//! data passes through the host); and a tensor's memory for NCCL work on
+//! a c10 stream ([`tensor_memory`]).
 
+use unigpu_cuda_safe::nccl::ForeignMemory;
 use unigpu_cuda_safe::{
     CudaDevice, CudaEventHandle, CudaStreamHandle, DeviceBuffer, Element, ForeignStream, SafeError,
 };
@@ -167,4 +169,26 @@ pub fn copy_buffer_to_tensor<T: Element + 'static>(
     order_back(cuda, &foreign)?;
     dst.record_stream(torch)?;
     Ok(())
+}
+
+/// `tensor`, a contiguous CUDA tensor of `len` elements of `T` on
+/// `device`, as the memory of NCCL work about to be enqueued on `torch`
+/// (a stream of `device`). The tensor is recorded on `torch`, so torch's
+/// caching allocator keeps its memory until that work is done even if the
+/// tensor is freed first; ordering the work after the tensor's other uses
+/// is the caller's, as for a kernel launched with the tensor's address.
+pub fn tensor_memory<T: Element + 'static>(
+    tensor: &Tensor,
+    len: usize,
+    torch: &TorchStream,
+    device: &CudaDevice,
+) -> Result<ForeignMemory<T>, InteropError> {
+    let address = matching_address::<T>(tensor, len, device)?;
+    tensor.record_stream(torch)?;
+    // SAFETY: `address` starts `len` elements of `T` on `device` (checked
+    // above). The tensor is borrowed until the caller has enqueued its
+    // work, and once it is freed `record_stream` makes the allocator wait
+    // for the work enqueued on `torch` before then; the caller orders the
+    // work after the tensor's other uses.
+    Ok(unsafe { ForeignMemory::from_raw(address, len) })
 }

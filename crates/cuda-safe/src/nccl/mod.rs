@@ -24,10 +24,12 @@
 mod backoff;
 mod comm;
 mod ops;
+mod parts;
 mod watchdog;
 
 pub use comm::{NcclComm, NcclId};
-pub use ops::{P2p, Part, ReduceOp};
+pub use ops::ReduceOp;
+pub use parts::{CollectivePart, ForeignMemory, ForeignP2p, ForeignPart, P2p, Part, PointToPoint};
 
 use std::ffi::c_int;
 

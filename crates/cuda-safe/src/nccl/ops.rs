@@ -1,5 +1,6 @@
-//! The collectives and send/recv on device buffers, one call per local
-//! rank in one NCCL group, each on its rank's stream.
+//! The collectives and send/recv, one call per local rank in one NCCL
+//! group, each on its rank's stream; the parts are this crate's buffers
+//! or another library's memory (`parts.rs`).
 
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
@@ -7,10 +8,11 @@ use std::time::Instant;
 use unigpu_cuda_sys::nccl::{Api, Status, ncclComm_t, ncclRedOp_t};
 
 use super::comm::{Handle, NcclComm, Pending};
+use super::parts::{CollectivePart, OnStream, PointToPoint};
 use super::{check, data_type};
-use crate::error::{Context as _, Result, SafeError};
+use crate::Element;
+use crate::error::{Result, SafeError};
 use crate::uses::UseEnd;
-use crate::{CudaStreamHandle, DeviceBuffer, Element};
 pub use unigpu_core::ReduceOp;
 
 /// NCCL's number for a reduction (`unigpu-core`'s [`ReduceOp`]).
@@ -23,37 +25,10 @@ fn raw_op(op: ReduceOp) -> c_int {
     }) as c_int
 }
 
-/// One local rank's share of a collective: its stream, what it sends
-/// (`None`: in place, from `recv`), and where the result goes.
-#[derive(Debug)]
-pub struct Part<'a, T: Element> {
-    pub stream: &'a CudaStreamHandle,
-    pub send: Option<&'a DeviceBuffer<T>>,
-    pub recv: &'a mut DeviceBuffer<T>,
-}
-
-/// One point-to-point transfer of a local rank (`local` counts from the
-/// communicator's first rank) with the rank `peer`.
-#[derive(Debug)]
-pub enum P2p<'a, T: Element> {
-    Send {
-        local: usize,
-        stream: &'a CudaStreamHandle,
-        buffer: &'a DeviceBuffer<T>,
-        peer: usize,
-    },
-    Recv {
-        local: usize,
-        stream: &'a CudaStreamHandle,
-        buffer: &'a mut DeviceBuffer<T>,
-        peer: usize,
-    },
-}
-
 /// One NCCL call of a group: its rank, stream and buffers.
 struct Call<'s> {
     local: usize,
-    stream: &'s CudaStreamHandle,
+    stream: OnStream<'s>,
     send: u64,
     recv: u64,
     count: usize,
@@ -65,7 +40,11 @@ struct Call<'s> {
 impl NcclComm {
     /// Element-wise reduction over every rank; each rank gets the result.
     /// Every part has the same length (send and receive alike).
-    pub fn all_reduce<T: Element>(&self, parts: &mut [Part<'_, T>], op: ReduceOp) -> Result<()> {
+    pub fn all_reduce<'a, T: Element, P: CollectivePart<'a, T>>(
+        &self,
+        parts: &mut [P],
+        op: ReduceOp,
+    ) -> Result<()> {
         let count = self.common_len(parts, "all_reduce", |recv| recv)?;
         let (dt, op) = (data_type::<T>(), raw_op(op));
         self.collective(parts, "ncclAllReduce", count, |api, c, comm| {
@@ -87,7 +66,11 @@ impl NcclComm {
 
     /// Rank `root`'s elements to every rank. Every part has the same
     /// length; the root's `send` (or, in place, `recv`) is the source.
-    pub fn broadcast<T: Element>(&self, parts: &mut [Part<'_, T>], root: usize) -> Result<()> {
+    pub fn broadcast<'a, T: Element, P: CollectivePart<'a, T>>(
+        &self,
+        parts: &mut [P],
+        root: usize,
+    ) -> Result<()> {
         self.check_rank("broadcast root", root)?;
         let count = self.common_len(parts, "broadcast", |recv| recv)?;
         let dt = data_type::<T>();
@@ -109,7 +92,10 @@ impl NcclComm {
 
     /// Every rank's `send` (n elements), concatenated in rank order into
     /// every rank's `recv` (n × world size elements).
-    pub fn all_gather<T: Element>(&self, parts: &mut [Part<'_, T>]) -> Result<()> {
+    pub fn all_gather<'a, T: Element, P: CollectivePart<'a, T>>(
+        &self,
+        parts: &mut [P],
+    ) -> Result<()> {
         let world = self.world_size();
         let count = self.common_len(parts, "all_gather", |recv| recv / world)?;
         self.need_send(parts, "all_gather")?;
@@ -117,7 +103,7 @@ impl NcclComm {
             parts,
             "all_gather (recv = world size × send)",
             count,
-            |p| (p.send.map_or(0, DeviceBuffer::len), p.recv.len() / world),
+            |send, recv| (send, recv / world),
         )?;
         let dt = data_type::<T>();
         self.collective(parts, "ncclAllGather", count, |api, c, comm| {
@@ -137,9 +123,9 @@ impl NcclComm {
 
     /// The element-wise reduction of every rank's `send` (n × world size
     /// elements), of which rank r gets the r-th block of n in `recv`.
-    pub fn reduce_scatter<T: Element>(
+    pub fn reduce_scatter<'a, T: Element, P: CollectivePart<'a, T>>(
         &self,
-        parts: &mut [Part<'_, T>],
+        parts: &mut [P],
         op: ReduceOp,
     ) -> Result<()> {
         let count = self.common_len(parts, "reduce_scatter", |recv| recv)?;
@@ -149,7 +135,7 @@ impl NcclComm {
             parts,
             "reduce_scatter (send = world size × recv)",
             count,
-            |p| (p.send.map_or(0, DeviceBuffer::len) / world, p.recv.len()),
+            |send, recv| (send / world, recv),
         )?;
         let (dt, op) = (data_type::<T>(), raw_op(op));
         self.collective(parts, "ncclReduceScatter", count, |api, c, comm| {
@@ -171,47 +157,26 @@ impl NcclComm {
     /// Point-to-point transfers, all in one group: a send on one rank
     /// pairs with a receive of the same length on its peer (which may be a
     /// rank of this process, in the same call, or of another process).
-    pub fn send_recv<T: Element>(&self, ops: &mut [P2p<'_, T>]) -> Result<()> {
+    pub fn send_recv<'a, T: Element, P: PointToPoint<'a, T>>(&self, ops: &mut [P]) -> Result<()> {
         let mut state = self.usable()?;
+        for op in ops.iter() {
+            let (local, peer) = op.ranks();
+            self.check_local(local, op.stream())?;
+            self.check_rank("send/recv peer", peer)?;
+        }
         let mut ends = Vec::with_capacity(ops.len());
         let mut calls = Vec::with_capacity(ops.len());
         for op in ops.iter_mut() {
-            let (local, stream, peer) = match op {
-                P2p::Send {
-                    local,
-                    stream,
-                    peer,
-                    ..
-                }
-                | P2p::Recv {
-                    local,
-                    stream,
-                    peer,
-                    ..
-                } => (*local, *stream, *peer),
-            };
-            self.check_local(local, stream)?;
-            self.check_rank("send/recv peer", peer)?;
-            let (send, recv, count, sends) = match op {
-                P2p::Send { buffer, .. } => {
-                    let (p, end) = buffer.ptr_for_read(stream)?;
-                    ends.push(end);
-                    (p, 0, buffer.len(), true)
-                }
-                P2p::Recv { buffer, .. } => {
-                    let (p, end) = buffer.ptr_for_write(stream)?;
-                    ends.push(end);
-                    (0, p, buffer.len(), false)
-                }
-            };
+            let side = op.side()?;
+            ends.push(side.end);
             calls.push(Call {
-                local,
-                stream,
-                send,
-                recv,
-                count,
-                peer: peer as c_int,
-                sends,
+                local: side.local,
+                stream: op.stream(),
+                send: if side.sends { side.address } else { 0 },
+                recv: if side.sends { 0 } else { side.address },
+                count: side.len,
+                peer: side.peer as c_int,
+                sends: side.sends,
             });
         }
         let dt = data_type::<T>();
@@ -222,7 +187,7 @@ impl NcclComm {
             &calls,
             ends,
             |api, c, comm| {
-                // SAFETY: `c` holds one rank's buffer of `count` elements,
+                // SAFETY: `c` holds one rank's memory of `count` elements,
                 // ordered on its stream above.
                 unsafe {
                     if c.sends {
@@ -244,9 +209,9 @@ impl NcclComm {
 
     /// The length every part shares: `len(recv)` mapped by `count`, which
     /// must be the same for every part and match each `send`.
-    fn common_len<T: Element>(
+    fn common_len<'a, T: Element, P: CollectivePart<'a, T>>(
         &self,
-        parts: &[Part<'_, T>],
+        parts: &[P],
         what: &'static str,
         count: impl Fn(usize) -> usize,
     ) -> Result<usize> {
@@ -257,21 +222,26 @@ impl NcclComm {
                 actual: parts.len(),
             });
         }
-        let n = count(parts[0].recv.len());
+        let n = count(parts[0].lens().1);
         for p in parts.iter() {
-            if count(p.recv.len()) != n {
+            let len = count(p.lens().1);
+            if len != n {
                 return Err(SafeError::SizeMismatch {
                     what,
                     expected: n,
-                    actual: count(p.recv.len()),
+                    actual: len,
                 });
             }
         }
         Ok(n)
     }
 
-    fn need_send<T: Element>(&self, parts: &[Part<'_, T>], what: &'static str) -> Result<()> {
-        if parts.iter().any(|p| p.send.is_none()) {
+    fn need_send<'a, T: Element, P: CollectivePart<'a, T>>(
+        &self,
+        parts: &[P],
+        what: &'static str,
+    ) -> Result<()> {
+        if parts.iter().any(|p| p.lens().0.is_none()) {
             return Err(SafeError::Unsupported {
                 what: format!("{what} in place: give each rank a send buffer"),
             });
@@ -281,23 +251,24 @@ impl NcclComm {
 
     /// Checks `(send, recv)` lengths, as `split` maps them, both equal
     /// `count`, and that the split is exact.
-    fn check_split<T: Element>(
+    fn check_split<'a, T: Element, P: CollectivePart<'a, T>>(
         &self,
-        parts: &[Part<'_, T>],
+        parts: &[P],
         what: &'static str,
         count: usize,
-        split: impl Fn(&Part<'_, T>) -> (usize, usize),
+        split: impl Fn(usize, usize) -> (usize, usize),
     ) -> Result<()> {
         let world = self.world_size();
         for p in parts {
-            let (send, recv) = split(p);
-            let send_len = p.send.map_or(0, DeviceBuffer::len);
-            let exact = send_len.max(p.recv.len()) == world * send_len.min(p.recv.len());
+            let (send_len, recv_len) = p.lens();
+            let send_len = send_len.unwrap_or(0);
+            let (send, recv) = split(send_len, recv_len);
+            let exact = send_len.max(recv_len) == world * send_len.min(recv_len);
             if send != count || recv != count || !exact {
                 return Err(SafeError::SizeMismatch {
                     what,
-                    expected: world * send_len.min(p.recv.len()),
-                    actual: send_len.max(p.recv.len()),
+                    expected: world * send_len.min(recv_len),
+                    actual: send_len.max(recv_len),
                 });
             }
         }
@@ -316,7 +287,7 @@ impl NcclComm {
         })
     }
 
-    fn check_local(&self, local: usize, stream: &CudaStreamHandle) -> Result<()> {
+    fn check_local(&self, local: usize, stream: OnStream<'_>) -> Result<()> {
         match self.devices().get(local) {
             Some(d) if d == stream.device() => Ok(()),
             Some(_) => Err(SafeError::DeviceMismatch {
@@ -331,33 +302,26 @@ impl NcclComm {
         }
     }
 
-    /// Orders each part's buffers on its stream, then launches one call
+    /// Orders each part's memory on its stream, then launches one call
     /// per part in one group.
-    fn collective<T: Element>(
+    fn collective<'a, T: Element, P: CollectivePart<'a, T>>(
         &self,
-        parts: &mut [Part<'_, T>],
+        parts: &mut [P],
         name: &'static str,
         count: usize,
         enqueue: impl Fn(&Api, &Call<'_>, ncclComm_t) -> Status,
     ) -> Result<()> {
         let mut state = self.usable()?;
+        for (local, p) in parts.iter().enumerate() {
+            self.check_local(local, p.stream())?;
+        }
         let mut ends = Vec::with_capacity(2 * parts.len());
         let mut calls = Vec::with_capacity(parts.len());
         for (local, p) in parts.iter_mut().enumerate() {
-            self.check_local(local, p.stream)?;
-            let (recv, end) = p.recv.ptr_for_write(p.stream)?;
-            ends.push(end);
-            let send = match p.send {
-                Some(s) => {
-                    let (ptr, end) = s.ptr_for_read(p.stream)?;
-                    ends.push(end);
-                    ptr
-                }
-                None => recv,
-            };
+            let (send, recv) = p.addresses(&mut ends)?;
             calls.push(Call {
                 local,
-                stream: p.stream,
+                stream: p.stream(),
                 send,
                 recv,
                 count,
@@ -382,10 +346,7 @@ impl NcclComm {
         enqueue: impl Fn(&Api, &Call<'_>, ncclComm_t) -> Status,
     ) -> Result<()> {
         for c in calls {
-            c.stream
-                .device()
-                .captures()
-                .refuse(c.stream.cudarc_stream(), "a collective")?;
+            c.stream.refuse_capture()?;
         }
         let api = self.api();
         let mut failed = None;
@@ -434,10 +395,7 @@ impl NcclComm {
         let _ = state.forget_completed();
         for c in calls {
             let event = c.stream.device().events().take(false)?;
-            event
-                .event()
-                .record(c.stream.cudarc_stream())
-                .call("cuEventRecord")?;
+            c.stream.record(&event)?;
             state.pending.push(Pending {
                 event,
                 enqueued,

@@ -1,6 +1,9 @@
-//! Communicators: from the public `Communicator` to the one backend with
-//! collectives, cuda (NCCL, `cuda/comm.rs`). Like `interop.rs`, a file
-//! that names a backend's handles outside its folder; the others answer
+//! Communicators: from the public `Communicator` to NCCL
+//! (`cuda/comm.rs`), on cuda contexts (this crate's buffers and streams)
+//! and on torch contexts (tensors on c10 streams, handed over as
+//! another library's memory by `torch/comm.rs`; a build without torch
+//! has its stand-in, `missing/torch.rs`). Like `interop.rs`, a file that
+//! names backends' handles outside their folders; the others answer
 //! `Unsupported` saying what to do instead. A backend that gains
 //! collectives adds a variant to `CommImpl` and its arms here.
 
@@ -8,11 +11,12 @@ use std::time::Duration;
 
 use unigpu_core::ReduceOp;
 
-use super::cuda::comm::{self as cuda, Comm, Part};
+use super::cuda::comm::{self as cuda, Comm, ForeignP2p, ForeignPart, P2p, Part};
 use super::device::Device;
 use super::dispatch::any_variant;
 use super::dispatch::{DeviceImpl, Storage, StreamImpl};
 use super::kind::Backend;
+use super::torch::comm as torch;
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -50,8 +54,8 @@ pub(crate) enum P2pImpl<'a, T: Element> {
 fn unsupported(backend: Backend) -> Error {
     Error::Unsupported {
         backend,
-        what: "collectives: open each rank's context with the cuda backend (NCCL), or move \
-               arrays there with GpuArray::to_context"
+        what: "collectives: open each rank's context with the cuda or torch backend (NCCL), \
+               or move arrays there with GpuArray::to_context"
             .into(),
     }
 }
@@ -66,18 +70,14 @@ fn mismatch() -> Error {
 impl CommImpl {
     /// The library the backend's collectives run on, or why there is none.
     pub(crate) fn library(backend: Backend) -> Result<String> {
-        match backend {
-            Backend::Cuda => cuda::library(),
-            other @ (Backend::Cpu | Backend::Torch | Backend::Vulkan) => Err(unsupported(other)),
-        }
+        nccl_backend(backend)?;
+        cuda::library()
     }
 
     /// A new communicator id, for rank 0 to hand to the others.
     pub(crate) fn new_id(backend: Backend) -> Result<[u8; 128]> {
-        match backend {
-            Backend::Cuda => cuda::new_id(),
-            other @ (Backend::Cpu | Backend::Torch | Backend::Vulkan) => Err(unsupported(other)),
-        }
+        nccl_backend(backend)?;
+        cuda::new_id()
     }
 
     /// Ranks `first_rank..first_rank + devices.len()` of `world`, one per
@@ -89,21 +89,18 @@ impl CommImpl {
         first_rank: usize,
         timeout: Duration,
     ) -> Result<CommImpl> {
-        let mut cuda_devices = Vec::with_capacity(devices.len());
+        let mut drivers = Vec::with_capacity(devices.len());
         for d in devices {
             match &d.imp {
-                DeviceImpl::Cuda(d) => cuda_devices.push(d),
-                other @ (DeviceImpl::Cpu(_) | DeviceImpl::Torch(_) | DeviceImpl::Vulkan(_)) => {
+                DeviceImpl::Cuda(d) => drivers.push(cuda::driver(d)),
+                DeviceImpl::Torch(d) => drivers.push(torch::driver(d)),
+                other @ (DeviceImpl::Cpu(_) | DeviceImpl::Vulkan(_)) => {
                     return Err(unsupported(other.backend()));
                 }
             }
         }
         Ok(CommImpl::Cuda(cuda::init(
-            &cuda_devices,
-            id,
-            world,
-            first_rank,
-            timeout,
+            &drivers, id, world, first_rank, timeout,
         )?))
     }
 
@@ -113,7 +110,7 @@ impl CommImpl {
         op: ReduceOp,
     ) -> Result<()> {
         let CommImpl::Cuda(c) = self;
-        Ok(c.all_reduce(&mut cuda_parts(parts)?, op)?)
+        with_parts!(parts, |p| c.all_reduce(p, op))
     }
 
     pub(crate) fn broadcast<T: Element>(
@@ -122,12 +119,12 @@ impl CommImpl {
         root: usize,
     ) -> Result<()> {
         let CommImpl::Cuda(c) = self;
-        Ok(c.broadcast(&mut cuda_parts(parts)?, root)?)
+        with_parts!(parts, |p| c.broadcast(p, root))
     }
 
     pub(crate) fn all_gather<T: Element>(&self, parts: &mut [PartImpl<'_, T>]) -> Result<()> {
         let CommImpl::Cuda(c) = self;
-        Ok(c.all_gather(&mut cuda_parts(parts)?)?)
+        with_parts!(parts, |p| c.all_gather(p))
     }
 
     pub(crate) fn reduce_scatter<T: Element>(
@@ -136,37 +133,15 @@ impl CommImpl {
         op: ReduceOp,
     ) -> Result<()> {
         let CommImpl::Cuda(c) = self;
-        Ok(c.reduce_scatter(&mut cuda_parts(parts)?, op)?)
+        with_parts!(parts, |p| c.reduce_scatter(p, op))
     }
 
     pub(crate) fn send_recv<T: Element>(&self, ops: &mut [P2pImpl<'_, T>]) -> Result<()> {
         let CommImpl::Cuda(c) = self;
-        let mut cuda_ops = Vec::with_capacity(ops.len());
-        for op in ops.iter_mut() {
-            cuda_ops.push(match op {
-                P2pImpl::Send {
-                    local,
-                    stream: StreamImpl::Cuda(s),
-                    array: Storage::Cuda(b),
-                    peer,
-                } => cuda::send::<T>(*local, s, b, *peer),
-                P2pImpl::Recv {
-                    local,
-                    stream: StreamImpl::Cuda(s),
-                    array: Storage::Cuda(b),
-                    peer,
-                } => cuda::recv::<T>(*local, s, b, *peer),
-                P2pImpl::Send {
-                    stream: any_variant!(StreamImpl),
-                    ..
-                }
-                | P2pImpl::Recv {
-                    stream: any_variant!(StreamImpl),
-                    ..
-                } => return Err(mismatch()),
-            });
+        match split_p2p(ops)? {
+            P2ps::Cuda(mut ops) => Ok(c.send_recv(&mut ops)?),
+            P2ps::Foreign(mut ops) => Ok(c.send_recv(&mut ops)?),
         }
-        Ok(c.send_recv(&mut cuda_ops)?)
     }
 
     /// Waits, up to `timeout`, for the collectives enqueued so far.
@@ -185,6 +160,150 @@ impl CommImpl {
         let CommImpl::Cuda(c) = self;
         c.blocking_collectives()
     }
+}
+
+/// Whether `backend`'s contexts run collectives through NCCL.
+fn nccl_backend(backend: Backend) -> Result<()> {
+    match backend {
+        Backend::Cuda => Ok(()),
+        Backend::Torch => torch::usable(),
+        other @ (Backend::Cpu | Backend::Vulkan) => Err(unsupported(other)),
+    }
+}
+
+/// Runs `$call` on the NCCL parts of `$parts` (`$p`: a `&mut` slice of
+/// cuda parts, or of torch ones).
+macro_rules! with_parts {
+    ($parts:expr, |$p:ident| $call:expr) => {
+        match split($parts)? {
+            Parts::Cuda(mut parts) => {
+                let $p = &mut parts[..];
+                Ok($call?)
+            }
+            Parts::Foreign(mut parts) => {
+                let $p = &mut parts[..];
+                Ok($call?)
+            }
+        }
+    };
+}
+use with_parts;
+
+/// A collective's parts in NCCL's terms, all of one backend: cuda's, or
+/// torch's (another library's streams and memory).
+enum Parts<'a, T: Element> {
+    Cuda(Vec<Part<'a, T>>),
+    Foreign(Vec<ForeignPart<'a, T>>),
+}
+
+/// Send/recv operations in NCCL's terms, all of one backend.
+enum P2ps<'a, T: Element> {
+    Cuda(Vec<P2p<'a, T>>),
+    Foreign(Vec<ForeignP2p<'a, T>>),
+}
+
+/// The handles inside `parts` (the first part's backend for all), or
+/// `ContextMismatch`.
+fn split<'a, T: Element>(parts: &'a mut [PartImpl<'_, T>]) -> Result<Parts<'a, T>> {
+    if let Some(PartImpl {
+        stream: StreamImpl::Torch(_),
+        ..
+    }) = parts.first()
+    {
+        return torch_parts(parts).map(Parts::Foreign);
+    }
+    cuda_parts(parts).map(Parts::Cuda)
+}
+
+/// The handles inside `ops` (the first op's backend for all), or
+/// `ContextMismatch`.
+fn split_p2p<'a, T: Element>(ops: &'a mut [P2pImpl<'_, T>]) -> Result<P2ps<'a, T>> {
+    if let Some(
+        P2pImpl::Send {
+            stream: StreamImpl::Torch(_),
+            ..
+        }
+        | P2pImpl::Recv {
+            stream: StreamImpl::Torch(_),
+            ..
+        },
+    ) = ops.first()
+    {
+        return torch_p2ps(ops).map(P2ps::Foreign);
+    }
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops.iter_mut() {
+        out.push(match op {
+            P2pImpl::Send {
+                local,
+                stream: StreamImpl::Cuda(s),
+                array: Storage::Cuda(b),
+                peer,
+            } => cuda::send::<T>(*local, s, b, *peer),
+            P2pImpl::Recv {
+                local,
+                stream: StreamImpl::Cuda(s),
+                array: Storage::Cuda(b),
+                peer,
+            } => cuda::recv::<T>(*local, s, b, *peer),
+            P2pImpl::Send {
+                stream: any_variant!(StreamImpl),
+                ..
+            }
+            | P2pImpl::Recv {
+                stream: any_variant!(StreamImpl),
+                ..
+            } => return Err(mismatch()),
+        });
+    }
+    Ok(P2ps::Cuda(out))
+}
+
+/// The torch handles inside `parts`, each tensor ordered on its stream,
+/// or `ContextMismatch`.
+fn torch_parts<'a, T: Element>(
+    parts: &'a mut [PartImpl<'_, T>],
+) -> Result<Vec<ForeignPart<'a, T>>> {
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts.iter_mut() {
+        let StreamImpl::Torch(stream) = p.stream else {
+            return Err(mismatch());
+        };
+        let send = match p.send {
+            None => None,
+            Some(Storage::Torch(b)) => Some(b),
+            Some(_) => return Err(mismatch()),
+        };
+        let Storage::Torch(recv) = &mut *p.recv else {
+            return Err(mismatch());
+        };
+        out.push(torch::part(stream, send, recv)?);
+    }
+    Ok(out)
+}
+
+/// The torch handles inside `ops`, each tensor ordered on its stream, or
+/// `ContextMismatch`.
+fn torch_p2ps<'a, T: Element>(ops: &'a mut [P2pImpl<'_, T>]) -> Result<Vec<ForeignP2p<'a, T>>> {
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops.iter_mut() {
+        out.push(match op {
+            P2pImpl::Send {
+                local,
+                stream: StreamImpl::Torch(s),
+                array: Storage::Torch(b),
+                peer,
+            } => torch::send(*local, s, b, *peer)?,
+            P2pImpl::Recv {
+                local,
+                stream: StreamImpl::Torch(s),
+                array: Storage::Torch(b),
+                peer,
+            } => torch::recv(*local, s, b, *peer)?,
+            _ => return Err(mismatch()),
+        });
+    }
+    Ok(out)
 }
 
 /// The cuda handles inside `parts`, or `ContextMismatch`.

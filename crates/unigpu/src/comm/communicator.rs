@@ -10,7 +10,8 @@ use crate::{Backend, Context, Error, Result, Stream};
 
 /// A group of ranks, one per GPU, that run collectives together
 /// (all-reduce, broadcast, all-gather, reduce-scatter, send/recv) through
-/// the library the backend has for it (NCCL on cuda contexts).
+/// the library the backend has for it (NCCL on cuda and torch contexts;
+/// on torch the arrays are tensors on c10 streams).
 ///
 /// One process may hold every rank ([`Communicator::local`]: one context
 /// per GPU), or some of them ([`Communicator::join`]: usually one GPU per

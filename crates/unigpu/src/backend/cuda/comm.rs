@@ -12,7 +12,7 @@ use super::device::{Device, Stream};
 use crate::element::Element;
 use crate::error::Result;
 
-pub(crate) use unigpu_cuda_safe::nccl::{NcclComm as Comm, P2p, Part};
+pub(crate) use unigpu_cuda_safe::nccl::{ForeignP2p, ForeignPart, NcclComm as Comm, P2p, Part};
 
 /// One local rank's share of a collective, in NCCL's terms.
 pub(crate) fn part<'a, T: Element>(
@@ -67,17 +67,21 @@ pub(crate) fn new_id() -> Result<[u8; 128]> {
     Ok(NcclId::new()?.0)
 }
 
+/// The driver's view of `device`, on which NCCL's communicator is made.
+pub(crate) fn driver(device: &Arc<Device>) -> CudaDevice {
+    device.driver.clone()
+}
+
 /// Ranks `first_rank..` of `world` on `devices`, once every rank joined.
 pub(crate) fn init(
-    devices: &[&Arc<Device>],
+    devices: &[CudaDevice],
     id: &[u8; 128],
     world: usize,
     first_rank: usize,
     timeout: Duration,
 ) -> Result<Comm> {
-    let drivers: Vec<CudaDevice> = devices.iter().map(|d| d.driver.clone()).collect();
     Ok(Comm::init(
-        &drivers,
+        devices,
         &NcclId(*id),
         world,
         first_rank,

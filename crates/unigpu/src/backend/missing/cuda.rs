@@ -46,12 +46,23 @@ pub(crate) mod comm {
     /// A send or receive: there are none.
     pub(crate) struct P2p<'a, T>(Never, PhantomData<&'a mut T>);
 
+    /// A torch rank's share of a collective: there are none (torch needs
+    /// cuda).
+    pub(crate) struct ForeignPart<'a, T>(Never, PhantomData<&'a mut T>);
+
+    /// A torch rank's send or receive: there are none.
+    pub(crate) struct ForeignP2p<'a, T>(Never, PhantomData<&'a mut T>);
+
     pub(crate) fn library() -> Result<String> {
         Err(unavailable::<Kind>())
     }
 
     pub(crate) fn new_id() -> Result<[u8; 128]> {
         Err(unavailable::<Kind>())
+    }
+
+    pub(crate) fn driver(device: &Never) -> &Never {
+        device
     }
 
     pub(crate) fn init(
@@ -94,37 +105,27 @@ pub(crate) mod comm {
     }
 
     impl Comm {
-        pub(crate) fn all_reduce<T: Element>(
+        pub(crate) fn all_reduce<P>(
             &self,
-            _: &mut [Part<'_, T>],
+            _: &mut [P],
             _: ReduceOp,
         ) -> std::result::Result<(), Never> {
             match *self {}
         }
-        pub(crate) fn broadcast<T: Element>(
-            &self,
-            _: &mut [Part<'_, T>],
-            _: usize,
-        ) -> std::result::Result<(), Never> {
+        pub(crate) fn broadcast<P>(&self, _: &mut [P], _: usize) -> std::result::Result<(), Never> {
             match *self {}
         }
-        pub(crate) fn all_gather<T: Element>(
-            &self,
-            _: &mut [Part<'_, T>],
-        ) -> std::result::Result<(), Never> {
+        pub(crate) fn all_gather<P>(&self, _: &mut [P]) -> std::result::Result<(), Never> {
             match *self {}
         }
-        pub(crate) fn reduce_scatter<T: Element>(
+        pub(crate) fn reduce_scatter<P>(
             &self,
-            _: &mut [Part<'_, T>],
+            _: &mut [P],
             _: ReduceOp,
         ) -> std::result::Result<(), Never> {
             match *self {}
         }
-        pub(crate) fn send_recv<T: Element>(
-            &self,
-            _: &mut [P2p<'_, T>],
-        ) -> std::result::Result<(), Never> {
+        pub(crate) fn send_recv<P>(&self, _: &mut [P]) -> std::result::Result<(), Never> {
             match *self {}
         }
         pub(crate) fn wait(&self, _: Duration) -> std::result::Result<(), Never> {

@@ -7,7 +7,8 @@
 //! dispatch names `Cuda`, `Torch` and `Vulkan` either way and needs no
 //! `cfg`: `cuda.rs`, `torch.rs` and `vulkan.rs` here give each absent
 //! backend its name, its reason, and what else of it the facade reaches
-//! (cuda's kernel code and communicator, vulkan's shader kernels).
+//! (cuda's kernel code and communicator, torch's collectives, vulkan's
+//! shader kernels).
 
 use std::fmt::Debug;
 use std::marker::PhantomData;

@@ -1,5 +1,6 @@
 //! The torch backend in a build without the `torch` feature:
-//! `Missing<Kind>` (see `missing/mod.rs`). The torch tier is not compiled.
+//! `Missing<Kind>` (see `missing/mod.rs`), and the stand-in of its
+//! collectives (`comm`). The torch tier is not compiled.
 
 use super::{Absent, Missing};
 use crate::backend::Backend;
@@ -17,3 +18,33 @@ impl Absent for Kind {
 
 /// The torch backend, absent from this build.
 pub(crate) type Torch = Missing<Kind>;
+
+/// Collectives on torch contexts, in a build without torch: no torch
+/// handle exists, so each function is unreachable by construction (its
+/// return type is whatever the caller's cuda tier needs).
+pub(crate) mod comm {
+    use super::Kind;
+    use crate::backend::missing::{Never, unavailable};
+    use crate::error::Result;
+
+    /// Why torch contexts have no collectives in this build.
+    pub(crate) fn usable() -> Result<()> {
+        Err(unavailable::<Kind>())
+    }
+
+    pub(crate) fn driver<D>(device: &Never) -> D {
+        match *device {}
+    }
+
+    pub(crate) fn part<P>(stream: &Never, _: Option<&Never>, _: &mut Never) -> Result<P> {
+        match *stream {}
+    }
+
+    pub(crate) fn send<P>(_: usize, stream: &Never, _: &Never, _: usize) -> Result<P> {
+        match *stream {}
+    }
+
+    pub(crate) fn recv<P>(_: usize, stream: &Never, _: &mut Never, _: usize) -> Result<P> {
+        match *stream {}
+    }
+}

@@ -11,13 +11,16 @@
 //! file the handle types (`impl Handles`, below), `device.rs`
 //! (`DeviceApi`), `stream.rs` (`StreamApi`, `EventApi`), `graph.rs`
 //! (`GraphApi`), `buffer.rs` (`BufferApi` with DLPack, the shared
-//! `PinnedApi`), `kernel.rs` (`KernelApi`), `ops.rs` (`BuiltinOps`).
+//! `PinnedApi`), `kernel.rs` (`KernelApi`), `ops.rs` (`BuiltinOps`);
+//! `comm.rs` hands tensors on c10 streams to the cuda backend's NCCL
+//! communicator.
 //! Streams, events and buffers refuse work while capturing through
 //! `api.rs`'s `refuse`, which asks `GraphApi::is_capturing`: `graph.rs`
 //! imports their files, so they cannot import it.
 
 mod api;
 mod buffer;
+pub(crate) mod comm;
 mod device;
 mod graph;
 mod kernel;
