@@ -5,7 +5,8 @@
 # rank), the data-parallel example on 1..N GPUs, peer-copy GB/s both ways
 # (direct, then staged through pinned memory), and all-reduce bus
 # bandwidth 1 MiB..1 GiB for unigpu and for torch.distributed (NCCL), in
-# one call. Writes multi_gpu.txt (every line) and ratios.txt under $OUT.
+# one call; training an MLP with 25 MiB gradient buckets beside torch's
+# DDP. Writes multi_gpu.txt (every line) and ratios.txt under $OUT.
 # Needs `cargo xtask gpu-pack` first (.gpu-pack/bin), or the smaller pack
 # of just these binaries (.gpu-pack/mg.tar.gz, carry it alone):
 #   cargo test --release -p unigpu --test multi_gpu --test multi_process \
@@ -67,6 +68,11 @@ done
 # Data parallel: 1..N GPUs in one run; each k checked against the host.
 step "$bin/12_data_parallel" 64 16
 
+# Training with 25 MiB gradient buckets on 1..N GPUs, unigpu then torch's
+# DDP on the same model and data sizes.
+step "$bin/12_data_parallel" ddp 20
+step python3 "$root/bench/anchors/torch_ddp.py" 20
+
 # Peer copies and all-reduce bus bandwidth, unigpu then torch.
 step "$bin/multi_gpu_bench" 1024
 UNIGPU_PEER_ACCESS=0 "$bin/multi_gpu_bench" 0 2>&1 | sed -n 's/^peer_copy_/staged_copy_/p' | tee -a "$log"
@@ -79,7 +85,7 @@ for line in open(sys.argv[1]):
     m = re.match(r"^(\S+) ([0-9.]+)$", line.strip())
     if m:
         vals[m.group(1)] = float(m.group(2))
-for key in sorted(k for k in vals if k.startswith(("allreduce_busbw_gbps_", "allreduce_host_us_", "peer_copy_"))):
+for key in sorted(k for k in vals if k.startswith(("allreduce_busbw_gbps_", "allreduce_host_us_", "peer_copy_", "ddp_"))):
     anchor = vals.get("torch_" + key)
     if anchor:
         print(f"{key} {vals[key]:.1f} torch {anchor:.1f} ratio {vals[key] / anchor:.3f}")

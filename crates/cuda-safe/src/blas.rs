@@ -286,6 +286,10 @@ impl BlasHandle {
             batch: dim(batch)?,
         };
         let mut blas = self.blas.lock().unwrap_or_else(|e| e.into_inner());
+        // cuBLAS runs in the thread's current context, which must be the
+        // handle's: one thread driving several GPUs may have left another
+        // device's bound (CUBLAS_STATUS_INTERNAL_ERROR otherwise).
+        stream.bind()?;
         // SAFETY: the new stream belongs to this handle's device (checked
         // above) and outlives the call through its Arc.
         unsafe { blas.set_stream(stream.cudarc_stream().clone()) }

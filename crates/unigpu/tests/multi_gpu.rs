@@ -357,3 +357,51 @@ fn two_gpus_collectives_on_other_streams_are_ordered_after_the_arrays_uses() {
     }
     on.wait().unwrap();
 }
+
+/// One thread driving every GPU, matmuls alternating between them (as a
+/// data-parallel training loop enqueues them): each runs on its own
+/// device's context whatever the thread bound last, and matches the host.
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn two_gpus_one_thread_alternating_matmuls_match_the_host() {
+    let ctxs = gpus();
+    let (m, k, n) = (67, 129, 33);
+    let mut rng = rand::rng();
+    let mut random =
+        |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let inputs: Vec<(Vec<f32>, Vec<f32>)> = ctxs
+        .iter()
+        .map(|_| (random(m * k), random(k * n)))
+        .collect();
+    let arrays: Vec<(GpuArray<f32>, GpuArray<f32>)> = ctxs
+        .iter()
+        .zip(&inputs)
+        .map(|(c, (a, b))| {
+            (
+                c.upload(a).unwrap().reshape([m, k]).unwrap(),
+                c.upload(b).unwrap().reshape([k, n]).unwrap(),
+            )
+        })
+        .collect();
+    let mut outs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros([m, n]).unwrap()).collect();
+    for round in 0..3 {
+        for ((c, (a, b)), out) in ctxs.iter().zip(&arrays).zip(outs.iter_mut()) {
+            c.ops().mm(a, b, out).unwrap();
+        }
+        for (r, ((a, b), out)) in inputs.iter().zip(&outs).enumerate() {
+            let got = out.download().unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k)
+                        .map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j]))
+                        .sum();
+                    let g = got[i * n + j];
+                    assert!(
+                        (f64::from(g) - want).abs() <= 1e-4 * (k as f64),
+                        "round {round}, GPU {r}: c[{i}][{j}] = {g}, expected {want}"
+                    );
+                }
+            }
+        }
+    }
+}

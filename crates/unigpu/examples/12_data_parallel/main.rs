@@ -10,6 +10,14 @@
 //! Defaults: 32 batches of 16 MiB, every GPU. Needs libnccl (docs/multi-gpu.md)
 //! and, on a shared host, `NCCL_NVLS_ENABLE=0`. Prints `key value` lines:
 //! `data_parallel_ms_<k>gpu` and `data_parallel_speedup_<k>gpu`.
+//!
+//! `12_data_parallel ddp [STEPS] [GPUS]` trains an MLP instead, its
+//! gradients all-reduced in 25 MiB buckets while the backward pass goes
+//! on, as torch's DDP does (`buckets.rs`); it prints `ddp_step_ms_<k>gpu`
+//! and `ddp_speedup_<k>gpu` (k GPUs' samples a second over one GPU's;
+//! `bench/anchors/torch_ddp.py` prints torch's).
+
+mod buckets;
 
 use std::time::Instant;
 
@@ -86,7 +94,34 @@ fn run(ctxs: &[Context], batches: &[Vec<f32>]) -> unigpu::Result<(Vec<f32>, f64)
     Ok((result, ms))
 }
 
+/// `ddp [STEPS] [GPUS]`: the bucketed training for 1..=GPUS GPUs.
+fn ddp() -> Result<(), Box<dyn std::error::Error>> {
+    let steps = arg(2, 20)?;
+    let available = unigpu::list_devices(Backend::Cuda)?.len();
+    let gpus = arg(3, available)?.min(available);
+    if gpus == 0 || steps == 0 {
+        return Err("need at least one CUDA GPU and one step".into());
+    }
+    println!("{}", Communicator::library(Backend::Cuda)?);
+    println!("{}", buckets::describe());
+    let ctxs: Vec<Context> = (0..gpus)
+        .map(|i| Context::new(Backend::Cuda, i))
+        .collect::<Result<_, _>>()?;
+    let mut one_gpu = None;
+    for k in 1..=gpus {
+        let ms = buckets::train(&ctxs[..k], 3, steps)?;
+        let base = *one_gpu.get_or_insert(ms);
+        println!("ddp_step_ms_{k}gpu {ms:.2}");
+        println!("ddp_speedup_{k}gpu {:.3}", k as f64 * base / ms);
+    }
+    println!("every replica ended with the same weights at every GPU count");
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().nth(1).as_deref() == Some("ddp") {
+        return ddp();
+    }
     let (n_batches, mib) = (arg(1, 32)?, arg(2, 16)?);
     let available = unigpu::list_devices(Backend::Cuda)?.len();
     let gpus = arg(3, available)?.min(available);
