@@ -5,8 +5,9 @@
 # rank), the data-parallel example on 1..N GPUs, peer-copy GB/s both ways
 # (direct, then staged through pinned memory), and all-reduce bus
 # bandwidth 1 MiB..1 GiB for unigpu and for torch.distributed (NCCL), in
-# one call; training an MLP with 25 MiB gradient buckets beside torch's
-# DDP. Writes multi_gpu.txt (every line) and ratios.txt under $OUT.
+# one call, unigpu's both with one process driving every GPU and with one
+# process a GPU; training an MLP with 25 MiB gradient buckets beside
+# torch's DDP. Writes multi_gpu.txt (every line) and ratios.txt under $OUT.
 # Needs `cargo xtask gpu-pack` first (.gpu-pack/bin), or the smaller pack
 # of just these binaries (.gpu-pack/mg.tar.gz, carry it alone):
 #   cargo test --release -p unigpu --test multi_gpu --test multi_process \
@@ -76,6 +77,19 @@ step python3 "$root/bench/anchors/torch_ddp.py" 20
 # Peer copies and all-reduce bus bandwidth, unigpu then torch.
 step "$bin/multi_gpu_bench" 1024
 UNIGPU_PEER_ACCESS=0 "$bin/multi_gpu_bench" 0 2>&1 | sed -n 's/^peer_copy_/staged_copy_/p' | tee -a "$log"
+# The all-reduce again with one process a GPU (Communicator::join over
+# loopback TCP), as torch.distributed runs: rank 0 prints allreduce_join_*.
+join_bench() {
+  local n port pids=() r rc=0
+  n=$(nvidia-smi -L | wc -l); port=$((20000 + RANDOM % 20000))
+  for r in $(seq 0 $((n - 1))); do
+    UNIGPU_RENDEZVOUS=tcp://127.0.0.1:$port UNIGPU_WORLD_SIZE=$n UNIGPU_RANK=$r "$bin/multi_gpu_bench" 1024 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do wait "$r" || rc=1; done
+  return $rc
+}
+step join_bench
 step python3 "$root/bench/anchors/torch_allreduce.py" 1024
 
 python3 - "$log" <<'PY' | tee "$out/ratios.txt"
@@ -85,8 +99,10 @@ for line in open(sys.argv[1]):
     m = re.match(r"^(\S+) ([0-9.]+)$", line.strip())
     if m:
         vals[m.group(1)] = float(m.group(2))
-for key in sorted(k for k in vals if k.startswith(("allreduce_busbw_gbps_", "allreduce_host_us_", "peer_copy_", "ddp_"))):
-    anchor = vals.get("torch_" + key)
+keys = ("allreduce_busbw_gbps_", "allreduce_host_us_", "allreduce_join_busbw_gbps_", "allreduce_join_host_us_", "peer_copy_", "ddp_")
+for key in sorted(k for k in vals if k.startswith(keys)):
+    # One process a GPU is compared with the same torch figure.
+    anchor = vals.get("torch_" + key.replace("allreduce_join_", "allreduce_"))
     if anchor:
         print(f"{key} {vals[key]:.1f} torch {anchor:.1f} ratio {vals[key] / anchor:.3f}")
     else:

@@ -10,10 +10,16 @@
 //!
 //!     cargo run --release -p unigpu --example multi_gpu_bench -- [MAX_MiB]
 //!
+//! With `UNIGPU_RENDEZVOUS`, `UNIGPU_WORLD_SIZE` and `UNIGPU_RANK` set
+//! (one process per GPU, as torch.distributed runs: the process of rank r
+//! uses GPU r and joins the others through the rendezvous), it measures
+//! only the all-reduce, and rank 0 prints `allreduce_join_*`: the same
+//! figures for one rank a process, the host time being one rank's call.
+//!
 //! Needs two or more GPUs, libnccl and (on a shared host) NCCL_NVLS_ENABLE=0;
 //! bench/runners/run_multi_gpu.sh runs it beside torch.distributed's figures.
 
-use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp};
+use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp, Rendezvous};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -49,9 +55,16 @@ fn peer_copies(ctxs: &[Context]) -> unigpu::Result<()> {
     Ok(())
 }
 
-fn all_reduce(ctxs: &[Context], max_mib: usize) -> unigpu::Result<()> {
-    let comm = Communicator::local(ctxs)?;
-    let ranks = ctxs.len() as f64;
+/// All-reduce figures for `comm` (its local contexts `ctxs`), printed
+/// with `prefix` when `print`.
+fn all_reduce(
+    comm: &Communicator,
+    ctxs: &[Context],
+    max_mib: usize,
+    prefix: &str,
+    print: bool,
+) -> unigpu::Result<()> {
+    let ranks = comm.world_size() as f64;
     // From 256 KiB, where the host's enqueue bounds the rate.
     let mut kib = 256;
     while kib <= max_mib << 10 {
@@ -78,17 +91,19 @@ fn all_reduce(ctxs: &[Context], max_mib: usize) -> unigpu::Result<()> {
         // Where the GPU's time per call is no more than this, the host's
         // enqueue is what bounds the rate.
         let size = size_label(kib);
-        println!("allreduce_host_us_{size} {:.1}", median(host) * 1e6);
         let times: Vec<f64> = marks
             .windows(2)
             .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| f64::from(ms) / 1e3))
             .collect::<Result<_, _>>()?;
         let algbw = (kib << 10) as f64 / median(times) / 1e9;
-        println!("allreduce_algbw_gbps_{size} {algbw:.1}");
-        println!(
-            "allreduce_busbw_gbps_{size} {:.1}",
-            algbw * 2.0 * (ranks - 1.0) / ranks
-        );
+        if print {
+            println!("{prefix}_host_us_{size} {:.1}", median(host) * 1e6);
+            println!("{prefix}_algbw_gbps_{size} {algbw:.1}");
+            println!(
+                "{prefix}_busbw_gbps_{size} {:.1}",
+                algbw * 2.0 * (ranks - 1.0) / ranks
+            );
+        }
         kib *= 2;
     }
     Ok(())
@@ -110,6 +125,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .parse()
             .map_err(|_| format!("MAX_MiB must be a whole number, got `{s}`"))?,
     };
+    if std::env::var_os(unigpu::comm::rendezvous::RENDEZVOUS_ENV).is_some() {
+        return one_rank_a_process(max_mib);
+    }
     let n = unigpu::list_devices(Backend::Cuda)?.len();
     if n < 2 {
         return Err(format!("multi_gpu_bench needs two CUDA GPUs, found {n}").into());
@@ -121,6 +139,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     print!("{}", unigpu::device_list(Backend::Cuda)?.peers);
     peer_copies(&ctxs)?;
-    all_reduce(&ctxs, max_mib)?;
+    let comm = Communicator::local(&ctxs)?;
+    all_reduce(&comm, &ctxs, max_mib, "allreduce", true)?;
+    Ok(())
+}
+
+/// This process is rank r of the rendezvous's world, on GPU r.
+fn one_rank_a_process(max_mib: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let rendezvous = Rendezvous::from_env()?;
+    let rank = rendezvous.rank();
+    let ctx = Context::new(Backend::Cuda, rank)?;
+    let comm = Communicator::join(std::slice::from_ref(&ctx), &rendezvous)?;
+    if rank == 0 {
+        println!("one process a GPU: {} ranks", comm.world_size());
+    }
+    all_reduce(&comm, &[ctx], max_mib, "allreduce_join", rank == 0)?;
     Ok(())
 }
