@@ -168,7 +168,7 @@ ug_torch_status ug_torch_default_stream(int64_t device, ug_torch_stream** out);
 ug_torch_status ug_torch_event_new(ug_torch_event** out);
 
 /**
- * Makes `stream` current on its device until the returned guard is dropped.
+ * Makes `stream` the current stream of its device until the returned guard is dropped (when it already is, nothing changes, the current device included; ATen ops take their device from their tensors).
  *
  * On success *out receives a new handle; free it with ug_torch_stream_guard_free().
  */

@@ -112,9 +112,10 @@ return std::make_unique<::unigpu_torch::Event>();
   try {
     auto gen_body_ = [&]() {
 #line 103 "specs/torch.yaml"
-::unigpu_torch::require_cuda("guard_stream");
+// A stream exists only where CUDA does (current_stream and
+// stream_from_pool check), so no require_cuda here.
 return std::make_unique<::unigpu_torch::Guard>(stream);
-#line 118 "bridge/torch/torch_bridge.cc"
+#line 119 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<StreamGuard>(gen_body_());
   } catch (...) {
@@ -125,7 +126,7 @@ return std::make_unique<::unigpu_torch::Guard>(stream);
 ::std::unique_ptr<Tensor> tensor_from_f32([[maybe_unused]] ::rust::Slice<const float> data, [[maybe_unused]] ::rust::Slice<const ::std::int64_t> sizes) {
   try {
     auto gen_body_ = [&]() {
-#line 113 "specs/torch.yaml"
+#line 114 "specs/torch.yaml"
 std::vector<std::int64_t> shape(sizes.begin(), sizes.end());
 std::int64_t numel = 1;
 for (auto s : shape) {
@@ -139,7 +140,7 @@ if (numel != static_cast<std::int64_t>(data.size())) {
 auto t = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
 std::copy(data.begin(), data.end(), t.data_ptr<float>());
 return t;
-#line 143 "bridge/torch/torch_bridge.cc"
+#line 144 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -150,11 +151,11 @@ return t;
 ::std::unique_ptr<Tensor> tensor_randn([[maybe_unused]] ::rust::Slice<const ::std::int64_t> sizes, [[maybe_unused]] ::std::int64_t device) {
   try {
     auto gen_body_ = [&]() {
-#line 134 "specs/torch.yaml"
+#line 135 "specs/torch.yaml"
 std::vector<std::int64_t> shape(sizes.begin(), sizes.end());
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("tensor_randn", device);
 return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
-#line 158 "bridge/torch/torch_bridge.cc"
+#line 159 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -165,11 +166,11 @@ return at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(target));
 ::std::unique_ptr<Tensor> tensor_empty([[maybe_unused]] ::std::int64_t numel, [[maybe_unused]] ::std::int32_t dtype, [[maybe_unused]] ::std::int64_t device) {
   try {
     auto gen_body_ = [&]() {
-#line 146 "specs/torch.yaml"
+#line 147 "specs/torch.yaml"
 if (numel < 0) throw std::invalid_argument("tensor_empty: negative numel " + std::to_string(numel));
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("tensor_empty", device);
 return at::empty({numel}, at::TensorOptions().dtype(::unigpu_torch::scalar_type(dtype, "tensor_empty")).device(target));
-#line 173 "bridge/torch/torch_bridge.cc"
+#line 174 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -180,9 +181,9 @@ return at::empty({numel}, at::TensorOptions().dtype(::unigpu_torch::scalar_type(
 ::std::unique_ptr<Tensor> tensor_from_tch([[maybe_unused]] ::std::uint64_t tch_ptr) {
   try {
     auto gen_body_ = [&]() {
-#line 157 "specs/torch.yaml"
+#line 158 "specs/torch.yaml"
 return *reinterpret_cast<const at::Tensor*>(static_cast<std::uintptr_t>(tch_ptr));
-#line 186 "bridge/torch/torch_bridge.cc"
+#line 187 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -193,9 +194,9 @@ return *reinterpret_cast<const at::Tensor*>(static_cast<std::uintptr_t>(tch_ptr)
 ::std::unique_ptr<DlPack> tensor_to_dlpack([[maybe_unused]] const Tensor& tensor) {
   try {
     auto gen_body_ = [&]() {
-#line 165 "specs/torch.yaml"
+#line 166 "specs/torch.yaml"
 return ::unigpu_torch::DlPack(at::toDLPack(tensor));
-#line 199 "bridge/torch/torch_bridge.cc"
+#line 200 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
   } catch (...) {
@@ -206,9 +207,9 @@ return ::unigpu_torch::DlPack(at::toDLPack(tensor));
 ::std::unique_ptr<Tensor> tensor_from_dlpack([[maybe_unused]] DlPack& capsule) {
   try {
     auto gen_body_ = [&]() {
-#line 173 "specs/torch.yaml"
+#line 174 "specs/torch.yaml"
 return at::fromDLPack(capsule.take("tensor_from_dlpack"));
-#line 212 "bridge/torch/torch_bridge.cc"
+#line 213 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -219,10 +220,10 @@ return at::fromDLPack(capsule.take("tensor_from_dlpack"));
 ::std::unique_ptr<DlPack> dlpack_from_raw([[maybe_unused]] ::std::uint64_t ptr) {
   try {
     auto gen_body_ = [&]() {
-#line 182 "specs/torch.yaml"
+#line 183 "specs/torch.yaml"
 if (ptr == 0) throw std::invalid_argument("dlpack_from_raw: the tensor pointer is NULL");
 return ::unigpu_torch::DlPack(reinterpret_cast<DLManagedTensor*>(static_cast<std::uintptr_t>(ptr)));
-#line 226 "bridge/torch/torch_bridge.cc"
+#line 227 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<DlPack>(gen_body_());
   } catch (...) {
@@ -233,9 +234,9 @@ return ::unigpu_torch::DlPack(reinterpret_cast<DLManagedTensor*>(static_cast<std
 void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 191 "specs/torch.yaml"
+#line 192 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("synchronize").synchronizeStream(self.inner);
-#line 239 "bridge/torch/torch_bridge.cc"
+#line 240 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -246,9 +247,9 @@ void torch_stream_synchronize([[maybe_unused]] const TorchStream& self) {
 bool torch_stream_query([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 199 "specs/torch.yaml"
+#line 200 "specs/torch.yaml"
 return ::unigpu_torch::require_cuda("query").queryStream(self.inner);
-#line 252 "bridge/torch/torch_bridge.cc"
+#line 253 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -259,10 +260,10 @@ return ::unigpu_torch::require_cuda("query").queryStream(self.inner);
 void torch_stream_wait_event([[maybe_unused]] const TorchStream& self, [[maybe_unused]] const TorchEvent& event) {
   try {
     auto gen_body_ = [&]() {
-#line 208 "specs/torch.yaml"
+#line 209 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("wait_event");
 event.inner.block(self.inner);
-#line 266 "bridge/torch/torch_bridge.cc"
+#line 267 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -273,9 +274,9 @@ event.inner.block(self.inner);
 ::std::int64_t torch_stream_device_index([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 217 "specs/torch.yaml"
+#line 218 "specs/torch.yaml"
 return self.inner.device_index();
-#line 279 "bridge/torch/torch_bridge.cc"
+#line 280 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -286,10 +287,10 @@ return self.inner.device_index();
 ::std::uint64_t torch_stream_native_handle([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 225 "specs/torch.yaml"
+#line 226 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("native_handle");
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.inner.native_handle()));
-#line 293 "bridge/torch/torch_bridge.cc"
+#line 294 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -300,9 +301,9 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.inner.na
 ::std::int64_t torch_stream_id([[maybe_unused]] const TorchStream& self) {
   try {
     auto gen_body_ = [&]() {
-#line 234 "specs/torch.yaml"
+#line 235 "specs/torch.yaml"
 return self.inner.id();
-#line 306 "bridge/torch/torch_bridge.cc"
+#line 307 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -313,10 +314,10 @@ return self.inner.id();
 void torch_event_record([[maybe_unused]] TorchEvent& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 242 "specs/torch.yaml"
+#line 243 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("record");
 self.inner.record(stream.inner);
-#line 320 "bridge/torch/torch_bridge.cc"
+#line 321 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -327,10 +328,10 @@ self.inner.record(stream.inner);
 void torch_event_synchronize([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 250 "specs/torch.yaml"
+#line 251 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("synchronize");
 self.inner.synchronize();
-#line 334 "bridge/torch/torch_bridge.cc"
+#line 335 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -341,10 +342,10 @@ self.inner.synchronize();
 bool torch_event_query([[maybe_unused]] const TorchEvent& self) {
   try {
     auto gen_body_ = [&]() {
-#line 259 "specs/torch.yaml"
+#line 260 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("query");
 return self.inner.query();
-#line 348 "bridge/torch/torch_bridge.cc"
+#line 349 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -355,10 +356,10 @@ return self.inner.query();
 double torch_event_elapsed_ms([[maybe_unused]] const TorchEvent& self, [[maybe_unused]] const TorchEvent& end) {
   try {
     auto gen_body_ = [&]() {
-#line 270 "specs/torch.yaml"
+#line 271 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("elapsed_ms");
 return self.inner.elapsedTime(end.inner);
-#line 362 "bridge/torch/torch_bridge.cc"
+#line 363 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -385,9 +386,9 @@ bool tensor_is_cuda(const Tensor& self) {
 bool tensor_is_contiguous([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 290 "specs/torch.yaml"
+#line 291 "specs/torch.yaml"
 return self.is_contiguous();
-#line 391 "bridge/torch/torch_bridge.cc"
+#line 392 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -398,9 +399,9 @@ return self.is_contiguous();
 ::std::int32_t tensor_dtype_code([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 298 "specs/torch.yaml"
+#line 299 "specs/torch.yaml"
 return ::unigpu_torch::dtype_code(self.scalar_type());
-#line 404 "bridge/torch/torch_bridge.cc"
+#line 405 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -411,9 +412,9 @@ return ::unigpu_torch::dtype_code(self.scalar_type());
 ::std::int64_t tensor_device_index([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 306 "specs/torch.yaml"
+#line 307 "specs/torch.yaml"
 return self.is_cuda() ? static_cast<std::int64_t>(self.device().index()) : -1;
-#line 417 "bridge/torch/torch_bridge.cc"
+#line 418 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -424,9 +425,9 @@ return self.is_cuda() ? static_cast<std::int64_t>(self.device().index()) : -1;
 ::std::unique_ptr<Tensor> tensor_share([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 314 "specs/torch.yaml"
+#line 315 "specs/torch.yaml"
 return self;
-#line 430 "bridge/torch/torch_bridge.cc"
+#line 431 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -437,9 +438,9 @@ return self;
 ::std::uint64_t tensor_data_address([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 322 "specs/torch.yaml"
+#line 323 "specs/torch.yaml"
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.data_ptr()));
-#line 443 "bridge/torch/torch_bridge.cc"
+#line 444 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -450,10 +451,10 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(self.data_ptr
 void tensor_record_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 331 "specs/torch.yaml"
+#line 332 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("record_stream");
 self.record_stream(stream.inner);
-#line 457 "bridge/torch/torch_bridge.cc"
+#line 458 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -464,14 +465,14 @@ self.record_stream(stream.inner);
 void tensor_write_bytes([[maybe_unused]] Tensor& self, [[maybe_unused]] ::rust::Slice<const ::std::uint8_t> host) {
   try {
     auto gen_body_ = [&]() {
-#line 340 "specs/torch.yaml"
+#line 341 "specs/torch.yaml"
 ::unigpu_torch::check_bytes(self, host.size(), "write_bytes");
 auto src = at::from_blob(const_cast<std::uint8_t*>(host.data()), {self.numel()},
                          at::TensorOptions().dtype(self.scalar_type()));
 // Blocking would synchronize the whole stream; a pageable source
 // is staged by cudaMemcpyAsync before it returns either way.
 self.copy_(src, /*non_blocking=*/self.is_cuda());
-#line 475 "bridge/torch/torch_bridge.cc"
+#line 476 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -482,11 +483,11 @@ self.copy_(src, /*non_blocking=*/self.is_cuda());
 void tensor_read_bytes([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::rust::Slice<::std::uint8_t> host) {
   try {
     auto gen_body_ = [&]() {
-#line 354 "specs/torch.yaml"
+#line 355 "specs/torch.yaml"
 ::unigpu_torch::check_bytes(self, host.size(), "read_bytes");
 auto dst = at::from_blob(host.data(), {self.numel()}, at::TensorOptions().dtype(self.scalar_type()));
 dst.copy_(self, /*non_blocking=*/false);
-#line 490 "bridge/torch/torch_bridge.cc"
+#line 491 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -497,9 +498,9 @@ dst.copy_(self, /*non_blocking=*/false);
 void tensor_fill_bits([[maybe_unused]] Tensor& self, [[maybe_unused]] ::std::uint64_t bits) {
   try {
     auto gen_body_ = [&]() {
-#line 364 "specs/torch.yaml"
+#line 365 "specs/torch.yaml"
 ::unigpu_torch::fill_bits(self, bits);
-#line 503 "bridge/torch/torch_bridge.cc"
+#line 504 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -510,9 +511,9 @@ void tensor_fill_bits([[maybe_unused]] Tensor& self, [[maybe_unused]] ::std::uin
 void tensor_add_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
   try {
     auto gen_body_ = [&]() {
-#line 373 "specs/torch.yaml"
+#line 374 "specs/torch.yaml"
 at::add_out(self, a, b);
-#line 516 "bridge/torch/torch_bridge.cc"
+#line 517 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -523,9 +524,9 @@ at::add_out(self, a, b);
 void tensor_sub_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
   try {
     auto gen_body_ = [&]() {
-#line 382 "specs/torch.yaml"
+#line 383 "specs/torch.yaml"
 at::sub_out(self, a, b);
-#line 529 "bridge/torch/torch_bridge.cc"
+#line 530 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -536,9 +537,9 @@ at::sub_out(self, a, b);
 void tensor_mul_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b) {
   try {
     auto gen_body_ = [&]() {
-#line 391 "specs/torch.yaml"
+#line 392 "specs/torch.yaml"
 at::mul_out(self, a, b);
-#line 542 "bridge/torch/torch_bridge.cc"
+#line 543 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -549,9 +550,9 @@ at::mul_out(self, a, b);
 void tensor_add_scaled([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x, [[maybe_unused]] double alpha) {
   try {
     auto gen_body_ = [&]() {
-#line 400 "specs/torch.yaml"
+#line 401 "specs/torch.yaml"
 self.add_(x, alpha);
-#line 555 "bridge/torch/torch_bridge.cc"
+#line 556 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -562,9 +563,9 @@ self.add_(x, alpha);
 void tensor_scale([[maybe_unused]] Tensor& self, [[maybe_unused]] double alpha) {
   try {
     auto gen_body_ = [&]() {
-#line 408 "specs/torch.yaml"
+#line 409 "specs/torch.yaml"
 self.mul_(alpha);
-#line 568 "bridge/torch/torch_bridge.cc"
+#line 569 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -575,9 +576,9 @@ self.mul_(alpha);
 void tensor_relu_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
   try {
     auto gen_body_ = [&]() {
-#line 416 "specs/torch.yaml"
+#line 417 "specs/torch.yaml"
 at::clamp_min_out(self, x, 0);
-#line 581 "bridge/torch/torch_bridge.cc"
+#line 582 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -588,9 +589,9 @@ at::clamp_min_out(self, x, 0);
 void tensor_sigmoid_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
   try {
     auto gen_body_ = [&]() {
-#line 424 "specs/torch.yaml"
+#line 425 "specs/torch.yaml"
 at::sigmoid_out(self, x);
-#line 594 "bridge/torch/torch_bridge.cc"
+#line 595 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -601,9 +602,9 @@ at::sigmoid_out(self, x);
 void tensor_tanh_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& x) {
   try {
     auto gen_body_ = [&]() {
-#line 432 "specs/torch.yaml"
+#line 433 "specs/torch.yaml"
 at::tanh_out(self, x);
-#line 607 "bridge/torch/torch_bridge.cc"
+#line 608 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -614,9 +615,9 @@ at::tanh_out(self, x);
 double tensor_sum_acc([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 440 "specs/torch.yaml"
+#line 441 "specs/torch.yaml"
 return self.sum(::unigpu_torch::acc_type(self)).item<double>();
-#line 620 "bridge/torch/torch_bridge.cc"
+#line 621 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -627,9 +628,9 @@ return self.sum(::unigpu_torch::acc_type(self)).item<double>();
 double tensor_max_ignoring_nan([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 448 "specs/torch.yaml"
+#line 449 "specs/torch.yaml"
 return ::unigpu_torch::max_ignoring_nan(self);
-#line 633 "bridge/torch/torch_bridge.cc"
+#line 634 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -640,9 +641,9 @@ return ::unigpu_torch::max_ignoring_nan(self);
 double tensor_dot_acc([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 458 "specs/torch.yaml"
+#line 459 "specs/torch.yaml"
 return at::dot(self, other).item<double>();
-#line 646 "bridge/torch/torch_bridge.cc"
+#line 647 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -653,10 +654,10 @@ return at::dot(self, other).item<double>();
 void tensor_mm_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b, [[maybe_unused]] ::std::int64_t m, [[maybe_unused]] ::std::int64_t k, [[maybe_unused]] ::std::int64_t n) {
   try {
     auto gen_body_ = [&]() {
-#line 470 "specs/torch.yaml"
+#line 471 "specs/torch.yaml"
 auto c = self.view({m, n});
 at::mm_out(c, a.view({m, k}), b.view({k, n}));
-#line 660 "bridge/torch/torch_bridge.cc"
+#line 661 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -667,7 +668,7 @@ at::mm_out(c, a.view({m, k}), b.view({k, n}));
 void tensor_bmm_out([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b, [[maybe_unused]] ::std::int64_t batch, [[maybe_unused]] ::std::int64_t m, [[maybe_unused]] ::std::int64_t k, [[maybe_unused]] ::std::int64_t n, [[maybe_unused]] ::std::int64_t a_offset, [[maybe_unused]] ::std::int64_t a_batch_stride, [[maybe_unused]] ::std::int64_t a_ld, [[maybe_unused]] bool a_transposed, [[maybe_unused]] ::std::int64_t b_offset, [[maybe_unused]] ::std::int64_t b_batch_stride, [[maybe_unused]] ::std::int64_t b_ld, [[maybe_unused]] bool b_transposed) {
   try {
     auto gen_body_ = [&]() {
-#line 492 "specs/torch.yaml"
+#line 493 "specs/torch.yaml"
 auto view = [&](const at::Tensor& x, int64_t rows, int64_t cols, int64_t offset, int64_t bs, int64_t ld, bool t) {
   return x.as_strided({batch, rows, cols}, {bs, t ? 1 : ld, t ? ld : 1}, x.storage_offset() + offset);
 };
@@ -686,7 +687,7 @@ if (b_batch_stride == 0 && !a_transposed && a_batch_stride == m * a_ld) {
   at::bmm_out(c, view(a, m, k, a_offset, a_batch_stride, a_ld, a_transposed),
               view(b, k, n, b_offset, b_batch_stride, b_ld, b_transposed));
 }
-#line 690 "bridge/torch/torch_bridge.cc"
+#line 691 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -697,11 +698,11 @@ if (b_batch_stride == 0 && !a_transposed && a_batch_stride == m * a_ld) {
 ::rust::Vec<float> tensor_to_f32_vec([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 517 "specs/torch.yaml"
+#line 518 "specs/torch.yaml"
 auto host = self.to(at::kCPU).to(at::kFloat).contiguous();
 const float* p = host.data_ptr<float>();
 return std::vector<float>(p, p + host.numel());
-#line 705 "bridge/torch/torch_bridge.cc"
+#line 706 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::to_rust_vec<float>(gen_body_());
   } catch (...) {
@@ -712,12 +713,12 @@ return std::vector<float>(p, p + host.numel());
 ::std::unique_ptr<Tensor> tensor_to_stream([[maybe_unused]] const Tensor& self, [[maybe_unused]] ::std::int64_t device, [[maybe_unused]] bool non_blocking, [[maybe_unused]] const TorchStream& stream) {
   try {
     auto gen_body_ = [&]() {
-#line 531 "specs/torch.yaml"
+#line 532 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("to_stream");
 c10::StreamGuard guard(stream.inner);
 at::Device target = device < 0 ? at::Device(at::kCPU) : ::unigpu_torch::cuda_device("to_stream", device);
 return self.to(target, non_blocking);
-#line 721 "bridge/torch/torch_bridge.cc"
+#line 722 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -728,9 +729,9 @@ return self.to(target, non_blocking);
 ::std::uint64_t tensor_new_tch_ptr([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 543 "specs/torch.yaml"
+#line 544 "specs/torch.yaml"
 return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tensor(self)));
-#line 734 "bridge/torch/torch_bridge.cc"
+#line 735 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -741,9 +742,9 @@ return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(new at::Tenso
 void tensor_copy_from([[maybe_unused]] Tensor& self, [[maybe_unused]] const Tensor& src, [[maybe_unused]] bool non_blocking) {
   try {
     auto gen_body_ = [&]() {
-#line 552 "specs/torch.yaml"
+#line 553 "specs/torch.yaml"
 self.copy_(src, non_blocking);
-#line 747 "bridge/torch/torch_bridge.cc"
+#line 748 "bridge/torch/torch_bridge.cc"
     };
     gen_body_();
   } catch (...) {
@@ -754,10 +755,10 @@ self.copy_(src, non_blocking);
 ::std::unique_ptr<Tensor> tensor_pin_memory([[maybe_unused]] const Tensor& self) {
   try {
     auto gen_body_ = [&]() {
-#line 560 "specs/torch.yaml"
+#line 561 "specs/torch.yaml"
 ::unigpu_torch::require_cuda("pin_memory");
 return self.pin_memory();
-#line 761 "bridge/torch/torch_bridge.cc"
+#line 762 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -768,9 +769,9 @@ return self.pin_memory();
 ::std::unique_ptr<Tensor> tensor_matmul([[maybe_unused]] const Tensor& self, [[maybe_unused]] const Tensor& other) {
   try {
     auto gen_body_ = [&]() {
-#line 571 "specs/torch.yaml"
+#line 572 "specs/torch.yaml"
 return self.matmul(other);
-#line 774 "bridge/torch/torch_bridge.cc"
+#line 775 "bridge/torch/torch_bridge.cc"
     };
     return gen_detail::into_unique<Tensor>(gen_body_());
   } catch (...) {
@@ -797,10 +798,10 @@ return self.matmul(other);
 ::std::int32_t dl_pack_device_type([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 591 "specs/torch.yaml"
+#line 592 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("device_type: the capsule was consumed");
 return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
-#line 804 "bridge/torch/torch_bridge.cc"
+#line 805 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -811,10 +812,10 @@ return static_cast<std::int32_t>(self.ptr->dl_tensor.device.device_type);
 ::std::int32_t dl_pack_ndim([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 599 "specs/torch.yaml"
+#line 600 "specs/torch.yaml"
 if (self.ptr == nullptr) throw std::runtime_error("ndim: the capsule was consumed");
 return self.ptr->dl_tensor.ndim;
-#line 818 "bridge/torch/torch_bridge.cc"
+#line 819 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {
@@ -825,9 +826,9 @@ return self.ptr->dl_tensor.ndim;
 bool dl_pack_is_consumed([[maybe_unused]] const DlPack& self) {
   try {
     auto gen_body_ = [&]() {
-#line 607 "specs/torch.yaml"
+#line 608 "specs/torch.yaml"
 return self.ptr == nullptr;
-#line 831 "bridge/torch/torch_bridge.cc"
+#line 832 "bridge/torch/torch_bridge.cc"
     };
     return gen_body_();
   } catch (...) {

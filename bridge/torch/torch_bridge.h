@@ -89,7 +89,7 @@ bool cuda_is_available();
 ::std::unique_ptr<TorchStream> default_stream(::std::int64_t device);
 /// A new CUDA event with timing enabled.
 ::std::unique_ptr<TorchEvent> event_new();
-/// Makes `stream` current on its device until the returned guard is dropped.
+/// Makes `stream` the current stream of its device until the returned guard is dropped (when it already is, nothing changes, the current device included; ATen ops take their device from their tensors).
 ::std::unique_ptr<StreamGuard> guard_stream(const TorchStream& stream);
 /// A new CPU float tensor of shape `sizes` holding a copy of `data` (lengths must agree).
 ::std::unique_ptr<Tensor> tensor_from_f32(::rust::Slice<const float> data, ::rust::Slice<const ::std::int64_t> sizes);

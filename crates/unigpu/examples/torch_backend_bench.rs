@@ -16,6 +16,11 @@ fn spread(len: usize) -> Vec<f32> {
         .collect()
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn out(key: &str, value: f64) {
     println!("{key} {value:.4}");
 }
@@ -72,20 +77,53 @@ fn main() -> unigpu::Result<()> {
     );
 
     // Host time to submit one tiny op: the backend's own cost per call
-    // (stream guard, ordering bookkeeping, the bridge call).
+    // (stream guard, ordering bookkeeping, the bridge call), beside its
+    // floor in the same process: the same ATen call (`mul_` on one element
+    // on the current stream, the bridge's `Tensor::scale`) made straight
+    // through the bridge, and that call inside the bridge's stream guard.
+    // Short blocks in ABBA order, so the host's drift lands on every side
+    // alike; medians of the blocks and of each round's difference.
     let mut one = ctx.zeros::<f32>(1)?;
-    let reps = 20_000;
-    ops.scale(1.0, &mut one)?;
-    ctx.sync()?;
-    let t = Instant::now();
-    for _ in 0..reps {
+    let mut raw = unigpu_torch_bridge::tensor_randn(&[1], 0)?;
+    let current = unigpu_torch_bridge::current_stream(0)?;
+    let (rounds, reps) = (61, 500);
+    for _ in 0..4 * reps {
         ops.scale(1.0, &mut one)?;
+        raw.scale(1.0)?;
     }
-    out(
-        "unigpu_torchbe_small_op_submit_us",
-        t.elapsed().as_secs_f64() * 1e6 / reps as f64,
-    );
     ctx.sync()?;
+    let mut block = |which: usize| -> unigpu::Result<f64> {
+        let t = Instant::now();
+        for _ in 0..reps {
+            match which {
+                0 => ops.scale(1.0, &mut one)?,
+                1 => raw.scale(1.0)?,
+                _ => {
+                    let _guard = unigpu_torch_bridge::guard_stream(&current)?;
+                    raw.scale(1.0)?
+                }
+            }
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / reps as f64;
+        ctx.sync()?;
+        Ok(us)
+    };
+    let (mut ours, mut floor, mut guarded, mut over) = (vec![], vec![], vec![], vec![]);
+    for round in 0..rounds {
+        let order: [usize; 3] = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+        let mut us = [0.0; 3];
+        for which in order {
+            us[which] = block(which)?;
+        }
+        ours.push(us[0]);
+        floor.push(us[1]);
+        guarded.push(us[2]);
+        over.push(us[0] - us[1]);
+    }
+    out("unigpu_torchbe_small_op_submit_us", median(ours));
+    out("aten_bridge_scale_submit_us", median(floor));
+    out("aten_bridge_guarded_scale_submit_us", median(guarded));
+    out("unigpu_torchbe_submit_over_floor_us", median(over));
 
     // torch → cuda on the GPU, 256 MiB: GPU-to-GPU bandwidth, read + write.
     let cuda = Context::new(Backend::Cuda, 0)?;

@@ -52,7 +52,7 @@ pub mod ffi {
         /// A new CUDA event with timing enabled.
         fn event_new() -> Result<UniquePtr<TorchEvent>>;
 
-        /// Makes `stream` current on its device until the returned guard is dropped.
+        /// Makes `stream` the current stream of its device until the returned guard is dropped (when it already is, nothing changes, the current device included; ATen ops take their device from their tensors).
         fn guard_stream(stream: &TorchStream) -> Result<UniquePtr<StreamGuard>>;
 
         /// A new CPU float tensor of shape `sizes` holding a copy of `data` (lengths must agree).

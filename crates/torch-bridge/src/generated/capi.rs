@@ -321,7 +321,7 @@ pub unsafe extern "C" fn ug_torch_event_new(out: *mut *mut safe::TorchEvent) -> 
     })
 }
 
-/// Makes `stream` current on its device until the returned guard is dropped.
+/// Makes `stream` the current stream of its device until the returned guard is dropped (when it already is, nothing changes, the current device included; ATen ops take their device from their tensors).
 ///
 /// Returns `Status::Ok` and writes the out-parameters on success; on failure
 /// writes nothing and records a message for `ug_torch_last_error_message`.

@@ -806,7 +806,7 @@ pub fn event_new() -> Result<TorchEvent> {
     )
 }
 
-/// Makes `stream` current on its device until the returned guard is dropped.
+/// Makes `stream` the current stream of its device until the returned guard is dropped (when it already is, nothing changes, the current device included; ATen ops take their device from their tensors).
 ///
 /// # Errors
 ///
