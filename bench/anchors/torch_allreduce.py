@@ -16,14 +16,14 @@ environment (bench/runners/run_multi_gpu.sh exports them; the children inherit).
 """
 
 import os
-import socket
 import statistics
 import sys
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+import dist_ranks
 
 
 def peer_copies():
@@ -51,14 +51,7 @@ def peer_copies():
 
 
 def rank_main(rank, world, port, max_mib):
-    torch.cuda.set_device(rank)
-    dist.init_process_group(
-        "nccl",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        device_id=torch.device(f"cuda:{rank}"),
-    )
+    dist_ranks.init(rank, world, port)
     kib = 256
     while kib <= max_mib << 10:
         size = f"{kib >> 10}mib" if kib >= 1024 else f"{kib}kib"
@@ -98,20 +91,7 @@ def main():
         sys.exit(f"torch_allreduce.py needs two GPUs, found {world}")
     print(f"torch {torch.__version__} nccl {'.'.join(map(str, torch.cuda.nccl.version()))}")
     peer_copies()
-    # A free port can be taken between the probe and rank 0's listen (one
-    # run failed with EADDRINUSE): try again on another, three times.
-    for attempt in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        try:
-            mp.spawn(rank_main, args=(world, port, max_mib), nprocs=world, join=True)
-            return
-        except mp.ProcessRaisedException as e:
-            if "EADDRINUSE" not in str(e) or attempt == 2:
-                raise
-            print(f"port {port} was taken; trying another", file=sys.stderr, flush=True)
-
+    dist_ranks.spawn(rank_main, world, (max_mib,))
 
 if __name__ == "__main__":
     main()

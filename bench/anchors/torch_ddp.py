@@ -17,7 +17,6 @@ environment (bench/runners/run_multi_gpu.sh exports them).
 """
 
 import os
-import socket
 import sys
 import time
 
@@ -25,6 +24,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+import dist_ranks
 
 WIDTH = 2048
 LAYERS = 8
@@ -42,14 +43,7 @@ def model():
 
 
 def rank_main(rank, world, port, steps, out):
-    torch.cuda.set_device(rank)
-    dist.init_process_group(
-        "nccl",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        device_id=torch.device(f"cuda:{rank}"),
-    )
+    dist_ranks.init(rank, world, port)
     torch.manual_seed(2026)  # the same initial weights on every rank
     net = DDP(model().cuda(rank), device_ids=[rank], bucket_cap_mb=25)
     opt = torch.optim.SGD(net.parameters(), lr=LR)
@@ -79,19 +73,9 @@ def rank_main(rank, world, port, steps, out):
 
 
 def run(world, steps):
-    ctx = mp.get_context("spawn")
-    for attempt in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        out = ctx.SimpleQueue()
-        try:
-            mp.spawn(rank_main, args=(world, port, steps, out), nprocs=world, join=True)
-            return out.get()
-        except mp.ProcessRaisedException as e:
-            if "EADDRINUSE" not in str(e) or attempt == 2:
-                raise
-            print(f"port {port} was taken; trying another", file=sys.stderr, flush=True)
+    out = mp.get_context("spawn").SimpleQueue()
+    dist_ranks.spawn(rank_main, world, (steps, out))
+    return out.get()
 
 
 def main():

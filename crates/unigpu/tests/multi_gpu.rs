@@ -7,59 +7,17 @@
 //! number of GPUs. NCCL runs only with `NCCL_NVLS_ENABLE=0`
 //! (bench/runners/run_multi_gpu.sh sets it).
 
+mod collective_checks;
+
+use collective_checks::{assert_same, communicator, ints, upload_all};
 use rand::Rng;
-use unigpu::{Backend, Communicator, Context, GpuArray, ReduceOp, device_list};
+use unigpu::{Backend, Context, GpuArray, ReduceOp, device_list};
 
 /// A cuda context on every GPU (at least two).
 fn gpus() -> Vec<Context> {
-    let n = match unigpu::list_devices(Backend::Cuda) {
-        Ok(d) => d.len(),
-        Err(e) => panic!("this test needs two CUDA GPUs and found none: {e}"),
-    };
-    assert!(n >= 2, "this test needs two CUDA GPUs and found {n}");
-    (0..n)
-        .map(|i| Context::new(Backend::Cuda, i).unwrap())
-        .collect()
+    collective_checks::gpus(Backend::Cuda)
 }
 
-fn communicator(ctxs: &[Context]) -> Communicator {
-    assert_eq!(
-        std::env::var("NCCL_NVLS_ENABLE").as_deref(),
-        Ok("0"),
-        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/runners/run_multi_gpu.sh does): NVLink multicast \
-         can take a shared host's GPUs out of service"
-    );
-    Communicator::local(ctxs).expect("a communicator over every GPU (is libnccl on the path?)")
-}
-
-/// Whole numbers as floats: sums in any order are exact.
-fn ints(n: usize) -> Vec<f32> {
-    let mut rng = rand::rng();
-    (0..n)
-        .map(|_| rng.random_range(-1000..1000) as f32)
-        .collect()
-}
-
-fn upload_all(ctxs: &[Context], data: &[Vec<f32>]) -> Vec<GpuArray<f32>> {
-    ctxs.iter()
-        .zip(data)
-        .map(|(c, d)| c.upload(d).unwrap())
-        .collect()
-}
-
-#[track_caller]
-fn assert_same(expected: &[f32], actual: &[f32], what: &str) {
-    assert_eq!(expected.len(), actual.len(), "{what}: lengths");
-    if let Some(i) = (0..expected.len()).find(|&i| expected[i] != actual[i]) {
-        panic!(
-            "{what}: element {i} is {}, expected {}",
-            actual[i], expected[i]
-        );
-    }
-}
-
-/// `copy_to` from every context to every other, then `to_context` back,
-/// random data of `len()` elements each time, every element checked.
 fn copy_every_pair(ctxs: &[Context], len: impl Fn() -> usize, label: &str) {
     for (i, a) in ctxs.iter().enumerate() {
         for (j, b) in ctxs.iter().enumerate() {
@@ -229,81 +187,7 @@ fn two_gpus_broadcast_all_gather_reduce_scatter_and_send_recv_match_the_host() {
     let ctxs = gpus();
     let comm = communicator(&ctxs);
     let n = ctxs.len();
-    let len = 65_537;
-
-    // Broadcast from the last rank.
-    let data: Vec<Vec<f32>> = (0..n).map(|_| ints(len)).collect();
-    let mut arrays = upload_all(&ctxs, &data);
-    comm.broadcast(&mut arrays.iter_mut().collect::<Vec<_>>(), n - 1)
-        .unwrap();
-    for (r, a) in arrays.iter().enumerate() {
-        assert_same(
-            &data[n - 1],
-            &a.download().unwrap(),
-            &format!("broadcast rank {r}"),
-        );
-    }
-
-    // All-gather: rank order, whatever order the arrays come in.
-    let sends = upload_all(&ctxs, &data);
-    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(n * len).unwrap()).collect();
-    comm.all_gather(
-        &sends.iter().rev().collect::<Vec<_>>(),
-        &mut recvs.iter_mut().collect::<Vec<_>>(),
-    )
-    .unwrap();
-    let gathered: Vec<f32> = data.concat();
-    for (r, a) in recvs.iter().enumerate() {
-        assert_same(
-            &gathered,
-            &a.download().unwrap(),
-            &format!("all_gather rank {r}"),
-        );
-    }
-
-    // Reduce-scatter: rank r gets block r of the sum.
-    let big: Vec<Vec<f32>> = (0..n).map(|_| ints(n * len)).collect();
-    let sends = upload_all(&ctxs, &big);
-    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
-    comm.reduce_scatter(
-        &sends.iter().collect::<Vec<_>>(),
-        &mut recvs.iter_mut().collect::<Vec<_>>(),
-        ReduceOp::Sum,
-    )
-    .unwrap();
-    for (r, a) in recvs.iter().enumerate() {
-        let expected: Vec<f32> = (0..len)
-            .map(|i| big.iter().map(|d| d[r * len + i]).sum())
-            .collect();
-        assert_same(
-            &expected,
-            &a.download().unwrap(),
-            &format!("reduce_scatter rank {r}"),
-        );
-    }
-
-    // Send/recv around a ring: rank r sends to r + 1, receives from r - 1.
-    let sends = upload_all(&ctxs, &data);
-    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
-    let s: Vec<(&GpuArray<f32>, usize)> = sends
-        .iter()
-        .enumerate()
-        .map(|(r, a)| (a, (r + 1) % n))
-        .collect();
-    let mut rv: Vec<(&mut GpuArray<f32>, usize)> = recvs
-        .iter_mut()
-        .enumerate()
-        .map(|(r, a)| (a, (r + n - 1) % n))
-        .collect();
-    comm.send_recv(&s, &mut rv).unwrap();
-    comm.wait().unwrap();
-    for (r, a) in recvs.iter().enumerate() {
-        assert_same(
-            &data[(r + n - 1) % n],
-            &a.download().unwrap(),
-            &format!("recv rank {r}"),
-        );
-    }
+    collective_checks::broadcast_gather_scatter_send_recv(&ctxs, &comm, 65_537);
 
     // Mistakes are errors, and leave the communicator usable.
     let mut short: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(3).unwrap()).collect();

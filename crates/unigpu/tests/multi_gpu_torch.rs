@@ -9,57 +9,16 @@
 
 #![cfg(feature = "torch")]
 
+mod collective_checks;
 mod common;
 
+use collective_checks::{assert_same, communicator, ints, upload_all};
 use common::{Gate, WATCH};
-use rand::Rng;
 use unigpu::{Backend, Communicator, Context, Error, GpuArray, ReduceOp};
 
 /// A torch context on every GPU (at least two).
 fn gpus() -> Vec<Context> {
-    let n = match unigpu::list_devices(Backend::Torch) {
-        Ok(d) => d.len(),
-        Err(e) => panic!("this test needs two CUDA GPUs usable through torch and found none: {e}"),
-    };
-    assert!(n >= 2, "this test needs two CUDA GPUs and found {n}");
-    (0..n)
-        .map(|i| Context::new(Backend::Torch, i).unwrap())
-        .collect()
-}
-
-fn communicator(ctxs: &[Context]) -> Communicator {
-    assert_eq!(
-        std::env::var("NCCL_NVLS_ENABLE").as_deref(),
-        Ok("0"),
-        "run NCCL tests with NCCL_NVLS_ENABLE=0 (bench/runners/run_multi_gpu.sh does)"
-    );
-    Communicator::local(ctxs).expect("a communicator over every GPU's torch context")
-}
-
-/// Whole numbers as floats: sums in any order are exact.
-fn ints(n: usize) -> Vec<f32> {
-    let mut rng = rand::rng();
-    (0..n)
-        .map(|_| rng.random_range(-1000..1000) as f32)
-        .collect()
-}
-
-fn upload_all(ctxs: &[Context], data: &[Vec<f32>]) -> Vec<GpuArray<f32>> {
-    ctxs.iter()
-        .zip(data)
-        .map(|(c, d)| c.upload(d).unwrap())
-        .collect()
-}
-
-#[track_caller]
-fn assert_same(expected: &[f32], actual: &[f32], what: &str) {
-    assert_eq!(expected.len(), actual.len(), "{what}: lengths");
-    if let Some(i) = (0..expected.len()).find(|&i| expected[i] != actual[i]) {
-        panic!(
-            "{what}: element {i} is {}, expected {}",
-            actual[i], expected[i]
-        );
-    }
+    collective_checks::gpus(Backend::Torch)
 }
 
 #[test]
@@ -111,77 +70,7 @@ fn two_gpus_torch_contexts_run_every_collective_and_match_the_host() {
         }
     }
 
-    // Broadcast from the last rank.
-    let mut arrays = upload_all(&ctxs, &data);
-    comm.broadcast(&mut arrays.iter_mut().collect::<Vec<_>>(), n - 1)
-        .unwrap();
-    for (r, a) in arrays.iter().enumerate() {
-        assert_same(
-            &data[n - 1],
-            &a.download().unwrap(),
-            &format!("broadcast rank {r}"),
-        );
-    }
-
-    // All-gather, in rank order.
-    let sends = upload_all(&ctxs, &data);
-    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(n * len).unwrap()).collect();
-    comm.all_gather(
-        &sends.iter().collect::<Vec<_>>(),
-        &mut recvs.iter_mut().collect::<Vec<_>>(),
-    )
-    .unwrap();
-    for (r, a) in recvs.iter().enumerate() {
-        assert_same(
-            &data.concat(),
-            &a.download().unwrap(),
-            &format!("all_gather rank {r}"),
-        );
-    }
-
-    // Reduce-scatter: rank r gets block r of the sum.
-    let big: Vec<Vec<f32>> = (0..n).map(|_| ints(n * len)).collect();
-    let sends = upload_all(&ctxs, &big);
-    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
-    comm.reduce_scatter(
-        &sends.iter().collect::<Vec<_>>(),
-        &mut recvs.iter_mut().collect::<Vec<_>>(),
-        ReduceOp::Sum,
-    )
-    .unwrap();
-    for (r, a) in recvs.iter().enumerate() {
-        let expected: Vec<f32> = (0..len)
-            .map(|i| big.iter().map(|d| d[r * len + i]).sum())
-            .collect();
-        assert_same(
-            &expected,
-            &a.download().unwrap(),
-            &format!("reduce_scatter rank {r}"),
-        );
-    }
-
-    // Send/recv around a ring.
-    let sends = upload_all(&ctxs, &data);
-    let mut recvs: Vec<GpuArray<f32>> = ctxs.iter().map(|c| c.zeros(len).unwrap()).collect();
-    let s: Vec<(&GpuArray<f32>, usize)> = sends
-        .iter()
-        .enumerate()
-        .map(|(r, a)| (a, (r + 1) % n))
-        .collect();
-    let mut rv: Vec<(&mut GpuArray<f32>, usize)> = recvs
-        .iter_mut()
-        .enumerate()
-        .map(|(r, a)| (a, (r + n - 1) % n))
-        .collect();
-    comm.send_recv(&s, &mut rv).unwrap();
-    comm.wait().unwrap();
-    for (r, a) in recvs.iter().enumerate() {
-        assert_same(
-            &data[(r + n - 1) % n],
-            &a.download().unwrap(),
-            &format!("recv rank {r}"),
-        );
-    }
+    collective_checks::broadcast_gather_scatter_send_recv(&ctxs, &comm, len);
     for c in &ctxs {
         c.synchronize().unwrap();
     }
