@@ -54,8 +54,8 @@ pub(crate) enum P2pImpl<'a, T: Element> {
 fn unsupported(backend: Backend) -> Error {
     Error::Unsupported {
         backend,
-        what: "collectives: open each rank's context with the cuda or torch backend (NCCL), \
-               or move arrays there with GpuArray::to_context"
+        what: "collectives: open each rank's context with the cuda backend (NCCL; the torch \
+               backend works too), or move arrays there with GpuArray::to_context"
             .into(),
     }
 }
