@@ -2,7 +2,7 @@
 # On the GPU machine, one call: the precompiled, kernels and ops test
 # binaries (cuda and vulkan variants; the fatbin fixture is built into them)
 # and `unigpu bench`'s vulkan group beside cuda. Pack here:
-#   cargo test --release -p unigpu --test precompiled --test kernels --test ops --no-run
+#   cargo test --release -p unigpu --test precompiled --test kernels --test ops --test shapes --no-run
 #   cargo build --release -p unigpu-cli
 #   bash tests/gpu/kernels_vulkan_gpu_run.sh --pack     # .gpu-pack/kv.tar.gz
 # then run(command="bash tests/gpu/kernels_vulkan_gpu_run.sh",
@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --pack ]; then
   rm -rf /tmp/kv && mkdir -p /tmp/kv
-  for t in precompiled kernels ops; do
+  for t in precompiled kernels ops shapes; do
     exe=$(ls -t target/release/deps/$t-* | grep -v '\.d$' | head -1)
     cp "$exe" /tmp/kv/$t
   done
@@ -30,7 +30,7 @@ export NODEVICE_SELECT=1
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 status=0
-for t in precompiled kernels ops; do
+for t in precompiled kernels ops shapes; do
   echo "== $t (cuda and vulkan variants)"
   /tmp/kv/$t --include-ignored --skip ::torch >"$out/$t.txt" 2>&1 || status=1
   grep -E "^test result|FAILED|panicked" "$out/$t.txt" | head -20

@@ -2,7 +2,8 @@
 //! on one CUDA GPU: the bare driver call, the same with cudarc's context
 //! check, unigpu-cuda-safe's `launch`, and the facade's `Stream::launch`;
 //! the caching allocator under `DeviceBuffer`, and the facade's
-//! `Context::alloc`. Rounds of every layer alternate in one process, and
+//! `Context::alloc`; an untimed event record as a bare `cuEventRecord` and
+//! as the facade's `Stream::record`. Rounds of every layer alternate in one process, and
 //! the median of seven is printed (issue 29 item 4; docs/benchmarks.md).
 //!
 //! ```text
@@ -16,6 +17,7 @@ use unigpu_cuda_safe::floor::RawLaunch;
 
 const LAUNCHES: usize = 20_000;
 const ALLOCS: usize = 100_000;
+const RECORDS: usize = 100_000;
 const ROUNDS: usize = 7;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -59,6 +61,26 @@ fn main() -> anyhow::Result<()> {
         stream.sync()?;
         Ok(us)
     };
+    let event_stream = ctx.create_stream()?;
+    let facade_record = || -> anyhow::Result<f64> {
+        let t = Instant::now();
+        for _ in 0..RECORDS {
+            drop(event_stream.record()?);
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / RECORDS as f64;
+        event_stream.sync()?;
+        Ok(us)
+    };
+    let kept_event = event_stream.record()?;
+    let facade_rerecord = || -> anyhow::Result<f64> {
+        let t = Instant::now();
+        for _ in 0..RECORDS {
+            kept_event.record(&event_stream)?;
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / RECORDS as f64;
+        event_stream.sync()?;
+        Ok(us)
+    };
     let facade_alloc = || -> anyhow::Result<f64> {
         let t = Instant::now();
         for _ in 0..ALLOCS {
@@ -73,6 +95,8 @@ fn main() -> anyhow::Result<()> {
     args_launch()?;
     raw.alloc_free_safe_us(1 << 20, 1000)?;
     facade_alloc()?;
+    raw.event_record_us(1000)?;
+    facade_record()?;
     // `small_paths PHASE`: one layer for a few seconds, for a profiler.
     if let Some(phase) = std::env::args().nth(1) {
         for _ in 0..40 {
@@ -82,14 +106,15 @@ fn main() -> anyhow::Result<()> {
                 "safe-alloc" => drop(raw.alloc_free_safe_us(1 << 20, ALLOCS)?),
                 "facade-alloc" => drop(facade_alloc()?),
                 "args-launch" => drop(args_launch()?),
+                "facade-record" => drop(facade_record()?),
                 _ => anyhow::bail!(
-                    "phases: safe-launch, facade-launch, args-launch, safe-alloc, facade-alloc"
+                    "phases: safe-launch, facade-launch, args-launch, safe-alloc, facade-alloc, facade-record"
                 ),
             }
         }
         return Ok(());
     }
-    let mut rows: [(&str, Vec<f64>); 7] = [
+    let mut rows: [(&str, Vec<f64>); 12] = [
         ("launch: bare cuLaunchKernel", Vec::new()),
         ("launch: + cuCtxGetCurrent", Vec::new()),
         ("launch: unigpu-cuda-safe", Vec::new()),
@@ -97,6 +122,11 @@ fn main() -> anyhow::Result<()> {
         ("launch: facade, 2 arrays + 2 scalars", Vec::new()),
         ("alloc+free 1 MiB: DeviceBuffer", Vec::new()),
         ("alloc+free 1 MiB: Context::alloc", Vec::new()),
+        ("event record: bare cuEventRecord", Vec::new()),
+        ("event record: unigpu-cuda-safe, kept", Vec::new()),
+        ("event record: unigpu-cuda-safe, pooled", Vec::new()),
+        ("event record: facade Event::record", Vec::new()),
+        ("event record: facade Stream::record", Vec::new()),
     ];
     for _ in 0..ROUNDS {
         rows[0].1.push(raw.submit_us(LAUNCHES)?);
@@ -106,17 +136,25 @@ fn main() -> anyhow::Result<()> {
         rows[4].1.push(args_launch()?);
         rows[5].1.push(raw.alloc_free_safe_us(1 << 20, ALLOCS)?);
         rows[6].1.push(facade_alloc()?);
+        rows[7].1.push(raw.event_record_us(RECORDS)?);
+        rows[8].1.push(raw.event_record_safe_us(RECORDS, false)?);
+        rows[9].1.push(raw.event_record_safe_us(RECORDS, true)?);
+        rows[10].1.push(facade_rerecord()?);
+        rows[11].1.push(facade_record()?);
     }
     let bare = median(rows[0].1.clone());
-    println!("{:<36} {:>9} {:>8}", "layer", "us", "x bare");
+    let bare_record = median(rows[7].1.clone());
+    println!("{:<38} {:>9} {:>8}", "layer", "us", "x bare");
     for (name, v) in rows {
         let us = median(v);
         let ratio = if name.starts_with("launch") {
             format!("{:.3}", us / bare)
+        } else if name.starts_with("event") {
+            format!("{:.3}", us / bare_record)
         } else {
             String::new()
         };
-        println!("{name:<36} {us:>9.4} {ratio:>8}");
+        println!("{name:<38} {us:>9.4} {ratio:>8}");
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //!
 //!     vulkan_tuning            # sizes for a GPU
 //!     vulkan_tuning --small    # sizes for lavapipe (a correctness run)
+//!     vulkan_tuning --matmul   # the matmuls only
 //!
 //! Prints one line per candidate: size, ms per launch, GB/s or TFLOP/s.
 
@@ -28,7 +29,8 @@ fn main() -> anyhow::Result<()> {
     } else {
         &[1 << 24, 1 << 26, 1 << 28]
     };
-    for &n in sizes {
+    let matmul_only = std::env::args().any(|a| a == "--matmul");
+    for &n in sizes.iter().filter(|_| !matmul_only) {
         axpy(&vk, &other, n)?;
     }
     let sizes: &[usize] = if small { &[128, 256] } else { &[2048, 4096] };

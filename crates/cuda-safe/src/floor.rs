@@ -103,4 +103,56 @@ impl RawLaunch {
         }
         Ok(t.elapsed().as_secs_f64() * 1e6 / rounds.max(1) as f64)
     }
+
+    /// Microseconds per bare `cuEventRecord` of one untimed event on this
+    /// stream, the event made beforehand: the floor under the facade's
+    /// `Stream::record` (which takes an event from the pool, records it
+    /// and returns it to the pool on drop). Waits for the stream.
+    pub fn event_record_us(&self, records: usize) -> Result<f64> {
+        self.stream.bind()?;
+        let event =
+            result::event::create(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .call("cuEventCreate")?;
+        let s = self.stream.cu_stream();
+        let t = Instant::now();
+        let mut recorded = Ok(());
+        for _ in 0..records {
+            // SAFETY: the event was made above in the stream's context
+            // (bound above) and is destroyed only below; the stream lives
+            // as long as `self`.
+            recorded = unsafe { result::event::record(event, s) }.call("cuEventRecord");
+            if recorded.is_err() {
+                break;
+            }
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / records.max(1) as f64;
+        let synced = self.stream.synchronize();
+        // SAFETY: made above and recorded on no other stream; the stream
+        // was synchronized, so no record of it is pending.
+        let destroyed = unsafe { result::event::destroy(event) }.call("cuEventDestroy");
+        recorded?;
+        synced?;
+        destroyed?;
+        Ok(us)
+    }
+
+    /// Microseconds per [`crate::CudaEventHandle`] record on this stream:
+    /// `pooled`, each a new untimed handle from the device's pool, recorded
+    /// and dropped back (what the facade's `Stream::record` does below
+    /// it); otherwise one handle recorded again and again.
+    pub fn event_record_safe_us(&self, records: usize, pooled: bool) -> Result<f64> {
+        let device = self.stream.device();
+        let kept = crate::CudaEventHandle::new(device)?;
+        let t = Instant::now();
+        for _ in 0..records {
+            if pooled {
+                crate::CudaEventHandle::new(device)?.record(&self.stream)?;
+            } else {
+                kept.record(&self.stream)?;
+            }
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / records.max(1) as f64;
+        self.stream.synchronize()?;
+        Ok(us)
+    }
 }

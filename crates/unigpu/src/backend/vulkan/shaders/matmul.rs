@@ -139,82 +139,114 @@ pub(crate) fn wgsl(num: Num) -> String {
 /// of 128×128 of `c`, 16 steps of k a stage. Each invocation computes an
 /// 8×8 block as rows `4ty..4ty+4` and `64+4ty..` by columns `4tx..4tx+4`
 /// and `64+4tx..`, so that its loads from workgroup memory and its stores
-/// to `c` are vec4s. `a`'s tile is stored transposed, rows padded to 132
-/// floats, which keeps the transposing stores to two-way bank conflicts.
-/// Only for operands stored row-major whose offsets, batch strides and
+/// to `c` are vec4s; a warp's 32 invocations are a 4×8 block of the 16×16
+/// (`tx`, `ty` from the invocation's index), so a warp's reads of a step
+/// are 4 vec4s of `a`'s tile and 8 of `b`'s, not 2 and 16 (35.8 against
+/// 35.1 TFLOP/s in the probe). `a`'s tile is stored transposed, rows
+/// padded to 132 floats, which keeps the transposing stores to two-way
+/// bank conflicts. Only for operands stored row-major whose offsets, batch strides and
 /// leading dimensions are multiples of four (the vec4s stay aligned).
 pub(crate) fn wgsl_vec4() -> String {
     let mut decls = String::new();
-    let mut inner = String::new();
+    let mut fmas = String::new();
     let mut store = String::new();
     let lane = ["x", "y", "z", "w"];
     for r in 0..8 {
         let (a, lane) = (if r < 4 { "a0" } else { "a1" }, lane[r % 4]);
         for (j, b) in ["b0", "b1"].iter().enumerate() {
             decls.push_str(&format!("    var c{r}{j} = vec4<f32>(0.0);\n"));
-            inner.push_str(&format!(
+            fmas.push_str(&format!(
                 "            c{r}{j} = fma(vec4<f32>({a}.{lane}), {b}, c{r}{j});\n"
             ));
         }
         let row = if r < 4 {
-            format!("l.y * 4u + {r}u")
+            format!("ty * 4u + {r}u")
         } else {
-            format!("64u + l.y * 4u + {}u", r - 4)
+            format!("64u + ty * 4u + {}u", r - 4)
         };
         store.push_str(&format!(
-            "    put(row0 + {row}, col4 + l.x, c{r}0);\n    put(row0 + {row}, col4 + 16u + l.x, c{r}1);\n"
+            "    if (row0 + {row} < m) {{\n        \
+             let at = cbase + (row0 + {row}) * n4 + col4 + tx;\n        \
+             if (col4 + tx < n4) {{ c[at] = c{r}0; }}\n        \
+             if (col4 + 16u + tx < n4) {{ c[at + 16u] = c{r}1; }}\n    \
+             }}\n"
+        ));
+    }
+    // The stage's 16 steps of k, written out: wgpu bounds every loop (a
+    // counter checked each iteration), which also kept the driver from
+    // unrolling this one; written out, and with the step as the tiles'
+    // constant outer index, each read's bounds check is the same for every
+    // step and the driver computes it once. In the probe
+    // (unigpu-vulkan-sys's `matmul_probe`, H200): 27.5 TFLOP/s as a loop,
+    // 35.8 written out, 39.2 with the tiles two-dimensional, which is
+    // faster than with every check off (37.6;
+    // bench/results/2026-11-30/h200-session21-vulkan-matmul-probe-2.txt).
+    let mut steps = String::new();
+    for kk in 0..16 {
+        steps.push_str(&format!(
+            "        {{\n            \
+             let a0 = ta[{kk}][ty];\n            \
+             let a1 = ta[{kk}][16u + ty];\n            \
+             let b0 = tb[{kk}][tx];\n            \
+             let b1 = tb[{kk}][16u + tx];\n\
+             {fmas}        }}\n"
+        ));
+    }
+    // A stage's four global reads are issued before its tile stores, as
+    // in the probe (storing each right after its read measured the same).
+    let mut loads = String::new();
+    let mut stores = String::new();
+    for e in 0..2 {
+        loads.push_str(&format!(
+            "        let i{e} = tid + {}u;\n        \
+             var v{e} = vec4<f32>(0.0);\n        \
+             if (row0 + i{e} / 4u < m && k0 + i{e} % 4u < k4) {{ v{e} = a[abase + (row0 + i{e} / 4u) * al4 + k0 + i{e} % 4u]; }}\n        \
+             var u{e} = vec4<f32>(0.0);\n        \
+             if (k0 * 4u + i{e} / 32u < k && col4 + i{e} % 32u < n4) {{ u{e} = b[bbase + (k0 * 4u + i{e} / 32u) * bl4 + col4 + i{e} % 32u]; }}\n",
+            e * 256
+        ));
+        stores.push_str(&format!(
+            "        {{\n            \
+             let r = i{e} / 4u;\n            \
+             let q = i{e} % 4u;\n            \
+             ta[q * 4u][r / 4u][r % 4u] = v{e}.x;\n            \
+             ta[q * 4u + 1u][r / 4u][r % 4u] = v{e}.y;\n            \
+             ta[q * 4u + 2u][r / 4u][r % 4u] = v{e}.z;\n            \
+             ta[q * 4u + 3u][r / 4u][r % 4u] = v{e}.w;\n            \
+             tb[i{e} / 32u][i{e} % 32u] = u{e};\n        \
+             }}\n"
         ));
     }
     format!(
         "{P}\
          var<immediate> p: P;\n\
-         var<private> cbase: u32;\n\
          @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;\n\
          @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;\n\
          @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;\n\
-         var<workgroup> ta: array<vec4<f32>, 528>;\n\
-         var<workgroup> tb: array<vec4<f32>, 512>;\n\
-         fn put(r: u32, col4: u32, v: vec4<f32>) {{ if (r < p.m && col4 < p.n / 4u) {{ c[cbase + r * (p.n / 4u) + col4] = v; }} }}\n\
+         var<workgroup> ta: array<array<vec4<f32>, 33>, 16>;\n\
+         var<workgroup> tb: array<array<vec4<f32>, 32>, 16>;\n\
          @compute @workgroup_size(16, 16)\n\
          fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {{\n    \
          let tid = l.y * 16u + l.x;\n    \
+         let tx = (tid / 32u) % 2u * 8u + tid % 8u;\n    \
+         let ty = tid / 64u * 4u + tid % 32u / 8u;\n    \
          let row0 = w.y * {TILE}u;\n    \
          let col4 = w.x * {TILE}u / 4u;\n    \
-         let k4 = p.k / 4u;\n    \
+         let m = p.m;\n    \
+         let k = p.k;\n    \
+         let k4 = k / 4u;\n    \
          let n4 = p.n / 4u;\n    \
          let z = p.z0 + w.z;\n    \
-         cbase = z * p.m * n4;\n    \
+         let cbase = z * m * n4;\n    \
          let abase = (p.ao + z * p.ab) / 4u;\n    \
          let bbase = (p.bo + z * p.bb) / 4u;\n    \
          let al4 = p.al / 4u;\n    \
          let bl4 = p.bl / 4u;\n\
          {decls}    \
-         for (var k0 = 0u; k0 < k4; k0 += 4u) {{\n        \
-         for (var e = 0u; e < 2u; e++) {{\n            \
-         let idx = tid + e * 256u;\n            \
-         let r = idx / 4u;\n            \
-         let q = idx % 4u;\n            \
-         var v = vec4<f32>(0.0);\n            \
-         if (row0 + r < p.m && k0 + q < k4) {{ v = a[abase + (row0 + r) * al4 + k0 + q]; }}\n            \
-         let at = q * 132u + r / 4u;\n            \
-         ta[at][r % 4u] = v.x;\n            \
-         ta[at + 33u][r % 4u] = v.y;\n            \
-         ta[at + 66u][r % 4u] = v.z;\n            \
-         ta[at + 99u][r % 4u] = v.w;\n            \
-         let kr = idx / 32u;\n            \
-         let cq = idx % 32u;\n            \
-         var u = vec4<f32>(0.0);\n            \
-         if (k0 * 4u + kr < p.k && col4 + cq < n4) {{ u = b[bbase + (k0 * 4u + kr) * bl4 + col4 + cq]; }}\n            \
-         tb[kr * 32u + cq] = u;\n        \
-         }}\n        \
-         workgroupBarrier();\n        \
-         for (var kk = 0u; kk < 16u; kk++) {{\n            \
-         let a0 = ta[kk * 33u + l.y];\n            \
-         let a1 = ta[kk * 33u + 16u + l.y];\n            \
-         let b0 = tb[kk * 32u + l.x];\n            \
-         let b1 = tb[kk * 32u + 16u + l.x];\n\
-         {inner}        \
-         }}\n        \
+         for (var k0 = 0u; k0 < k4; k0 += 4u) {{\n\
+         {loads}{stores}        \
+         workgroupBarrier();\n\
+         {steps}        \
          workgroupBarrier();\n    \
          }}\n\
          {store}\
