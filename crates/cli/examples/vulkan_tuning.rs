@@ -296,6 +296,9 @@ fn matmul(vk: &Context, other: &Context, n: usize) -> anyhow::Result<()> {
         let ms = time(ctx, || ops.matmul(&a, &b, &mut c, (n, n, n)))?;
         report(name, ms);
         check(&c)?;
+        let ms = time_gated(ctx, || ops.matmul(&a, &b, &mut c, (n, n, n)))?;
+        report(&format!("{name}, gated"), ms);
+        check(&c)?;
     }
     let k = Kernel::from_wgsl("matmul", &matmul_vec4())?;
     let a = vk.upload(&ha)?;

@@ -8,7 +8,13 @@
 //! measurement probe, not an example of the API: it uses wgpu directly
 //! (docs/vulkan.md, "Matmul").
 //!
-//! `cargo run --release -p unigpu-vulkan-sys --example matmul_probe [N]`
+//! `cargo run --release -p unigpu-vulkan-sys --example matmul_probe [N]
+//! [--unigpu-features] [--wgsl FILE]`: with `--unigpu-features` the device
+//! is opened with the vulkan backend's features, and the kernel also runs
+//! with its sizes as immediates; `--wgsl FILE` (which needs them) adds
+//! the built-in's WGSL as unigpu generated it, for timing it here
+//! (`--only-wgsl`: that alone). `--dump DIR` writes each variant's WGSL
+//! there.
 //!
 //! The schedules: `plain` (load a stage, barrier, compute, barrier: the
 //! built-in's), `prefetch` (the next stage's global loads issued into
@@ -56,6 +62,12 @@ struct Variant {
     unroll: u32,
     remap: bool,
     two_d: bool,
+    /// The sizes as immediates (push constants, as the built-in takes
+    /// them) rather than a uniform buffer.
+    imm: bool,
+    /// The WGSL of `--wgsl FILE` instead (the built-in's, with its
+    /// 48 bytes of immediates: unigpu's backend/vulkan/shaders/matmul.rs).
+    file: bool,
     checks: wgpu::ShaderRuntimeChecks,
 }
 
@@ -222,7 +234,7 @@ fn wgsl(variant: &Variant) -> String {
          @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;\n\
          @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;\n\
          @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;\n\
-         @group(0) @binding(3) var<uniform> p: P;\n\
+         {params}\
          {tiles}\
          fn put(r: u32, col4: u32, v: vec4<f32>) {{ if (r < p.m && col4 < p.n / 4u) {{ c[r * (p.n / 4u) + col4] = v; }} }}\n\
          @compute @workgroup_size(16, 16)\n\
@@ -236,6 +248,11 @@ fn wgsl(variant: &Variant) -> String {
          \x20   var ra: array<vec4<f32>, 2>;\n\
          \x20   var rb: array<vec4<f32>, 2>;\n\
          {decls}{body}{store}}}\n",
+        params = if variant.imm {
+            "var<immediate> p: P;\n"
+        } else {
+            "@group(0) @binding(3) var<uniform> p: P;\n"
+        },
         layout = if variant.remap {
             "    let tx = (tid / 32u) % 2u * 8u + tid % 8u;\n    let ty = tid / 64u * 4u + tid % 32u / 8u;\n"
         } else {
@@ -274,7 +291,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     limits.max_storage_buffer_binding_size = adapter.limits().max_storage_buffer_binding_size;
     limits.max_buffer_size = adapter.limits().max_buffer_size;
     limits.max_compute_workgroup_storage_size = adapter.limits().max_compute_workgroup_storage_size;
+    // `--unigpu-features`: the features unigpu's vulkan backend opens a
+    // device with (backend/vulkan/device.rs, `wanted`), which also let the
+    // immediates variant run.
+    let features = if std::env::args().any(|a| a == "--unigpu-features") {
+        adapter.features()
+            & (wgpu::Features::IMMEDIATES
+                | wgpu::Features::SHADER_F16
+                | wgpu::Features::SHADER_F64
+                | wgpu::Features::SHADER_INT64
+                | wgpu::Features::TIMESTAMP_QUERY
+                | wgpu::Features::SUBGROUP
+                | wgpu::Features::PASSTHROUGH_SHADERS)
+    } else {
+        wgpu::Features::empty()
+    };
+    if features.contains(wgpu::Features::IMMEDIATES) {
+        limits.max_immediate_size = adapter.limits().max_immediate_size;
+    }
+    println!("features: {features:?}");
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        required_features: features,
         required_limits: limits,
         ..Default::default()
     }))?;
@@ -334,6 +371,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         unroll,
         remap,
         two_d: false,
+        imm: false,
+        file: false,
         checks,
     };
     let two_d = |name, schedule, unroll, checks| Variant {
@@ -374,9 +413,52 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         two_d("prefetch x16, 4x8 warps, 2-D tiles", Prefetch, 16, checked),
         v("mid x8, 4x8 warps", PrefetchMid, 8, true, checked),
         v("double x4, 4x8 warps", Double, 4, true, checked),
+        Variant {
+            imm: true,
+            ..two_d("the built-in, sizes as immediates", Plain, 16, checked)
+        },
+        Variant {
+            imm: true,
+            file: true,
+            ..v("--wgsl FILE", Plain, 16, true, checked)
+        },
     ];
+    let only_file = std::env::args().any(|a| a == "--only-wgsl");
+    let dump = std::env::args().skip_while(|a| a != "--dump").nth(1);
+    let file = std::env::args()
+        .skip_while(|a| a != "--wgsl")
+        .nth(1)
+        .map(std::fs::read_to_string)
+        .transpose()?;
+    // The built-in's immediates for one n×n×n product: m, n, k, the first
+    // batch, then a's offset, batch stride, leading dimension, transposed,
+    // then b's.
+    let builtin_imm: Vec<u8> = [n, n, n, 0, 0, 0, n, 0, 0, 0, n, 0]
+        .iter()
+        .flat_map(|&v| (v as u32).to_le_bytes())
+        .collect();
     for variant in &variants {
-        let source = wgsl(variant);
+        if variant.imm && !features.contains(wgpu::Features::IMMEDIATES) {
+            continue;
+        }
+        if only_file && !variant.file {
+            continue;
+        }
+        let source = match (variant.file, &file) {
+            (false, _) => wgsl(variant),
+            (true, Some(text)) => text.clone(),
+            (true, None) => continue,
+        };
+        let imm: &[u8] = if variant.file { &builtin_imm } else { &dims };
+        if let Some(dir) = &dump {
+            std::fs::write(
+                format!(
+                    "{dir}/{}.wgsl",
+                    variant.name.replace([' ', ',', '(', ')'], "_")
+                ),
+                &source,
+            )?;
+        }
         let runtime_checks = variant.checks;
         {
             // SAFETY: the kernel's every global read and write is guarded
@@ -394,25 +476,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     runtime_checks,
                 )
             };
+            // With immediates the layout is made here (wgpu derives none
+            // with them): the three arrays and the immediates.
+            let storage_entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            };
+            let imm_layout = variant.imm.then(|| {
+                let group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: None,
+                    entries: &[
+                        storage_entry(0, true),
+                        storage_entry(1, true),
+                        storage_entry(2, false),
+                    ],
+                });
+                let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: None,
+                    bind_group_layouts: &[Some(&group)],
+                    immediate_size: imm.len() as u32,
+                });
+                (group, layout)
+            });
             let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: None,
-                layout: None,
+                layout: imm_layout.as_ref().map(|(_, l)| l),
                 module: &module,
                 entry_point: Some("main"),
                 compilation_options: Default::default(),
                 cache: None,
             });
-            let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &[entry(0, &a), entry(1, &b), entry(2, &c), entry(3, &params)],
-            });
+            let group = match &imm_layout {
+                Some((group, _)) => device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: group,
+                    entries: &[entry(0, &a), entry(1, &b), entry(2, &c)],
+                }),
+                None => device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[entry(0, &a), entry(1, &b), entry(2, &c), entry(3, &params)],
+                }),
+            };
             let run = |reps: usize| {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 {
                     let mut pass = encoder.begin_compute_pass(&Default::default());
                     pass.set_pipeline(&pipeline);
                     pass.set_bind_group(0, &group, &[]);
+                    if variant.imm {
+                        pass.set_immediates(0, imm);
+                    }
                     for _ in 0..reps {
                         pass.dispatch_workgroups(tiles, tiles, 1);
                     }

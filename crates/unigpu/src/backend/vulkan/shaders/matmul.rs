@@ -165,11 +165,7 @@ pub(crate) fn wgsl_vec4() -> String {
             format!("64u + ty * 4u + {}u", r - 4)
         };
         store.push_str(&format!(
-            "    if (row0 + {row} < m) {{\n        \
-             let at = cbase + (row0 + {row}) * n4 + col4 + tx;\n        \
-             if (col4 + tx < n4) {{ c[at] = c{r}0; }}\n        \
-             if (col4 + 16u + tx < n4) {{ c[at + 16u] = c{r}1; }}\n    \
-             }}\n"
+            "    put(row0 + {row}, col4 + tx, c{r}0);\n    put(row0 + {row}, col4 + 16u + tx, c{r}1);\n"
         ));
     }
     // The stage's 16 steps of k, written out: wgpu bounds every loop (a
@@ -178,43 +174,57 @@ pub(crate) fn wgsl_vec4() -> String {
     // constant outer index, each read's bounds check is the same for every
     // step and the driver computes it once. In the probe
     // (unigpu-vulkan-sys's `matmul_probe`, H200): 27.5 TFLOP/s as a loop,
-    // 35.8 written out, 39.2 with the tiles two-dimensional, which is
-    // faster than with every check off (37.6;
-    // bench/results/2026-11-30/h200-session21-vulkan-matmul-probe-2.txt).
+    // 35.1 written out, 35.8 with a warp as a 4×8 block, 39.2 with the
+    // tiles two-dimensional, which is faster than with every check off
+    // (37.6; bench/results/2026-11-30/h200-session21-vulkan-matmul-probe-final.txt).
     let mut steps = String::new();
     for kk in 0..16 {
         steps.push_str(&format!(
             "        {{\n            \
-             let a0 = ta[{kk}][ty];\n            \
-             let a1 = ta[{kk}][16u + ty];\n            \
-             let b0 = tb[{kk}][tx];\n            \
-             let b1 = tb[{kk}][16u + tx];\n\
+             let a0 = ta[{kk}u][ty];\n            \
+             let a1 = ta[{kk}u][16u + ty];\n            \
+             let b0 = tb[{kk}u][tx];\n            \
+             let b1 = tb[{kk}u][16u + tx];\n\
              {fmas}        }}\n"
         ));
     }
-    // A stage's four global reads are issued before its tile stores, as
-    // in the probe (storing each right after its read measured the same).
+    // A stage's reads into a register array, each address computed where
+    // it is read, then its tile stores: this form (the probe's) measured
+    // 38.5-38.6 TFLOP/s in the probe, where the same reads with their
+    // addresses made once before the loop measured 37.1
+    // (bench/results/2026-11-30/h200-session21-vulkan-matmul-forms.txt).
     let mut loads = String::new();
     let mut stores = String::new();
     for e in 0..2 {
         loads.push_str(&format!(
-            "        let i{e} = tid + {}u;\n        \
-             var v{e} = vec4<f32>(0.0);\n        \
-             if (row0 + i{e} / 4u < m && k0 + i{e} % 4u < k4) {{ v{e} = a[abase + (row0 + i{e} / 4u) * al4 + k0 + i{e} % 4u]; }}\n        \
-             var u{e} = vec4<f32>(0.0);\n        \
-             if (k0 * 4u + i{e} / 32u < k && col4 + i{e} % 32u < n4) {{ u{e} = b[bbase + (k0 * 4u + i{e} / 32u) * bl4 + col4 + i{e} % 32u]; }}\n",
-            e * 256
+            "        {{\n            \
+             let idx = tid + {o}u;\n            \
+             let r = idx / 4u;\n            \
+             let q = idx % 4u;\n            \
+             var v = vec4<f32>(0.0);\n            \
+             if (row0 + r < p.m && k0 + q < k4) {{ v = a[abase + (row0 + r) * al4 + k0 + q]; }}\n            \
+             ra[{e}u] = v;\n            \
+             let kr = idx / 32u;\n            \
+             let cq = idx % 32u;\n            \
+             var u = vec4<f32>(0.0);\n            \
+             if (k0 * 4u + kr < p.k && col4 + cq < n4) {{ u = b[bbase + (k0 * 4u + kr) * bl4 + col4 + cq]; }}\n            \
+             rb[{e}u] = u;\n        \
+             }}\n",
+            o = e * 256
         ));
         stores.push_str(&format!(
             "        {{\n            \
-             let r = i{e} / 4u;\n            \
-             let q = i{e} % 4u;\n            \
-             ta[q * 4u][r / 4u][r % 4u] = v{e}.x;\n            \
-             ta[q * 4u + 1u][r / 4u][r % 4u] = v{e}.y;\n            \
-             ta[q * 4u + 2u][r / 4u][r % 4u] = v{e}.z;\n            \
-             ta[q * 4u + 3u][r / 4u][r % 4u] = v{e}.w;\n            \
-             tb[i{e} / 32u][i{e} % 32u] = u{e};\n        \
-             }}\n"
+             let idx = tid + {o}u;\n            \
+             let r = idx / 4u;\n            \
+             let q = idx % 4u;\n            \
+             let v = ra[{e}u];\n            \
+             ta[q * 4u][r / 4u][r % 4u] = v.x;\n            \
+             ta[q * 4u + 1u][r / 4u][r % 4u] = v.y;\n            \
+             ta[q * 4u + 2u][r / 4u][r % 4u] = v.z;\n            \
+             ta[q * 4u + 3u][r / 4u][r % 4u] = v.w;\n            \
+             tb[idx / 32u][idx % 32u] = rb[{e}u];\n        \
+             }}\n",
+            o = e * 256
         ));
     }
     format!(
@@ -225,6 +235,8 @@ pub(crate) fn wgsl_vec4() -> String {
          @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;\n\
          var<workgroup> ta: array<array<vec4<f32>, 33>, 16>;\n\
          var<workgroup> tb: array<array<vec4<f32>, 32>, 16>;\n\
+         var<private> cbase: u32;\n\
+         fn put(r: u32, col4: u32, v: vec4<f32>) {{ if (r < p.m && col4 < p.n / 4u) {{ c[cbase + r * (p.n / 4u) + col4] = v; }} }}\n\
          @compute @workgroup_size(16, 16)\n\
          fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {{\n    \
          let tid = l.y * 16u + l.x;\n    \
@@ -232,16 +244,16 @@ pub(crate) fn wgsl_vec4() -> String {
          let ty = tid / 64u * 4u + tid % 32u / 8u;\n    \
          let row0 = w.y * {TILE}u;\n    \
          let col4 = w.x * {TILE}u / 4u;\n    \
-         let m = p.m;\n    \
-         let k = p.k;\n    \
-         let k4 = k / 4u;\n    \
+         let k4 = p.k / 4u;\n    \
          let n4 = p.n / 4u;\n    \
          let z = p.z0 + w.z;\n    \
-         let cbase = z * m * n4;\n    \
          let abase = (p.ao + z * p.ab) / 4u;\n    \
          let bbase = (p.bo + z * p.bb) / 4u;\n    \
          let al4 = p.al / 4u;\n    \
-         let bl4 = p.bl / 4u;\n\
+         let bl4 = p.bl / 4u;\n    \
+         cbase = z * p.m * n4;\n    \
+         var ra: array<vec4<f32>, 2>;\n    \
+         var rb: array<vec4<f32>, 2>;\n\
          {decls}    \
          for (var k0 = 0u; k0 < k4; k0 += 4u) {{\n\
          {loads}{stores}        \
