@@ -14,6 +14,11 @@
 //! driver may not contract `a * b + c` into one fma (SPIR-V's
 //! `NoContraction`, which WGSL cannot say), through wgpu's `unsafe`
 //! passthrough of SPIR-V.
+//!
+//! Its examples are measurement probes through wgpu alone, beside what
+//! unigpu builds on it: `matmul_probe` (the built-in matmul's forms) and
+//! `staging_probe` (the host's copy rates into and out of the memory
+//! wgpu maps for transfers); docs/vulkan.md has their figures.
 
 mod exit;
 pub use exit::exit_skipping_teardown;

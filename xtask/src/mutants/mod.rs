@@ -613,6 +613,24 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         mutated: "        let size = from.size().min(to.size()) - 4;\n",
         tests: &[],
     },
+    // Transfers past one staging slot (transfer.rs), caught by
+    // tests/vulkan.rs's transfers_of_several_staging_slots_keep_every_byte.
+    Mutation {
+        name: "an upload whose staging slots all land at the array's start",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/transfer.rs",
+        original: "        let (target, pool, at) = (dst.buffer.clone(), device.staging.clone(), offset as u64);\n",
+        mutated: "        let (target, pool, at) = (dst.buffer.clone(), device.staging.clone(), 0u64);\n",
+        tests: &[],
+    },
+    Mutation {
+        name: "a download that reads every staging slot from the array's start",
+        target: Target::Vulkan,
+        file: "crates/unigpu/src/backend/vulkan/transfer.rs",
+        original: "        let (at, size) = (offset as u64, padded(n));\n",
+        mutated: "        let (at, size) = (0u64, padded(n));\n",
+        tests: &[],
+    },
     // The kernel macro's WGSL form (crates/kernel-macros/src/wgsl.rs),
     // against kernel_macro.rs's `::vulkan` variants only (`tests`), which
     // is minutes on lavapipe rather than the quarter hour of them all.

@@ -124,8 +124,14 @@ pub const ANCHORS: &[(&str, &str, &str, Side)] = &[
     ("unigpu_vulkan_matmul_f32_TFLOPs", "unigpu_matmul_f32_TFLOPs", "this run's backend, matmul (cuBLAS on cuda)", Side::Any),
     ("unigpu_vulkan_dispatch_submit_us", "unigpu_empty_launch_submit_us", "this run's backend, empty launch", Side::Any),
     ("unigpu_vulkan_dispatch_throughput_us", "unigpu_empty_launch_throughput_us", "this run's backend, empty launch", Side::Any),
+    ("unigpu_vulkan_h2d_1MiB_GBps", "unigpu_h2d_pageable_1MiB_GBps", "this run's backend, pageable upload", Side::Any),
+    ("unigpu_vulkan_d2h_1MiB_GBps", "unigpu_d2h_pageable_1MiB_GBps", "this run's backend, pageable download", Side::Any),
+    ("unigpu_vulkan_h2d_16MiB_GBps", "unigpu_h2d_pageable_16MiB_GBps", "this run's backend, pageable upload", Side::Any),
+    ("unigpu_vulkan_d2h_16MiB_GBps", "unigpu_d2h_pageable_16MiB_GBps", "this run's backend, pageable download", Side::Any),
     ("unigpu_vulkan_h2d_64MiB_GBps", "unigpu_h2d_pageable_64MiB_GBps", "this run's backend, pageable upload", Side::Any),
     ("unigpu_vulkan_d2h_64MiB_GBps", "unigpu_d2h_pageable_64MiB_GBps", "this run's backend, pageable download", Side::Any),
+    ("unigpu_vulkan_h2d_256MiB_GBps", "unigpu_h2d_pageable_256MiB_GBps", "this run's backend, pageable upload", Side::Any),
+    ("unigpu_vulkan_d2h_256MiB_GBps", "unigpu_d2h_pageable_256MiB_GBps", "this run's backend, pageable download", Side::Any),
 ];
 
 /// numpy's side of the CPU ops, run by `--numpy` (`python -` reads it from stdin).

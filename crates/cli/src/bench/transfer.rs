@@ -19,15 +19,16 @@ pub const CASE: Case = Case {
 const MIB: usize = 1 << 20;
 
 /// The transfer figures of `on`'s context; `reps` timed rounds each.
-/// Beside the run (vulkan.rs), only the pageable copies of 64 MiB, under
-/// the vulkan figures' old names.
+/// Beside the run (vulkan.rs), only the pageable copies, under the vulkan
+/// figures' names.
 pub fn transfer(on: &On, reps: usize, out: &mut Out) -> anyhow::Result<()> {
     let ctx = on.ctx;
     let run = on.side == Side::Run;
-    // The host's memory is the CPU backend's device memory: one size is
-    // enough there. On a GPU, issue 29's sizes (bench/anchors/transfer_anchors.py
-    // times torch's and CuPy's copies at the same ones).
-    let sizes: &[usize] = if ctx.backend() == Backend::Cpu || !run {
+    // The host's memory is the CPU backend's device memory (and a software
+    // adapter's): one size is enough there. On a GPU, issue 29's sizes
+    // (bench/anchors/transfer_anchors.py times torch's and CuPy's copies at
+    // the same ones; vulkan's are set beside the run's).
+    let sizes: &[usize] = if ctx.backend() == Backend::Cpu || on.small {
         &[64]
     } else {
         &[1, 16, 64, 256]

@@ -11,8 +11,9 @@ use super::Vulkan;
 use super::catch;
 use super::device::VkDevice;
 use super::errors::unsupported;
-use super::stream::VkStream;
+use super::spin;
 use super::tracker::Tracker;
+use super::transfer;
 use crate::backend::Backend;
 use crate::backend::BufferApi;
 use crate::backend::unified::not_unified;
@@ -171,6 +172,11 @@ impl MapSignal {
         }
     }
 
+    /// Whether the callback has run.
+    pub(crate) fn is_set(&self) -> bool {
+        lock(&self.0.0).is_some()
+    }
+
     /// Blocks until the buffer is mapped, or says why it could not be.
     pub(crate) fn wait(&self, what: &str) -> Result<()> {
         let (slot, cv) = &*self.0;
@@ -197,7 +203,7 @@ pub(crate) fn read_mapped(buffer: &wgpu::Buffer, out: &mut [u8], what: &str) -> 
         .map_err(|e| Error::StreamWork {
             message: format!("{what}: {e}"),
         })?;
-    out.copy_from_slice(&view[..out.len()]);
+    super::staging::read_mapped_into(out, &view[..out.len()]);
     Ok(())
 }
 
@@ -232,7 +238,10 @@ impl BufferApi for Vulkan {
         dst: &mut Self::Buffer<T>,
         host: &[T],
     ) -> Result<()> {
-        if let Some(done) = upload(stream, host, dst)? {
+        if let Some(done) = transfer::upload(stream, host, dst)? {
+            // Polled first, as a sync is (spin.rs): the poller thread's
+            // wake-up costs tens of µs, as much as a 1 MiB copy.
+            spin::poll_for(&stream.device.device, spin::TRANSFER, || done.is_done());
             done.wait_done();
         }
         Ok(())
@@ -243,7 +252,7 @@ impl BufferApi for Vulkan {
         host: &[T],
         dst: &mut Self::Buffer<T>,
     ) -> Result<()> {
-        upload(stream, host, dst).map(drop)
+        transfer::upload(stream, host, dst).map(drop)
     }
 
     fn download_into<T: Element>(
@@ -251,28 +260,7 @@ impl BufferApi for Vulkan {
         src: &Self::Buffer<T>,
         host: &mut [T],
     ) -> Result<()> {
-        if host.is_empty() {
-            return Ok(());
-        }
-        let bytes = std::mem::size_of_val(host);
-        let (device, staging) = (&stream.device, &stream.device.staging);
-        let back = staging.download(padded(bytes), || readback(device, bytes))?;
-        let mapped = MapSignal::default();
-        let (source, target, on_mapped) = (src.buffer.clone(), back.clone(), mapped.callback());
-        let size = padded(bytes);
-        stream.submit(
-            &[&src.uses],
-            &[],
-            Box::new(move |enc| {
-                enc.copy_buffer_to_buffer(&source, 0, &target, 0, size);
-                enc.map_buffer_on_submit(&target, wgpu::MapMode::Read, ..size, on_mapped);
-                Ok(())
-            }),
-        )?;
-        mapped.wait("a download")?;
-        let read = read_mapped(&back, bytemuck::cast_slice_mut(host), "a download");
-        staging.download_read(back);
-        read
+        super::transfer::download_into(stream, src, host)
     }
 
     fn copy<T: Element>(
@@ -331,42 +319,6 @@ impl BufferApi for Vulkan {
     fn from_dlpack<T: Element>(_: &Self::Stream, _: ManagedTensor) -> Result<Self::Buffer<T>> {
         Err(no_dlpack())
     }
-}
-
-/// Copies `host` into a staging buffer now (so it may be reused at once)
-/// and enqueues the copy into `dst`; the copy's fence, or `None` for no
-/// data.
-fn upload<T: Element>(
-    stream: &Arc<VkStream>,
-    host: &[T],
-    dst: &mut VkBuffer<T>,
-) -> Result<Option<super::fence::Fence>> {
-    if host.is_empty() {
-        return Ok(None);
-    }
-    let device = &stream.device;
-    let data: &[u8] = bytemuck::cast_slice(host);
-    let size = padded(data.len());
-    let staging = device.staging.upload(data, size, || {
-        create(
-            device,
-            data.len(),
-            size,
-            wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-            true,
-        )
-    })?;
-    let (target, pool) = (dst.buffer.clone(), device.staging.clone());
-    let fence = stream.submit(
-        &[],
-        &[&dst.uses],
-        Box::new(move |enc| {
-            enc.copy_buffer_to_buffer(&staging, 0, &target, 0, size);
-            pool.upload_copied(enc, &staging);
-            Ok(())
-        }),
-    )?;
-    Ok(Some(fence))
 }
 
 crate::backend::host_pinned::host_pinned_api!(Vulkan);

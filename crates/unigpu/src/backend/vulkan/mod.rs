@@ -6,7 +6,9 @@
 //!   shared by the contexts on it; adapters are numbered hardware first
 //!   (`adapters.rs`). The fallback chain passes over software adapters.
 //! - Arrays: one wgpu storage buffer each, in whole 4-byte words
-//!   (`buffer.rs`). Every element type uploads, downloads and copies; the
+//!   (`buffer.rs`). Every element type uploads, downloads and copies (from
+//!   ordinary memory slot by slot through kept staging buffers,
+//!   `transfer.rs`, `staging.rs`); the
 //!   ops compute f32, f16 and bf16 (in f32) everywhere and f64 where the
 //!   adapter has shader-f64 (`shaders/`); DLPack and unified memory are
 //!   refused with the reason.
@@ -58,6 +60,7 @@ mod spin;
 mod staging;
 mod stream;
 mod tracker;
+mod transfer;
 mod uniforms;
 
 pub(crate) use api::Vulkan;

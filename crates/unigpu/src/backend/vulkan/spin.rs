@@ -20,14 +20,25 @@ pub(crate) const SYNC: Duration = Duration::from_micros(200);
 /// enough for the caller's next launch after a sync.
 pub(crate) const WORKER: Duration = Duration::from_micros(50);
 
+/// How long a transfer polls for its next staging slot before it sleeps:
+/// a slot's copy takes 0.15-0.3 ms at the DMA engine's rate, and the
+/// caller is blocked on the transfer anyway.
+pub(crate) const TRANSFER: Duration = Duration::from_millis(2);
+
 /// Polls `device` until `done()` or `SYNC` has passed; whether it was done.
 pub(crate) fn poll_until(device: &wgpu::Device, done: impl Fn() -> bool) -> bool {
+    poll_for(device, SYNC, done)
+}
+
+/// Polls `device` until `done()` or `limit` has passed; whether it was
+/// done.
+pub(crate) fn poll_for(device: &wgpu::Device, limit: Duration, done: impl Fn() -> bool) -> bool {
     let start = Instant::now();
     loop {
         if done() {
             return true;
         }
-        if start.elapsed() >= SYNC {
+        if start.elapsed() >= limit {
             return false;
         }
         // Runs the callbacks of finished work on this thread; an error (a

@@ -34,7 +34,12 @@ type HostWork = Box<dyn FnOnce() -> Result<()> + Send>;
 const MAX_BATCH: usize = 64;
 
 enum Work {
-    Gpu(Encode),
+    /// With `alone`, submitted at once rather than batched with what
+    /// follows: a chunked download reads each slot as soon as it lands.
+    Gpu {
+        encode: Encode,
+        alone: bool,
+    },
     Host(HostWork),
     /// An event's record: done once everything before it is.
     Marker,
@@ -190,13 +195,41 @@ impl VkStream {
         writes: &[&Tracker],
         work: Encode,
     ) -> Result<Fence> {
+        self.submit_work(reads, writes, work, false)
+    }
+
+    /// Like [`VkStream::submit`], in a submission of its own, so that what
+    /// waits for it (a map callback) is not held up by work enqueued after.
+    pub(crate) fn submit_alone(
+        &self,
+        reads: &[&Tracker],
+        writes: &[&Tracker],
+        work: Encode,
+    ) -> Result<Fence> {
+        self.submit_work(reads, writes, work, true)
+    }
+
+    fn submit_work(
+        &self,
+        reads: &[&Tracker],
+        writes: &[&Tracker],
+        work: Encode,
+        alone: bool,
+    ) -> Result<Fence> {
         if self.is_capturing() {
             return Err(not_capturable("this work"));
         }
         let mut deps: Vec<Fence> = reads.iter().filter_map(|t| t.for_read()).collect();
         deps.extend(writes.iter().flat_map(|t| t.for_write()));
         let done = Fence::default();
-        self.enqueue(Work::Gpu(work), deps, done.clone())?;
+        self.enqueue(
+            Work::Gpu {
+                encode: work,
+                alone,
+            },
+            deps,
+            done.clone(),
+        )?;
         for t in reads {
             t.note_read(&done);
         }
@@ -392,7 +425,7 @@ impl Worker {
 
     fn handle(&mut self, job: Job) {
         match job.work {
-            Work::Gpu(encode) => {
+            Work::Gpu { encode, alone } => {
                 self.wait_submitted(&job.deps);
                 let batch = self.batch.get_or_insert_with(|| {
                     let catch = Catch::open(self.device.ordinal, wgpu::ErrorFilter::Validation);
@@ -409,7 +442,7 @@ impl Worker {
                     self.progress.fail(e);
                 }
                 batch.fences.push(job.done);
-                if batch.fences.len() >= MAX_BATCH {
+                if alone || batch.fences.len() >= MAX_BATCH {
                     self.flush();
                 }
             }

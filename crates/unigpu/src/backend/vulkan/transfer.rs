@@ -1,0 +1,153 @@
+//! Uploads from and downloads into ordinary host memory, through the
+//! device's staging buffers (`staging.rs`).
+//!
+//! A transfer up to one slot copies through one staging buffer. A larger
+//! one moves slot by slot with a few slots in flight ([`shape`]), as the
+//! cuda backend's staging ring does: the host copies one slot (across the
+//! thread pool) while the GPU copies another, and the staging memory a
+//! device keeps stays that many slots a direction whatever the array's
+//! size.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::buffer::{MapSignal, VkBuffer, create, padded, read_mapped, readback};
+use super::fence::Fence;
+use super::spin;
+use super::staging::shape;
+use super::stream::VkStream;
+use crate::element::Element;
+use crate::error::Result;
+
+/// The slots a transfer of `len` bytes moves through, `(offset, bytes)` in
+/// order; every one but the last is a whole slot.
+fn chunks(len: usize, slot: usize) -> Vec<(usize, usize)> {
+    (0..len)
+        .step_by(slot)
+        .map(|offset| (offset, slot.min(len - offset)))
+        .collect()
+}
+
+/// Copies `host` into staging buffers now (so it may be reused once this
+/// returns) and enqueues their copies into `dst`; the last copy's fence
+/// (the queue runs them in order), or `None` for no data.
+pub(crate) fn upload<T: Element>(
+    stream: &Arc<VkStream>,
+    host: &[T],
+    dst: &mut VkBuffer<T>,
+) -> Result<Option<Fence>> {
+    let (device, shape) = (&stream.device, shape());
+    let data: &[u8] = bytemuck::cast_slice(host);
+    let mut last = None;
+    for (i, (offset, n)) in chunks(data.len(), shape.slot).into_iter().enumerate() {
+        let size = padded(n);
+        // Past the slots in flight, this transfer's own earlier slots
+        // come back to be filled again: polled for here, so the callback
+        // that returns one runs at once rather than after the poller
+        // thread's wait in the driver.
+        let reuse = i >= shape.slots;
+        if reuse {
+            spin::poll_for(&device.device, spin::TRANSFER, || {
+                device.staging.has_upload(size)
+            });
+        }
+        let part = &data[offset..offset + n];
+        let staging = device.staging.upload(part, size, reuse, || {
+            let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+            create(device, n, size, usage, true)
+        })?;
+        let (target, pool, at) = (dst.buffer.clone(), device.staging.clone(), offset as u64);
+        last = Some(stream.submit(
+            &[],
+            &[&dst.uses],
+            Box::new(move |enc| {
+                enc.copy_buffer_to_buffer(&staging, 0, &target, at, size);
+                pool.upload_copied(enc, &staging);
+                Ok(())
+            }),
+        )?);
+    }
+    Ok(last)
+}
+
+/// Copies `src` into `host` (its length), slot by slot, and returns once
+/// every byte is there.
+pub(crate) fn download_into<T: Element>(
+    stream: &Arc<VkStream>,
+    src: &VkBuffer<T>,
+    host: &mut [T],
+) -> Result<()> {
+    let out: &mut [u8] = bytemuck::cast_slice_mut(host);
+    let shape = shape();
+    let plan = chunks(out.len(), shape.slot);
+    let (device, staging) = (&stream.device, &stream.device.staging);
+    // Enqueues slot `i`'s copy into `back` and its mapping for the host.
+    let enqueue = |i: usize, back: &wgpu::Buffer| -> Result<MapSignal> {
+        let (offset, n) = plan[i];
+        let mapped = MapSignal::default();
+        let (source, target, on_mapped) = (src.buffer.clone(), back.clone(), mapped.callback());
+        let (at, size) = (offset as u64, padded(n));
+        stream.submit_alone(
+            &[&src.uses],
+            &[],
+            Box::new(move |enc| {
+                enc.copy_buffer_to_buffer(&source, at, &target, 0, size);
+                enc.map_buffer_on_submit(&target, wgpu::MapMode::Read, ..size, on_mapped);
+                Ok(())
+            }),
+        )?;
+        Ok(mapped)
+    };
+    let mut flight = VecDeque::with_capacity(shape.slots);
+    for (i, &(_, n)) in plan.iter().enumerate().take(shape.slots) {
+        let back = staging.download(padded(n), || readback(device, n))?;
+        let mapped = enqueue(i, &back)?;
+        flight.push_back((back, mapped));
+    }
+    for (i, &(offset, n)) in plan.iter().enumerate() {
+        let Some((back, mapped)) = flight.pop_front() else {
+            break;
+        };
+        spin::poll_for(&device.device, spin::TRANSFER, || mapped.is_set());
+        mapped.wait("a download")?;
+        let read = read_mapped(&back, &mut out[offset..offset + n], "a download");
+        back.unmap();
+        read?;
+        // A slot that is not the last is whole, so it holds any later one.
+        if i + shape.slots < plan.len() {
+            let mapped = enqueue(i + shape.slots, &back)?;
+            flight.push_back((back, mapped));
+        } else {
+            staging.download_idle(back);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::Rng;
+
+    use super::chunks;
+
+    #[test]
+    fn chunks_cover_the_transfer_in_order_and_only_the_last_is_short() {
+        let mut rng = rand::rng();
+        for _ in 0..2000 {
+            let slot = rng.random_range(1..=64usize) << 4;
+            let len = rng.random_range(0..=slot * 12);
+            let plan = chunks(len, slot);
+            let mut next = 0;
+            for (i, &(offset, n)) in plan.iter().enumerate() {
+                assert_eq!(offset, next, "len {len} slot {slot}: {plan:?}");
+                assert!(n > 0 && n <= slot, "len {len} slot {slot}: {plan:?}");
+                assert!(
+                    n == slot || i + 1 == plan.len(),
+                    "len {len} slot {slot}: {plan:?}"
+                );
+                next += n;
+            }
+            assert_eq!(next, len, "len {len} slot {slot}: {plan:?}");
+        }
+    }
+}
