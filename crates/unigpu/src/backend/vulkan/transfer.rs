@@ -70,6 +70,22 @@ pub(crate) fn upload<T: Element>(
     Ok(last)
 }
 
+/// The slot a download of `len` bytes moves through: `len` over `slots`
+/// (in whole 64 KiB) between [`MIN_DOWNLOAD_SLOT`] and `slot`. A download
+/// that fits one slot would otherwise wait for the whole DMA before the
+/// host reads a byte; in `slots` parts the host reads one while the next
+/// lands. (Uploads keep whole slots: the host's writes into staging
+/// memory bound them, and smaller slots measured no faster on an H200;
+/// docs/vulkan.md, "Transfers".)
+fn download_slot(len: usize, slot: usize, slots: usize) -> usize {
+    let part = len.div_ceil(slots).div_ceil(64 << 10) * (64 << 10);
+    part.clamp(MIN_DOWNLOAD_SLOT.min(slot), slot)
+}
+
+/// Below this a slot's own costs (a submission, a map callback, the thread
+/// pool's wake-up: tens of µs) outweigh what the overlap saves.
+const MIN_DOWNLOAD_SLOT: usize = 2 << 20;
+
 /// Copies `src` into `host` (its length), slot by slot, and returns once
 /// every byte is there.
 pub(crate) fn download_into<T: Element>(
@@ -79,7 +95,7 @@ pub(crate) fn download_into<T: Element>(
 ) -> Result<()> {
     let out: &mut [u8] = bytemuck::cast_slice_mut(host);
     let shape = shape();
-    let plan = chunks(out.len(), shape.slot);
+    let plan = chunks(out.len(), download_slot(out.len(), shape.slot, shape.slots));
     let (device, staging) = (&stream.device, &stream.device.staging);
     // Enqueues slot `i`'s copy into `back` and its mapping for the host.
     let enqueue = |i: usize, back: &wgpu::Buffer| -> Result<MapSignal> {
@@ -129,6 +145,32 @@ mod tests {
     use rand::Rng;
 
     use super::chunks;
+
+    #[test]
+    fn a_download_slot_is_a_part_of_the_transfer_within_bounds() {
+        use super::{MIN_DOWNLOAD_SLOT, download_slot};
+        let mut rng = rand::rng();
+        for _ in 0..2000 {
+            let slot = rng.random_range(1..=4096usize) << 16;
+            let slots = rng.random_range(2..=16);
+            let len = rng.random_range(1..=slot * 20);
+            let got = download_slot(len, slot, slots);
+            let bounds = format!("len {len} slot {slot} slots {slots}: {got}");
+            assert!(got.is_multiple_of(64 << 10), "{bounds}");
+            assert!(
+                got <= slot && got >= MIN_DOWNLOAD_SLOT.min(slot),
+                "{bounds}"
+            );
+            // Within bounds, `slots` parts at most cover it, and no fewer
+            // than `slots` whole ones would.
+            if got > MIN_DOWNLOAD_SLOT.min(slot) && got < slot {
+                assert!(
+                    got * slots >= len && (got - (64 << 10)) * slots < len,
+                    "{bounds}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn chunks_cover_the_transfer_in_order_and_only_the_last_is_short() {
