@@ -1,8 +1,9 @@
 //! The floor under the vulkan backend's launch + sync round trip: an
 //! empty dispatch through wgpu alone, on the first Vulkan adapter (set
-//! `VK_DRIVER_FILES` to pick a driver), waited for three ways, beside
-//! unigpu's own round trip in the same process (docs/vulkan.md, "Round
-//! trips"). A measurement probe, not an example of the API: it uses wgpu
+//! `VK_DRIVER_FILES` to pick a driver), waited for three ways, also
+//! beside a second thread blocked in the driver's wait and submitted from
+//! a second thread, beside unigpu's own round trip in the same process
+//! (docs/vulkan.md, "Round trips"). A measurement probe, not an example of the API: it uses wgpu
 //! directly.
 //!
 //! `cargo run --release -p unigpu --features vulkan --example vulkan_round_trip`
@@ -106,6 +107,70 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     println!("wgpu: record + submit + poll(Poll) until its callback ran {callback:.2} µs");
+    // The same while a second thread blocks in poll(wait) whenever work is
+    // in flight, as the vulkan backend's poller thread does: whether one
+    // thread's wait in the driver holds up another's submission or polls.
+    let stop = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let (device, stop) = (device.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = device.poll(wgpu::PollType::wait_indefinitely());
+                std::thread::yield_now();
+            }
+        })
+    };
+    let beside_waiter = median_us(|| {
+        done.store(false, Ordering::Relaxed);
+        let flag = done.clone();
+        submit();
+        queue.on_submitted_work_done(move || flag.store(true, Ordering::Release));
+        while !done.load(Ordering::Acquire) {
+            let _ = device.poll(wgpu::PollType::Poll);
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    waiter.join().map_err(|_| "the waiting thread panicked")?;
+    println!("wgpu: the same while another thread waits in poll(wait) {beside_waiter:.2} µs");
+    // The same with the recording and submission on a second thread that
+    // checks a channel between yields, as a vulkan stream's worker does
+    // (spin.rs): what handing the work over costs.
+    let (tx, rx) = std::sync::mpsc::channel::<Option<Arc<AtomicBool>>>();
+    let worker = {
+        let (device, queue, pipeline) = (device.clone(), queue.clone(), pipeline.clone());
+        std::thread::spawn(move || {
+            loop {
+                let flag = match rx.try_recv() {
+                    Ok(Some(flag)) => flag,
+                    Ok(None) | Err(std::sync::mpsc::TryRecvError::Disconnected) => return,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                };
+                let mut encoder = device.create_command_encoder(&Default::default());
+                {
+                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&pipeline);
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
+                encoder.on_submitted_work_done(move || flag.store(true, Ordering::Release));
+                queue.submit([encoder.finish()]);
+            }
+        })
+    };
+    let handed_over = median_us(|| {
+        done.store(false, Ordering::Relaxed);
+        tx.send(Some(done.clone())).expect("the worker is running");
+        while !done.load(Ordering::Acquire) {
+            let _ = device.poll(wgpu::PollType::Poll);
+        }
+    });
+    tx.send(None).expect("the worker is running");
+    worker.join().map_err(|_| "the worker thread panicked")?;
+    println!(
+        "wgpu: the same, recorded and submitted by a second, spinning thread {handed_over:.2} µs"
+    );
     let idle_poll = median_us(|| {
         let _ = device.poll(wgpu::PollType::Poll);
     });
