@@ -97,7 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     println!("wgpu: record + submit + poll(Poll) until the queue is empty {spin:.2} µs");
     let done = Arc::new(AtomicBool::new(false));
-    let callback = median_us(|| {
+    let until_callback = || {
         done.store(false, Ordering::Relaxed);
         let flag = done.clone();
         submit();
@@ -105,7 +105,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         while !done.load(Ordering::Acquire) {
             let _ = device.poll(wgpu::PollType::Poll);
         }
-    });
+    };
+    let callback = median_us(until_callback);
     println!("wgpu: record + submit + poll(Poll) until its callback ran {callback:.2} µs");
     // The same while a second thread blocks in poll(wait) whenever work is
     // in flight, as the vulkan backend's poller thread does: whether one
@@ -120,15 +121,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })
     };
-    let beside_waiter = median_us(|| {
-        done.store(false, Ordering::Relaxed);
-        let flag = done.clone();
-        submit();
-        queue.on_submitted_work_done(move || flag.store(true, Ordering::Release));
-        while !done.load(Ordering::Acquire) {
-            let _ = device.poll(wgpu::PollType::Poll);
-        }
-    });
+    let beside_waiter = median_us(until_callback);
     stop.store(true, Ordering::Relaxed);
     waiter.join().map_err(|_| "the waiting thread panicked")?;
     println!("wgpu: the same while another thread waits in poll(wait) {beside_waiter:.2} µs");

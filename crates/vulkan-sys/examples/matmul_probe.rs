@@ -24,33 +24,12 @@
 //! steps written out in the loop's body; `4x8`: a warp's invocations as
 //! a 4×8 block; `2-D`: the tiles as arrays of rows indexed by the step.
 
-use std::future::Future;
-use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Instant;
 
 use wgpu::util::DeviceExt;
 
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// wgpu's native futures are ready at once or after a wake; no runtime.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = TaskContext::from_waker(&waker);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => return v,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
+mod common;
+use common::{block_on, first_adapter};
 
 /// One kernel to time: its schedule, how many of a stage's 16 steps of k
 /// one loop iteration writes out (`unroll`; the loads and stores of a
@@ -277,15 +256,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(4096);
     assert!(n.is_multiple_of(4), "N must be a multiple of 4");
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-        backends: wgpu::Backends::VULKAN,
-        flags: wgpu::InstanceFlags::empty(),
-        ..wgpu::InstanceDescriptor::new_without_display_handle()
-    });
-    let adapter = block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN))
-        .into_iter()
-        .next()
-        .ok_or("no Vulkan adapter")?;
+    let adapter = first_adapter()?;
     println!("adapter: {}, n = {n}", adapter.get_info().name);
     let mut limits = wgpu::Limits::default().using_resolution(adapter.limits());
     limits.max_storage_buffer_binding_size = adapter.limits().max_storage_buffer_binding_size;

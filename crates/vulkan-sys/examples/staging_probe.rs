@@ -13,30 +13,10 @@
 //! Every copy is checked. A measurement probe, not an example of the API.
 //! `cargo run --release -p unigpu-vulkan-sys --example staging_probe [MiB]`
 
-use std::future::Future;
-use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Instant;
 
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = TaskContext::from_waker(&waker);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => return v,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
+mod common;
+use common::{block_on, first_adapter};
 
 const PIECE: usize = 256 << 10;
 const ROUNDS: usize = 7;
@@ -84,15 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(16);
     let bytes = mib << 20;
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-        backends: wgpu::Backends::VULKAN,
-        flags: wgpu::InstanceFlags::empty(),
-        ..wgpu::InstanceDescriptor::new_without_display_handle()
-    });
-    let adapter = block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN))
-        .into_iter()
-        .next()
-        .ok_or("no Vulkan adapter")?;
+    let adapter = first_adapter()?;
     println!("adapter: {}, {mib} MiB a copy", adapter.get_info().name);
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))?;
     let src: Vec<u8> = (0..bytes).map(|i| (i * 7 + i / 4093) as u8).collect();

@@ -619,8 +619,8 @@ const VULKAN_MUTATIONS: &[Mutation] = &[
         name: "an upload whose staging slots all land at the array's start",
         target: Target::Vulkan,
         file: "crates/unigpu/src/backend/vulkan/transfer.rs",
-        original: "        let (target, pool, at) = (dst.buffer.clone(), device.staging.clone(), offset as u64);\n",
-        mutated: "        let (target, pool, at) = (dst.buffer.clone(), device.staging.clone(), 0u64);\n",
+        original: "        let (target, pool, at) = (dst.clone(), device.staging.clone(), offset as u64);\n",
+        mutated: "        let (target, pool, at) = (dst.clone(), device.staging.clone(), 0u64);\n",
         tests: &[],
     },
     Mutation {

@@ -7,11 +7,11 @@
 use std::sync::{Arc, Mutex};
 
 use super::Vulkan;
-use super::buffer::{MapSignal, read_mapped, readback};
 use super::device::VkDevice;
 use super::fence::Fence;
 use super::spin;
 use super::stream::VkStream;
+use super::wgpu_buffer::{MapSignal, read_mapped, readback};
 use crate::backend::Backend;
 use crate::backend::EventApi;
 use crate::error::{Error, Result};
@@ -75,7 +75,7 @@ impl VkEvent {
             ty: wgpu::QueryType::Timestamp,
             count: 1,
         });
-        let resolved = super::buffer::create(
+        let resolved = super::wgpu_buffer::create(
             &self.device,
             8,
             8,

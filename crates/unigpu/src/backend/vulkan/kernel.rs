@@ -134,7 +134,7 @@ pub(crate) fn launch(
             bytes[at..at + s.bytes().len()].copy_from_slice(s.bytes());
         }
         let buf = device.uniforms.get(&bytes, || {
-            let buf = super::buffer::create(
+            let buf = super::wgpu_buffer::create(
                 device,
                 bytes.len(),
                 bytes.len() as u64,

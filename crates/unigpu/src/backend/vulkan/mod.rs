@@ -5,13 +5,13 @@
 //! - Devices: one wgpu device per adapter per process (`device.rs`),
 //!   shared by the contexts on it; adapters are numbered hardware first
 //!   (`adapters.rs`). The fallback chain passes over software adapters.
-//! - Arrays: one wgpu storage buffer each, in whole 4-byte words
-//!   (`buffer.rs`). Every element type uploads, downloads and copies (from
-//!   ordinary memory slot by slot through kept staging buffers,
-//!   `transfer.rs`, `staging.rs`); the
-//!   ops compute f32, f16 and bf16 (in f32) everywhere and f64 where the
-//!   adapter has shader-f64 (`shaders/`); DLPack and unified memory are
-//!   refused with the reason.
+//! - Arrays: one wgpu storage buffer each, in whole 16-byte vectors
+//!   (`buffer.rs`; wgpu buffers as such, their creation and mapping, in
+//!   `wgpu_buffer.rs`). Every element type uploads, downloads and copies
+//!   (from ordinary memory slot by slot through kept staging buffers,
+//!   `transfer.rs`, `staging.rs`); the ops compute f32, f16 and bf16 (in
+//!   f32) everywhere and f64 where the adapter has shader-f64
+//!   (`shaders/`); DLPack and unified memory are refused with the reason.
 //! - Streams: a worker thread each that records GPU work into command
 //!   encoders and submits them to the device's one queue, and runs host
 //!   functions and waits in order (`stream.rs`). Each buffer tracks its
@@ -62,6 +62,7 @@ mod stream;
 mod tracker;
 mod transfer;
 mod uniforms;
+mod wgpu_buffer;
 
 pub(crate) use api::Vulkan;
 pub(crate) use shader::ShaderKernel;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Vulkan;
-use super::buffer::{MapSignal, VkBuffer, create, read_mapped, readback};
+use super::buffer::VkBuffer;
 use super::device::{IMMEDIATE_BYTES, Pipeline, VkDevice};
 use super::dispatch_geometry::{chunks, fits, grid, slice};
 use super::errors::unsupported;
@@ -13,6 +13,7 @@ use super::shaders::elementwise::{Map, VEC4_PER_INVOCATION, pack};
 use super::shaders::{Imm, Num, fill as fill_shader, matmul as mm, reduce as red};
 use super::stream::VkStream;
 use super::tracker::Tracker;
+use super::wgpu_buffer::{MapSignal, create, read_mapped, readback};
 use crate::backend::contract::BuiltinOps;
 use crate::element::Element;
 use crate::error::Result;

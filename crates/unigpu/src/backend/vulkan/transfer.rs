@@ -11,12 +11,12 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::buffer::{MapSignal, VkBuffer, create, padded, read_mapped, readback};
 use super::fence::Fence;
 use super::spin;
 use super::staging::shape;
 use super::stream::VkStream;
-use crate::element::Element;
+use super::tracker::Tracker;
+use super::wgpu_buffer::{MapSignal, create, padded, read_mapped, readback};
 use crate::error::Result;
 
 /// The slots a transfer of `len` bytes moves through, `(offset, bytes)` in
@@ -28,16 +28,17 @@ fn chunks(len: usize, slot: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Copies `host` into staging buffers now (so it may be reused once this
-/// returns) and enqueues their copies into `dst`; the last copy's fence
-/// (the queue runs them in order), or `None` for no data.
-pub(crate) fn upload<T: Element>(
+/// Copies `data` into staging buffers now (so it may be reused once this
+/// returns) and enqueues their copies into the start of `dst`, whose uses
+/// `uses` tracks; the last copy's fence (the queue runs them in order), or
+/// `None` for no data.
+pub(crate) fn upload(
     stream: &Arc<VkStream>,
-    host: &[T],
-    dst: &mut VkBuffer<T>,
+    data: &[u8],
+    dst: &wgpu::Buffer,
+    uses: &Tracker,
 ) -> Result<Option<Fence>> {
     let (device, shape) = (&stream.device, shape());
-    let data: &[u8] = bytemuck::cast_slice(host);
     let mut last = None;
     for (i, (offset, n)) in chunks(data.len(), shape.slot).into_iter().enumerate() {
         let size = padded(n);
@@ -56,10 +57,10 @@ pub(crate) fn upload<T: Element>(
             let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
             create(device, n, size, usage, true)
         })?;
-        let (target, pool, at) = (dst.buffer.clone(), device.staging.clone(), offset as u64);
+        let (target, pool, at) = (dst.clone(), device.staging.clone(), offset as u64);
         last = Some(stream.submit(
             &[],
-            &[&dst.uses],
+            &[uses],
             Box::new(move |enc| {
                 enc.copy_buffer_to_buffer(&staging, 0, &target, at, size);
                 pool.upload_copied(enc, &staging);
@@ -86,14 +87,14 @@ fn download_slot(len: usize, slot: usize, slots: usize) -> usize {
 /// pool's wake-up: tens of µs) outweigh what the overlap saves.
 const MIN_DOWNLOAD_SLOT: usize = 2 << 20;
 
-/// Copies `src` into `host` (its length), slot by slot, and returns once
-/// every byte is there.
-pub(crate) fn download_into<T: Element>(
+/// Copies the first `out.len()` bytes of `src`, whose uses `uses` tracks,
+/// into `out`, slot by slot, and returns once every byte is there.
+pub(crate) fn download_into(
     stream: &Arc<VkStream>,
-    src: &VkBuffer<T>,
-    host: &mut [T],
+    src: &wgpu::Buffer,
+    uses: &Tracker,
+    out: &mut [u8],
 ) -> Result<()> {
-    let out: &mut [u8] = bytemuck::cast_slice_mut(host);
     let shape = shape();
     let plan = chunks(out.len(), download_slot(out.len(), shape.slot, shape.slots));
     let (device, staging) = (&stream.device, &stream.device.staging);
@@ -101,10 +102,10 @@ pub(crate) fn download_into<T: Element>(
     let enqueue = |i: usize, back: &wgpu::Buffer| -> Result<MapSignal> {
         let (offset, n) = plan[i];
         let mapped = MapSignal::default();
-        let (source, target, on_mapped) = (src.buffer.clone(), back.clone(), mapped.callback());
+        let (source, target, on_mapped) = (src.clone(), back.clone(), mapped.callback());
         let (at, size) = (offset as u64, padded(n));
         stream.submit_alone(
-            &[&src.uses],
+            &[uses],
             &[],
             Box::new(move |enc| {
                 enc.copy_buffer_to_buffer(&source, at, &target, 0, size);
